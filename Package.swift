@@ -1,0 +1,98 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Targets that talk to libwebsockets' C callbacks keep the Swift 5 language mode:
+/// all their state is confined to one service thread, which the compiler cannot see.
+let cBridgeSettings: [SwiftSetting] = [.swiftLanguageMode(.v5), .unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+
+let package = Package(
+    name: "Rollcall",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "rollcall", targets: ["rollcall"]),
+        .executable(name: "rollcall-cli", targets: ["rollcall-cli"]),
+        .executable(name: "rollcall-bench", targets: ["rollcall-bench"]),
+        .library(name: "RollcallClient", targets: ["RollcallClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+    ],
+    targets: [
+        // MARK: C
+        .systemLibrary(
+            name: "CLibWebSockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev"])]
+        ),
+        .target(name: "CRollcallShim", dependencies: ["CLibWebSockets"]),
+
+        // MARK: Pure Swift
+        .target(name: "RollcallProtocol"),
+        .target(
+            name: "RollcallCore",
+            dependencies: [
+                "RollcallProtocol",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
+        .target(name: "RollcallStorage", dependencies: ["RollcallCore"]),
+
+        // MARK: libwebsockets
+        .target(
+            name: "RollcallServer",
+            dependencies: [
+                "RollcallCore", "RollcallStorage", "CRollcallShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: cBridgeSettings
+        ),
+        .target(
+            name: "RollcallClient",
+            dependencies: [
+                "RollcallProtocol", "CRollcallShim",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: cBridgeSettings
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "rollcall",
+            dependencies: [
+                "RollcallServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: cBridgeSettings
+        ),
+        .executableTarget(
+            name: "rollcall-cli",
+            dependencies: [
+                "RollcallClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: cBridgeSettings
+        ),
+        .executableTarget(
+            name: "rollcall-bench",
+            dependencies: [
+                "RollcallClient", "RollcallCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: cBridgeSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
+        .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
+        .testTarget(
+            name: "RollcallIntegrationTests",
+            dependencies: ["RollcallClient", "RollcallProtocol"],
+            swiftSettings: cBridgeSettings
+        ),
+    ]
+)

@@ -1,0 +1,235 @@
+import RollcallProtocol
+
+/// The broker's whole state and rules, with no I/O: the transport feeds it
+/// ``InboundEvent``s and carries out the ``Action``s it returns.
+///
+/// One thread owns a broker (the transport's service thread); it is not thread-safe and
+/// needs no locks. Time is read from the injected ``BrokerClock`` once per event.
+public final class Broker {
+    /// The configuration it runs with.
+    public let configuration: Configuration
+    let clock: BrokerClock
+    let outbox = Outbox()
+    /// Logged-in sessions, live and held.
+    public let directory = SessionDirectory()
+    /// Channel presence (PROTOCOL §4).
+    public let presence: PresenceEngine
+    /// User status and subscriptions (PROTOCOL §6).
+    public let userStatus: UserStatusEngine
+    let authenticator: any LoginAuthenticator
+    var random: any RandomNumberGenerator
+
+    var connections: [ConnectionID: ConnectionState] = [:]
+    var loginDeadlines = TimerQueue<ConnectionID>()
+    var holdDeadlines = TimerQueue<UInt64>()
+    var heldSessions: [UInt64: Session] = [:]
+    var nextSessionNumber: UInt64 = 0
+    /// Counters for `/metrics`.
+    public internal(set) var metrics = BrokerMetrics()
+
+    /// A broker with the given configuration, clock, durable store and authenticator.
+    public init(
+        configuration: Configuration,
+        clock: BrokerClock = SystemClock(),
+        store: any StatusStore = MemoryStatusStore(),
+        authenticator: (any LoginAuthenticator)? = nil,
+        random: any RandomNumberGenerator = SystemRandomNumberGenerator()
+    ) {
+        self.configuration = configuration
+        self.clock = clock
+        self.random = random
+        self.authenticator = authenticator ?? OpenAuthenticator()
+        self.presence = PresenceEngine(configuration: configuration, clock: clock, outbox: outbox)
+        self.userStatus = UserStatusEngine(
+            configuration: configuration, clock: clock, outbox: outbox, directory: directory, store: store)
+    }
+
+    /// Handles one event and returns what the transport must do, in order.
+    public func handle(_ event: InboundEvent) -> [Action] {
+        switch event {
+        case .opened(let connection):
+            connectionOpened(connection)
+        case .received(let connection, let bytes):
+            received(bytes, on: connection)
+        case .ended(let connection, let how):
+            connectionEnded(connection, how: how)
+        case .tick:
+            fireDueTimers()
+        case .shutdown:
+            shutdown()
+        }
+        return outbox.drain()
+    }
+
+    /// The earliest moment something is due; the transport sends `.tick` then.
+    public var nextDeadline: Timestamp? {
+        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline]
+            .compactMap { $0 }.min()
+    }
+
+    /// Current time from the injected clock.
+    public var now: Timestamp { clock.now }
+
+    // MARK: - Connections
+
+    private func connectionOpened(_ connection: ConnectionID) {
+        let now = clock.now
+        connections[connection] = ConnectionState(
+            openedAt: now,
+            requests: TokenBucket(
+                capacity: Double(configuration.limits.requestBurst),
+                ratePerSecond: configuration.limits.requestsPerSecond, now: now))
+        loginDeadlines.schedule(connection, at: now + configuration.limits.loginTimeoutSeconds.milliseconds)
+        metrics.connectionsOpened += 1
+    }
+
+    private func connectionEnded(_ connection: ConnectionID, how: ConnectionEnd) {
+        guard connections.removeValue(forKey: connection) != nil else { return }
+        loginDeadlines.cancel(connection)
+        guard let session = directory.session(on: connection) else { return }
+        switch how {
+        case .closeFrame:
+            end(session, .closed)
+        case .abnormal(let cause):
+            hold(session, cause: cause)
+        }
+    }
+
+    /// Closes a connection the broker decided to end, forgetting it first.
+    func close(_ connection: ConnectionID, _ code: CloseCode, reason: String) {
+        connections[connection] = nil
+        loginDeadlines.cancel(connection)
+        outbox.close(connection, code, reason: reason)
+    }
+
+    // MARK: - Requests
+
+    private func received(_ bytes: [UInt8], on connection: ConnectionID) {
+        guard var state = connections[connection] else { return }
+        metrics.requests += 1
+        let mark = outbox.actions.count
+        let request: Request
+        switch Request.decode(bytes) {
+        case .success(let decoded):
+            request = decoded
+        case .failure(let failure):
+            reply(to: connection, id: failure.id, .failure(failure.error), at: mark)
+            return
+        }
+        if case .failure(let retry) = state.requests.take(now: clock.now) {
+            connections[connection] = state
+            reply(to: connection, id: request.id, .failure(.rateLimited("too many requests", retry)), at: mark)
+            return
+        }
+        connections[connection] = state
+        let outcome: Result<JSON, BrokerError>
+        do throws(BrokerError) {
+            outcome = .success(try dispatch(request, on: connection))
+        } catch {
+            outcome = .failure(error)
+        }
+        reply(to: connection, id: request.id, outcome, at: mark)
+        if case .success = outcome, request.op == "login", let session = directory.session(on: connection) {
+            userStatus.sessionLoggedIn(session)
+        }
+        if case .success = outcome, request.op == "logout" {
+            close(connection, .logout, reason: "logout")
+        }
+        if case .failure(let error) = outcome, error.code == .unauthorized, request.op == "login" {
+            close(connection, .unauthorized, reason: "unauthorized")
+        }
+    }
+
+    private func reply(to connection: ConnectionID, id: JSON, _ outcome: Result<JSON, BrokerError>, at position: Int) {
+        let bytes: [UInt8]
+        switch outcome {
+        case .success(let result):
+            bytes = Frames.success(id: id, result: result)
+        case .failure(let error):
+            metrics.errors[error.code, default: 0] += 1
+            bytes = Frames.failure(id: id, code: error.code, message: error.message, retryAfterMs: error.retryAfterMs)
+        }
+        outbox.insert(.send(connection, bytes), at: position)
+    }
+
+    private func dispatch(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON {
+        let session = directory.session(on: connection)
+        if request.op == "login" {
+            guard session == nil else { throw BrokerError(.alreadyLoggedIn, "this connection is already logged in") }
+            return try login(request, on: connection)
+        }
+        guard let session else {
+            if Self.knownOps.contains(request.op) {
+                throw BrokerError(.notLoggedIn, "the first request must be login")
+            }
+            throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
+        }
+        switch request.op {
+        case "logout":
+            end(session, .logout)
+            return [:]
+        case "ping":
+            return ["serverTime": .number(JSONNumber(Int(clock.now)))]
+        case _ where PresenceEngine.ops.contains(request.op):
+            return try presence.handle(request, from: session, grant: grant(of: session))
+        case _ where UserStatusEngine.ops.contains(request.op):
+            return try userStatus.handle(request, from: session)
+        default:
+            throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
+        }
+    }
+
+    /// Every op of protocol v1.
+    public static let knownOps: Set<String> = Set(["login", "logout", "ping"])
+        .union(PresenceEngine.ops).union(UserStatusEngine.ops)
+
+    // MARK: - Timers
+
+    private func fireDueTimers() {
+        let now = clock.now
+        for connection in loginDeadlines.popDue(now: now) where directory.session(on: connection) == nil {
+            guard connections[connection] != nil else { continue }
+            close(connection, .loginTimeout, reason: "login timeout")
+        }
+        for number in holdDeadlines.popDue(now: now) {
+            guard let session = heldSessions[number] else { continue }
+            end(session, .timedOut)
+        }
+        presence.fireDueTimers()
+        userStatus.fireDueTimers()
+    }
+
+    // MARK: - Shutdown
+
+    private func shutdown() {
+        for session in directory.all {
+            end(session, .shutdown)
+        }
+        for connection in connections.keys.sorted() {
+            close(connection, .shutdown, reason: "shutdown")
+        }
+        userStatus.shutdown()
+    }
+}
+
+/// Per-connection bookkeeping, before and after login.
+struct ConnectionState {
+    let openedAt: Timestamp
+    var requests: TokenBucket
+}
+
+/// Counters the core keeps for `/metrics`.
+public struct BrokerMetrics: Sendable {
+    /// Connections ever opened.
+    public var connectionsOpened = 0
+    /// Requests received (decodable or not).
+    public var requests = 0
+    /// Successful logins (including resumes).
+    public var logins = 0
+    /// Sessions resumed with a token.
+    public var resumes = 0
+    /// Error replies by code.
+    public var errors: [ErrorCode: Int] = [:]
+    /// Sessions ended, by how.
+    public var sessionEnds: [String: Int] = [:]
+}

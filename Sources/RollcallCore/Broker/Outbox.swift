@@ -1,0 +1,40 @@
+import RollcallProtocol
+
+/// Collects the actions one inbound event produces, in order.
+public final class Outbox {
+    /// The actions so far.
+    public internal(set) var actions: [Action] = []
+    /// Counts events handed out, for metrics.
+    public internal(set) var eventsQueued = 0
+
+    init() {}
+
+    /// Queues `bytes` for the session's connection; dropped while the session is held
+    /// (a resumed session is rebuilt from fresh snapshots).
+    func send(_ bytes: [UInt8], to session: Session) {
+        guard let connection = session.connection else { return }
+        actions.append(.send(connection, bytes))
+        eventsQueued += 1
+    }
+
+    /// Queues `bytes` for a connection.
+    func send(_ bytes: [UInt8], to connection: ConnectionID) {
+        actions.append(.send(connection, bytes))
+    }
+
+    /// Asks the transport to close a connection.
+    func close(_ connection: ConnectionID, _ code: CloseCode, reason: String) {
+        actions.append(.close(connection, code, reason: reason))
+    }
+
+    /// Inserts `action` at `position` (used to put a reply before the events its request caused).
+    func insert(_ action: Action, at position: Int) {
+        actions.insert(action, at: position)
+    }
+
+    func drain() -> [Action] {
+        let out = actions
+        actions.removeAll(keepingCapacity: true)
+        return out
+    }
+}

@@ -1,0 +1,54 @@
+import RollcallProtocol
+
+/// The transport's handle for one WebSocket connection. Assigned by the transport, never reused.
+public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The raw number.
+    public let rawValue: UInt64
+    /// Wraps a raw number.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (lhs: ConnectionID, rhs: ConnectionID) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { "c\(rawValue)" }
+}
+
+/// Why a connection ended, as the transport saw it (PROTOCOL §5).
+public enum ConnectionEnd: Sendable, Equatable {
+    /// The client sent a close frame, or the broker closed it for a protocol fault
+    /// (1003, 1007, 1009): presence leaves at once.
+    case closeFrame
+    /// No close frame: the session is held for its presence timeout and may be resumed.
+    case abnormal(AbnormalCause)
+}
+
+/// The ways a connection can end without a close frame.
+public enum AbnormalCause: String, Sendable, Equatable {
+    /// TCP reset or EOF without a close frame.
+    case dropped
+    /// Nothing received for `heartbeat.timeoutSeconds`.
+    case heartbeatTimeout
+    /// The outbound queue exceeded `limits.maxOutboundBytes` (closed with 1013).
+    case slowConsumer
+}
+
+/// What the transport tells the core.
+public enum InboundEvent: Sendable {
+    /// A WebSocket connection was established.
+    case opened(ConnectionID)
+    /// One complete, UTF-8 valid text message (fragments already reassembled).
+    case received(ConnectionID, [UInt8])
+    /// The connection is gone. Ignored for connections the core already closed.
+    case ended(ConnectionID, ConnectionEnd)
+    /// Time has passed; run what is due (see ``Broker/nextDeadline``).
+    case tick
+    /// SIGTERM/SIGINT: end every session (`offline`), then the transport closes with 1001.
+    case shutdown
+}
+
+/// What the core asks the transport to do, in order.
+public enum Action: Sendable, Equatable {
+    /// Queue these bytes (one compact JSON object) for the connection. The same array is
+    /// shared by every recipient of an event: it is encoded once.
+    case send(ConnectionID, [UInt8])
+    /// Flush what is queued, then close with this code. The core has already ended the
+    /// session; the transport's later `.ended` for it is ignored.
+    case close(ConnectionID, CloseCode, reason: String)
+}

@@ -1,0 +1,166 @@
+/// The broker's configuration (PROTOCOL §8). Every property has the documented default;
+/// ``ConfigurationLoader`` fills it from `config.json` and validates it in one place.
+/// Durations are seconds and may be fractional.
+public struct Configuration: Sendable, Equatable {
+    /// Where to listen.
+    public struct Listen: Sendable, Equatable {
+        /// Address to bind exactly. Default `127.0.0.1`.
+        public var host = "127.0.0.1"
+        /// TCP port; 0 picks a free one. Default 8080.
+        public var port = 8080
+        public init() {}
+    }
+
+    /// TLS files; both nil means plain `ws://`.
+    public struct TLS: Sendable, Equatable {
+        /// PEM certificate chain. Default nil.
+        public var certFile: String? = nil
+        /// PEM private key. Default nil.
+        public var keyFile: String? = nil
+        public init() {}
+    }
+
+    /// How logins are authenticated.
+    public struct Auth: Sendable, Equatable {
+        /// The accepted modes.
+        public enum Mode: String, Sendable, Equatable { case none, jwt }
+        /// `none` or `jwt`. Default `none`.
+        public var mode: Mode = .none
+        /// HS256 secret. Default nil.
+        public var secret: String? = nil
+        /// Environment variable holding the secret when `secret` is nil. Default `ROLLCALL_JWT_SECRET`.
+        public var secretEnv: String? = "ROLLCALL_JWT_SECRET"
+        /// Allow `mode: none` on a non-loopback address. Default false.
+        public var allowInsecure = false
+        public init() {}
+    }
+
+    /// The HTTP side of the port.
+    public struct HTTP: Sendable, Equatable {
+        /// Directory served at `/`. Default `examples/web`.
+        public var staticDir: String? = "examples/web"
+        /// Browser origins allowed to upgrade; `*` allows all. Default `["*"]`.
+        public var allowedOrigins: [String] = ["*"]
+        public init() {}
+    }
+
+    /// WebSocket keep-alive.
+    public struct Heartbeat: Sendable, Equatable {
+        /// Seconds between pings. Default 10.
+        public var intervalSeconds = 10.0
+        /// Seconds of silence before an abnormal drop. Default 30.
+        public var timeoutSeconds = 30.0
+        public init() {}
+    }
+
+    /// Channel presence.
+    public struct Presence: Sendable, Equatable {
+        /// Largest occupancy that still gets instant events. Default 50.
+        public var maxInstantEvents = 50
+        /// Announce mode resumes at `maxInstantEvents - hysteresis`. Default 10.
+        public var hysteresis = 10
+        /// Seconds between interval events. Default 5.
+        public var intervalSeconds = 5.0
+        /// Seconds an abnormally dropped session is held. Default 30.
+        public var timeoutSeconds = 30.0
+        /// Members in a snapshot before it is truncated. Default 1000.
+        public var snapshotMaxMembers = 1000
+        public init() {}
+    }
+
+    /// Per-member channel state limits.
+    public struct State: Sendable, Equatable {
+        /// Keys per member after a merge. Default 32.
+        public var maxKeys = 32
+        /// UTF-8 bytes per key. Default 64.
+        public var maxKeyBytes = 64
+        /// UTF-8 bytes per value. Default 8192.
+        public var maxValueBytes = 8192
+        /// UTF-8 bytes of all keys and values after a merge. Default 32768.
+        public var maxTotalBytes = 32768
+        /// Channels with state held before a join, per session. Default 32.
+        public var maxPendingChannels = 32
+        public init() {}
+    }
+
+    /// A number of calls per window.
+    public struct Rate: Sendable, Equatable {
+        /// Calls allowed per window. Default 20.
+        public var calls = 20
+        /// Window length in seconds. Default 5.
+        public var perSeconds = 5.0
+        public init() {}
+        public init(calls: Int, perSeconds: Double) { self.calls = calls; self.perSeconds = perSeconds }
+    }
+
+    /// IM-style user status.
+    public struct UserStatus: Sendable, Equatable {
+        /// UTF-8 bytes of a custom status. Default 64.
+        public var customStatusMaxBytes = 64
+        /// Seconds a custom status lives. Default 86400.
+        public var customStatusTtlSeconds = 86400.0
+        /// Clear the custom status when the user goes offline. Default false.
+        public var clearCustomStatusOnOffline = false
+        /// `setCustomStatus` calls per second per user. Default 1.
+        public var customStatusPerSecond = 1.0
+        /// Subscriptions a user may hold; the earliest are dropped past it. Default 3000.
+        public var maxSubscriptionsPerUser = 3000
+        /// Subscribers a user may have. Default 5000.
+        public var maxSubscribersPerUser = 5000
+        /// Shared budget of `getUserStatus` (others), `subscribeUserStatus`, `unsubscribeUserStatus`. Default 20 per 5 s.
+        public var queryRate = Rate()
+        public init() {}
+    }
+
+    /// Protocol limits.
+    public struct Limits: Sendable, Equatable {
+        /// Largest incoming message after reassembly. Default 65536.
+        public var maxFrameBytes = 65536
+        /// Largest encoded `publish` message. Default 32768.
+        public var maxMessageBytes = 32768
+        /// Channels one session may join. Default 256.
+        public var maxChannelsPerSession = 256
+        /// Sessions per user; the oldest is closed with 4409. Default 10.
+        public var maxSessionsPerUser = 10
+        /// Bytes queued for one session before it is cut with 1013. Default 4 MiB.
+        public var maxOutboundBytes = 4_194_304
+        /// Largest batched outbound frame. Default 16384.
+        public var maxBatchBytes = 16384
+        /// Seconds to log in before close 4408. Default 10.
+        public var loginTimeoutSeconds = 10.0
+        /// Sustained requests per second per session. Default 100.
+        public var requestsPerSecond = 100.0
+        /// Burst of requests per session. Default 200.
+        public var requestBurst = 200
+        public init() {}
+    }
+
+    /// Durable data.
+    public struct Storage: Sendable, Equatable {
+        /// SQLite file; nil keeps data in memory. Default `rollcall.db`.
+        public var path: String? = "rollcall.db"
+        public init() {}
+    }
+
+    /// Logging.
+    public struct Log: Sendable, Equatable {
+        /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
+        public var level = "info"
+        public init() {}
+    }
+
+    public var listen = Listen()
+    public var tls = TLS()
+    public var auth = Auth()
+    public var http = HTTP()
+    public var heartbeat = Heartbeat()
+    public var presence = Presence()
+    public var state = State()
+    public var userStatus = UserStatus()
+    public var limits = Limits()
+    public var storage = Storage()
+    public var log = Log()
+
+    /// Every default.
+    public init() {}
+}

@@ -1,0 +1,140 @@
+import RollcallProtocol
+
+extension Broker {
+    /// `login {userId, platform?, token?, customStatus?, presenceTimeout?, resumeToken?}`.
+    func login(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON {
+        let userId = try request.name("userId")
+        let platformName = try request.optionalString("platform") ?? Platform.other.rawValue
+        guard let platform = Platform(rawValue: platformName) else {
+            throw BrokerError(.invalidArgument, "platform must be one of " + Platform.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let token = try request.optionalString("token")
+        let customStatus = try request.optionalString("customStatus")
+        let timeoutSeconds = try request.optionalNumber("presenceTimeout")
+        let resumeToken = try request.optionalString("resumeToken")
+        if let customStatus { try userStatus.validateCustomStatus(customStatus) }
+
+        let grant: Grant
+        switch authenticator.authenticate(userId: userId, token: token, now: clock.now) {
+        case .success(let granted): grant = granted
+        case .failure(let error): throw error
+        }
+
+        let timeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
+            ?? configuration.presence.timeoutSeconds.milliseconds
+        let now = clock.now
+
+        if let resumeToken, let held = directory.heldSession(resumeToken: resumeToken), held.userId == userId {
+            return resume(held, on: connection, grant: grant, presenceTimeoutMs: timeoutMs, customStatus: customStatus)
+        }
+
+        makeRoomForOneMoreSession(of: userId)
+        nextSessionNumber += 1
+        let session = Session(
+            number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
+            connection: connection, presenceTimeoutMs: timeoutMs, resumeToken: newResumeToken())
+        session.grant = grant
+        directory.add(session)
+        loginDeadlines.cancel(connection)
+        metrics.logins += 1
+        userStatus.sessionStarted(session, customStatus: customStatus)
+        return loginResult(session, resumed: false, channels: nil)
+    }
+
+    private func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
+                        customStatus: String?) -> JSON {
+        holdDeadlines.cancel(session.number)
+        heldSessions[session.number] = nil
+        directory.attach(session, to: connection, newResumeToken: newResumeToken())
+        session.presenceTimeoutMs = presenceTimeoutMs
+        session.grant = grant
+        loginDeadlines.cancel(connection)
+        metrics.logins += 1
+        metrics.resumes += 1
+        let channels = presence.sessionResumed(session)
+        userStatus.sessionResumed(session, customStatus: customStatus)
+        return loginResult(session, resumed: true, channels: channels)
+    }
+
+    private func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?) -> JSON {
+        let limits = configuration.limits
+        let state = configuration.state
+        var limitMembers: [(key: String, value: JSON)] = []
+        limitMembers.append(("maxFrameBytes", .int(limits.maxFrameBytes)))
+        limitMembers.append(("maxMessageBytes", .int(limits.maxMessageBytes)))
+        limitMembers.append(("maxBatchBytes", .int(limits.maxBatchBytes)))
+        limitMembers.append(("maxChannelsPerSession", .int(limits.maxChannelsPerSession)))
+        limitMembers.append(("maxSessionsPerUser", .int(limits.maxSessionsPerUser)))
+        limitMembers.append(("requestsPerSecond", .number(JSONNumber(limits.requestsPerSecond))))
+        limitMembers.append(("requestBurst", .int(limits.requestBurst)))
+        limitMembers.append(("maxStateKeys", .int(state.maxKeys)))
+        limitMembers.append(("maxStateKeyBytes", .int(state.maxKeyBytes)))
+        limitMembers.append(("maxStateValueBytes", .int(state.maxValueBytes)))
+        limitMembers.append(("maxStateTotalBytes", .int(state.maxTotalBytes)))
+        limitMembers.append(("maxPendingChannels", .int(state.maxPendingChannels)))
+        limitMembers.append(("customStatusMaxBytes", .int(configuration.userStatus.customStatusMaxBytes)))
+        limitMembers.append(("heartbeatIntervalSeconds", .number(JSONNumber(configuration.heartbeat.intervalSeconds))))
+        var result = JSONObject()
+        result["userId"] = .string(session.userId.string)
+        result["platform"] = .string(session.platform.rawValue)
+        result["sessionId"] = .string(session.sessionId)
+        result["resumeToken"] = .string(session.resumeToken)
+        result["serverTime"] = .int(Int(clock.now))
+        result["resumed"] = .bool(resumed)
+        result["presenceTimeout"] = .number(JSONNumber(Double(session.presenceTimeoutMs) / 1000))
+        result["limits"] = .object(JSONObject(limitMembers))
+        if let channels { result["channels"] = .array(channels) }
+        return .object(result)
+    }
+
+    /// Closes the user's oldest sessions (4409) until one more fits.
+    private func makeRoomForOneMoreSession(of userId: Name) {
+        let sessions = directory.sessions(of: userId)
+        let excess = sessions.count - configuration.limits.maxSessionsPerUser + 1
+        guard excess > 0 else { return }
+        for oldest in sessions.prefix(excess) {
+            let connection = oldest.connection
+            end(oldest, .closed)
+            if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
+        }
+    }
+
+    private func newResumeToken() -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for _ in 0..<2 {
+            var word = random.next() as UInt64
+            for _ in 0..<16 {
+                bytes.append(hex[Int(word & 0xF)])
+                word >>= 4
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// What the session's token allows.
+    func grant(of session: Session) -> Grant { session.grant }
+
+    /// An abnormal drop: keep the session for its presence timeout, resumable.
+    func hold(_ session: Session, cause: AbnormalCause) {
+        directory.detach(session)
+        session.heldSince = clock.now
+        heldSessions[session.number] = session
+        holdDeadlines.schedule(session.number, at: clock.now + session.presenceTimeoutMs)
+        metrics.sessionEnds["held_\(cause.rawValue)", default: 0] += 1
+    }
+
+    /// Ends a session for good: presence first (leave/timeout events), then user status.
+    func end(_ session: Session, _ how: SessionEnd) {
+        if let connection = session.connection {
+            connections[connection] = nil
+        }
+        holdDeadlines.cancel(session.number)
+        heldSessions[session.number] = nil
+        presence.sessionEnded(session, how)
+        directory.remove(session)
+        userStatus.sessionEnded(session, how)
+        metrics.sessionEnds["\(how)", default: 0] += 1
+    }
+}

@@ -1,0 +1,53 @@
+/// A logged-in session: one login, possibly carried by several connections in turn
+/// (an abnormal drop holds it; a `resumeToken` login attaches a new connection).
+public final class Session {
+    /// Internal key, unique for the broker's lifetime.
+    public let number: UInt64
+    /// The public id given in the login result.
+    public let sessionId: String
+    /// The user it belongs to.
+    public let userId: Name
+    /// Device family.
+    public let platform: Platform
+    /// When it logged in.
+    public let startedAt: Timestamp
+    /// The live connection; nil while held.
+    public internal(set) var connection: ConnectionID?
+    /// How long it is held after an abnormal drop.
+    public internal(set) var presenceTimeoutMs: Int64
+    /// The single-use token that resumes it while held.
+    public internal(set) var resumeToken: String
+    /// When it was dropped abnormally; nil while live.
+    public internal(set) var heldSince: Timestamp?
+    /// What its token allows.
+    public internal(set) var grant = Grant.unlimited
+    /// Channel presence bookkeeping for this session.
+    var presence = SessionPresence()
+
+    init(number: UInt64, userId: Name, platform: Platform, startedAt: Timestamp,
+         connection: ConnectionID, presenceTimeoutMs: Int64, resumeToken: String) {
+        self.number = number
+        self.sessionId = "s\(number)-\(resumeToken.prefix(6))"
+        self.userId = userId
+        self.platform = platform
+        self.startedAt = startedAt
+        self.connection = connection
+        self.presenceTimeoutMs = presenceTimeoutMs
+        self.resumeToken = resumeToken
+    }
+
+    /// True while dropped and waiting to be resumed or timed out.
+    public var isHeld: Bool { connection == nil }
+}
+
+/// How a session ended for good.
+public enum SessionEnd: Sendable, Equatable {
+    /// `logout`: leave everywhere, user status `loggedOut` if it was the last session.
+    case logout
+    /// Close frame (or broker-initiated protocol-fault / session-limit close): leave everywhere, `offline`.
+    case closed
+    /// The hold after an abnormal drop expired: `timeout` everywhere, `offline`.
+    case timedOut
+    /// Broker shutdown: no presence events (everyone is going), `offline`.
+    case shutdown
+}
