@@ -118,3 +118,9 @@ extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Express
         self = .object(JSONObject(elements.map { ($0.0, $0.1) }))
     }
 }
+
+extension JSONObject: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (String, JSON)...) {
+        self.init(elements.map { ($0.0, $0.1) })
+    }
+}

@@ -202,10 +202,11 @@ public final class Broker {
     // MARK: - Shutdown
 
     private func shutdown() {
+        let open = connections.keys.sorted()
         for session in directory.all {
             end(session, .shutdown)
         }
-        for connection in connections.keys.sorted() {
+        for connection in open {
             close(connection, .shutdown, reason: "shutdown")
         }
         userStatus.shutdown()
