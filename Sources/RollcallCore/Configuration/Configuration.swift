@@ -23,7 +23,7 @@ public struct Configuration: Sendable, Equatable {
     /// How logins are authenticated.
     public struct Auth: Sendable, Equatable {
         /// The accepted modes.
-        public enum Mode: String, Sendable, Equatable { case none, jwt }
+        public enum Mode: String, Sendable, Equatable, CaseIterable { case none, jwt }
         /// `none` or `jwt`. Default `none`.
         public var mode: Mode = .none
         /// HS256 secret. Default nil.
