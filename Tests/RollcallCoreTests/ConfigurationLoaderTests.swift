@@ -396,6 +396,17 @@ struct ConfigurationFileTests {
         #expect(configuration.listen.port == 9000)
     }
 
+    @Test("without a file: every default, still overridden and validated")
+    func noFile() throws {
+        #expect(try ConfigurationLoader.load(file: nil, environment: [:]) == Configuration())
+        #expect(try ConfigurationLoader.load(file: nil, port: 0, environment: [:]).listen.port == 0)
+        let error = #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.load(file: nil, host: "0.0.0.0", environment: [:])
+        }
+        #expect(error?.description.hasPrefix("auth.mode: ") == true)
+        #expect(error?.file == nil)
+    }
+
     @Test("an oversized file is refused")
     func oversizedFile() throws {
         let path = try temporaryFile("{}" + String(repeating: " ", count: ConfigurationLoader.maxFileBytes))

@@ -11,18 +11,19 @@ extension ConfigurationLoader {
     /// Largest configuration file read; anything bigger is refused rather than read forever.
     public static let maxFileBytes = 1 << 20
 
-    /// Reads, parses and validates the configuration file at `path`, applying `--host` and
-    /// `--port` in between. Every error names the file; an unreadable file says why.
+    /// Reads, parses and validates the configuration file at `path` (every default when
+    /// `path` is nil, as for `rollcall` without `--config`), applying `--host` and `--port` in
+    /// between. Every error names the file; an unreadable file says why.
     public static func load(
-        file path: String, host: String? = nil, port: Int? = nil, environment: [String: String]
+        file path: String?, host: String? = nil, port: Int? = nil, environment: [String: String]
     ) throws(ConfigurationError) -> Configuration {
         do {
-            var configuration = try parse(try readFile(path))
+            var configuration = try path.map { path throws(ConfigurationError) in try parse(try readFile(path)) } ?? Configuration()
             apply(host: host, port: port, to: &configuration)
             try validate(configuration, environment: environment)
             return configuration
         } catch {
-            throw error.inFile(path)
+            throw path.map { error.inFile($0) } ?? error
         }
     }
 
