@@ -1,6 +1,9 @@
 /// The broker's configuration (PROTOCOL §8). Every property has the documented default;
 /// ``ConfigurationLoader`` fills it from `config.json` and validates it in one place.
-/// Durations are seconds and may be fractional.
+/// Durations are seconds and may be fractional. The allowed range of every key and the rules
+/// between keys are listed in `docs/configuration.md` and enforced by
+/// ``ConfigurationLoader/validate(_:environment:)``; a value built in code is only known to be
+/// usable after that check.
 public struct Configuration: Sendable, Equatable {
     /// Where to listen.
     public struct Listen: Sendable, Equatable {
@@ -22,8 +25,8 @@ public struct Configuration: Sendable, Equatable {
 
     /// How logins are authenticated.
     public struct Auth: Sendable, Equatable {
-        /// The accepted modes.
-        public enum Mode: String, Sendable, Equatable { case none, jwt }
+        /// The accepted modes: `none` accepts any user id, `jwt` requires an HS256 token.
+        public enum Mode: String, Sendable, Equatable, CaseIterable { case none, jwt }
         /// `none` or `jwt`. Default `none`.
         public var mode: Mode = .none
         /// HS256 secret. Default nil.
@@ -37,7 +40,7 @@ public struct Configuration: Sendable, Equatable {
 
     /// The HTTP side of the port.
     public struct HTTP: Sendable, Equatable {
-        /// Directory served at `/`. Default `examples/web`.
+        /// Directory served at `/`; nil serves no files. Default `examples/web`.
         public var staticDir: String? = "examples/web"
         /// Browser origins allowed to upgrade; `*` allows all. Default `["*"]`.
         public var allowedOrigins: [String] = ["*"]

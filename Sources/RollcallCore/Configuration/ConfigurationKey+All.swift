@@ -1,0 +1,70 @@
+extension ConfigurationKey {
+    /// Counts and byte sizes: at least 1, at most 2^31 - 1.
+    static let counts = 1...2_147_483_647
+    /// Durations and windows in seconds: above 0, at most one year.
+    static let durations = NumberRange.above(0, upTo: 31_536_000)
+    /// Heartbeat durations: libwebsockets keeps idle times in 16-bit seconds.
+    static let heartbeat = NumberRange.above(0, upTo: 65_535)
+    /// Sustained rates per second.
+    static let rates = NumberRange.above(0, upTo: 1_000_000_000)
+    /// The `log.level` names, least to most severe.
+    static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// Every key of `config.json`, in the order of PROTOCOL §8. `docs/configuration.md`
+    /// documents the same table.
+    static var all: [ConfigurationKey] {
+        [
+            .string("listen.host", \.listen.host),
+            .integer("listen.port", \.listen.port, 0...65_535),
+
+            .optionalString("tls.certFile", \.tls.certFile),
+            .optionalString("tls.keyFile", \.tls.keyFile),
+
+            .choice("auth.mode", \.auth.mode),
+            .optionalString("auth.secret", \.auth.secret),
+            .optionalString("auth.secretEnv", \.auth.secretEnv),
+            .boolean("auth.allowInsecure", \.auth.allowInsecure),
+
+            .optionalString("http.staticDir", \.http.staticDir),
+            .strings("http.allowedOrigins", \.http.allowedOrigins),
+
+            .number("heartbeat.intervalSeconds", \.heartbeat.intervalSeconds, heartbeat),
+            .number("heartbeat.timeoutSeconds", \.heartbeat.timeoutSeconds, heartbeat),
+
+            .integer("presence.maxInstantEvents", \.presence.maxInstantEvents, 1...1_000_000),
+            .integer("presence.hysteresis", \.presence.hysteresis, 0...999_999),
+            .number("presence.intervalSeconds", \.presence.intervalSeconds, .from(0.1, upTo: durations.upper)),
+            .number("presence.timeoutSeconds", \.presence.timeoutSeconds, durations),
+            .integer("presence.snapshotMaxMembers", \.presence.snapshotMaxMembers, counts),
+
+            .integer("state.maxKeys", \.state.maxKeys, 1...1024),
+            .integer("state.maxKeyBytes", \.state.maxKeyBytes, counts),
+            .integer("state.maxValueBytes", \.state.maxValueBytes, counts),
+            .integer("state.maxTotalBytes", \.state.maxTotalBytes, counts),
+            .integer("state.maxPendingChannels", \.state.maxPendingChannels, counts),
+
+            .integer("userStatus.customStatusMaxBytes", \.userStatus.customStatusMaxBytes, counts),
+            .number("userStatus.customStatusTtlSeconds", \.userStatus.customStatusTtlSeconds, durations),
+            .boolean("userStatus.clearCustomStatusOnOffline", \.userStatus.clearCustomStatusOnOffline),
+            .number("userStatus.customStatusPerSecond", \.userStatus.customStatusPerSecond, rates),
+            .integer("userStatus.maxSubscriptionsPerUser", \.userStatus.maxSubscriptionsPerUser, counts),
+            .integer("userStatus.maxSubscribersPerUser", \.userStatus.maxSubscribersPerUser, counts),
+            .integer("userStatus.queryRate.calls", \.userStatus.queryRate.calls, counts),
+            .number("userStatus.queryRate.perSeconds", \.userStatus.queryRate.perSeconds, durations),
+
+            .integer("limits.maxFrameBytes", \.limits.maxFrameBytes, counts),
+            .integer("limits.maxMessageBytes", \.limits.maxMessageBytes, counts),
+            .integer("limits.maxChannelsPerSession", \.limits.maxChannelsPerSession, counts),
+            .integer("limits.maxSessionsPerUser", \.limits.maxSessionsPerUser, counts),
+            .integer("limits.maxOutboundBytes", \.limits.maxOutboundBytes, counts),
+            .integer("limits.maxBatchBytes", \.limits.maxBatchBytes, counts),
+            .number("limits.loginTimeoutSeconds", \.limits.loginTimeoutSeconds, durations),
+            .number("limits.requestsPerSecond", \.limits.requestsPerSecond, rates),
+            .integer("limits.requestBurst", \.limits.requestBurst, counts),
+
+            .optionalString("storage.path", \.storage.path),
+
+            .string("log.level", \.log.level, oneOf: logLevels),
+        ]
+    }
+}

@@ -1,0 +1,50 @@
+import RollcallProtocol
+
+/// A rule between several keys, checked after every key is in range.
+struct ConfigurationRule {
+    /// The key the error names.
+    let path: String
+    /// The problem, or nil when the configuration keeps the rule.
+    let violation: (Configuration, _ environment: [String: String]) -> String?
+
+    /// Every cross-key rule; `docs/configuration.md` lists the same.
+    static var all: [ConfigurationRule] {
+        [
+            ConfigurationRule(path: "heartbeat.timeoutSeconds") { configuration, _ in
+                configuration.heartbeat.timeoutSeconds > configuration.heartbeat.intervalSeconds ? nil
+                    : "must be greater than heartbeat.intervalSeconds (\(seconds(configuration.heartbeat.intervalSeconds)))"
+            },
+            ConfigurationRule(path: "presence.hysteresis") { configuration, _ in
+                configuration.presence.hysteresis < configuration.presence.maxInstantEvents ? nil
+                    : "must be less than presence.maxInstantEvents (\(configuration.presence.maxInstantEvents))"
+            },
+            ConfigurationRule(path: "limits.maxBatchBytes") { configuration, _ in
+                configuration.limits.maxBatchBytes <= configuration.limits.maxOutboundBytes ? nil
+                    : "must be at most limits.maxOutboundBytes (\(configuration.limits.maxOutboundBytes))"
+            },
+            ConfigurationRule(path: "tls.keyFile") { configuration, _ in
+                configuration.tls.certFile != nil && configuration.tls.keyFile == nil
+                    ? "required when tls.certFile is set" : nil
+            },
+            ConfigurationRule(path: "tls.certFile") { configuration, _ in
+                configuration.tls.keyFile != nil && configuration.tls.certFile == nil
+                    ? "required when tls.keyFile is set" : nil
+            },
+            ConfigurationRule(path: "auth.secret") { configuration, environment in
+                guard configuration.auth.mode == .jwt, configuration.auth.secret == nil else { return nil }
+                guard let name = configuration.auth.secretEnv else {
+                    return "auth.mode \"jwt\" needs auth.secret or auth.secretEnv"
+                }
+                if let value = environment[name], !value.isEmpty { return nil }
+                return "auth.mode \"jwt\" needs auth.secret or a non-empty environment variable \(name) (auth.secretEnv)"
+            },
+            ConfigurationRule(path: "auth.mode") { configuration, _ in
+                guard configuration.auth.mode == .none, !configuration.auth.allowInsecure,
+                      !LoopbackHost.contains(configuration.listen.host) else { return nil }
+                return "\"none\" on the non-loopback listen.host \(configuration.listen.host) needs auth.allowInsecure: true"
+            },
+        ]
+    }
+
+    private static func seconds(_ value: Double) -> String { JSONNumber(value).literal }
+}
