@@ -97,11 +97,6 @@ extension JSON {
     /// Member lookup on objects; nil for other kinds.
     public subscript(key: String) -> JSON? { objectValue?[key] }
 
-    /// Builds an object from literal pairs.
-    public static func object(_ pairs: KeyValuePairs<String, JSON>) -> JSON {
-        .object(JSONObject(pairs.map { ($0.key, $0.value) }))
-    }
-
     /// An integer number.
     public static func int(_ value: Int) -> JSON { .number(JSONNumber(value)) }
 }
