@@ -93,7 +93,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
-        .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore"]),
+        .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "RollcallIntegrationTests",
             dependencies: ["RollcallClient", "RollcallProtocol"],
