@@ -28,6 +28,7 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
     private var pending: [StatusChange] = []
     private var stopping = false
     private var threadDone = false
+    private var closed = false
     private var lastError: StatusStoreError?
     /// Serialises commits so batches land in the order they were queued.
     private let commitLock = NSLock()
@@ -90,9 +91,15 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
         try commitPending(force: true)
     }
 
-    /// Flushes, stops the background writer and closes the file. The store is unusable after.
+    /// Flushes, stops the background writer and closes the file. The store is unusable after;
+    /// a second call does nothing. Until it is called the writer thread keeps the store alive.
     public func close() throws(StatusStoreError) {
         condition.lock()
+        if closed {
+            condition.unlock()
+            return
+        }
+        closed = true
         stopping = true
         condition.broadcast()
         while !threadDone { condition.wait() }

@@ -41,6 +41,22 @@ struct UserStatusEventTests {
         #expect(addresses.count == 1)
     }
 
+    @Test func manySubscribersCostOneEncodeAndOneAppendEach() {
+        let h = StatusHarness()
+        let star = h.login("star")
+        for index in 0..<300 {
+            let fan = h.login("fan\(index)")
+            h.send(fan, "subscribeUserStatus", ["userIds": ids("star")])
+        }
+        #expect(h.broker.userStatus.subscriptionCount == 300)
+        let before = h.sends.count
+        h.ok(star, "setCustomStatus", ["customStatus": "on stage"])
+        let events = h.sends[before...].filter { $0.0 != star }
+        #expect(events.count == 300)
+        let buffers = Set(events.map { $0.1.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) } })
+        #expect(buffers.count == 1)
+    }
+
     @Test func platformsAreSortedDistinctAndIncludeHeldSessions() {
         let h = StatusHarness()
         let bob = h.login("bob")
@@ -131,6 +147,25 @@ struct UserStatusEventTests {
         h.advance(seconds: 60)
         #expect(h.events(bob).isEmpty)
         #expect(h.broker.userStatus.record(of: Name("alice")!).stored.status == .online)
+    }
+
+    @Test func resumedSessionCatchesUpOnWhatItMissedWhileHeld() {
+        let h = StatusHarness()
+        let first = h.login("alice")
+        let token = h.lastLoginResult["resumeToken"]!.stringValue!
+        h.ok(first, "subscribeUserStatus", ["userIds": ids("bob", "carol")])
+        let bob = h.login("bob")
+        h.clock.advance(bySeconds: 400)
+        h.drop(first)
+        h.clock.advance(bySeconds: 5)
+        h.ok(bob, "setCustomStatus", ["customStatus": "missed"])
+        h.clock.advance(bySeconds: 5)
+        let (resumed, reply) = h.resume("alice", token: token)
+        #expect(reply["result"]?["resumed"] == true)
+        let events = h.events(resumed, named: "userStatus")
+        #expect(events.count == 1)
+        #expect(events.first?.statusesByUser.keys.sorted() == ["bob"])
+        #expect(events.first?.statusesByUser["bob"]?["customStatus"] == "missed")
     }
 
     @Test func catchUpListsTargetsChangedSinceThePreviousSessionEnded() {

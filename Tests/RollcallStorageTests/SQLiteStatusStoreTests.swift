@@ -53,6 +53,7 @@ struct SQLiteStatusStoreTests {
         try store.flush()
         #expect(store.pendingCount == 0)
         try store.close()
+        try store.close()  // idempotent
 
         let reopened = try SQLiteStatusStore(path: path, clock: clock)
         defer { try? reopened.close() }

@@ -9,7 +9,8 @@ import RollcallProtocol
 /// - `clearCustomStatusOnOffline` applies when the last session ends (`offline` or `loggedOut`);
 /// - setting the current custom status again changes nothing, not even its expiry;
 /// - catch-up compares with the end of the user's most recent session (any device); a user
-///   whose session never ended gets no catch-up;
+///   whose session never ended gets no catch-up; a resumed session gets the changes of the
+///   longest possible hold window;
 /// - at start, users stored as `online` (the broker died under them) read `offline` as of
 ///   the store's last-alive time; expired custom statuses and subscriptions are dropped.
 public final class UserStatusEngine {
@@ -100,7 +101,13 @@ public final class UserStatusEngine {
 
     /// A held session was resumed; before the login reply. Its platform never left the
     /// record, so only a non-empty login custom status can change anything.
+    ///
+    /// Events to the session were dropped while it was held, so it gets a catch-up too. The
+    /// engine is not told when the hold began; the window is the longest a hold can last
+    /// (a superset of what was missed: records are whole states, a repeat is harmless).
     func sessionResumed(_ session: Session, customStatus: String?) {
+        let longestHold = max(300, configuration.presence.timeoutSeconds).milliseconds
+        pendingCatchUp[session.number] = clock.now - longestHold
         guard let customStatus, !customStatus.isEmpty,
               var user = users[session.userId], !sameText(customStatus, user.customStatus) else { return }
         let now = clock.now
