@@ -22,7 +22,8 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
 
     private let queue: DatabaseQueue
     private let clock: BrokerClock
-    private let snapshot: StatusSnapshot
+    /// What was read at open, until ``load()`` hands it over.
+    private var snapshot: StatusSnapshot?
     /// Guards `pending`, `stopping`, `lastError`; signalled to stop the thread.
     private let condition = NSCondition()
     private var pending: [StatusChange] = []
@@ -79,7 +80,14 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
 
     // MARK: - StatusStore
 
-    public func load() -> StatusSnapshot { snapshot }
+    /// Everything read at open. The first call hands it over and the store forgets it (it
+    /// would otherwise hold a second copy of all data); later calls return an empty snapshot.
+    public func load() -> StatusSnapshot {
+        condition.lock(); defer { condition.unlock() }
+        let loaded = snapshot ?? StatusSnapshot()
+        snapshot = nil
+        return loaded
+    }
 
     public func write(_ change: StatusChange) {
         condition.lock()

@@ -11,7 +11,8 @@
 /// The store never interprets the data; rules such as "online at load reads offline" live in
 /// ``UserStatusEngine`` so that every backend behaves the same.
 public protocol StatusStore: AnyObject {
-    /// Everything durable. Called once, by the engine's initializer.
+    /// Everything durable. Called once, by the engine's initializer (a backend may hand its
+    /// data over and forget it, so a second call may return less).
     func load() -> StatusSnapshot
     /// Queues one change for a later commit; returns without waiting for I/O.
     func write(_ change: StatusChange)
