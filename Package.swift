@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // MARK: C
@@ -38,7 +39,10 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "RollcallStorage", dependencies: ["RollcallCore"]),
+        .target(
+            name: "RollcallStorage",
+            dependencies: ["RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
 
         // MARK: libwebsockets
         .target(
@@ -89,6 +93,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
+        .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "RollcallIntegrationTests",
             dependencies: ["RollcallClient", "RollcallProtocol"],

@@ -1,10 +1,183 @@
-/// Durable user-status data (subscriptions, custom statuses, last status and times).
+/// Durable user-status data (PROTOCOL §6): subscriptions, custom statuses, last status and
+/// its times, and when each user's previous session ended.
 ///
-/// STUB — to be designed with issue 4: a small protocol with a memory implementation here
-/// and SQLite in `RollcallStorage` (Redis later).
-public protocol StatusStore: AnyObject {}
+/// The contract is deliberately small so that other backends (SQLite now, Redis for several
+/// nodes later) implement the same three calls:
+/// - ``load()`` once, when the engine starts: everything durable, as it was read when the
+///   store was opened (opening is where a backend validates its file and throws);
+/// - ``write(_:)`` on the hot path: write-behind, must return at once without I/O;
+/// - ``flush()`` at shutdown: commits everything queued before returning.
+///
+/// The store never interprets the data; rules such as "online at load reads offline" live in
+/// ``UserStatusEngine`` so that every backend behaves the same.
+public protocol StatusStore: AnyObject {
+    /// Everything durable. Called once, by the engine's initializer (a backend may hand its
+    /// data over and forget it, so a second call may return less).
+    func load() -> StatusSnapshot
+    /// Queues one change for a later commit; returns without waiting for I/O.
+    func write(_ change: StatusChange)
+    /// Commits every queued change before returning (synchronous; called at shutdown).
+    func flush() throws(StatusStoreError)
+}
+
+/// The whole durable state, as handed to the engine at start.
+public struct StatusSnapshot: Sendable, Equatable {
+    /// One row per user ever seen.
+    public var users: [StoredUserStatus]
+    /// Every subscription not deleted (expired ones may be included; the engine drops them).
+    public var subscriptions: [StoredSubscription]
+    /// The last moment the previous broker process is known to have been running (its last
+    /// commit), or nil when unknown. Users still `online` in the data went offline then.
+    public var lastAliveAt: Timestamp?
+
+    public init(users: [StoredUserStatus] = [], subscriptions: [StoredSubscription] = [], lastAliveAt: Timestamp? = nil) {
+        self.users = users
+        self.subscriptions = subscriptions
+        self.lastAliveAt = lastAliveAt
+    }
+}
+
+/// A user's durable status record (platforms are not durable: they come from live sessions).
+public struct StoredUserStatus: Sendable, Equatable {
+    /// The user.
+    public var userId: Name
+    /// `online`, `offline` or `loggedOut` as last written.
+    public var status: OnlineStatus
+    /// The custom status, nil when none.
+    public var customStatus: String?
+    /// When the custom status expires; nil when there is none.
+    public var customStatusExpiresAt: Timestamp?
+    /// When anything in the record (status, custom status, platforms) last changed.
+    public var lastUpdateTime: Timestamp
+    /// When `status` last changed.
+    public var lastOnlineStatusUpdateTime: Timestamp
+    /// When `customStatus` last changed.
+    public var lastCustomStatusUpdateTime: Timestamp
+    /// When the user's most recent session ended; nil if none ever ended.
+    public var lastSessionEndedAt: Timestamp?
+
+    public init(userId: Name, status: OnlineStatus, customStatus: String? = nil, customStatusExpiresAt: Timestamp? = nil,
+                lastUpdateTime: Timestamp = 0, lastOnlineStatusUpdateTime: Timestamp = 0,
+                lastCustomStatusUpdateTime: Timestamp = 0, lastSessionEndedAt: Timestamp? = nil) {
+        self.userId = userId
+        self.status = status
+        self.customStatus = customStatus
+        self.customStatusExpiresAt = customStatusExpiresAt
+        self.lastUpdateTime = lastUpdateTime
+        self.lastOnlineStatusUpdateTime = lastOnlineStatusUpdateTime
+        self.lastCustomStatusUpdateTime = lastCustomStatusUpdateTime
+        self.lastSessionEndedAt = lastSessionEndedAt
+    }
+}
+
+/// One subscription: `subscriber` hears about `target` until `expiresAt`.
+public struct StoredSubscription: Sendable, Equatable {
+    /// Who subscribed.
+    public var subscriber: Name
+    /// Whose status they follow.
+    public var target: Name
+    /// When it was first made (its age for `maxSubscriptionsPerUser`; renewing keeps it).
+    public var createdAt: Timestamp
+    /// When it lapses.
+    public var expiresAt: Timestamp
+
+    public init(subscriber: Name, target: Name, createdAt: Timestamp, expiresAt: Timestamp) {
+        self.subscriber = subscriber
+        self.target = target
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// One write-behind mutation.
+public enum StatusChange: Sendable, Equatable {
+    /// Insert or replace the user's record.
+    case upsertUser(StoredUserStatus)
+    /// Insert or replace the subscription `(subscriber, target)`.
+    case upsertSubscription(StoredSubscription)
+    /// Delete the subscription `(subscriber, target)` if present.
+    case deleteSubscription(subscriber: Name, target: Name)
+}
+
+/// A storage failure, with a stable code and a message meant for an operator.
+public struct StatusStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Stable codes.
+    public enum Code: String, Sendable {
+        /// The file is not a database, is damaged, or has a schema this build cannot read.
+        case corrupt
+        /// The file or its directory cannot be opened or written.
+        case unwritable
+        /// A commit failed after the store was opened.
+        case writeFailed
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// Operator-facing text naming the file.
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "storage \(code.rawValue): \(message)" }
+}
 
 /// Keeps durable data in memory only (`storage.path: null`, and tests).
+///
+/// Applies each change at once, so a second broker given the same instance sees what the
+/// first wrote — the way tests simulate a restart.
 public final class MemoryStatusStore: StatusStore {
+    private var users: [Name: StoredUserStatus] = [:]
+    private var subscriptions: [SubscriptionKey: StoredSubscription] = [:]
+    private var lastAliveAt: Timestamp?
+
+    /// An empty store.
     public init() {}
+
+    /// A store holding `snapshot` (tests).
+    public init(_ snapshot: StatusSnapshot) {
+        for user in snapshot.users { users[user.userId] = user }
+        for subscription in snapshot.subscriptions {
+            subscriptions[SubscriptionKey(subscriber: subscription.subscriber, target: subscription.target)] = subscription
+        }
+        lastAliveAt = snapshot.lastAliveAt
+    }
+
+    public func load() -> StatusSnapshot {
+        StatusSnapshot(
+            users: users.values.sorted { $0.userId < $1.userId },
+            subscriptions: subscriptions.values.sorted {
+                ($0.subscriber, $0.target) < ($1.subscriber, $1.target)
+            },
+            lastAliveAt: lastAliveAt)
+    }
+
+    public func write(_ change: StatusChange) {
+        switch change {
+        case .upsertUser(let user):
+            users[user.userId] = user
+            lastAliveAt = max(lastAliveAt ?? user.lastUpdateTime, user.lastUpdateTime)
+        case .upsertSubscription(let subscription):
+            subscriptions[SubscriptionKey(subscriber: subscription.subscriber, target: subscription.target)] = subscription
+        case .deleteSubscription(let subscriber, let target):
+            subscriptions[SubscriptionKey(subscriber: subscriber, target: target)] = nil
+        }
+    }
+
+    public func flush() throws(StatusStoreError) {}
+}
+
+/// `(subscriber, target)`, the identity of a subscription.
+public struct SubscriptionKey: Hashable, Sendable {
+    /// Who subscribed.
+    public let subscriber: Name
+    /// Whose status they follow.
+    public let target: Name
+
+    public init(subscriber: Name, target: Name) {
+        self.subscriber = subscriber
+        self.target = target
+    }
 }

@@ -1,0 +1,276 @@
+import RollcallProtocol
+
+/// Batch limits of the user-status ops (PROTOCOL §6).
+enum StatusLimits {
+    static let getUserStatusIds = 500
+    static let subscribeIds = 100
+    static let unsubscribeIds = 100
+    static let getSubscriptionsIds = 200
+    static let durationSeconds: ClosedRange<Double> = 60...2_592_000
+    static let defaultDurationSeconds = 86_400.0
+    static let pageSizes: ClosedRange<Int> = 1...200
+    static let defaultPageSize = 100
+}
+
+extension UserStatusEngine {
+    /// Answers one of ``ops``. Every check that can fail runs before anything changes.
+    func handle(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        switch request.op {
+        case "setCustomStatus": return try setCustomStatus(request, from: session)
+        case "getUserStatus": return try getUserStatus(request, from: session)
+        case "subscribeUserStatus": return try subscribe(request, from: session)
+        case "unsubscribeUserStatus": return try unsubscribe(request, from: session)
+        case "getSubscriptions": return try getSubscriptions(request, from: session)
+        default: throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
+        }
+    }
+
+    // MARK: - setCustomStatus
+
+    /// `setCustomStatus {customStatus: string | null}` → `{status: record}`.
+    private func setCustomStatus(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        guard request.arguments["customStatus"] != nil else {
+            throw BrokerError(.invalidRequest, "missing customStatus (a string, or null to clear)")
+        }
+        let value = try request.optionalString("customStatus")
+        if let value { try validateCustomStatus(value) }
+        let userId = session.userId
+        let now = clock.now
+        let perSecond = configuration.userStatus.customStatusPerSecond
+        try take(from: &customStatusBuckets, userId, capacity: max(1, perSecond), perSecond: perSecond,
+                 now: now, what: "setCustomStatus")
+        let wanted = (value?.isEmpty ?? true) ? nil : value
+        var user = users[userId] ?? StoredUserStatus(userId: userId, status: .online)
+        if !sameText(wanted, user.customStatus) {
+            setCustomStatus(wanted, on: &user, now: now)
+            commit(user, changed: true, now: now, except: session)
+        }
+        return .object(["status": record(of: userId).json])
+    }
+
+    // MARK: - getUserStatus
+
+    /// `getUserStatus {userIds ≤ 500}` → `{statuses, failed}`. Asking only about oneself is
+    /// free; asking about anyone else takes one `queryRate` token.
+    private func getUserStatus(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        let batch = try userIds(request, required: true, limit: StatusLimits.getUserStatusIds)
+        if batch.valid.contains(where: { $0 != session.userId }) {
+            try takeQueryToken(session.userId)
+        }
+        return .object([
+            "statuses": .array(batch.valid.map { record(of: $0).json }),
+            "failed": .array(batch.failed),
+        ])
+    }
+
+    // MARK: - subscribeUserStatus
+
+    /// `subscribeUserStatus {userIds ≤ 100, duration?}` → `{statuses, failed}`.
+    private func subscribe(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        let batch = try userIds(request, required: true, limit: StatusLimits.subscribeIds)
+        let duration = try request.optionalNumber("duration") ?? StatusLimits.defaultDurationSeconds
+        guard StatusLimits.durationSeconds.contains(duration) else {
+            throw BrokerError(.invalidArgument, "duration must be 60...2592000 seconds")
+        }
+        let me = session.userId
+        try takeQueryToken(me)
+        let now = clock.now
+        let expiresAt = now + duration.milliseconds
+        let limits = configuration.userStatus
+        var failed = batch.failed
+        var statuses: [JSON] = []
+        var added: [Name] = []
+        for target in batch.valid {
+            if target == me {
+                failed.append(Self.failure(target.string, .cannotSubscribeSelf))
+            } else if let existing = book.entry(me, target) {
+                book.renew(me, target, expiresAt: expiresAt)
+                store.write(.upsertSubscription(StoredSubscription(
+                    subscriber: me, target: target, createdAt: existing.createdAt, expiresAt: expiresAt)))
+                statuses.append(record(of: target).json)
+            } else if book.subscriberCount(of: target) >= limits.maxSubscribersPerUser {
+                failed.append(Self.failure(target.string, .targetSubscriberLimit))
+            } else {
+                book.add(me, target, createdAt: now, expiresAt: expiresAt)
+                store.write(.upsertSubscription(StoredSubscription(
+                    subscriber: me, target: target, createdAt: now, expiresAt: expiresAt)))
+                added.append(target)
+                statuses.append(record(of: target).json)
+            }
+        }
+        var evicted: [Name] = []
+        while book.subscriptionCount(of: me) > limits.maxSubscriptionsPerUser, let target = book.removeEarliest(of: me) {
+            store.write(.deleteSubscription(subscriber: me, target: target))
+            evicted.append(target)
+        }
+        if evicted.isEmpty {
+            if !added.isEmpty { sendToOtherSessions(of: session, StatusEvents.subscriptions(added: added, removed: [])) }
+        } else {
+            // A subscription made and dropped within this call was never visible to anyone.
+            let evictedSet = Set(evicted)
+            let addedSet = Set(added)
+            let bytes = StatusEvents.subscriptions(
+                added: added.filter { !evictedSet.contains($0) },
+                removed: evicted.filter { !addedSet.contains($0) })
+            for each in directory.sessions(of: me) { outbox.send(bytes, to: each) }
+        }
+        return .object(["statuses": .array(statuses), "failed": .array(failed)])
+    }
+
+    // MARK: - unsubscribeUserStatus
+
+    /// `unsubscribeUserStatus {userIds? ≤ 100}` → `{failed}`; absent or empty: all.
+    private func unsubscribe(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        let batch = try userIds(request, required: false, limit: StatusLimits.unsubscribeIds)
+        let me = session.userId
+        try takeQueryToken(me)
+        let targets = batch.isEmpty ? book.subscriptions(of: me).keys.sorted() : batch.valid
+        var removed: [Name] = []
+        for target in targets where book.remove(me, target) {
+            store.write(.deleteSubscription(subscriber: me, target: target))
+            removed.append(target)
+        }
+        if !removed.isEmpty { sendToOtherSessions(of: session, StatusEvents.subscriptions(added: [], removed: removed)) }
+        return .object(["failed": .array(batch.failed)])
+    }
+
+    // MARK: - getSubscriptions
+
+    /// `getSubscriptions {userIds? ≤ 200, page?, pageSize? 1..200}` →
+    /// `{subscriptions: [{userId, expiresAt, status}], nextPage, failed}`.
+    /// Without `userIds`, pages go in byte order of userId; `nextPage` is an opaque cursor.
+    private func getSubscriptions(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        let batch = try userIds(request, required: false, limit: StatusLimits.getSubscriptionsIds)
+        let pageSize = try request.optionalInteger("pageSize", in: StatusLimits.pageSizes) ?? StatusLimits.defaultPageSize
+        let cursor = try request.optionalString("page")
+        let me = session.userId
+        let mine = book.subscriptions(of: me)
+        var listed: [Name] = []
+        var nextPage: JSON = .null
+        if !batch.isEmpty {
+            listed = batch.valid.filter { mine[$0] != nil }
+        } else {
+            let all = mine.keys.sorted()
+            var start = 0
+            if let cursor {
+                guard let after = PageCursor.decode(cursor) else {
+                    throw BrokerError(.invalidArgument, "page must be a nextPage value from an earlier reply")
+                }
+                start = PageCursor.firstIndex(after: after, in: all)
+            }
+            let end = min(all.count, start + pageSize)
+            listed = Array(all[start..<end])
+            if end < all.count, let last = listed.last { nextPage = .string(PageCursor.encode(last)) }
+        }
+        let items: [JSON] = listed.compactMap { target in
+            guard let entry = mine[target] else { return nil }
+            return .object([
+                "userId": .string(target.string),
+                "expiresAt": .int(Int(entry.expiresAt)),
+                "status": record(of: target).json,
+            ])
+        }
+        return .object(["subscriptions": .array(items), "nextPage": nextPage, "failed": .array(batch.failed)])
+    }
+
+    // MARK: - Helpers
+
+    /// A parsed `userIds` argument: valid ids (deduplicated, in request order) and the
+    /// invalid ones as `failed` entries.
+    struct UserIdBatch {
+        var valid: [Name] = []
+        var failed: [JSON] = []
+        var isEmpty: Bool { valid.isEmpty && failed.isEmpty }
+    }
+
+    private func userIds(_ request: Request, required: Bool, limit: Int) throws(BrokerError) -> UserIdBatch {
+        guard let raw = try request.optionalStringArray("userIds") else {
+            if required { throw BrokerError(.invalidRequest, "missing userIds") }
+            return UserIdBatch()
+        }
+        guard raw.count <= limit else {
+            throw BrokerError(.tooManyUsers, "at most \(limit) userIds per call")
+        }
+        var batch = UserIdBatch()
+        var seen = Set<Name>()
+        for string in raw {
+            if let name = Name(string) {
+                if seen.insert(name).inserted { batch.valid.append(name) }
+            } else {
+                batch.failed.append(Self.failure(string, .invalidArgument))
+            }
+        }
+        return batch
+    }
+
+    static func failure(_ userId: String, _ code: ErrorCode) -> JSON {
+        .object(["userId": .string(userId), "code": .string(code.rawValue)])
+    }
+
+    private func takeQueryToken(_ userId: Name) throws(BrokerError) {
+        let rate = configuration.userStatus.queryRate
+        try take(from: &queryBuckets, userId, capacity: Double(rate.calls), perSecond: Double(rate.calls) / rate.perSeconds,
+                 now: clock.now, what: "user status queries")
+    }
+
+    private func take(from buckets: inout [Name: TokenBucket], _ userId: Name, capacity: Double, perSecond: Double,
+                      now: Timestamp, what: String) throws(BrokerError) {
+        var bucket = buckets[userId] ?? TokenBucket(capacity: capacity, ratePerSecond: perSecond, now: now)
+        let outcome = bucket.take(now: now)
+        buckets[userId] = bucket
+        if case .failure(let retry) = outcome { throw .rateLimited(what, retry) }
+    }
+
+    private func sendToOtherSessions(of session: Session, _ bytes: [UInt8]) {
+        for other in directory.sessions(of: session.userId) where other !== session {
+            outbox.send(bytes, to: other)
+        }
+    }
+}
+
+/// The opaque `nextPage` of `getSubscriptions`: the hex of the last listed userId's bytes.
+enum PageCursor {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func encode(_ userId: Name) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(userId.string.utf8.count * 2)
+        for byte in userId.string.utf8 {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ cursor: String) -> Name? {
+        let hex = Array(cursor.utf8)
+        guard !hex.isEmpty, hex.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < hex.count {
+            guard let high = value(hex[index]), let low = value(hex[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        return Name(text)
+    }
+
+    /// Index of the first element of sorted `all` strictly after `after` (binary search).
+    static func firstIndex(after: Name, in all: [Name]) -> Int {
+        var low = 0, high = all.count
+        while low < high {
+            let mid = (low + high) / 2
+            if all[mid] <= after { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    private static func value(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+}
