@@ -22,13 +22,13 @@ final class BrokerHarness {
 
     /// A broker with the default configuration changed by `configure` (no durable storage,
     /// no request rate limit).
-    init(_ configure: (inout Configuration) -> Void = { _ in }) {
+    init(authenticator: (any LoginAuthenticator)? = nil, _ configure: (inout Configuration) -> Void = { _ in }) {
         var configuration = Configuration()
         configuration.storage.path = nil
         configuration.limits.requestsPerSecond = 1_000_000
         configuration.limits.requestBurst = 1_000_000
         configure(&configuration)
-        broker = Broker(configuration: configuration, clock: clock)
+        broker = Broker(configuration: configuration, clock: clock, authenticator: authenticator)
     }
 
     /// Feeds one event to the broker and records what it sends.
@@ -91,6 +91,14 @@ final class BrokerHarness {
     func advance(seconds: Double) {
         clock.advance(bySeconds: seconds)
         run(.tick)
+    }
+}
+
+/// Grants `room:*`-style patterns to users whose id starts with `limited`, everything to others.
+struct PatternAuthenticator: LoginAuthenticator {
+    let patterns: [String]
+    func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
+        .success(userId.string.hasPrefix("limited") ? Grant(channelPatterns: patterns) : .unlimited)
     }
 }
 
