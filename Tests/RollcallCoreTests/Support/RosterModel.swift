@@ -16,6 +16,9 @@ struct RosterModel {
 
     init(viewer: String) { self.viewer = viewer }
 
+    /// Forgets the problems found so far.
+    mutating func clearProblems() { problems = [] }
+
     /// Applies one presence event.
     mutating func apply(_ event: JSON) {
         guard let type = event.string("type"), let eventSeq = event.int("seq") else {
