@@ -286,6 +286,8 @@ private final class EventRouter {
     var problems: [String] = []
     var intervalEvents = 0
     var announceEvents = 0
+    /// Per channel: who each seq was about ("*" for interval events), as seen by any recipient.
+    private var log: [String: [Int: String]] = [:]
 
     func route(_ event: JSON, to connection: ConnectionID) {
         guard let session = sessions[connection] else { return }  // a login's own events: handled by the caller
@@ -303,10 +305,25 @@ private final class EventRouter {
             }
             let type = event.string("type")
             if type == "interval" { intervalEvents += 1 } else if type != "snapshot" { announceEvents += 1 }
-            if type == "snapshot" { session.rosters[key] = RosterModel(viewer: session.userId) }
-            guard session.rosters[key] != nil else {
+            let seq = event.int("seq") ?? -1
+            if type == "snapshot" {
+                // A channel deleted and created again starts its seq over.
+                if let highest = log[key]?.keys.max(), seq < highest { log[key] = [:] }
+                session.rosters[key] = RosterModel(viewer: session.userId)
+            } else {
+                log[key, default: [:]][seq] = type == "interval" ? "*" : (event.string("publisher") ?? "?")
+            }
+            guard let last = session.rosters[key]?.seq ?? (type == "snapshot" ? seq : nil) else {
                 problems.append("\(type ?? "?") to \(session.userId) before its snapshot in \(key)")
                 return
+            }
+            // Every seq a session skipped was an event about its own user.
+            if type != "snapshot", seq > last + 1 {
+                for missed in (last + 1)..<seq {
+                    if let about = log[key]?[missed], about != session.userId {
+                        problems.append("\(session.userId) missed seq \(missed) (about \(about)) in \(key)")
+                    }
+                }
             }
             session.rosters[key]!.apply(event)
             problems += session.rosters[key]!.drainProblems()
