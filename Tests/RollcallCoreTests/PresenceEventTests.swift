@@ -5,7 +5,7 @@ import Testing
 /// Announce-mode events: who gets what, per-user membership across sessions, flags, seq.
 @Suite struct PresenceEventTests {
     @Test func joinEventHasEveryFieldAndTheJoinerGetsASnapshot() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let bob = try harness.login("bob")
         try alice.ok("join", [("channel", "lobby")])
@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test func aUserWithSeveralSessionsCountsOnceAndLeavesWithTheLast() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let bob = try harness.login("bob")
         let alice = try harness.login("alice")
         let aliceTab = try harness.login("alice")
@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func flagsDecideWhatASessionGetsAndRejoiningUpdatesThem() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let quiet = try harness.login("quiet")
         let deaf = try harness.login("deaf")
         let bob = try harness.login("bob")
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func seqGrowsByOnePerEventAndEncodingsAreShared() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let watchers = try (0..<3).map { try harness.login("w\($0)") }
         for watcher in watchers { try watcher.ok("join", [("channel", "c")]) }
         for watcher in watchers { _ = watcher.events() }
@@ -99,7 +99,7 @@ import Testing
     }
 
     @Test func emptyChannelsAreDeleted() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         for i in 0..<20 {
             try alice.ok("join", [("channel", .string("c\(i)"))])

@@ -5,8 +5,8 @@ import Testing
 /// Announce ↔ interval: thresholds, hysteresis, net changes, snapshots in interval mode.
 @Suite struct PresenceModeTests {
     /// maxInstantEvents 3, hysteresis 1 (back to announce at 2), interval 1 s, hold 0.5 s.
-    private func makeHarness(snapshotMax: Int = 1000) -> BrokerHarness {
-        BrokerHarness {
+    private func makeHarness(snapshotMax: Int = 1000) -> PresenceHarness {
+        PresenceHarness {
             $0.presence.maxInstantEvents = 3
             $0.presence.hysteresis = 1
             $0.presence.intervalSeconds = 1
@@ -15,7 +15,7 @@ import Testing
         }
     }
 
-    private func join(_ harness: BrokerHarness, _ users: [String], state: JSON? = nil) throws -> [TestClient] {
+    private func join(_ harness: PresenceHarness, _ users: [String], state: JSON? = nil) throws -> [HarnessClient] {
         try users.map { user in
             let client = try harness.login(user)
             var arguments: [(String, JSON)] = [("channel", "room")]
@@ -25,7 +25,7 @@ import Testing
         }
     }
 
-    private func onlineUsers(_ client: TestClient) throws -> [String: [String: String]] {
+    private func onlineUsers(_ client: HarnessClient) throws -> [String: [String: String]] {
         let result = try client.ok("getOnlineUsers", [("channel", "room"), ("includeState", true), ("pageSize", 1000)])
         var map: [String: [String: String]] = [:]
         for user in result["users"]?.arrayValue ?? [] { map[user.string("userId") ?? "?"] = user["state"]?.stringMap }
@@ -200,15 +200,15 @@ import Testing
     }
 
     @Test func intervalWorkFollowsChangesNotOccupancy() throws {
-        let harness = BrokerHarness {
+        let harness = PresenceHarness {
             $0.presence.maxInstantEvents = 10
             $0.presence.hysteresis = 2
             $0.presence.intervalSeconds = 1
         }
         harness.broker.presence.memberChunkCapacity = 16
-        var clients: [TestClient] = []
+        var clients: [HarnessClient] = []
         for i in 0..<400 {
-            let client = try harness.login("user\(format3(i))")
+            let client = try harness.login("user\(paddedNumber(i))")
             try client.ok("join", [("channel", "big"), ("presence", .bool(i < 3))])
             clients.append(client)
         }

@@ -5,7 +5,7 @@ import Testing
 /// Every presence op and its error codes, through `Broker.handle` with real frames.
 @Suite struct PresenceOpsTests {
     @Test func joinRepliesThenSendsTheSnapshot() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let actions = harness.broker.handle(.received(alice.connection, Array(#"{"id":1,"op":"join","channel":"lobby","state":{"mood":"ok"}}"#.utf8)))
         #expect(actions.count == 2)
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func validatesChannelArguments() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         #expect(alice.errorCode("join", [("channel", "lobby"), ("channelType", "video")]) == "INVALID_ARGUMENT")
         #expect(alice.errorCode("join", [("channel", "")]) == "INVALID_ARGUMENT")
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func channelTypesAreSeparateNamespaces() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let bob = try harness.login("bob")
         try alice.ok("join", [("channel", "x")])
@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func grantPatternsLimitJoinPublishAndSetState() throws {
-        let harness = BrokerHarness(authenticator: PatternAuthenticator(patterns: ["room:*", "lobby?"]))
+        let harness = PresenceHarness(authenticator: PatternAuthenticator(patterns: ["room:*", "lobby?"]))
         let limited = try harness.login("limited-1")
         #expect(limited.errorCode("join", [("channel", "secret")]) == "FORBIDDEN")
         #expect(limited.errorCode("publish", [("channel", "secret"), ("message", "hi")]) == "FORBIDDEN")
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func tooManyChannelsCountsDistinctChannelsOfTheSession() throws {
-        let harness = BrokerHarness { $0.limits.maxChannelsPerSession = 2 }
+        let harness = PresenceHarness { $0.limits.maxChannelsPerSession = 2 }
         let alice = try harness.login("alice")
         try alice.ok("join", [("channel", "a")])
         try alice.ok("join", [("channel", "a"), ("channelType", "stream")])
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func leaveNeedsMembershipAndDeletesTheState() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let bob = try harness.login("bob")
         #expect(alice.errorCode("leave", [("channel", "lobby")]) == "NOT_IN_CHANNEL")
@@ -101,7 +101,7 @@ import Testing
     }
 
     @Test func publishDeliversToMessageSessionsExceptThePublisher() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let aliceTab = try harness.login("alice")
         let bob = try harness.login("bob")
@@ -131,7 +131,7 @@ import Testing
     }
 
     @Test func publishToAStreamNeedsMembershipAndSizeIsBounded() throws {
-        let harness = BrokerHarness { $0.limits.maxMessageBytes = 10 }
+        let harness = PresenceHarness { $0.limits.maxMessageBytes = 10 }
         let alice = try harness.login("alice")
         let bob = try harness.login("bob")
         try bob.ok("join", [("channel", "s"), ("channelType", "stream")])
@@ -145,7 +145,7 @@ import Testing
     }
 
     @Test func setStateMergesAndAnnouncesOnlyRealChanges() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let bob = try harness.login("bob")
         try alice.ok("join", [("channel", "lobby"), ("state", ["a": "1"])])
@@ -173,7 +173,7 @@ import Testing
     }
 
     @Test func everyStateLimitHasItsCodeAndLeavesTheStateUnchanged() throws {
-        let harness = BrokerHarness {
+        let harness = PresenceHarness {
             $0.state.maxKeys = 3
             $0.state.maxKeyBytes = 4
             $0.state.maxValueBytes = 5
@@ -206,7 +206,7 @@ import Testing
     }
 
     @Test func stateSetBeforeJoiningIsHeldAndAppliedAtTheJoin() throws {
-        let harness = BrokerHarness { $0.state.maxPendingChannels = 2 }
+        let harness = PresenceHarness { $0.state.maxPendingChannels = 2 }
         let alice = try harness.login("alice")
         let bob = try harness.login("bob")
         try bob.ok("join", [("channel", "a")])
@@ -235,9 +235,9 @@ import Testing
     }
 
     @Test func getOnlineUsersPagesInByteOrder() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let names = ["b", "a", "é", "Z", "e\u{301}", "c", "d"]
-        var clients: [TestClient] = []
+        var clients: [HarnessClient] = []
         for name in names {
             let client = try harness.login(name)
             try client.ok("join", [("channel", "lobby"), ("state", ["n": .string(name)])])
@@ -282,7 +282,7 @@ import Testing
     }
 
     @Test func getUserChannelsFollowsMembership() throws {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         let alice = try harness.login("alice")
         let tab = try harness.login("alice")
         try alice.ok("join", [("channel", "b")])
@@ -304,14 +304,14 @@ import Testing
     }
 
     @Test func presenceOpsNeedALogin() {
-        let harness = BrokerHarness()
+        let harness = PresenceHarness()
         harness.run(.opened(ConnectionID(99)))
         let reply = harness.request(on: ConnectionID(99), "join", [("channel", "x")])
         #expect(reply["error"]?.string("code") == "NOT_LOGGED_IN")
     }
 }
 
-extension TestClient {
+extension HarnessClient {
     /// Sends a request expected to succeed, recording an issue when it fails.
     func ok_ignoring(_ op: String, _ arguments: [(String, JSON)]) {
         do { try ok(op, arguments) } catch { Issue.record("\(error)") }

@@ -22,10 +22,10 @@ import Testing
 
 /// One simulated session as its client sees it.
 private final class SimulatedSession {
-    var client: TestClient
+    var client: HarnessClient
     var joined: [String: (presence: Bool, messages: Bool)] = [:]
     var rosters: [String: RosterModel] = [:]
-    init(client: TestClient) { self.client = client }
+    init(client: HarnessClient) { self.client = client }
     var userId: String { client.userId }
 }
 
@@ -38,21 +38,21 @@ private struct Simulation {
     }
 
     static let channels: [(name: String, type: String)] = [("a", "message"), ("b", "message"), ("a", "stream"), ("c", "message")]
-    static let users = (0..<12).map { "u" + format3($0) }
+    static let users = (0..<12).map { "u" + paddedNumber($0) }
     static let stateKeys = ["k1", "k2", "k3"]
     static let stateValues = ["x", "y", ""]
 
-    let harness: BrokerHarness
-    var random: SeededGenerator
+    let harness: PresenceHarness
+    var random: SplitMix64
     var live: [SimulatedSession] = []
     var held: [SimulatedSession] = []
-    let observer: TestClient
+    let observer: HarnessClient
     var problems: [String] = []
     var stats = Stats()
     private let router: EventRouter
 
     init(seed: UInt64) throws {
-        harness = BrokerHarness {
+        harness = PresenceHarness {
             $0.presence.maxInstantEvents = 4
             $0.presence.hysteresis = 2
             $0.presence.intervalSeconds = 1
@@ -60,7 +60,7 @@ private struct Simulation {
             $0.state.maxPendingChannels = 2
         }
         harness.broker.presence.memberChunkCapacity = 4
-        random = SeededGenerator(seed: seed)
+        random = SplitMix64(seed: seed)
         router = EventRouter()
         observer = try harness.login("observer")
         let router = self.router

@@ -4,8 +4,8 @@ import Testing
 
 /// PROTOCOL §5 for presence: close, logout, abrupt drop and hold, timeout, resume, shutdown.
 @Suite struct PresenceSessionEndTests {
-    private func makeHarness() -> BrokerHarness {
-        BrokerHarness { $0.presence.timeoutSeconds = 2 }
+    private func makeHarness() -> PresenceHarness {
+        PresenceHarness { $0.presence.timeoutSeconds = 2 }
     }
 
     @Test func aCloseFrameOrLogoutLeavesEveryChannel() throws {
@@ -125,7 +125,7 @@ import Testing
     }
 
     @Test func theSessionLimitClosesTheOldestWithLeaves() throws {
-        let harness = BrokerHarness { $0.limits.maxSessionsPerUser = 1 }
+        let harness = PresenceHarness { $0.limits.maxSessionsPerUser = 1 }
         let bob = try harness.login("bob")
         try bob.ok("join", [("channel", "a")])
         let alice = try harness.login("alice")

@@ -38,7 +38,7 @@ import Testing
     @Test func mergesAndComparesByBytes() throws {
         var limits = Configuration.State()
         limits.maxKeys = 3
-        let update = try StateUpdate(["b": "1", "a": "2", "b": "3"], limits: limits)
+        let update = try StateUpdate(object(["b": "1", "a": "2", "b": "3"]), limits: limits)
         let state = try update.merged(into: .empty, limits: limits)
         #expect(state.entries.map(\.key) == ["a", "b"])
         #expect(state.json == ["a": "2", "b": "3"])
@@ -48,7 +48,7 @@ import Testing
         var decomposed = PresenceState()
         decomposed.set("e\u{301}", "x")
         #expect(other != decomposed)
-        #expect(throws: BrokerError.self) { try StateUpdate(["a": "1", "b": "2", "c": "3", "d": "4"], limits: limits).merged(into: .empty, limits: limits) }
+        #expect(throws: BrokerError.self) { try StateUpdate(object(["a": "1", "b": "2", "c": "3", "d": "4"]), limits: limits).merged(into: .empty, limits: limits) }
     }
 
     @Test func rejectsEachBadEntryWithItsCode() {
@@ -66,6 +66,6 @@ import Testing
     }
 }
 
-extension JSONObject: ExpressibleByDictionaryLiteral {
-    public init(dictionaryLiteral elements: (String, JSON)...) { self.init(elements.map { ($0.0, $0.1) }) }
+private func object(_ pairs: KeyValuePairs<String, JSON>) -> JSONObject {
+    JSONObject(pairs.map { ($0.key, $0.value) })
 }

@@ -17,7 +17,7 @@ import Testing
 
     @Test func seeksTheFirstNameAfterACursor() {
         var list = SortedNameList(chunkCapacity: 4)
-        for i in stride(from: 0, to: 100, by: 2) { list.insert(name(String(format3(i)))) }
+        for i in stride(from: 0, to: 100, by: 2) { list.insert(name(String(paddedNumber(i)))) }
         let page = list.names(after: name("041"), limit: 3)
         #expect(page.names.map(\.string) == ["042", "044", "046"])
         #expect(page.more)
@@ -31,11 +31,11 @@ import Testing
     }
 
     @Test func matchesASortedSetUnderRandomInsertsAndRemovals() {
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         var list = SortedNameList(chunkCapacity: 8)
         var reference = Set<String>()
         for _ in 0..<5000 {
-            let value = format3(Int.random(in: 0..<400, using: &generator))
+            let value = paddedNumber(Int.random(in: 0..<400, using: &generator))
             if Bool.random(using: &generator) {
                 let inserted = list.insert(name(value))
                 let expected = reference.insert(value).inserted
@@ -63,9 +63,9 @@ import Testing
 
     @Test func removingEverythingLeavesItEmpty() {
         var list = SortedNameList(chunkCapacity: 4)
-        for i in 0..<50 { list.insert(name(format3(i))) }
+        for i in 0..<50 { list.insert(name(paddedNumber(i))) }
         for i in (0..<50).reversed() {
-            let removed = list.remove(name(format3(i)))
+            let removed = list.remove(name(paddedNumber(i)))
             #expect(removed)
         }
         #expect(list.isEmpty)
@@ -75,13 +75,13 @@ import Testing
     }
 }
 
-func format3(_ i: Int) -> String {
+func paddedNumber(_ i: Int) -> String {
     let s = String(i)
     return String(repeating: "0", count: max(0, 3 - s.count)) + s
 }
 
 /// SplitMix64: a small deterministic generator for seeded tests.
-struct SeededGenerator: RandomNumberGenerator {
+struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -1,9 +1,9 @@
 /// Glob patterns of a token's `channels` claim (PROTOCOL §3): `*` matches any run of
 /// characters (including none), `?` exactly one character; everything else matches itself.
 /// Characters are Unicode scalars, compared exactly.
-enum ChannelPattern {
+public enum ChannelPattern {
     /// True when `name` matches `pattern`.
-    static func matches(_ pattern: String, _ name: String) -> Bool {
+    public static func matches(_ pattern: String, _ name: String) -> Bool {
         let p = Array(pattern.unicodeScalars), s = Array(name.unicodeScalars)
         var pi = 0, si = 0
         var starAt = -1, starMatch = 0

@@ -4,7 +4,7 @@ import Testing
 
 /// A broker on a manual clock with fake connections: sends real JSON request frames through
 /// `Broker.handle` and collects, per connection, the replies and events it is sent.
-final class BrokerHarness {
+final class PresenceHarness {
     let clock = ManualClock()
     let broker: Broker
     private var lastConnection: UInt64 = 0
@@ -55,11 +55,11 @@ final class BrokerHarness {
     }
 
     /// Opens a connection and logs in as `userId`.
-    func login(_ userId: String, _ extra: KeyValuePairs<String, JSON> = [:]) throws -> TestClient {
+    func login(_ userId: String, _ extra: KeyValuePairs<String, JSON> = [:]) throws -> HarnessClient {
         lastConnection += 1
         let connection = ConnectionID(lastConnection)
         run(.opened(connection))
-        let client = TestClient(harness: self, connection: connection, userId: userId)
+        let client = HarnessClient(harness: self, connection: connection, userId: userId)
         var arguments: [(String, JSON)] = [("userId", .string(userId))]
         arguments.append(contentsOf: extra.map { ($0.key, $0.value) })
         let result = try client.ok("login", arguments)
@@ -103,20 +103,20 @@ struct PatternAuthenticator: LoginAuthenticator {
 }
 
 /// Something a failing request returned instead of a result.
-struct RequestFailed: Error, CustomStringConvertible {
+struct HarnessRequestFailed: Error, CustomStringConvertible {
     let op: String
     let reply: JSON
     var description: String { "\(op) failed: \(reply.compactString)" }
 }
 
 /// One logged-in fake connection.
-final class TestClient {
-    let harness: BrokerHarness
+final class HarnessClient {
+    let harness: PresenceHarness
     private(set) var connection: ConnectionID
     let userId: String
     var resumeToken = ""
 
-    init(harness: BrokerHarness, connection: ConnectionID, userId: String) {
+    init(harness: PresenceHarness, connection: ConnectionID, userId: String) {
         self.harness = harness
         self.connection = connection
         self.userId = userId
@@ -132,7 +132,7 @@ final class TestClient {
     @discardableResult
     func ok(_ op: String, _ arguments: [(String, JSON)] = []) throws -> JSON {
         let reply = send(op, arguments)
-        guard reply["ok"]?.boolValue == true, let result = reply["result"] else { throw RequestFailed(op: op, reply: reply) }
+        guard reply["ok"]?.boolValue == true, let result = reply["result"] else { throw HarnessRequestFailed(op: op, reply: reply) }
         return result
     }
 
