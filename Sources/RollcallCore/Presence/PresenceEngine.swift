@@ -13,6 +13,26 @@ import RollcallProtocol
 /// - per session (``SessionPresence``): the channels it joined with its flags, and the
 ///   states it holds for channels its user is not a member of.
 /// - `flushes`: the interval flush of each channel with pending changes.
+///
+/// Where PROTOCOL §4 is silent, this engine:
+/// - answers a state value that is not a string with `INVALID_REQUEST` (a wrong JSON type,
+///   like any other argument), an empty key with `INVALID_ARGUMENT`;
+/// - sends a fresh `snapshot` on every successful `join` with `presence: true`, repeated
+///   joins included; applies a session's held (pending) state at its join, then the join's
+///   own `state`;
+/// - answers `leave` of a channel this session has not joined with `NOT_IN_CHANNEL`;
+///   `removeState` without membership edits the held state (`{state, pending: true}`), or
+///   returns an empty state when there is none;
+/// - requires the *user's* membership (any session) to publish to a stream channel, and
+///   counts only live (not held) sessions in `recipients`;
+/// - writes no `publisher` on `snapshot` and `interval` events; an interval event's lists
+///   are in byte order of user id; a client applies `join` (entry with an empty state),
+///   then `leave`/`timeout`, then `stateChanged`;
+/// - in interval mode shows, in a snapshot, the receiver's own user with its state as of the
+///   last event when it was a member then, else with its current state (both exact under
+///   the rule above); the `nextPage` of a truncated snapshot is a `getOnlineUsers` cursor;
+/// - schedules a channel's interval flush `intervalSeconds` after its first pending change;
+/// - restarts `seq` when a channel is deleted (no member left) and created again.
 public final class PresenceEngine {
     /// The ops this engine answers.
     public static let ops: Set<String> = [
