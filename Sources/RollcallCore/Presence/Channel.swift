@@ -1,0 +1,101 @@
+/// How a channel reports presence changes (PROTOCOL §4).
+enum PresenceMode: String {
+    /// Each change is sent as it happens.
+    case announce
+    /// Changes are collected and sent as one net `interval` event per interval.
+    case interval
+}
+
+/// Why a member left.
+enum RemovalKind {
+    /// `leave`, logout or close frame.
+    case leave
+    /// The hold after an abnormal drop expired.
+    case timeout
+}
+
+/// One member user of a channel.
+struct ChannelMember {
+    /// The user's state in the channel.
+    var state: PresenceState
+    /// How many of the user's sessions joined the channel (held ones included).
+    var sessionCount: Int
+}
+
+/// One session that joined a channel, with the flags of its (last) join.
+struct ChannelSubscriber {
+    let session: Session
+    var flags: JoinFlags
+}
+
+/// The `presence` and `messages` flags of a join.
+struct JoinFlags: Equatable {
+    var presence: Bool
+    var messages: Bool
+}
+
+/// What a user looked like at the channel's last emitted event, kept while the channel is in
+/// interval mode and the user changed since then. The pending map holds one per changed
+/// user, so an interval flush costs the number of changes, never the occupancy.
+struct PendingChange {
+    /// Member at the last event.
+    let wasPresent: Bool
+    /// Their state at the last event (empty when absent).
+    let stateAtLastEvent: PresenceState
+    /// The kind of their latest removal since then.
+    var removal: RemovalKind?
+}
+
+/// One channel: its member users (hashed and in byte order), the sessions that joined it,
+/// its event sequence and its announce/interval mode.
+final class Channel {
+    let key: ChannelKey
+    /// Member users.
+    var members: [Name: ChannelMember] = [:]
+    /// Member user ids in byte order, for listings.
+    var order: SortedNameList
+    /// Sessions that joined, by session number.
+    var subscribers: [UInt64: ChannelSubscriber] = [:]
+    /// Sessions that joined with `presence: true`.
+    var presenceSubscribers: [UInt64: Session] = [:]
+    /// Sessions that joined with `messages: true`.
+    var messageSubscribers: [UInt64: Session] = [:]
+    /// The `seq` of the last presence event emitted.
+    var seq = 0
+    var mode = PresenceMode.announce
+    /// Interval mode: users changed since the last event.
+    var pending: [Name: PendingChange] = [:]
+
+    init(key: ChannelKey, chunkCapacity: Int) {
+        self.key = key
+        self.order = SortedNameList(chunkCapacity: chunkCapacity)
+    }
+
+    /// Number of member users.
+    var occupancy: Int { members.count }
+
+    /// True when nothing keeps the channel alive.
+    var isDead: Bool { members.isEmpty && subscribers.isEmpty && pending.isEmpty }
+
+    /// Records a session's join flags (new or updated).
+    func subscribe(_ session: Session, flags: JoinFlags) {
+        subscribers[session.number] = ChannelSubscriber(session: session, flags: flags)
+        presenceSubscribers[session.number] = flags.presence ? session : nil
+        messageSubscribers[session.number] = flags.messages ? session : nil
+    }
+
+    /// Forgets a session.
+    func unsubscribe(_ session: Session) {
+        subscribers[session.number] = nil
+        presenceSubscribers[session.number] = nil
+        messageSubscribers[session.number] = nil
+    }
+
+    /// Remembers how `user` looked at the last event, unless a change is already pending.
+    func notePending(_ user: Name, wasPresent: Bool, state: PresenceState, removal: RemovalKind?) {
+        if pending[user] == nil {
+            pending[user] = PendingChange(wasPresent: wasPresent, stateAtLastEvent: state, removal: nil)
+        }
+        if let removal { pending[user]!.removal = removal }
+    }
+}

@@ -1,0 +1,35 @@
+import RollcallProtocol
+
+/// The two channel namespaces (PROTOCOL §4): the same name in each is a different channel.
+enum ChannelType: String, Sendable, Hashable, Comparable {
+    case message, stream
+
+    static func < (a: ChannelType, b: ChannelType) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Identifies a channel: `(channelType, channel)`.
+struct ChannelKey: Hashable, Sendable, Comparable {
+    let type: ChannelType
+    let name: Name
+
+    static func < (a: ChannelKey, b: ChannelKey) -> Bool {
+        a.type != b.type ? a.type < b.type : a.name < b.name
+    }
+
+    /// `{channel, channelType}` as listed by `getUserChannels` and a resume's `channels`.
+    var json: JSON {
+        .object(["channel": .string(name.string), "channelType": .string(type.rawValue)])
+    }
+}
+
+extension Request {
+    /// The `channel` and optional `channelType` (default `message`) arguments.
+    func channelKey() throws(BrokerError) -> ChannelKey {
+        let name = try self.name("channel")
+        let typeName = try optionalString("channelType") ?? ChannelType.message.rawValue
+        guard let type = ChannelType(rawValue: typeName) else {
+            throw BrokerError(.invalidArgument, "channelType must be \"message\" or \"stream\"")
+        }
+        return ChannelKey(type: type, name: name)
+    }
+}

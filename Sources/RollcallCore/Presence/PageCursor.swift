@@ -1,0 +1,48 @@
+/// The opaque `nextPage` cursor of `getOnlineUsers` (and of a truncated snapshot): the
+/// lowercase hex of the last user id returned, behind a version prefix. The next page starts
+/// at the first user id greater than it, so a user present for the whole scan appears once.
+enum PageCursor {
+    private static let prefix = "u1."
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// The cursor after `name`.
+    static func encode(after name: Name) -> String {
+        var bytes = Array(prefix.utf8)
+        for byte in name.string.utf8 {
+            bytes.append(hex[Int(byte >> 4)])
+            bytes.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The user id a cursor points after; nil when it is not a cursor this broker made.
+    static func decode(_ cursor: String) -> Name? {
+        let utf8 = Array(cursor.utf8)
+        let prefixBytes = Array(prefix.utf8)
+        guard utf8.count > prefixBytes.count, utf8.starts(with: prefixBytes) else { return nil }
+        let digits = utf8[prefixBytes.count...]
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var high: UInt8?
+        for digit in digits {
+            guard let value = nibble(digit) else { return nil }
+            if let h = high {
+                bytes.append(h << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        return Name(text)
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import RollcallProtocol
+
+/// A change to one member user of a channel.
+enum MemberChange {
+    case joined
+    case removed(RemovalKind)
+    case stateChanged
+
+    var eventType: String {
+        switch self {
+        case .joined: "join"
+        case .removed(.leave): "leave"
+        case .removed(.timeout): "timeout"
+        case .stateChanged: "stateChanged"
+        }
+    }
+}
+
+extension PresenceEngine {
+    // MARK: - Channels
+
+    /// The channel for `key`, created empty when absent.
+    func channel(for key: ChannelKey) -> Channel {
+        if let channel = channels[key] { return channel }
+        let channel = Channel(key: key, chunkCapacity: memberChunkCapacity)
+        channels[key] = channel
+        return channel
+    }
+
+    /// Deletes a channel that has no member, no session and nothing pending.
+    func deleteIfDead(_ channel: Channel) {
+        guard channel.isDead else { return }
+        channels[channel.key] = nil
+        flushes.cancel(channel.key)
+    }
+
+    // MARK: - Membership
+
+    /// Adds a user as a new member with `state` and reports the join.
+    func addMember(_ user: Name, state: PresenceState, to channel: Channel) {
+        channel.members[user] = ChannelMember(state: state, sessionCount: 1)
+        channel.order.insert(user)
+        userChannels[user, default: []].insert(channel.key)
+        memberChanged(.joined, user, in: channel, wasPresent: false, previousState: .empty)
+    }
+
+    /// Takes a session out of a channel; when it was its user's last session there, the user
+    /// leaves with `kind` (nil: silently, on shutdown) and their state is deleted.
+    func removeSession(_ session: Session, from channel: Channel, kind: RemovalKind?) {
+        channel.unsubscribe(session)
+        session.presence.joined[channel.key] = nil
+        let user = session.userId
+        if var member = channel.members[user] {
+            member.sessionCount -= 1
+            if member.sessionCount > 0 {
+                channel.members[user] = member
+            } else {
+                channel.members[user] = nil
+                channel.order.remove(user)
+                if var keys = userChannels[user] {
+                    keys.remove(channel.key)
+                    userChannels[user] = keys.isEmpty ? nil : keys
+                }
+                if let kind {
+                    memberChanged(.removed(kind), user, in: channel, wasPresent: true, previousState: member.state)
+                } else {
+                    channel.pending[user] = nil
+                }
+            }
+        }
+        deleteIfDead(channel)
+    }
+
+    /// Sets a member's state (the caller validated it) and reports a change.
+    func setMemberState(_ user: Name, to state: PresenceState, in channel: Channel) {
+        guard var member = channel.members[user], member.state != state else { return }
+        let before = member.state
+        member.state = state
+        channel.members[user] = member
+        memberChanged(.stateChanged, user, in: channel, wasPresent: true, previousState: before)
+    }
+
+    // MARK: - Announce and interval
+
+    /// Reports a change already applied to `channel.members`: announced at once, or kept
+    /// for the next interval event. Switches modes at the thresholds.
+    func memberChanged(_ change: MemberChange, _ user: Name, in channel: Channel, wasPresent: Bool,
+                       previousState: PresenceState) {
+        let limits = configuration.presence
+        switch channel.mode {
+        case .announce:
+            if case .joined = change, channel.occupancy > limits.maxInstantEvents {
+                channel.mode = .interval
+                deferChange(change, user, in: channel, wasPresent: wasPresent, previousState: previousState)
+            } else {
+                announce(change, user, in: channel)
+            }
+        case .interval:
+            deferChange(change, user, in: channel, wasPresent: wasPresent, previousState: previousState)
+            if case .removed = change, channel.occupancy <= limits.maxInstantEvents - limits.hysteresis {
+                flush(channel)
+                channel.mode = .announce
+            }
+        }
+    }
+
+    private func deferChange(_ change: MemberChange, _ user: Name, in channel: Channel, wasPresent: Bool,
+                             previousState: PresenceState) {
+        var removal: RemovalKind?
+        if case .removed(let kind) = change { removal = kind }
+        channel.notePending(user, wasPresent: wasPresent, state: previousState, removal: removal)
+        if !flushes.isScheduled(channel.key) {
+            flushes.schedule(channel.key, at: clock.now + configuration.presence.intervalSeconds.milliseconds)
+        }
+    }
+
+    /// Sends one announce-mode event about `user` to every presence-enabled session of the
+    /// channel except the user's own.
+    private func announce(_ change: MemberChange, _ user: Name, in channel: Channel) {
+        channel.seq += 1
+        var state: PresenceState?
+        switch change {
+        case .joined, .stateChanged: state = channel.members[user]?.state ?? .empty
+        case .removed: state = nil
+        }
+        let bytes = PresenceEvents.change(
+            change.eventType, channel: channel.key, publisher: user, state: state,
+            occupancy: channel.occupancy, mode: .announce, seq: channel.seq, timestamp: clock.now)
+        for session in channel.presenceSubscribers.values where session.userId != user {
+            outbox.send(bytes, to: session)
+        }
+    }
+
+    /// Sends the channel's pending net change as one `interval` event (nothing when the
+    /// changes cancel out) and forgets it. Costs O(changes · log changes).
+    func flush(_ channel: Channel) {
+        flushes.cancel(channel.key)
+        guard !channel.pending.isEmpty else { return }
+        var change = PresenceEvents.IntervalChange()
+        for (user, pending) in channel.pending {
+            let member = channel.members[user]
+            switch (pending.wasPresent, member) {
+            case (true, nil):
+                if pending.removal == .timeout { change.timeouts.append(user) } else { change.leaves.append(user) }
+            case (false, let member?):
+                change.joins.append(user)
+                if !member.state.isEmpty { change.stateChanges.append((user, member.state)) }
+            case (true, let member?):
+                if member.state != pending.stateAtLastEvent { change.stateChanges.append((user, member.state)) }
+            case (false, nil):
+                break
+            }
+        }
+        channel.pending.removeAll()
+        guard !change.isEmpty else { return }
+        change.joins.sort()
+        change.leaves.sort()
+        change.timeouts.sort()
+        change.stateChanges.sort { $0.userId < $1.userId }
+        channel.seq += 1
+        let bytes = PresenceEvents.interval(
+            channel: channel.key, change: change, occupancy: channel.occupancy, seq: channel.seq, timestamp: clock.now)
+        for session in channel.presenceSubscribers.values {
+            outbox.send(bytes, to: session)
+        }
+    }
+
+    // MARK: - Snapshots
+
+    /// Sends `session` a snapshot of the channel. In announce mode it shows the members; in
+    /// interval mode the roster as of the last event plus the session's own user, so the next
+    /// `interval` event applies to it exactly. Above `presence.snapshotMaxMembers` it shows
+    /// the first page with `truncated` and `nextPage`.
+    func sendSnapshot(of channel: Channel, to session: Session) {
+        let limit = max(1, configuration.presence.snapshotMaxMembers)
+        let shown: [(userId: Name, state: PresenceState)]
+        let more: Bool
+        let occupancy: Int
+        if channel.pending.isEmpty {
+            let page = channel.order.names(after: nil, limit: limit)
+            shown = page.names.map { ($0, channel.members[$0]?.state ?? .empty) }
+            more = page.more
+            occupancy = channel.occupancy
+        } else {
+            (shown, more, occupancy) = rosterAtLastEvent(of: channel, viewer: session.userId, limit: limit)
+        }
+        let nextPage = more ? shown.last.map { PageCursor.encode(after: $0.userId) } : nil
+        let bytes = PresenceEvents.snapshot(
+            channel: channel.key, members: shown, nextPage: nextPage, occupancy: occupancy,
+            mode: channel.mode, seq: channel.seq, timestamp: clock.now)
+        outbox.send(bytes, to: session)
+    }
+
+    /// The first `limit` members as of the last event (the pending changes undone), plus
+    /// `viewer`; whether more follow; and how many members that roster has.
+    private func rosterAtLastEvent(of channel: Channel, viewer: Name, limit: Int)
+        -> (shown: [(userId: Name, state: PresenceState)], more: Bool, occupancy: Int)
+    {
+        var departed: [(userId: Name, state: PresenceState)] = []
+        var occupancy = channel.occupancy
+        for (user, pending) in channel.pending {
+            let present = channel.members[user] != nil
+            if pending.wasPresent, !present {
+                departed.append((user, pending.stateAtLastEvent))
+                occupancy += 1
+            } else if !pending.wasPresent, present, user != viewer {
+                occupancy -= 1
+            }
+        }
+        departed.sort { $0.userId < $1.userId }
+
+        var shown: [(userId: Name, state: PresenceState)] = []
+        shown.reserveCapacity(min(limit, occupancy))
+        var more = false
+        func emit(_ entry: (userId: Name, state: PresenceState)) -> Bool {
+            if shown.count == limit {
+                more = true
+                return false
+            }
+            shown.append(entry)
+            return true
+        }
+        var next = 0
+        channel.order.forEach(after: nil) { user in
+            while next < departed.count, departed[next].userId < user {
+                guard emit(departed[next]) else { return false }
+                next += 1
+            }
+            if let pending = channel.pending[user] {
+                if pending.wasPresent { return emit((user, pending.stateAtLastEvent)) }
+                if user == viewer { return emit((user, channel.members[user]?.state ?? .empty)) }
+                return true
+            }
+            return emit((user, channel.members[user]?.state ?? .empty))
+        }
+        while !more, next < departed.count {
+            guard emit(departed[next]) else { break }
+            next += 1
+        }
+        return (shown, more, occupancy)
+    }
+}

@@ -1,0 +1,174 @@
+import RollcallProtocol
+
+/// The request handlers. Each validates everything first and throws before changing state.
+extension PresenceEngine {
+    /// `join {channel, channelType?, presence?, messages?, state?}` → `{occupancy, mode}`.
+    func join(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        let flags = JoinFlags(
+            presence: try request.optionalBool("presence") ?? true,
+            messages: try request.optionalBool("messages") ?? true)
+        var update: StateUpdate?
+        if let object = try request.optionalObject("state") {
+            update = try StateUpdate(object, limits: configuration.state)
+        }
+        try checkGrant(grant, key)
+        let alreadyJoined = session.presence.joined[key] != nil
+        if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
+            throw BrokerError(.tooManyChannels, "a session may join at most \(configuration.limits.maxChannelsPerSession) channels")
+        }
+        let user = session.userId
+        let existing = channels[key]?.members[user]
+        var state = existing?.state ?? .empty
+        let pending = session.presence.pendingStates[key]
+        if pending != nil || update != nil {
+            for entry in pending?.entries ?? [] { state.set(entry.key, entry.value) }
+            for entry in update?.entries ?? [] { state.set(entry.key, entry.value) }
+            try state.checkTotals(configuration.state)
+        }
+
+        let channel = channel(for: key)
+        channel.subscribe(session, flags: flags)
+        session.presence.joined[key] = flags
+        session.presence.pendingStates[key] = nil
+        if var member = existing {
+            if !alreadyJoined {
+                member.sessionCount += 1
+                channel.members[user] = member
+            }
+            setMemberState(user, to: state, in: channel)
+        } else {
+            addMember(user, state: state, to: channel)
+        }
+        if flags.presence { sendSnapshot(of: channel, to: session) }
+        return .object(["occupancy": .int(channel.occupancy), "mode": .string(channel.mode.rawValue)])
+    }
+
+    /// `leave {channel, channelType?}` → `{}`; `NOT_IN_CHANNEL` when this session did not join.
+    func leave(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        guard session.presence.joined[key] != nil, let channel = channels[key] else {
+            throw BrokerError(.notInChannel, "this session has not joined \(key.type.rawValue) channel \(key.name)")
+        }
+        removeSession(session, from: channel, kind: .leave)
+        return [:]
+    }
+
+    /// `publish {channel, channelType?, message}` → `{recipients}` (live sessions sent to).
+    func publish(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        guard let message = request.arguments["message"] else { throw BrokerError(.invalidRequest, "missing message") }
+        try checkGrant(grant, key)
+        let encoded = message.encoded()
+        guard encoded.count <= configuration.limits.maxMessageBytes else {
+            throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
+        }
+        let channel = channels[key]
+        if key.type == .stream, channel?.members[session.userId] == nil {
+            throw BrokerError(.notInChannel, "publishing to a stream channel requires joining it")
+        }
+        var recipients = 0
+        if let channel, !channel.messageSubscribers.isEmpty {
+            let bytes = PresenceEvents.message(
+                channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
+            for (number, recipient) in channel.messageSubscribers where number != session.number {
+                if recipient.connection != nil { recipients += 1 }
+                outbox.send(bytes, to: recipient)
+            }
+        }
+        return .object(["recipients": .int(recipients)])
+    }
+
+    /// `setState {channel, channelType?, state}` → `{state}` (full merged state), or
+    /// `{state, pending: true}` when the user is not a member: held by this session until it joins.
+    func setState(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        guard let object = try request.optionalObject("state") else { throw BrokerError(.invalidRequest, "missing state") }
+        let update = try StateUpdate(object, limits: configuration.state)
+        try checkGrant(grant, key)
+        if let channel = channels[key], let member = channel.members[session.userId] {
+            let state = try update.merged(into: member.state, limits: configuration.state)
+            setMemberState(session.userId, to: state, in: channel)
+            return .object(["state": state.json])
+        }
+        let held = session.presence.pendingStates[key]
+        if held == nil, session.presence.pendingStates.count >= configuration.state.maxPendingChannels {
+            throw BrokerError(.tooManyPendingStates, "at most \(configuration.state.maxPendingChannels) channels with state held before joining")
+        }
+        let state = try update.merged(into: held ?? .empty, limits: configuration.state)
+        session.presence.pendingStates[key] = state.isEmpty ? nil : state
+        return .object(["state": state.json, "pending": true])
+    }
+
+    /// `removeState {channel, channelType?, keys}` → `{state}`. Without membership it edits the
+    /// state held for the join (`pending: true`); with neither it returns an empty state.
+    func removeState(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        guard let keys = try request.optionalStringArray("keys") else { throw BrokerError(.invalidRequest, "missing keys") }
+        if let channel = channels[key], let member = channel.members[session.userId] {
+            var state = member.state
+            for stateKey in keys { state.remove(stateKey) }
+            setMemberState(session.userId, to: state, in: channel)
+            return .object(["state": state.json])
+        }
+        if var held = session.presence.pendingStates[key] {
+            for stateKey in keys { held.remove(stateKey) }
+            session.presence.pendingStates[key] = held.isEmpty ? nil : held
+            return .object(["state": held.json, "pending": true])
+        }
+        return .object(["state": PresenceState.empty.json])
+    }
+
+    /// `getState {channel, channelType?, userId}` → `{userId, state}`, or `USER_NOT_PRESENT`.
+    func getState(_ request: Request) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        let user = try request.name("userId")
+        guard let member = channels[key]?.members[user] else {
+            throw BrokerError(.userNotPresent, "\(user) is not in \(key.type.rawValue) channel \(key.name)")
+        }
+        return .object(["userId": .string(user.string), "state": member.state.json])
+    }
+
+    /// `getOnlineUsers {channel, channelType?, includeUserId?, includeState?, page?, pageSize?}`
+    /// → `{totalOccupancy, users, nextPage}`; one page costs O(pageSize + log n).
+    func getOnlineUsers(_ request: Request) throws(BrokerError) -> JSON {
+        let key = try request.channelKey()
+        let includeUserId = try request.optionalBool("includeUserId") ?? true
+        let includeState = try request.optionalBool("includeState") ?? false
+        let pageSize = try request.optionalInteger("pageSize", in: 1...1000) ?? 100
+        let page = try request.optionalString("page")
+        if includeState, !includeUserId {
+            throw BrokerError(.invalidArgument, "includeState needs includeUserId")
+        }
+        var cursor: Name?
+        if let page, !page.isEmpty {
+            guard let decoded = PageCursor.decode(page) else { throw BrokerError(.invalidArgument, "page is not a valid cursor") }
+            cursor = decoded
+        }
+        let channel = channels[key]
+        let total = JSON.int(channel?.occupancy ?? 0)
+        guard includeUserId, let channel else {
+            return .object(["totalOccupancy": total, "users": [], "nextPage": nil])
+        }
+        let listed = channel.order.names(after: cursor, limit: pageSize)
+        let users: [JSON] = listed.names.map { user in
+            guard includeState else { return .object(["userId": .string(user.string)]) }
+            return .object(["userId": .string(user.string), "state": (channel.members[user]?.state ?? .empty).json])
+        }
+        let nextPage: JSON = listed.more ? listed.names.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
+        return .object(["totalOccupancy": total, "users": .array(users), "nextPage": nextPage])
+    }
+
+    /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index.
+    func getUserChannels(_ request: Request) throws(BrokerError) -> JSON {
+        let user = try request.name("userId")
+        let keys = (userChannels[user] ?? []).sorted()
+        return .object(["totalChannel": .int(keys.count), "channels": .array(keys.map(\.json))])
+    }
+
+    private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {
+        guard grant.allows(channel: key.name) else {
+            throw BrokerError(.forbidden, "the token does not allow channel \(key.name)")
+        }
+    }
+}
