@@ -178,8 +178,7 @@ extension JSON {
     /// The strings of an array member.
     func strings(_ key: String) -> [String] { (self[key]?.arrayValue ?? []).compactMap(\.stringValue) }
 
-    /// An integer member.
-    func int(_ key: String) -> Int? { self[key]?.numberValue?.intValue }
+    // `int(_:)` (an integer member) comes from Support/PresenceHarness.swift.
 
     /// `failed` as (userId, code) pairs.
     var failures: [String: String] {

@@ -160,7 +160,7 @@ extension UserStatusEngine {
             }
             let end = min(all.count, start + pageSize)
             listed = Array(all[start..<end])
-            if end < all.count, let last = listed.last { nextPage = .string(PageCursor.encode(last)) }
+            if end < all.count, let last = listed.last { nextPage = .string(PageCursor.encode(after: last)) }
         }
         let items: [JSON] = listed.compactMap { target in
             guard let entry = mine[target] else { return nil }
@@ -224,53 +224,6 @@ extension UserStatusEngine {
     private func sendToOtherSessions(of session: Session, _ bytes: [UInt8]) {
         for other in directory.sessions(of: session.userId) where other !== session {
             outbox.send(bytes, to: other)
-        }
-    }
-}
-
-/// The opaque `nextPage` of `getSubscriptions`: the hex of the last listed userId's bytes.
-enum PageCursor {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    static func encode(_ userId: Name) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(userId.string.utf8.count * 2)
-        for byte in userId.string.utf8 {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func decode(_ cursor: String) -> Name? {
-        let hex = Array(cursor.utf8)
-        guard !hex.isEmpty, hex.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var index = 0
-        while index < hex.count {
-            guard let high = value(hex[index]), let low = value(hex[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
-        return Name(text)
-    }
-
-    /// Index of the first element of sorted `all` strictly after `after` (binary search).
-    static func firstIndex(after: Name, in all: [Name]) -> Int {
-        var low = 0, high = all.count
-        while low < high {
-            let mid = (low + high) / 2
-            if all[mid] <= after { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
-
-    private static func value(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        default: return nil
         }
     }
 }

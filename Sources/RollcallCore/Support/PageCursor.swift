@@ -1,4 +1,5 @@
-/// The opaque `nextPage` cursor of `getOnlineUsers` (and of a truncated snapshot): the
+/// The opaque `nextPage` cursor of `getOnlineUsers`, a truncated snapshot and
+/// `getSubscriptions`: the
 /// lowercase hex of the last user id returned, behind a version prefix. The next page starts
 /// at the first user id greater than it, so a user present for the whole scan appears once.
 enum PageCursor {
@@ -36,6 +37,16 @@ enum PageCursor {
         }
         guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
         return Name(text)
+    }
+
+    /// Index of the first element of sorted `all` strictly after `after` (binary search).
+    static func firstIndex(after: Name, in all: [Name]) -> Int {
+        var low = 0, high = all.count
+        while low < high {
+            let mid = (low + high) / 2
+            if all[mid] <= after { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     private static func nibble(_ digit: UInt8) -> UInt8? {
