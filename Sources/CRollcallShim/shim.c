@@ -78,7 +78,7 @@ void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_fl
     signal_flag = flag;
     struct sigaction action;
     memset(&action, 0, sizeof(action));
-    action.sa_handler = on_stop_signal;
+    action.sa_handler = (context || flag) ? on_stop_signal : SIG_DFL;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);

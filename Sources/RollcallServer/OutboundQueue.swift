@@ -9,6 +9,8 @@ struct OutboundQueue {
     private var objects = Deque<[UInt8]>()
     /// Bytes of every queued object (without separators).
     private(set) var byteCount = 0
+    /// Most objects held since the storage was last released.
+    private var highWater = 0
 
     var isEmpty: Bool { objects.isEmpty }
     var count: Int { objects.count }
@@ -16,6 +18,7 @@ struct OutboundQueue {
     mutating func append(_ object: [UInt8]) {
         objects.append(object)
         byteCount += object.count
+        highWater = max(highWater, objects.count)
     }
 
     /// The next object, if any.
@@ -24,6 +27,9 @@ struct OutboundQueue {
     mutating func removeFirst() -> [UInt8] {
         let object = objects.removeFirst()
         byteCount -= object.count
+        if objects.isEmpty && highWater > 16 {
+            removeAll()  // a burst is over: give its storage back so an idle session stays small
+        }
         return object
     }
 
@@ -31,5 +37,6 @@ struct OutboundQueue {
     mutating func removeAll() {
         objects = Deque()
         byteCount = 0
+        highWater = 0
     }
 }
