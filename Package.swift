@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall",
             dependencies: [
-                "RollcallServer",
+                "RollcallServer", "RollcallStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

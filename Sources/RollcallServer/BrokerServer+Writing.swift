@@ -10,7 +10,11 @@ extension BrokerServer {
         let wsi = record.wsi
         if record.pingDue {
             record.pingDue = false
-            if lws_write(wsi, writer.payload, 0, LWS_WRITE_PING) < 0 { return -1 }
+            // lws 4.1 raises LWS_CALLBACK_RECEIVE_PONG only for a pong with a payload, so the
+            // ping carries four bytes (the pong echoes them) for silence tracking to see it.
+            let payload = UnsafeMutableRawPointer(writer.payload)
+            for (offset, byte) in "ping".utf8.enumerated() { payload.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self) }
+            if lws_write(wsi, writer.payload, 4, LWS_WRITE_PING) < 0 { return -1 }
             if lws_send_pipe_choked(wsi) != 0 {
                 lws_callback_on_writable(wsi)
                 return 0

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RollcallCore
 import RollcallServer
+import RollcallStorage
 
 /// `rollcall [--config FILE] [--host H] [--port P] [--check-config]`: the presence broker.
 ///
@@ -44,7 +45,14 @@ struct RollcallCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let server = BrokerServer(configuration: configuration, store: MemoryStatusStore())
+        let store: any StatusStore
+        do {
+            store = try StatusStores.open(configuration)
+        } catch {
+            FileHandle.standardError.write(Data("rollcall: storage error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let server = BrokerServer(configuration: configuration, store: store)
         let boundPort: Int
         do {
             boundPort = try server.start()
@@ -56,5 +64,12 @@ struct RollcallCommand: ParsableCommand {
         print("listening on \(configuration.listen.host):\(boundPort)")
         fflush(stdout)
         server.wait()
+        if let sqlite = store as? SQLiteStatusStore {
+            do {
+                try sqlite.close()
+            } catch {
+                FileHandle.standardError.write(Data("rollcall: storage error at shutdown: \(error)\n".utf8))
+            }
+        }
     }
 }
