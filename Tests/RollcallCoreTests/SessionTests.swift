@@ -44,14 +44,16 @@ struct SessionTests {
         #expect(reply["ok"] == true)
     }
 
-    @Test("ops before login get NOT_LOGGED_IN; unknown ops UNKNOWN_OP")
+    @Test("every op before login gets NOT_LOGGED_IN, unknown ones too")
     func beforeLogin() {
         let bench = SessionTestBench()
         let connection = bench.open()
         #expect(bench.request("ping", on: connection)["error"]?["code"] == "NOT_LOGGED_IN")
         #expect(bench.request("join", ["channel": "x"], on: connection)["error"]?["code"] == "NOT_LOGGED_IN")
-        #expect(bench.request("fly", on: connection)["error"]?["code"] == "UNKNOWN_OP")
+        #expect(bench.request("fly", on: connection)["error"]?["code"] == "NOT_LOGGED_IN")
         #expect(bench.closes.isEmpty)
+        _ = bench.request("login", ["userId": "a"], on: connection)
+        #expect(bench.request("fly", on: connection)["error"]?["code"] == "UNKNOWN_OP")
     }
 
     @Test("a second login on one connection is ALREADY_LOGGED_IN")
@@ -207,6 +209,47 @@ struct SessionTests {
         bench.clock.advance(byMilliseconds: Int64(retry))
         #expect(bench.request("ping", on: connection)["ok"] == true)
         #expect(bench.closes.isEmpty)
+    }
+
+    @Test("undecodable frames spend request tokens too")
+    func garbageIsRateLimited() {
+        let bench = SessionTestBench {
+            $0.limits.requestsPerSecond = 1
+            $0.limits.requestBurst = 3
+        }
+        let connection = bench.open()
+        for _ in 0..<3 { #expect(bench.sendRaw("{nope", on: connection).first?["error"]?["code"] == "INVALID_JSON") }
+        let limited = bench.sendRaw("{nope", on: connection).first
+        #expect(limited?["error"]?["code"] == "RATE_LIMITED")
+        #expect(limited?["id"] == .null)
+    }
+
+    @Test("replacing the only allowed session never shows the user offline")
+    func sessionLimitKeepsUserOnline() {
+        let bench = SessionTestBench { $0.limits.maxSessionsPerUser = 1 }
+        let (watcher, _) = bench.login("bob")
+        _ = bench.login("alice")
+        _ = bench.request("subscribeUserStatus", ["userIds": ["alice"]], on: watcher)
+        let before = bench.received(on: watcher).count
+        let (_, second) = bench.login("alice", platform: "ios")
+        #expect(second["ok"] == true)
+        let statuses = bench.received(on: watcher).dropFirst(before)
+            .filter { $0["event"] == "userStatus" }
+            .flatMap { $0["statuses"]?.arrayValue ?? [] }
+        #expect(!statuses.isEmpty)
+        #expect(statuses.allSatisfy { $0["status"] == "online" })
+        #expect(statuses.last?["platforms"] == ["ios"])
+    }
+
+    @Test("a resume without presenceTimeout keeps the session's own")
+    func resumeKeepsTimeout() throws {
+        let bench = SessionTestBench()
+        let (connection, first) = bench.login("alice", extra: ["presenceTimeout": 42])
+        let token = try #require(first["result"]?["resumeToken"])
+        bench.end(connection, .abnormal(.dropped))
+        let (_, resumed) = bench.login("alice", extra: ["resumeToken": token])
+        #expect(resumed["result"]?["resumed"] == true)
+        #expect(resumed["result"]?["presenceTimeout"] == 42)
     }
 
     @Test("shutdown closes every connection with 1001")

@@ -108,20 +108,25 @@ public final class Broker {
         guard var state = connections[connection] else { return }
         metrics.requests += 1
         let mark = outbox.actions.count
+        // Every frame costs a token, decodable or not, so a flood of garbage is limited too.
+        let admitted = state.requests.take(now: clock.now)
+        connections[connection] = state
         let request: Request
         switch Request.decode(bytes) {
         case .success(let decoded):
             request = decoded
         case .failure(let failure):
-            reply(to: connection, id: failure.id, .failure(failure.error), at: mark)
+            if case .failure(let retry) = admitted {
+                reply(to: connection, id: failure.id, .failure(.rateLimited("too many requests", retry)), at: mark)
+            } else {
+                reply(to: connection, id: failure.id, .failure(failure.error), at: mark)
+            }
             return
         }
-        if case .failure(let retry) = state.requests.take(now: clock.now) {
-            connections[connection] = state
+        if case .failure(let retry) = admitted {
             reply(to: connection, id: request.id, .failure(.rateLimited("too many requests", retry)), at: mark)
             return
         }
-        connections[connection] = state
         let outcome: Result<JSON, BrokerError>
         do throws(BrokerError) {
             outcome = .success(try dispatch(request, on: connection))
@@ -159,10 +164,7 @@ public final class Broker {
             return try login(request, on: connection)
         }
         guard let session else {
-            if Self.knownOps.contains(request.op) {
-                throw BrokerError(.notLoggedIn, "the first request must be login")
-            }
-            throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
+            throw BrokerError(.notLoggedIn, "the first request must be login")
         }
         switch request.op {
         case "logout":

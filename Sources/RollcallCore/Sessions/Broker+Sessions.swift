@@ -20,21 +20,23 @@ extension Broker {
         case .failure(let error): throw error
         }
 
-        let timeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
-            ?? configuration.presence.timeoutSeconds.milliseconds
+        let requestedTimeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
         let now = clock.now
 
         if let resumeToken, let held = directory.heldSession(resumeToken: resumeToken), held.userId == userId {
-            return resume(held, on: connection, grant: grant, presenceTimeoutMs: timeoutMs, customStatus: customStatus)
+            return resume(held, on: connection, grant: grant,
+                          presenceTimeoutMs: requestedTimeoutMs ?? held.presenceTimeoutMs, customStatus: customStatus)
         }
 
-        makeRoomForOneMoreSession(of: userId)
+        let timeoutMs = requestedTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds
         nextSessionNumber += 1
         let session = Session(
             number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
             connection: connection, presenceTimeoutMs: timeoutMs, resumeToken: newResumeToken())
         session.grant = grant
         directory.add(session)
+        // The newcomer is in before the oldest goes, so the user never reads offline in between.
+        closeOldestSessionsOverTheLimit(of: userId)
         loginDeadlines.cancel(connection)
         metrics.logins += 1
         userStatus.sessionStarted(session, customStatus: customStatus)
@@ -87,10 +89,10 @@ extension Broker {
         return .object(result)
     }
 
-    /// Closes the user's oldest sessions (4409) until one more fits.
-    private func makeRoomForOneMoreSession(of userId: Name) {
+    /// Closes the user's oldest sessions (4409), live or held, until the limit holds.
+    private func closeOldestSessionsOverTheLimit(of userId: Name) {
         let sessions = directory.sessions(of: userId)
-        let excess = sessions.count - configuration.limits.maxSessionsPerUser + 1
+        let excess = sessions.count - configuration.limits.maxSessionsPerUser
         guard excess > 0 else { return }
         for oldest in sessions.prefix(excess) {
             let connection = oldest.connection
