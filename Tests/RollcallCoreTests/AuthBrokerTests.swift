@@ -120,6 +120,7 @@ struct AuthBrokerTests {
             ("setState", [("channel", "lobby"), ("state", ["mood": "sneaky"])]),
             ("join", [("channel", "room")]),          // the pattern needs the colon
             ("join", [("channel", "xroom:1")]),       // anchored at the start
+            ("join", [("channel", "lobby"), ("channelType", "stream")]),  // every channel type
         ]
         for (op, arguments) in forbidden {
             let reply = alice.send(op, arguments)
@@ -174,6 +175,8 @@ struct AuthBrokerTests {
                                                  "resumeToken": .string(alice.resumeToken)])
         #expect(narrow.lastLoginResult?["resumed"] == true)
         #expect(narrow.errorCode("setState", [("channel", "lobby"), ("state", ["a": "b"])]) == "FORBIDDEN")
+        // Leaving is never limited.
+        try narrow.ok("leave", [("channel", "lobby")])
     }
 
     @Test("auth none accepts any user without a token")

@@ -73,6 +73,25 @@ struct AuthFactoryTests {
     }
 }
 
+@Suite("Auth: start-up warnings")
+struct AuthWarningTests {
+    @Test("a short jwt secret is warned about without echoing it; a long one or mode none is not")
+    func shortSecret() {
+        var configuration = Configuration()
+        #expect(Authenticators.warnings(configuration, environment: [:]).isEmpty)
+        configuration.auth.mode = .jwt
+        configuration.auth.secret = "tiny-secret"
+        let warnings = Authenticators.warnings(configuration, environment: [:])
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("11 bytes") == true)
+        #expect(warnings.first?.contains("tiny-secret") == false)
+        configuration.auth.secret = String(repeating: "k", count: 32)
+        #expect(Authenticators.warnings(configuration, environment: [:]).isEmpty)
+        configuration.auth.secret = nil
+        #expect(Authenticators.warnings(configuration, environment: ["ROLLCALL_JWT_SECRET": "short"]).count == 1)
+    }
+}
+
 extension Result {
     /// True for `.failure` (test convenience).
     var isFailure: Bool { if case .failure = self { true } else { false } }

@@ -31,4 +31,16 @@ public enum Authenticators {
         }
         return value
     }
+
+    /// Bytes of secret RFC 7518 §3.2 requires for HS256 (the size of the hash output).
+    public static let recommendedSecretBytes = 32
+
+    /// Things the broker should log as warnings at start (none are fatal): currently a jwt
+    /// secret shorter than ``recommendedSecretBytes``. Messages never contain the secret.
+    public static func warnings(_ configuration: Configuration, environment: [String: String]) -> [String] {
+        guard configuration.auth.mode == .jwt,
+              let secret = try? secret(configuration.auth, environment: environment),
+              secret.utf8.count < recommendedSecretBytes else { return [] }
+        return ["the auth secret is \(secret.utf8.count) bytes; HS256 wants at least \(recommendedSecretBytes) random bytes (RFC 7518 §3.2)"]
+    }
 }
