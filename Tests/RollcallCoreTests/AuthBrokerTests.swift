@@ -50,12 +50,16 @@ struct AuthBrokerTests {
         try alice.ok("join", [("channel", "anything")])
     }
 
-    @Test("no token: UNAUTHORIZED, then close 4401, and no session")
-    func missingToken() throws {
+    @Test("no token (absent, null or empty): UNAUTHORIZED, then close 4401, and no session", arguments: [
+        (["userId": "alice"] as JSON, JWTRefusal.missingToken),
+        (["userId": "alice", "token": JSON.null] as JSON, .missingToken),
+        (["userId": "alice", "token": ""] as JSON, .malformed("expected 3 dot-separated parts, found 1")),
+    ])
+    func missingToken(_ arguments: JSON, _ expected: JWTRefusal) throws {
         let harness = jwtHarness()
         let connection = ConnectionID(900)
-        let message = try expectUnauthorizedThenClose(rawLogin(harness, on: connection, ["userId": "alice"]), on: connection)
-        #expect(message == JWTRefusal.missingToken.message)
+        let message = try expectUnauthorizedThenClose(rawLogin(harness, on: connection, arguments), on: connection)
+        #expect(message == expected.message)
         #expect(harness.broker.directory.liveCount == 0)
     }
 

@@ -125,6 +125,15 @@ struct AuthJWTVerifierTests {
         #expect(F.check(token, at: 1_000_000, authenticator: strict) == .failure(.expired))
     }
 
+    @Test("an unusable skew is clamped instead of trapping")
+    func skewIsClamped() {
+        #expect(JWTVerifier(secret: F.secret, clockSkewSeconds: .nan).clockSkewMs == 0)
+        #expect(JWTVerifier(secret: F.secret, clockSkewSeconds: -5).clockSkewMs == 0)
+        #expect(JWTVerifier(secret: F.secret, clockSkewSeconds: .infinity).clockSkewMs == 0)
+        #expect(JWTVerifier(secret: F.secret, clockSkewSeconds: 1e300).clockSkewMs == 86_400_000)
+        #expect(JWTVerifier(secret: F.secret, clockSkewSeconds: 0.25).clockSkewMs == 250)
+    }
+
     // MARK: Refused
 
     static let refusedTokens: [RefusedToken] = {

@@ -20,10 +20,12 @@ public struct JWTVerifier: Sendable {
     public let clockSkewMs: Int64
 
     /// A verifier for tokens signed with the UTF-8 bytes of `secret`, tolerating
-    /// `clockSkewSeconds` (≥ 0) of clock difference on `exp` and `nbf`.
+    /// `clockSkewSeconds` of clock difference on `exp` and `nbf` (clamped to 0…86400;
+    /// a non-finite value counts as 0).
     public init(secret: String, clockSkewSeconds: Double) {
         self.secret = Array(secret.utf8)
-        clockSkewMs = Int64((max(0, clockSkewSeconds) * 1000).rounded())
+        let seconds = clockSkewSeconds.isFinite ? min(max(0, clockSkewSeconds), 86_400) : 0
+        clockSkewMs = Int64((seconds * 1000).rounded())
     }
 
     /// The claims of `token` if it is well formed, correctly signed and valid at `now`.
