@@ -31,7 +31,8 @@ private let everyKeyChanged = """
     {
       "listen":    {"host": "::1", "port": 9090},
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
-      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true},
+      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
+                    "clockSkewSeconds": 4.5},
       "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"]},
       "heartbeat": {"intervalSeconds": 2.5, "timeoutSeconds": 7.5},
       "presence":  {"maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2,
@@ -58,6 +59,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.listen.host = "::1"; c.listen.port = 9090
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
+    c.auth.clockSkewSeconds = 4.5
     c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]
     c.heartbeat.intervalSeconds = 2.5; c.heartbeat.timeoutSeconds = 7.5
     c.presence.maxInstantEvents = 3; c.presence.hysteresis = 1; c.presence.intervalSeconds = 0.2
@@ -164,9 +166,11 @@ struct ConfigurationDefaultsTests {
         let configuration = try load("""
             {"listen": {"port": 0}, "presence": {"maxInstantEvents": 1, "hysteresis": 0, "intervalSeconds": 0.1,
              "timeoutSeconds": 0.5}, "state": {"maxKeys": 1024}, "limits": {"maxBatchBytes": 4194304},
-             "heartbeat": {"intervalSeconds": 0.5, "timeoutSeconds": 0.6}}
+             "heartbeat": {"intervalSeconds": 0.5, "timeoutSeconds": 0.6}, "auth": {"clockSkewSeconds": 0}}
             """)
         #expect(configuration.listen.port == 0)
+        #expect(configuration.auth.clockSkewSeconds == 0)
+        #expect(try load(#"{"auth": {"clockSkewSeconds": 3600}}"#).auth.clockSkewSeconds == 3600)
         #expect(configuration.presence.maxInstantEvents == 1)
         #expect(configuration.state.maxKeys == 1024)
         #expect(try load(#"{"listen": {"port": 65535}, "state": {"maxKeys": 1}}"#).listen.port == 65535)
@@ -258,6 +262,9 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"heartbeat": {"intervalSeconds": "10"}}"#, code: .wrongType,
               keyPath: "heartbeat.intervalSeconds", mentions: "expected a number"),
         .init(json: #"{"auth": {"allowInsecure": "yes"}}"#, code: .wrongType, keyPath: "auth.allowInsecure", mentions: "expected a boolean"),
+        .init(json: #"{"auth": {"clockSkewSeconds": "30"}}"#, code: .wrongType, keyPath: "auth.clockSkewSeconds", mentions: "expected a number"),
+        .init(json: #"{"auth": {"clockSkewSeconds": -1}}"#, code: .outOfRange, keyPath: "auth.clockSkewSeconds", mentions: "from 0 to 3600"),
+        .init(json: #"{"auth": {"clockSkewSeconds": 3600.5}}"#, code: .outOfRange, keyPath: "auth.clockSkewSeconds", mentions: "from 0 to 3600"),
         .init(json: #"{"auth": {"mode": 1}}"#, code: .wrongType, keyPath: "auth.mode", mentions: "expected a string"),
         .init(json: #"{"http": {"allowedOrigins": "*"}}"#, code: .wrongType, keyPath: "http.allowedOrigins", mentions: "expected an array of strings"),
         .init(json: #"{"http": {"allowedOrigins": ["*", 1]}}"#, code: .wrongType, keyPath: "http.allowedOrigins", mentions: "expected an array of strings"),

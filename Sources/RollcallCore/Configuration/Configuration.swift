@@ -35,6 +35,8 @@ public struct Configuration: Sendable, Equatable {
         public var secretEnv: String? = "ROLLCALL_JWT_SECRET"
         /// Allow `mode: none` on a non-loopback address. Default false.
         public var allowInsecure = false
+        /// Seconds of clock difference tolerated on a token's `exp` and `nbf`. Default 30.
+        public var clockSkewSeconds = 30.0
         public init() {}
     }
 

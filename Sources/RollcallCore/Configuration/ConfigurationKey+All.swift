@@ -24,6 +24,7 @@ extension ConfigurationKey {
             .optionalString("auth.secret", \.auth.secret),
             .optionalString("auth.secretEnv", \.auth.secretEnv),
             .boolean("auth.allowInsecure", \.auth.allowInsecure),
+            .number("auth.clockSkewSeconds", \.auth.clockSkewSeconds, .from(0, upTo: 3600)),
 
             .optionalString("http.staticDir", \.http.staticDir),
             .strings("http.allowedOrigins", \.http.allowedOrigins),
