@@ -52,7 +52,21 @@ struct RollcallCommand: ParsableCommand {
             FileHandle.standardError.write(Data("rollcall: storage error: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let server = BrokerServer(configuration: configuration, store: store)
+        let authenticator: any LoginAuthenticator
+        do {
+            authenticator = try Authenticators.make(configuration, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        let logger = Logger(label: "rollcall")
+        for warning in Authenticators.warnings(configuration, environment: ProcessInfo.processInfo.environment) {
+            logger.warning("\(warning)")
+        }
+        if configuration.auth.mode == .none, configuration.auth.allowInsecure, !LoopbackHost.contains(configuration.listen.host) {
+            logger.warning("auth.mode is none on a non-loopback address (auth.allowInsecure): anyone who can reach \(configuration.listen.host) can log in as anyone")
+        }
+        let server = BrokerServer(configuration: configuration, store: store, authenticator: authenticator)
         let boundPort: Int
         do {
             boundPort = try server.start()

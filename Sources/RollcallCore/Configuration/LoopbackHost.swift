@@ -2,9 +2,9 @@
 /// in 127.0.0.0/8, `::1`, and IPv4-mapped `::ffff:127.x.y.z` (brackets allowed around IPv6).
 /// Anything else, including names other than `localhost` and zone-qualified addresses, counts
 /// as reachable from the network.
-enum LoopbackHost {
+public enum LoopbackHost {
     /// True when `host` is a loopback address.
-    static func contains(_ host: String) -> Bool {
+    public static func contains(_ host: String) -> Bool {
         var text = Substring(host)
         if text.hasPrefix("["), text.hasSuffix("]") { text = text.dropFirst().dropLast() }
         if text.lowercased() == "localhost" { return true }
