@@ -2,6 +2,7 @@
 #define CROLLCALL_SHIM_H
 
 #include <libwebsockets.h>
+#include "CRollcallClientShim.h"
 
 /// LWS_PRE is a macro Swift cannot import: the headroom lws needs before a payload.
 static const size_t rollcall_lws_pre = LWS_PRE;
