@@ -1,0 +1,76 @@
+import Foundation
+import RollcallClient
+import RollcallProtocol
+import Testing
+
+/// Login timeout, session limit, heartbeat timeout and slow consumers (PROTOCOL §3, §5).
+@Suite("Limits and session ends")
+struct LimitTests {
+    @Test("no login within loginTimeoutSeconds: close 4408")
+    func loginTimeout() throws {
+        let broker = try BrokerProcess(config: ["limits": ["loginTimeoutSeconds": 0.5]])
+        let started = Date()
+        let idle = try broker.connect()
+        let loggedIn = try broker.session("bob")
+        let close = try idle.waitForClose(timeout: .seconds(5))
+        #expect(close.code == 4408)
+        #expect(close.closedByServer)
+        #expect(Date().timeIntervalSince(started) >= 0.4)
+        #expect(try loggedIn.request("ping").ok, "a logged-in session is not affected")
+    }
+
+    @Test("maxSessionsPerUser: the oldest session is closed with 4409")
+    func sessionLimit() throws {
+        let broker = try BrokerProcess(config: ["limits": ["maxSessionsPerUser": 2]])
+        let first = try broker.session("alice")
+        let second = try broker.session("alice")
+        let other = try broker.session("bob")
+        let third = try broker.session("alice")
+        let close = try first.waitForClose(timeout: .seconds(5))
+        #expect(close.code == 4409)
+        #expect(try second.request("ping").ok)
+        #expect(try third.request("ping").ok)
+        #expect(try other.request("ping").ok)
+    }
+
+    @Test("a client that never answers pings is dropped after heartbeat.timeoutSeconds")
+    func heartbeatTimeout() throws {
+        let broker = try BrokerProcess(config: ["heartbeat": ["intervalSeconds": 0.5, "timeoutSeconds": 2]])
+        let healthy = try broker.session("bob") // lws answers pings automatically
+        let silent = try SilentWebSocket(port: broker.port)
+        try silent.sendText("{\"id\":1,\"op\":\"login\",\"userId\":\"mute\"}")
+        let started = Date()
+        let result = silent.readUntilClosed(timeout: 8)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.texts.contains { $0.contains("\"ok\":true") }, "login succeeded: \(result.texts)")
+        #expect(result.closed, "the broker dropped the silent connection")
+        #expect(silent.pingsReceived >= 1, "the broker sent pings")
+        #expect(elapsed >= 1.5 && elapsed <= 6, "dropped after \(elapsed) s")
+        #expect(healthy.isOpen, "a client that answers pings stays connected")
+        #expect(try healthy.request("ping").ok)
+    }
+
+    @Test("a stalled reader whose queue exceeds maxOutboundBytes is closed with 1013")
+    func slowConsumer() throws {
+        let broker = try BrokerProcess(config: [
+            "limits": ["maxOutboundBytes": 65536, "requestsPerSecond": 100_000, "requestBurst": 100_000],
+        ])
+        let bystander = try broker.session("bob")
+        let stalled = try broker.session("alice")
+        stalled.pauseReading()
+        // Each reply echoes a 16 KiB id; keep asking until the broker reports the cut.
+        let padding = String(repeating: "s", count: 16 * 1024)
+        var sent = 0
+        let cut = try eventually(timeout: 20) {
+            if sent < 2000 {
+                for _ in 0..<20 { stalled.send("ping", id: .string("\(sent)-\(padding)")); sent += 1 }
+            }
+            return try (broker.metric("rollcall_slow_consumer_cuts_total") ?? 0) >= 1
+        }
+        #expect(cut, "broker never cut the stalled reader after \(sent) requests")
+        stalled.resumeReading()
+        let close = try stalled.waitForClose(timeout: .seconds(10))
+        #expect(close.code == 1013, "\(close)")
+        #expect(try bystander.request("ping").ok)
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import RollcallClient
+import RollcallProtocol
+
+/// Errors of the integration harness.
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A real `rollcall` broker process on an ephemeral port, with its own temporary config.
+///
+/// The binary is `.build/debug/rollcall` under the package root (found from this file's
+/// path), or `$ROLLCALL_BINARY`.
+final class BrokerProcess: @unchecked Sendable {
+    /// How the process ended after ``stop(timeout:)``.
+    struct Exit {
+        /// Exit status, or the signal number when `signaled`.
+        let status: Int32
+        /// True when a signal ended the process.
+        let signaled: Bool
+        /// Seconds from sending SIGTERM to the process's exit.
+        let seconds: Double
+    }
+
+    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["ROLLCALL_BINARY"], !path.isEmpty { return path }
+        return packageRoot.appendingPathComponent(".build/debug/rollcall").path
+    }
+
+    /// The settings every test broker starts from: in-memory storage, quiet logs.
+    static let baseConfig: [String: Any] = [
+        "listen": ["host": "127.0.0.1", "port": 0],
+        "storage": ["path": NSNull()],
+        "log": ["level": "warning"],
+    ]
+
+    let process = Process()
+    let port: Int
+    let configURL: URL
+    private let output = OutputCollector()
+    private let exited = DispatchSemaphore(value: 0)
+
+    /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
+    /// `listening on HOST:PORT`.
+    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15) throws {
+        let merged = Self.merge(Self.baseConfig, config)
+        configURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
+        try JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys]).write(to: configURL)
+
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["--config", configURL.path, "--port", "0"]
+        process.currentDirectoryURL = Self.packageRoot
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        output.attach(stdout: stdout, stderr: stderr)
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw HarnessError("broker binary not found at \(Self.binary) (run `swift build` or set ROLLCALL_BINARY)")
+        }
+        try process.run()
+        guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
+              let portText = line.split(separator: ":").last, let port = Int(portText)
+        else {
+            process.terminate()
+            _ = exited.wait(timeout: .now() + 5)
+            throw HarnessError("broker did not report its port; stderr:\n\(output.stderrText)")
+        }
+        self.port = port
+    }
+
+    /// `ws://127.0.0.1:PORT/v1` (or another path).
+    func url(path: String = "/v1") -> String { "ws://127.0.0.1:\(port)\(path)" }
+
+    /// Everything the broker wrote to stderr so far.
+    var stderrText: String { output.stderrText }
+
+    /// Everything the broker wrote to stdout so far.
+    var stdoutText: String { output.stdoutText }
+
+    /// True while the process runs.
+    var isRunning: Bool { process.isRunning }
+
+    /// Opens a WebSocket (no login).
+    func connect(path: String = "/v1", subprotocol: String? = "rollcall.v1", origin: String? = nil,
+                 recordTranscript: Bool = false) throws -> RollcallConnection {
+        try RollcallConnection.connect(url: url(path: path), subprotocol: subprotocol, origin: origin,
+                                       recordTranscript: recordTranscript, timeout: .seconds(5))
+    }
+
+    /// Opens a WebSocket and logs in as `userId`; throws unless the login succeeds.
+    func session(_ userId: String, recordTranscript: Bool = false) throws -> RollcallConnection {
+        let connection = try connect(recordTranscript: recordTranscript)
+        let reply = try connection.login(userId: userId, platform: "cli")
+        guard reply.ok else { throw HarnessError("login of \(userId) failed: \(reply)") }
+        return connection
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the exit.
+    @discardableResult
+    func stop(timeout: TimeInterval = 5) -> Exit? {
+        guard process.isRunning else { return exitInfo(seconds: 0) }
+        let started = Date()
+        process.terminate()
+        guard exited.wait(timeout: .now() + timeout) == .success else { return nil }
+        exited.signal()
+        return exitInfo(seconds: Date().timeIntervalSince(started))
+    }
+
+    private func exitInfo(seconds: Double) -> Exit {
+        Exit(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal, seconds: seconds)
+    }
+
+    /// SIGKILL, without waiting for a graceful exit.
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        _ = exited.wait(timeout: .now() + 5)
+        exited.signal()
+    }
+
+    /// The value of an unlabelled or labelled sample in `/metrics`, e.g.
+    /// `metric("rollcall_errors_total{code=\"UNKNOWN_OP\"}")`.
+    func metric(_ sample: String) throws -> Int? {
+        let response = try RawHTTP.get(port: port, path: "/metrics")
+        for line in response.bodyText.split(separator: "\n") where line.hasPrefix(sample + " ") {
+            return Int(line.dropFirst(sample.count + 1))
+        }
+        return nil
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: configURL)
+    }
+
+    /// Deep merge: dictionaries merge key by key, anything else in `override` replaces.
+    static func merge(_ base: [String: Any], _ override: [String: Any]) -> [String: Any] {
+        var result = base
+        for (key, value) in override {
+            if let inner = value as? [String: Any], let existing = result[key] as? [String: Any] {
+                result[key] = merge(existing, inner)
+            } else {
+                result[key] = value
+            }
+        }
+        return result
+    }
+}
+
+/// Collects a child's stdout and stderr from pipes.
+final class OutputCollector: @unchecked Sendable {
+    private let cond = NSCondition()
+    private var stdout = Data()
+    private var stderr = Data()
+
+    func attach(stdout out: Pipe, stderr err: Pipe) {
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil; return }
+            self?.cond.withLock { self?.stdout.append(data); self?.cond.broadcast() }
+        }
+        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil; return }
+            self?.cond.withLock { self?.stderr.append(data); self?.cond.broadcast() }
+        }
+    }
+
+    var stdoutText: String { cond.withLock { String(decoding: stdout, as: UTF8.self) } }
+    var stderrText: String { cond.withLock { String(decoding: stderr, as: UTF8.self) } }
+
+    /// Waits for a complete stdout line starting with `prefix`.
+    func waitForStdoutLine(prefix: String, timeout: TimeInterval) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        while true {
+            let text = String(decoding: stdout, as: UTF8.self)
+            if let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                .first(where: { $0.hasPrefix(prefix) }) {
+                return String(line.dropFirst(prefix.count))
+            }
+            if !cond.wait(until: deadline) { return nil }
+        }
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+func eventually(timeout: TimeInterval = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while true {
+        if try condition() { return true }
+        if Date() >= deadline { return false }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+}
