@@ -1,1 +1,86 @@
 #include "CRollcallShim.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int rollcall_http_write_headers(struct lws *wsi, unsigned int status, const char *content_type,
+                                size_t content_length) {
+    unsigned char buffer[LWS_PRE + 512];
+    unsigned char *start = &buffer[LWS_PRE];
+    unsigned char *p = start;
+    unsigned char *end = &buffer[sizeof(buffer) - 1];
+    if (lws_add_http_common_headers(wsi, status, content_type, (lws_filepos_t)content_length, &p, end))
+        return 1;
+    if (lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
+                                     (const unsigned char *)"no-store", 8, &p, end))
+        return 1;
+    if (lws_finalize_write_http_header(wsi, start, &p, end))
+        return 1;
+    return 0;
+}
+
+int rollcall_http_refuse(struct lws *wsi, unsigned int status, const char *reason_phrase, const char *body) {
+    unsigned char buffer[LWS_PRE + 512];
+    char *start = (char *)&buffer[LWS_PRE];
+    size_t room = sizeof(buffer) - LWS_PRE;
+    int length = snprintf(start, room,
+                          "HTTP/1.1 %u %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                          "content-length: %zu\r\nconnection: close\r\n\r\n%s",
+                          status, reason_phrase, strlen(body), body);
+    if (length < 0 || (size_t)length >= room)
+        return 1;
+    return lws_write(wsi, (unsigned char *)start, (size_t)length, LWS_WRITE_HTTP_HEADERS) != length;
+}
+
+int rollcall_http_serve_file(struct lws *wsi, const char *path, const char *content_type) {
+    return lws_serve_http_file(wsi, path, content_type, NULL, 0);
+}
+
+int rollcall_header(struct lws *wsi, enum lws_token_indexes token, char *out, int capacity) {
+    int length = lws_hdr_total_length(wsi, token);
+    if (length <= 0 || length >= capacity)
+        return -1;
+    if (lws_hdr_copy(wsi, out, capacity, token) < 0)
+        return -1;
+    return length;
+}
+
+void rollcall_cap_send_buffer(struct lws *wsi, int bytes) {
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    if (fd < 0)
+        return;
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+}
+
+void rollcall_request_stop(struct lws_context *context, rollcall_stop_flag_t *flag) {
+    if (flag)
+        __atomic_store_n(&flag->requested, 1, __ATOMIC_SEQ_CST);
+    if (context)
+        lws_cancel_service(context);
+}
+
+int rollcall_stop_requested(const rollcall_stop_flag_t *flag) {
+    return __atomic_load_n(&flag->requested, __ATOMIC_SEQ_CST);
+}
+
+static struct lws_context *volatile signal_context;
+static rollcall_stop_flag_t *volatile signal_flag;
+
+static void on_stop_signal(int signal_number) {
+    (void)signal_number;
+    rollcall_request_stop(signal_context, signal_flag);
+}
+
+void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_flag_t *flag) {
+    signal_context = context;
+    signal_flag = flag;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = (context || flag) ? on_stop_signal : SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}

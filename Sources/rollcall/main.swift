@@ -1,1 +1,1 @@
-print("todo")
+RollcallCommand.main()

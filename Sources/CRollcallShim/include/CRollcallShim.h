@@ -2,6 +2,8 @@
 #define CROLLCALL_SHIM_H
 
 #include <libwebsockets.h>
+#include <stdint.h>
+#include <stddef.h>
 #include "CRollcallClientShim.h"
 
 /// LWS_PRE is a macro Swift cannot import: the headroom lws needs before a payload.
@@ -18,5 +20,50 @@ typedef struct rollcall_timer {
 static inline rollcall_timer_t *rollcall_timer_from_sul(lws_sorted_usec_list_t *sul) {
     return lws_container_of(sul, rollcall_timer_t, sul);
 }
+
+/// The per-connection user space lws allocates for the broker's protocol: only the key of
+/// the Swift-side record (0 = none yet). Kept deliberately tiny.
+typedef struct rollcall_pss {
+    uint64_t key;
+} rollcall_pss_t;
+
+/// `lws_set_timeout`'s "kill at the next service loop" value (a macro Swift cannot import).
+static const int rollcall_to_kill_async = LWS_TO_KILL_ASYNC;
+
+/// Writes a complete HTTP response header (status, content type, content length,
+/// `Cache-Control: no-store`) for a dynamic body the caller writes next with
+/// `LWS_WRITE_HTTP_FINAL`. Returns nonzero on failure (hang up).
+int rollcall_http_write_headers(struct lws *wsi, unsigned int status, const char *content_type,
+                                size_t content_length);
+
+/// Refuses a WebSocket upgrade with a complete `HTTP/1.1` response (status line,
+/// `text/plain` body, `Connection: close`) written in one go. Returns nonzero on failure.
+/// The caller then hangs up (returns -1 from `LWS_CALLBACK_HTTP_CONFIRM_UPGRADE`).
+int rollcall_http_refuse(struct lws *wsi, unsigned int status, const char *reason_phrase, const char *body);
+
+/// Serves a file with lws' own asynchronous file transfer. Same return as `lws_serve_http_file`.
+int rollcall_http_serve_file(struct lws *wsi, const char *path, const char *content_type);
+
+/// Copies header `token` into `out` (NUL-terminated); returns its length or -1 if absent/too long.
+int rollcall_header(struct lws *wsi, enum lws_token_indexes token, char *out, int capacity);
+
+/// Caps the socket's kernel send buffer (so that a stalled reader shows up in the broker's
+/// own outbound queue instead of hiding in megabytes of kernel buffer).
+void rollcall_cap_send_buffer(struct lws *wsi, int bytes);
+
+/// A stop request that may be set from a signal handler or any thread.
+typedef struct rollcall_stop_flag {
+    volatile int requested;
+} rollcall_stop_flag_t;
+
+/// Sets `flag` and wakes the service loop of `context` (async-signal-safe).
+void rollcall_request_stop(struct lws_context *context, rollcall_stop_flag_t *flag);
+
+/// True once a stop was requested.
+int rollcall_stop_requested(const rollcall_stop_flag_t *flag);
+
+/// Installs SIGINT/SIGTERM handlers that only call `rollcall_request_stop(context, flag)`.
+/// Also ignores SIGPIPE. Call again with NULLs to detach (restores the default handlers).
+void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_flag_t *flag);
 
 #endif

@@ -1,0 +1,62 @@
+import CRollcallShim
+import RollcallCore
+import RollcallProtocol
+
+extension BrokerServer {
+    /// Hands `event` to the broker and carries out its actions. Events the transport
+    /// generates while applying actions (a slow consumer found while queueing) are queued and
+    /// fed after the current action list is applied: the broker is never re-entered.
+    func feed(_ event: InboundEvent) {
+        guard phase != .stopped else { return }
+        pendingEvents.append(event)
+        guard !isFeeding else { return }
+        isFeeding = true
+        var index = 0
+        while index < pendingEvents.count {
+            let next = pendingEvents[index]
+            index += 1
+            apply(broker.handle(next))
+        }
+        pendingEvents.removeAll(keepingCapacity: true)
+        isFeeding = false
+        armTimer()
+    }
+
+    private func apply(_ actions: [Action]) {
+        for action in actions {
+            switch action {
+            case .send(let connection, let bytes):
+                enqueue(bytes, for: connection)
+            case .close(let connection, let code, let reason):
+                guard let record = records[connection] else { continue }
+                let kind: ConnectionEndKind = code == .shutdown ? .shutdown : .brokerClose
+                requestClose(record, code: code.rawValue, reason: reason, kind: kind)
+            }
+        }
+    }
+
+    /// Queues one object for a connection and asks for a writable callback when the queue was
+    /// empty. Over `limits.maxOutboundBytes` the connection is cut as a slow consumer.
+    private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
+        guard let record = records[connection], !record.isClosing else { return }
+        let wasIdle = record.outbound.isEmpty
+        record.outbound.append(bytes)
+        if record.outbound.byteCount > configuration.limits.maxOutboundBytes {
+            cutSlowConsumer(record)
+        } else if wasIdle {
+            lws_callback_on_writable(record.wsi)
+        }
+    }
+
+    /// Drops the queue, tells the core (abnormal end: the session is held), and tries to send
+    /// close 1013; the close timeout kills the socket if the peer is not reading at all.
+    private func cutSlowConsumer(_ record: ConnectionRecord) {
+        logger.notice("slow consumer cut", metadata: [
+            "connection": "\(record.id)", "queuedBytes": "\(record.outbound.byteCount)",
+        ])
+        metrics.slowConsumerCuts += 1
+        record.outbound.removeAll()
+        requestClose(record, code: CloseCode.slowConsumer.rawValue, reason: "slow consumer", kind: .slowConsumer)
+        feed(.ended(record.id, .abnormal(.slowConsumer)))
+    }
+}

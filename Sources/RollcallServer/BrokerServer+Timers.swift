@@ -1,0 +1,67 @@
+import CRollcallShim
+import RollcallCore
+
+/// One lws sorted-usec-list timer drives everything time-based: the core's
+/// ``Broker/nextDeadline`` (login timeouts, held sessions, presence intervals, ...), the
+/// transport's heartbeats and the shutdown grace period. It is re-armed after every event
+/// the broker handles, only when the earliest deadline moved.
+///
+/// **Heartbeat** (transport-owned, not lws' `retry_and_idle_policy`, so fractional seconds
+/// are exact and a silence drop is known to be one): every connection is checked at
+/// `min(lastPing + interval, lastHeard + timeout)`. A connection that sent nothing (frames or
+/// pongs) for `heartbeat.timeoutSeconds` is dropped without a close frame and reported as
+/// `.abnormal(.heartbeatTimeout)`; otherwise a ping goes out every `heartbeat.intervalSeconds`.
+extension BrokerServer {
+    /// Arms the timer for the earliest of the broker's deadline, the next heartbeat check and
+    /// the shutdown deadline (all converted to the monotonic clock).
+    func armTimer() {
+        guard phase != .stopped, let context else { return }
+        let now = MonotonicClock.now
+        var target: Int64?
+        if let deadline = broker.nextDeadline {
+            target = now + max(0, deadline - broker.now)
+        }
+        if let check = heartbeats.nextDeadline() {
+            target = min(target ?? check, check)
+        }
+        if case .draining(let deadline) = phase {
+            target = min(target ?? deadline, deadline)
+        }
+        guard let target else {
+            if armedTimerAt != nil {
+                lws_sul_cancel(&timer.pointee.sul)
+                armedTimerAt = nil
+            }
+            return
+        }
+        guard armedTimerAt != target else { return }
+        armedTimerAt = target
+        lws_sul_schedule(context, 0, &timer.pointee.sul, rollcallTimerFired, lws_usec_t(max(0, target - now)) * 1000)
+    }
+
+    /// The timer fired: heartbeats, then the broker's due timers.
+    func timerFired() {
+        armedTimerAt = nil
+        guard phase != .stopped else { return }
+        checkHeartbeats(now: MonotonicClock.now)
+        feed(.tick)
+    }
+
+    private func checkHeartbeats(now: Int64) {
+        for id in heartbeats.popDue(now: now) {
+            guard let record = records[id], !record.isClosing else { continue }
+            if now - record.lastHeard >= heartbeatTimeoutMs {
+                logger.debug("heartbeat timeout", metadata: ["connection": "\(id)"])
+                metrics.heartbeatTimeouts += 1
+                drop(record, cause: .heartbeatTimeout, kind: .heartbeatTimeout)
+                continue
+            }
+            if now - record.lastPing >= heartbeatIntervalMs {
+                record.lastPing = now
+                record.pingDue = true
+                lws_callback_on_writable(record.wsi)
+            }
+            heartbeats.schedule(id, at: min(record.lastPing + heartbeatIntervalMs, record.lastHeard + heartbeatTimeoutMs))
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import CRollcallShim
+import RollcallCore
+import RollcallProtocol
+
+/// How a connection ended, for `/metrics` (`rollcall_connection_ends_total{kind}`).
+enum ConnectionEndKind: String {
+    case closeFrame = "close_frame"
+    case dropped
+    case protocolFault = "protocol_fault"
+    case brokerClose = "broker_close"
+    case slowConsumer = "slow_consumer"
+    case heartbeatTimeout = "heartbeat_timeout"
+    case shutdown
+}
+
+extension BrokerServer {
+    // MARK: - Upgrade
+
+    /// Accepts an upgrade only on `/v1` or `/ws`, from an allowed `Origin` (none is fine),
+    /// while accepting. A refusal answers with a complete HTTP/1.1 response (404, 403, 503)
+    /// and hangs up.
+    func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
+        guard phase == .accepting else { return refuseUpgrade(wsi, status: 503) }
+        let path = header(wsi, WSI_TOKEN_GET_URI) ?? ""
+        guard path == "/v1" || path == "/ws" else { return refuseUpgrade(wsi, status: 404) }
+        if let origin = header(wsi, WSI_TOKEN_ORIGIN), !isAllowed(origin: origin) {
+            logger.info("upgrade refused: origin not allowed", metadata: ["origin": "\(origin)"])
+            return refuseUpgrade(wsi, status: 403)
+        }
+        return 0
+    }
+
+    private func refuseUpgrade(_ wsi: OpaquePointer, status: UInt32) -> Int32 {
+        metrics.upgradesRejected += 1
+        metrics.httpResponses[Int(status), default: 0] += 1
+        let (phrase, body): (String, String) = switch status {
+        case 403: ("Forbidden", "origin not allowed\n")
+        case 404: ("Not Found", "WebSocket endpoints are /v1 and /ws\n")
+        default: ("Service Unavailable", "shutting down\n")
+        }
+        _ = rollcall_http_refuse(wsi, status, phrase, body)
+        return -1
+    }
+
+    private func isAllowed(origin: String) -> Bool {
+        let allowed = configuration.http.allowedOrigins
+        return allowed.contains("*") || allowed.contains(origin)
+    }
+
+    /// A request header, or nil when absent (or longer than 1 KiB).
+    func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { buffer in
+            let length = rollcall_header(wsi, token, buffer.baseAddress, Int32(buffer.count))
+            guard length >= 0 else { return nil }
+            return String(cString: buffer.baseAddress!)
+        }
+    }
+
+    // MARK: - Open
+
+    func established(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
+        nextKey += 1
+        let id = ConnectionID(nextKey)
+        pss.pointee.key = nextKey
+        let now = MonotonicClock.now
+        let record = ConnectionRecord(id: id, wsi: wsi, now: now)
+        records[id] = record
+        metrics.connectionsTotal += 1
+        rollcall_cap_send_buffer(wsi, Self.socketSendBufferBytes)
+        heartbeats.schedule(id, at: now + min(heartbeatIntervalMs, heartbeatTimeoutMs))
+        feed(.opened(id))
+        return 0
+    }
+
+    // MARK: - Receive
+
+    /// One chunk of an incoming frame. Fragments are reassembled here up to
+    /// `limits.maxFrameBytes` (the lws rx buffer is only a chunk size); a complete message is
+    /// checked for UTF-8 and handed to the core.
+    func received(_ record: ConnectionRecord, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        record.lastHeard = MonotonicClock.now
+        if record.isClosing { return 0 }
+        let wsi = record.wsi
+        if lws_frame_is_binary(wsi) != 0 {
+            return closeForProtocolFault(record, .binaryFrame, reason: "binary frames are not supported")
+        }
+        let remaining = Int(lws_remaining_packet_payload(wsi))
+        if record.partialMessage.count + length + remaining > configuration.limits.maxFrameBytes {
+            return closeForProtocolFault(record, .frameTooBig, reason: "message larger than \(configuration.limits.maxFrameBytes) bytes")
+        }
+        let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
+        let isComplete = remaining == 0 && lws_is_final_fragment(wsi) != 0
+        let message: [UInt8]
+        if isComplete && record.partialMessage.isEmpty {
+            message = Array(chunk)
+        } else {
+            record.partialMessage.append(contentsOf: chunk)
+            guard isComplete else { return 0 }
+            message = record.partialMessage
+            record.partialMessage = []
+        }
+        guard UTF8Validation.isValid(message) else {
+            return closeForProtocolFault(record, .invalidUTF8, reason: "invalid UTF-8")
+        }
+        metrics.framesIn += 1
+        metrics.bytesIn += message.count
+        feed(.received(record.id, message))
+        return 0
+    }
+
+    /// Closes the connection whose callback this is, for a protocol fault (1003, 1007, 1009):
+    /// the session ends as if the client had sent a close frame. Returns -1 for lws.
+    private func closeForProtocolFault(_ record: ConnectionRecord, _ code: CloseCode, reason: String) -> Int32 {
+        logger.debug("protocol fault", metadata: ["connection": "\(record.id)", "code": "\(code.rawValue)"])
+        metrics.protocolCloses[code.rawValue, default: 0] += 1
+        record.partialMessage = []
+        record.outbound.removeAll()
+        record.pendingClose = (code.rawValue, reason)
+        record.endKind = .protocolFault
+        record.endReported = true
+        setCloseReason(record.wsi, code: code.rawValue, reason: reason)
+        feed(.ended(record.id, .closeFrame))
+        return -1
+    }
+
+    func setCloseReason(_ wsi: OpaquePointer, code: UInt16, reason: String) {
+        var bytes = Array(reason.utf8.prefix(123))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), buffer.baseAddress, buffer.count)
+        }
+    }
+
+    // MARK: - Close
+
+    /// The connection is gone. Tells the core how, unless it already knows.
+    func closed(_ record: ConnectionRecord) {
+        records[record.id] = nil
+        heartbeats.cancel(record.id)
+        let kind = record.endKind ?? (record.peerSentClose ? .closeFrame : .dropped)
+        metrics.connectionEnds[kind.rawValue, default: 0] += 1
+        guard !record.endReported else { return }
+        record.endReported = true
+        feed(.ended(record.id, record.peerSentClose ? .closeFrame : .abnormal(.dropped)))
+    }
+
+    /// Flushes what is queued for `record`, then sends a close frame with `code` (from its
+    /// next writable callback). A backstop timeout kills it if the peer does not take it.
+    func requestClose(_ record: ConnectionRecord, code: UInt16, reason: String, kind: ConnectionEndKind) {
+        guard !record.isClosing else { return }
+        record.pendingClose = (code, reason)
+        record.endKind = kind
+        record.endReported = true
+        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.closeGraceSeconds)
+        lws_callback_on_writable(record.wsi)
+    }
+
+    /// Drops a connection without a close frame (heartbeat silence): abnormal, session held.
+    func drop(_ record: ConnectionRecord, cause: AbnormalCause, kind: ConnectionEndKind) {
+        guard !record.isClosing else { return }
+        record.endKind = kind
+        record.endReported = true
+        record.outbound.removeAll()
+        heartbeats.cancel(record.id)
+        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, rollcall_to_kill_async)
+        feed(.ended(record.id, .abnormal(cause)))
+    }
+}

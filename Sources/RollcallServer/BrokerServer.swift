@@ -1,0 +1,252 @@
+import CRollcallShim
+import Foundation
+import Logging
+import RollcallCore
+import RollcallProtocol
+
+/// The libwebsockets transport: one lws context serviced by one dedicated thread that owns
+/// the ``Broker`` outright (no locks on the hot path).
+///
+/// The thread feeds the broker ``InboundEvent``s and carries out the ``Action``s it returns:
+/// WebSocket `/v1` (alias `/ws`, subprotocol `rollcall.v1` optional), and HTTP on the same
+/// port (`/healthz`, `/metrics`, static files). See `docs/transport.md`.
+///
+/// ```swift
+/// let server = BrokerServer(configuration: configuration)
+/// let port = try server.start()        // listening once this returns
+/// server.installSignalHandlers()      // SIGINT/SIGTERM → graceful stop
+/// server.wait()                       // returns after the shutdown completed
+/// ```
+public final class BrokerServer {
+    /// The configuration the server runs with.
+    public let configuration: Configuration
+    /// The TCP port actually bound (meaningful once ``start()`` returned; `listen.port` 0 picks one).
+    public private(set) var port: Int = 0
+
+    // MARK: Owned by the service thread
+    let broker: Broker
+    let logger: Logger
+    var context: OpaquePointer?
+    var records: [ConnectionID: ConnectionRecord] = [:]
+    var nextKey: UInt64 = 0
+    var httpBodies: [UInt64: [UInt8]] = [:]
+    var pendingEvents: [InboundEvent] = []
+    var isFeeding = false
+    var metrics = TransportMetrics()
+    var phase = Phase.accepting
+    var heartbeats = TimerQueue<ConnectionID>()
+    var armedTimerAt: Int64?
+    let staticFiles: StaticFiles
+    let writer: WriteBuffer
+    let heartbeatIntervalMs: Int64
+    let heartbeatTimeoutMs: Int64
+
+    // MARK: Shared with C and other threads
+    let timer: UnsafeMutablePointer<rollcall_timer_t>
+    let stopFlag: UnsafeMutablePointer<rollcall_stop_flag_t>
+    private let lifecycle = NSLock()
+    private var started = false
+    private var contextForStopRequests: OpaquePointer?
+    private let finished = DispatchSemaphore(value: 0)
+    private var cStrings: [UnsafeMutablePointer<CChar>] = []
+    private var protocols: UnsafeMutablePointer<lws_protocols>?
+
+    /// Where the server is in its life.
+    enum Phase: Equatable {
+        /// Serving; `/healthz` answers 200.
+        case accepting
+        /// Shutdown requested: close frames sent, waiting for connections to go until `deadline`
+        /// (monotonic ms). Upgrades are refused, `/healthz` answers 503.
+        case draining(deadline: Int64)
+        /// The service loop is over; the context is being destroyed.
+        case stopped
+    }
+
+    /// Kernel send buffer cap per connection, so a stalled reader is noticed in the broker's
+    /// own (bounded) outbound queue rather than in megabytes of kernel buffer.
+    static let socketSendBufferBytes: Int32 = 64 * 1024
+    /// lws receive chunk size; messages are reassembled up to `limits.maxFrameBytes` by the transport.
+    static let receiveChunkBytes = 4096
+    /// How long a connection the broker is closing may take to take its close frame.
+    static let closeGraceSeconds: Int32 = 3
+    /// How long shutdown waits for connections to go before destroying the context.
+    static let shutdownGraceMs: Int64 = 1000
+
+    /// A server for `configuration`, with the durable `store` and an optional authenticator
+    /// (nil: the core's default for `auth.mode`). Nothing is bound until ``start()``.
+    public init(
+        configuration: Configuration,
+        store: any StatusStore = MemoryStatusStore(),
+        authenticator: (any LoginAuthenticator)? = nil,
+        logger: Logger = Logger(label: "rollcall")
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator)
+        self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
+        self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
+        self.heartbeatIntervalMs = max(1, Int64((configuration.heartbeat.intervalSeconds * 1000).rounded()))
+        self.heartbeatTimeoutMs = max(1, Int64((configuration.heartbeat.timeoutSeconds * 1000).rounded()))
+        timer = .allocate(capacity: 1)
+        timer.initialize(to: rollcall_timer_t())
+        stopFlag = .allocate(capacity: 1)
+        stopFlag.initialize(to: rollcall_stop_flag_t())
+    }
+
+    deinit {
+        timer.deallocate()
+        stopFlag.deallocate()
+        for string in cStrings { free(string) }
+        protocols?.deallocate()
+    }
+
+    /// Creates the lws context on a new service thread and starts serving. Returns the bound
+    /// port once the socket listens; throws ``ServerError`` if it cannot listen.
+    @discardableResult
+    public func start() throws(ServerError) -> Int {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        guard !started else { throw ServerError(.alreadyStarted, "the server was already started") }
+        started = true
+        LWSLogBridge.install(level: Logger.Level(rawValue: configuration.log.level) ?? .info)
+
+        let ready = DispatchSemaphore(value: 0)
+        let outcome = StartOutcome()
+        let thread = Thread { [self] in
+            outcome.result = createContext()
+            if case .success = outcome.result {
+                contextForStopRequests = context
+                ready.signal()
+                serviceLoop()
+            } else {
+                ready.signal()
+            }
+            finished.signal()
+        }
+        thread.name = "rollcall-service"
+        thread.start()
+        ready.wait()
+        let port = try outcome.result.get()
+        self.port = port
+        return port
+    }
+
+    /// Blocks until the service loop has ended and the context is destroyed.
+    public func wait() {
+        finished.wait()
+        finished.signal()
+    }
+
+    /// Asks for a graceful shutdown (close 1001 to everyone, then stop). Thread-safe; returns at once.
+    public func requestStop() {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        rollcall_request_stop(contextForStopRequests, stopFlag)
+    }
+
+    /// Makes SIGINT and SIGTERM request a graceful shutdown of this server (and ignores SIGPIPE).
+    /// The handlers only set a flag and wake the service loop.
+    public func installSignalHandlers() {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        rollcall_install_stop_signals(contextForStopRequests, stopFlag)
+    }
+
+    /// Hands the service thread's start result to `start()` (ordered by the semaphore).
+    private final class StartOutcome: @unchecked Sendable {
+        var result: Result<Int, ServerError> = .failure(ServerError(.listenFailed, "not started"))
+    }
+
+    // MARK: - Service loop
+
+    private func serviceLoop() {
+        while true {
+            if phase == .accepting, rollcall_stop_requested(stopFlag) != 0 {
+                beginShutdown()
+            }
+            if case .draining(let deadline) = phase, records.isEmpty || MonotonicClock.now >= deadline {
+                break
+            }
+            if lws_service(context, 0) < 0 { break }
+        }
+        logger.info("stopped", metadata: ["connectionsLeft": "\(records.count)"])
+        phase = .stopped
+        lifecycle.lock()
+        rollcall_install_stop_signals(nil, nil)
+        contextForStopRequests = nil
+        lifecycle.unlock()
+        lws_sul_cancel(&timer.pointee.sul)
+        lws_context_destroy(context)
+        context = nil
+        records.removeAll()
+    }
+
+    /// Ends every session (the core answers with close 1001 for each connection), closes
+    /// anything the core did not, and lets the loop wait up to ``shutdownGraceMs``.
+    func beginShutdown() {
+        guard phase == .accepting else { return }
+        logger.info("shutting down", metadata: ["connections": "\(records.count)"])
+        phase = .draining(deadline: MonotonicClock.now + Self.shutdownGraceMs)
+        feed(.shutdown)
+        for record in records.values where !record.isClosing {
+            requestClose(record, code: CloseCode.shutdown.rawValue, reason: "shutdown", kind: .shutdown)
+        }
+        armTimer()
+    }
+
+    // MARK: - Context
+
+    private func createContext() -> Result<Int, ServerError> {
+        let host = configuration.listen.host == "localhost" ? "127.0.0.1" : configuration.listen.host
+        let protocolList = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
+        protocolList.initialize(repeating: lws_protocols(), count: 2)
+        protocolList[0].name = UnsafePointer(cString("rollcall.v1"))
+        protocolList[0].callback = rollcallLWSCallback
+        protocolList[0].per_session_data_size = MemoryLayout<rollcall_pss_t>.size
+        protocolList[0].rx_buffer_size = Self.receiveChunkBytes
+        protocols = protocolList
+
+        var info = lws_context_creation_info()
+        info.port = Int32(configuration.listen.port)
+        info.iface = UnsafePointer(cString(host))
+        info.vhost_name = UnsafePointer(cString("default"))
+        info.protocols = UnsafePointer(protocolList)
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        info.count_threads = 1
+        if Self.isIPv4(host) {
+            info.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
+        }
+        info.timeout_secs = 5
+
+        guard let created = lws_create_context(&info) else {
+            return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
+        }
+        context = created
+        guard let vhost = lws_get_vhost_by_name(created, "default") else {
+            lws_context_destroy(created)
+            context = nil
+            return .failure(ServerError(.listenFailed, "libwebsockets created no vhost"))
+        }
+        let bound = Int(lws_get_vhost_listen_port(vhost))
+        guard bound > 0 else {
+            lws_context_destroy(created)
+            context = nil
+            return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
+        }
+        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        logger.info("listening", metadata: ["host": "\(host)", "port": "\(bound)"])
+        armTimer()
+        return .success(bound)
+    }
+
+    private func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let pointer = strdup(string)!
+        cStrings.append(pointer)
+        return pointer
+    }
+
+    private static func isIPv4(_ host: String) -> Bool {
+        var address = in_addr()
+        return inet_pton(AF_INET, host, &address) == 1
+    }
+}

@@ -1,0 +1,73 @@
+import CRollcallShim
+import RollcallCore
+
+/// The protocol callback lws calls for every WebSocket and HTTP event of the vhost. It finds
+/// the server through the context's user pointer and dispatches; it never throws across C.
+let rollcallLWSCallback: @convention(c) (
+    OpaquePointer?, lws_callback_reasons, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int
+) -> Int32 = { wsi, reason, user, input, length in
+    guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else {
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    }
+    let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
+    return server.handleCallback(wsi, reason, user?.assumingMemoryBound(to: rollcall_pss_t.self), input, length)
+}
+
+/// Fires the server's one sorted-usec-list timer.
+let rollcallTimerFired: @convention(c) (UnsafeMutablePointer<lws_sorted_usec_list_t>?) -> Void = { sul in
+    guard let sul, let owner = rollcall_timer_from_sul(sul).pointee.owner else { return }
+    Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue().timerFired()
+}
+
+extension BrokerServer {
+    func handleCallback(
+        _ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ pss: UnsafeMutablePointer<rollcall_pss_t>?,
+        _ input: UnsafeMutableRawPointer?, _ length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            return confirmUpgrade(wsi)
+        case LWS_CALLBACK_ESTABLISHED:
+            guard let pss else { return -1 }
+            return established(wsi, pss)
+        case LWS_CALLBACK_RECEIVE:
+            guard let record = record(pss) else { return -1 }
+            return received(record, input, length)
+        case LWS_CALLBACK_RECEIVE_PONG:
+            record(pss)?.lastHeard = MonotonicClock.now
+            return 0
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            guard let record = record(pss) else { return 0 }
+            return writable(record)
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            record(pss)?.peerSentClose = true
+            return 0
+        case LWS_CALLBACK_CLOSED:
+            if let record = record(pss) { closed(record) }
+            return 0
+        case LWS_CALLBACK_HTTP:
+            guard let pss else { return -1 }
+            let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "/"
+            return httpRequest(wsi, pss, path: path)
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            guard let pss else { return -1 }
+            return httpWritable(wsi, pss)
+        case LWS_CALLBACK_HTTP_FILE_COMPLETION:
+            return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        case LWS_CALLBACK_CLOSED_HTTP:
+            if let pss, pss.pointee.key != 0 { httpBodies[pss.pointee.key] = nil }
+            return 0
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            if rollcall_stop_requested(stopFlag) != 0 { beginShutdown() }
+            return 0
+        default:
+            return lws_callback_http_dummy(wsi, reason, pss.map { UnsafeMutableRawPointer($0) }, input, length)
+        }
+    }
+
+    /// The record of a WebSocket connection, from lws' per-connection space.
+    private func record(_ pss: UnsafeMutablePointer<rollcall_pss_t>?) -> ConnectionRecord? {
+        guard let key = pss?.pointee.key, key != 0 else { return nil }
+        return records[ConnectionID(key)]
+    }
+}

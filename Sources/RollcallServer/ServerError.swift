@@ -1,0 +1,22 @@
+/// Why the transport could not start. `code` is stable; the description is for people.
+public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Stable machine-readable code.
+    public enum Code: String, Sendable {
+        /// `start()` was called twice.
+        case alreadyStarted = "ALREADY_STARTED"
+        /// libwebsockets refused to create the context (address in use, bad interface, ...).
+        case listenFailed = "LISTEN_FAILED"
+    }
+
+    /// Stable machine-readable code.
+    public let code: Code
+    /// Human-readable detail.
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Maps request paths to files under `http.staticDir`, refusing anything outside it.
+struct StaticFiles {
+    /// The resolved (symlink-free, absolute) root directory; nil when it does not exist.
+    let root: String?
+
+    /// Resolves `directory` once, at start.
+    init(directory: String?) {
+        guard let directory, let resolved = Self.realPath(directory) else {
+            root = nil
+            return
+        }
+        root = resolved
+    }
+
+    /// The file a request path names, or nil (not found, not a regular file, outside the root).
+    /// `/` serves `index.html`.
+    func file(for requestPath: String) -> String? {
+        guard let root else { return nil }
+        let path = requestPath == "/" ? "/index.html" : requestPath
+        guard path.hasPrefix("/"), !path.contains(".."), !path.contains("\\"),
+              !path.utf8.contains(0), !path.contains("//") else { return nil }
+        guard let resolved = Self.realPath(root + path), resolved.hasPrefix(root + "/") else { return nil }
+        var info = stat()
+        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return resolved
+    }
+
+    /// The content type for a file name, by extension.
+    static func contentType(for path: String) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
+        switch name[name.index(after: dot)...].lowercased() {
+        case "html", "htm": return "text/html; charset=utf-8"
+        case "js", "mjs": return "text/javascript; charset=utf-8"
+        case "css": return "text/css; charset=utf-8"
+        case "json": return "application/json"
+        case "svg": return "image/svg+xml"
+        case "png": return "image/png"
+        case "ico": return "image/x-icon"
+        case "txt": return "text/plain; charset=utf-8"
+        default: return "application/octet-stream"
+        }
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

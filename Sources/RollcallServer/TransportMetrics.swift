@@ -1,0 +1,27 @@
+/// Counters the transport keeps for `/metrics` (the core keeps its own, ``BrokerMetrics``).
+struct TransportMetrics {
+    /// WebSocket connections ever established.
+    var connectionsTotal = 0
+    /// Complete text messages received.
+    var framesIn = 0
+    /// Bytes of complete text messages received.
+    var bytesIn = 0
+    /// WebSocket frames written (one frame may batch several objects).
+    var framesOut = 0
+    /// Payload bytes written.
+    var bytesOut = 0
+    /// JSON objects written.
+    var objectsOut = 0
+    /// Connections cut because their outbound queue exceeded `limits.maxOutboundBytes`.
+    var slowConsumerCuts = 0
+    /// Connections dropped for heartbeat silence.
+    var heartbeatTimeouts = 0
+    /// Closes the transport started for a protocol fault, by close code.
+    var protocolCloses: [UInt16: Int] = [:]
+    /// Connections that ended, by how the transport saw it.
+    var connectionEnds: [String: Int] = [:]
+    /// HTTP requests answered, by status.
+    var httpResponses: [Int: Int] = [:]
+    /// Upgrades refused (bad path, origin, or shutting down).
+    var upgradesRejected = 0
+}

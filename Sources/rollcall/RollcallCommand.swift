@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RollcallCore
+import RollcallServer
+
+/// `rollcall [--config FILE] [--host H] [--port P] [--check-config]`: the presence broker.
+///
+/// Prints exactly one line, `listening on HOST:PORT`, to stdout once it accepts connections;
+/// logs go to stderr. SIGINT/SIGTERM shut it down gracefully (close 1001, exit 0).
+struct RollcallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rollcall",
+        abstract: "Rollcall presence broker (WebSocket + HTTP on one port).")
+
+    @Option(name: .long, help: "JSON configuration file (PROTOCOL §8). Defaults apply without one.")
+    var config: String?
+
+    @Option(name: .long, help: "Address to bind (overrides listen.host).")
+    var host: String?
+
+    @Option(name: .long, help: "TCP port; 0 picks a free one (overrides listen.port).")
+    var port: Int?
+
+    @Flag(name: .customLong("check-config"), help: "Validate the configuration, print 'configuration OK' and exit.")
+    var checkConfig = false
+
+    func run() throws {
+        let configuration: Configuration
+        do {
+            configuration = try loadConfiguration(path: config, host: host, port: port)
+        } catch {
+            FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if checkConfig {
+            print("configuration OK")
+            return
+        }
+
+        let level = Logger.Level(rawValue: configuration.log.level) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let server = BrokerServer(configuration: configuration, store: MemoryStatusStore())
+        let boundPort: Int
+        do {
+            boundPort = try server.start()
+        } catch {
+            FileHandle.standardError.write(Data("rollcall: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        server.installSignalHandlers()
+        print("listening on \(configuration.listen.host):\(boundPort)")
+        fflush(stdout)
+        server.wait()
+    }
+}
