@@ -73,7 +73,7 @@ public final class ClientRuntime: @unchecked Sendable {
         info.uid = -1
         info.count_threads = 1
         info.fd_limit_per_thread = UInt32(options.maxConnections + 64)
-        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
         info.user = Unmanaged.passUnretained(self).toOpaque()
         guard let created = lws_create_context(&info) else {
             free(protocolName)

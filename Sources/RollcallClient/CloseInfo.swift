@@ -2,6 +2,9 @@
 public struct CloseInfo: Sendable, Equatable, CustomStringConvertible {
     /// The close code from the server's close frame, or the code this client sent when it
     /// closed first; nil when no close frame was exchanged (a drop).
+    ///
+    /// libwebsockets 4.1.6 rewrites close codes it considers reserved (among them the
+    /// broker's 1013) to 1002 before reporting them; ``reason`` is kept as sent.
     public var code: UInt16?
     /// The close reason text that accompanied ``code``.
     public var reason: String

@@ -232,8 +232,9 @@ public final class RollcallConnection: @unchecked Sendable {
         cond.withLock { _ = awaited.insert(Self.key(id)) }
     }
 
-    /// Waits for the reply with this id (registered by ``request(_:_:id:timeout:)`` or
-    /// ``expectReply(id:)``).
+    /// Waits for the reply with this id: one registered by ``request(_:_:id:timeout:)`` or
+    /// ``expectReply(id:)``, or one that arrived unclaimed (e.g. after ``send(_:_:id:onReply:)``
+    /// without a callback).
     public func waitForReply(id: JSON, timeout: Duration) throws(ClientError) -> Reply {
         let key = Self.key(id)
         let deadline = timeout.deadlineFromNow
@@ -244,6 +245,10 @@ public final class RollcallConnection: @unchecked Sendable {
             if let reply = arrived.removeValue(forKey: key) {
                 awaited.remove(key)
                 return reply
+            }
+            if let index = unmatchedReplies.firstIndex(where: { Self.key($0.id) == key }) {
+                awaited.remove(key)
+                return unmatchedReplies.remove(at: index)
             }
             if let info = finalClose {
                 awaited.remove(key)

@@ -39,11 +39,10 @@ final class BrokerProcess: @unchecked Sendable {
         "log": ["level": "warning"],
     ]
 
-    let process = Process()
+    private(set) var process: ChildProcess!
     let port: Int
     let configURL: URL
     private let output = OutputCollector()
-    private let exited = DispatchSemaphore(value: 0)
 
     /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
     /// `listening on HOST:PORT`.
@@ -52,26 +51,19 @@ final class BrokerProcess: @unchecked Sendable {
         configURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
         try JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys]).write(to: configURL)
-
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["--config", configURL.path, "--port", "0"]
-        process.currentDirectoryURL = Self.packageRoot
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        output.attach(stdout: stdout, stderr: stderr)
-        let exited = self.exited
-        process.terminationHandler = { _ in exited.signal() }
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw HarnessError("broker binary not found at \(Self.binary) (run `swift build` or set ROLLCALL_BINARY)")
         }
-        try process.run()
+        let child = try ChildProcess(
+            executable: Self.binary, arguments: ["--config", configURL.path, "--port", "0"],
+            directory: Self.packageRoot.path)
+        process = child
+        output.attach(stdout: child.stdout, stderr: child.stderr)
         guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
               let portText = line.split(separator: ":").last, let port = Int(portText)
         else {
-            process.terminate()
-            _ = exited.wait(timeout: .now() + 5)
+            child.send(SIGKILL)
+            _ = child.waitForExit(timeout: 5)
             throw HarnessError("broker did not report its port; stderr:\n\(output.stderrText)")
         }
         self.port = port
@@ -87,7 +79,7 @@ final class BrokerProcess: @unchecked Sendable {
     var stdoutText: String { output.stdoutText }
 
     /// True while the process runs.
-    var isRunning: Bool { process.isRunning }
+    var isRunning: Bool { process.status == nil }
 
     /// Opens a WebSocket (no login).
     func connect(path: String = "/v1", subprotocol: String? = "rollcall.v1", origin: String? = nil,
@@ -107,23 +99,19 @@ final class BrokerProcess: @unchecked Sendable {
     /// Sends SIGTERM and waits up to `timeout` for the exit.
     @discardableResult
     func stop(timeout: TimeInterval = 5) -> Exit? {
-        guard process.isRunning else { return exitInfo(seconds: 0) }
         let started = Date()
-        process.terminate()
-        guard exited.wait(timeout: .now() + timeout) == .success else { return nil }
-        exited.signal()
-        return exitInfo(seconds: Date().timeIntervalSince(started))
-    }
-
-    private func exitInfo(seconds: Double) -> Exit {
-        Exit(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal, seconds: seconds)
+        if process.status == nil { process.send(SIGTERM) }
+        guard let status = process.waitForExit(timeout: timeout) else { return nil }
+        let signaled = (status & 0x7f) != 0
+        return Exit(status: signaled ? status & 0x7f : (status >> 8) & 0xff, signaled: signaled,
+                    seconds: Date().timeIntervalSince(started))
     }
 
     /// SIGKILL, without waiting for a graceful exit.
     func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        _ = exited.wait(timeout: .now() + 5)
-        exited.signal()
+        guard let process, process.status == nil else { return }
+        process.send(SIGKILL)
+        _ = process.waitForExit(timeout: 5)
     }
 
     /// The value of an unlabelled or labelled sample in `/metrics`, e.g.
@@ -161,13 +149,13 @@ final class OutputCollector: @unchecked Sendable {
     private var stdout = Data()
     private var stderr = Data()
 
-    func attach(stdout out: Pipe, stderr err: Pipe) {
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+    func attach(stdout out: FileHandle, stderr err: FileHandle) {
+        out.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil; return }
             self?.cond.withLock { self?.stdout.append(data); self?.cond.broadcast() }
         }
-        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        err.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil; return }
             self?.cond.withLock { self?.stderr.append(data); self?.cond.broadcast() }

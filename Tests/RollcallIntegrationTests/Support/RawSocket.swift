@@ -91,6 +91,7 @@ enum RawHTTP {
         while Date() < deadline {
             if let end = headerEnd {
                 if let length = contentLength, data.count - end >= length { break }
+                if data.starts(with: Array("HTTP/1.1 101".utf8)) { break } // now a WebSocket
             }
             guard let chunk = socket.receive(timeout: deadline.timeIntervalSinceNow) else { break }
             if chunk.isEmpty { break }
@@ -175,7 +176,8 @@ final class SilentWebSocket {
         let payload = Array(text.utf8)
         var frame: [UInt8] = [0x81]
         if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) }
-        else { frame.append(0x80 | 126); frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] }
+        else if payload.count <= 0xffff { frame.append(0x80 | 126); frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] }
+        else { frame.append(0x80 | 127); frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xff) } }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
