@@ -1,5 +1,6 @@
 import CLibWebSockets
 import CRollcallShim
+import DequeModule
 import Foundation
 
 /// One libwebsockets client context serviced by its own thread; it hosts any number of
@@ -19,12 +20,17 @@ public final class ClientRuntime: @unchecked Sendable {
         public var rxBufferSize: Int
         /// libwebsockets log level bit mask (`LLL_ERR` = 1, `LLL_WARN` = 2, …); 0 is silent.
         public var lwsLogLevel: Int32
+        /// At most this many WebSocket handshakes run at once; further connections wait
+        /// their turn (thousands of simultaneous SYNs overflow a listener's backlog).
+        public var maxConcurrentHandshakes: Int
 
         /// Options for a runtime of `maxConnections` connections.
-        public init(maxConnections: Int = 1024, rxBufferSize: Int = 4096, lwsLogLevel: Int32 = 0) {
+        public init(maxConnections: Int = 1024, rxBufferSize: Int = 4096, lwsLogLevel: Int32 = 0,
+                    maxConcurrentHandshakes: Int = 256) {
             self.maxConnections = maxConnections
             self.rxBufferSize = rxBufferSize
             self.lwsLogLevel = lwsLogLevel
+            self.maxConcurrentHandshakes = max(1, maxConcurrentHandshakes)
         }
     }
 
@@ -45,6 +51,9 @@ public final class ClientRuntime: @unchecked Sendable {
 
     /// Service-thread state.
     private(set) var context: OpaquePointer?
+    private var waitingToConnect = Deque<RollcallConnection>()
+    private var handshakesInProgress = 0
+    private var pumpingConnects = false
     private let protocols: UnsafeMutablePointer<lws_protocols>
     let protocolName: UnsafeMutablePointer<CChar>
 
@@ -101,6 +110,28 @@ public final class ClientRuntime: @unchecked Sendable {
     }
 
     // MARK: Hand-over from other threads
+
+    /// Queues a connection's handshake; service thread only.
+    func serviceRequestConnect(_ connection: RollcallConnection) {
+        waitingToConnect.append(connection)
+        pumpConnects()
+    }
+
+    /// A handshake started by ``pumpConnects()`` finished (opened or failed); service thread only.
+    func serviceHandshakeEnded() {
+        handshakesInProgress -= 1
+        pumpConnects()
+    }
+
+    private func pumpConnects() {
+        guard !pumpingConnects else { return }
+        pumpingConnects = true
+        defer { pumpingConnects = false }
+        while handshakesInProgress < options.maxConcurrentHandshakes, let next = waitingToConnect.popFirst() {
+            handshakesInProgress += 1
+            next.serviceConnect()
+        }
+    }
 
     /// Runs `work` on the service thread.
     func post(_ work: @escaping () -> Void) {

@@ -5,7 +5,9 @@ import RollcallProtocol
 
 /// The service-thread half of a connection: everything here runs on the runtime's thread.
 extension RollcallConnection {
+    /// Starts the lws client connection (called by the runtime when a handshake slot is free).
     func serviceConnect() {
+        inHandshake = true
         guard let context = runtime.context else {
             finish(CloseInfo(code: nil, reason: "client runtime stopped", closedByServer: false, dropped: true),
                    connectError: "client runtime stopped")
@@ -42,6 +44,7 @@ extension RollcallConnection {
     /// `LWS_CALLBACK_CLIENT_ESTABLISHED`.
     func serviceEstablished(_ wsi: OpaquePointer) {
         self.wsi = wsi
+        endHandshake()
         cond.lock()
         state = .open
         let pending = !outgoing.isEmpty
@@ -207,8 +210,16 @@ extension RollcallConnection {
         }
     }
 
+    /// Frees this connection's handshake slot in the runtime.
+    func endHandshake() {
+        guard inHandshake else { return }
+        inHandshake = false
+        runtime.serviceHandshakeEnded()
+    }
+
     /// Records the end once and wakes every waiter.
     func finish(_ info: CloseInfo, connectError: String?) {
+        endHandshake()
         cond.lock()
         guard finalClose == nil else { cond.unlock(); return }
         finalClose = info

@@ -64,6 +64,7 @@ public final class RollcallConnection: @unchecked Sendable {
     var sentClose: (code: UInt16, reason: String)?
     var droppedByUs = false
     var cStrings: [UnsafeMutablePointer<CChar>] = []
+    var inHandshake = false
 
     /// Byte and frame counts, for tests and benchmarks.
     public struct Counters: Sendable, Equatable {
@@ -99,7 +100,7 @@ public final class RollcallConnection: @unchecked Sendable {
 
     /// Begins the handshake. Handlers set before this call see every callback.
     public func start() {
-        runtime.post { [self] in self.serviceConnect() }
+        runtime.post { [self] in self.runtime.serviceRequestConnect(self) }
     }
 
     /// Connects and waits for the handshake; throws ``ClientError/connectFailed(_:)`` or
@@ -397,6 +398,7 @@ public final class RollcallConnection: @unchecked Sendable {
 
     func enqueue(contentsOf items: some Sequence<Outgoing>) {
         cond.lock()
+        guard state != .closed else { cond.unlock(); return }
         outgoing.append(contentsOf: items)
         let wake = state == .open && !writeScheduled
         if wake { writeScheduled = true }
