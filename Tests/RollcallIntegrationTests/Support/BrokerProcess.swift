@@ -149,17 +149,38 @@ final class OutputCollector: @unchecked Sendable {
     private var stdout = Data()
     private var stderr = Data()
 
+    private var openStreams = 2
+
     func attach(stdout out: FileHandle, stderr err: FileHandle) {
-        out.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            self?.cond.withLock { self?.stdout.append(data); self?.cond.broadcast() }
+        out.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: true) }
+        err.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: false) }
+    }
+
+    private func take(_ handle: FileHandle, toStdout: Bool) {
+        let data = handle.availableData
+        cond.lock()
+        if data.isEmpty {
+            handle.readabilityHandler = nil
+            openStreams -= 1
+        } else if toStdout {
+            stdout.append(data)
+        } else {
+            stderr.append(data)
         }
-        err.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            self?.cond.withLock { self?.stderr.append(data); self?.cond.broadcast() }
+        cond.broadcast()
+        cond.unlock()
+    }
+
+    /// Waits until both streams reached end of file (the child exited and closed them).
+    @discardableResult
+    func waitForEOF(timeout: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        while openStreams > 0 {
+            if !cond.wait(until: deadline) { return openStreams == 0 }
         }
+        return true
     }
 
     var stdoutText: String { cond.withLock { String(decoding: stdout, as: UTF8.self) } }

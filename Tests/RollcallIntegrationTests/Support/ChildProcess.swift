@@ -15,10 +15,17 @@ final class ChildProcess: @unchecked Sendable {
     let stderr: FileHandle
     private let cond = NSCondition()
     private var waitStatus: Int32?
+    private static let spawnLock = NSLock()
 
     init(executable: String, arguments: [String], directory: String) throws {
         var outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
+        // Close-on-exec, so children spawned concurrently by other tests do not inherit these
+        // pipes (dup2 in the child clears the flag on its own stdout/stderr). The lock keeps
+        // another spawn from slipping in between pipe() and fcntl().
+        Self.spawnLock.lock()
+        defer { Self.spawnLock.unlock() }
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw HarnessError("pipe() failed") }
+        for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
