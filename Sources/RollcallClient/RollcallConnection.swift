@@ -285,19 +285,16 @@ public final class RollcallConnection: @unchecked Sendable {
     }
 
     /// Removes and returns the oldest queued event matching `predicate`, waiting up to
-    /// `timeout`; events that do not match stay queued in order.
+    /// `timeout`; events that do not match stay queued in order. `predicate` runs with the
+    /// connection's lock held: it must not call back into the connection.
     public func waitForEvent(timeout: Duration, where predicate: (Event) -> Bool) throws(ClientError) -> Event {
         let deadline = timeout.deadlineFromNow
         cond.lock()
         defer { cond.unlock() }
-        var scanned = 0
         while true {
-            while scanned < events.count {
-                if predicate(events[scanned]) { return events.remove(at: scanned) }
-                scanned += 1
-            }
+            if let index = events.firstIndex(where: predicate) { return events.remove(at: index) }
             if let info = finalClose { throw .closed(info) }
-            if !cond.wait(until: deadline), scanned == events.count {
+            if !cond.wait(until: deadline), events.firstIndex(where: predicate) == nil {
                 throw .timeout("an event")
             }
         }

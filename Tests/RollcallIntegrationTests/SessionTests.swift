@@ -102,6 +102,35 @@ struct SessionTests {
         #expect(try connection.request("ping").ok)
     }
 
+    @Test("a JSON value that is not an object: error reply with id null, connection stays open")
+    func notAnObject() throws {
+        let broker = try BrokerProcess()
+        let connection = try broker.session("alice")
+        for text in ["[1,2,3]", "\"ping\"", "42", "null"] {
+            connection.expectReply(id: .null)
+            connection.sendRawText(text)
+            let reply = try connection.waitForReply(id: .null, timeout: .seconds(5))
+            #expect(!reply.ok)
+            #expect(reply.errorCode == .invalidRequest || reply.errorCode == .invalidJSON, "\(text) → \(reply)")
+        }
+        #expect(try connection.request("ping").ok)
+    }
+
+    @Test("requestsPerSecond / requestBurst: RATE_LIMITED with retryAfterMs")
+    func requestRate() throws {
+        let broker = try BrokerProcess(config: ["limits": ["requestsPerSecond": 1, "requestBurst": 3]])
+        let connection = try broker.session("alice")
+        let ids = (0..<6).map { _ in connection.send("ping") }
+        let replies = try ids.map { try connection.waitForReply(id: $0, timeout: .seconds(5)) }
+        let limited = replies.filter { $0.errorCode == .rateLimited }
+        #expect(!limited.isEmpty, "\(replies)")
+        #expect(replies.prefix(2).allSatisfy { $0.ok }, "the burst is served")
+        for reply in limited {
+            let retry = try #require(reply.retryAfterMs)
+            #expect(retry > 0 && retry <= 1000)
+        }
+    }
+
     @Test("unknown op: UNKNOWN_OP with the id echoed")
     func unknownOp() throws {
         let broker = try BrokerProcess()
