@@ -47,6 +47,7 @@ public final class ClientRuntime: @unchecked Sendable {
     private var writeRequests: [RollcallConnection] = []
     private var wakePending = false
     private var stopping = false
+    private var serviceEnded = false
     private let finished = DispatchSemaphore(value: 0)
 
     /// Service-thread state.
@@ -133,9 +134,15 @@ public final class ClientRuntime: @unchecked Sendable {
         }
     }
 
-    /// Runs `work` on the service thread.
+    /// Runs `work` on the service thread; once the runtime has shut down, runs it at once on
+    /// the caller's thread (there is no lws context left to touch: connects fail, writes drop).
     func post(_ work: @escaping () -> Void) {
         lock.lock()
+        if serviceEnded {
+            lock.unlock()
+            work()
+            return
+        }
         commands.append(work)
         wakeLocked()
     }
@@ -185,6 +192,10 @@ public final class ClientRuntime: @unchecked Sendable {
         context = nil
         lock.unlock()
         drainCommands() // connect requests that arrived meanwhile fail in RollcallConnection
+        lock.lock()
+        serviceEnded = true
+        lock.unlock()
+        drainCommands()
         finished.signal()
     }
 

@@ -50,6 +50,7 @@ public final class RollcallConnection: @unchecked Sendable {
     var connectError: String?
     var counts = Counters()
     var recordTranscript = false
+    var started = false
     var transcriptObjects: [JSONObject] = []
     var eventHandler: ((Event) -> Void)?
     var replyHandler: ((Reply) -> Void)?
@@ -98,8 +99,14 @@ public final class RollcallConnection: @unchecked Sendable {
         self.recordTranscript = recordTranscript
     }
 
-    /// Begins the handshake. Handlers set before this call see every callback.
+    /// Begins the handshake (once; later calls do nothing). Handlers set before this call
+    /// see every callback.
     public func start() {
+        let first = cond.withLock {
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
         runtime.post { [self] in self.runtime.serviceRequestConnect(self) }
     }
 

@@ -121,6 +121,20 @@ struct ClientLibraryTests {
         }
     }
 
+    @Test("a runtime shut down: open connections end, new ones fail at once")
+    func runtimeShutdown() throws {
+        let broker = try BrokerProcess()
+        let runtime = try ClientRuntime(options: .init(maxConnections: 16))
+        let open = try RollcallConnection.connect(url: broker.url(), runtime: runtime)
+        runtime.shutdown()
+        #expect(try open.waitForClose(timeout: .seconds(2)).dropped)
+        let started = Date()
+        #expect(throws: ClientError.self) {
+            _ = try RollcallConnection.connect(url: broker.url(), runtime: runtime, timeout: .seconds(5))
+        }
+        #expect(Date().timeIntervalSince(started) < 1)
+    }
+
     @Test("WebSocket URLs parse host, port and path")
     func urls() throws {
         let plain = try WebSocketURL("ws://127.0.0.1:8080/v1")
