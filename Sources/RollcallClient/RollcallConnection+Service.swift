@@ -69,7 +69,10 @@ extension RollcallConnection {
         cond.lock()
         guard let item = outgoing.popFirst() else { cond.unlock(); return 0 }
         let more = !outgoing.isEmpty
-        counts.framesSent += 1
+        switch item {
+        case .text, .binary, .fragment: counts.framesSent += 1
+        case .close, .drop: break
+        }
         cond.unlock()
 
         switch item {
