@@ -56,6 +56,51 @@ struct SessionTests {
         #expect(frames < 50, "50 replies came in \(frames) frames")
     }
 
+    @Test("login validates userId, platform and argument types; presenceTimeout is clamped")
+    func loginArguments() throws {
+        let broker = try BrokerProcess()
+        let connection = try broker.connect()
+        for bad in ["", String(repeating: "u", count: 129), "tab\there", "nul\u{0}x"] {
+            #expect(try connection.login(userId: bad).errorCode == .invalidArgument, "userId \(bad.debugDescription)")
+        }
+        #expect(try connection.login(userId: "alice", platform: "toaster").errorCode == .invalidArgument)
+        #expect(try connection.request("login", ["userId": 42]).errorCode == .invalidRequest)
+        #expect(try connection.request("login", ["userId": "alice", "platform": true]).errorCode == .invalidRequest)
+
+        let longest = String(repeating: "é", count: 64) // 128 bytes of UTF-8
+        let ok = try connection.login(userId: longest, presenceTimeout: 1)
+        #expect(ok.ok, "\(ok)")
+        #expect(ok["userId"]?.stringValue == longest)
+        #expect(ok["platform"]?.stringValue == "other")
+        #expect(ok["presenceTimeout"]?.numberValue?.doubleValue == 5)
+
+        let other = try broker.connect()
+        #expect(try other.login(userId: "bob", presenceTimeout: 10_000)["presenceTimeout"]?.numberValue?.doubleValue == 300)
+    }
+
+    @Test("after an abrupt drop the session is held and a login with its resumeToken resumes it once")
+    func resumeAfterDrop() throws {
+        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 30]])
+        let first = try broker.connect()
+        let login = try first.login(userId: "alice")
+        let token = try #require(login["resumeToken"]?.stringValue)
+        first.drop()
+        #expect(try first.waitForClose(timeout: .seconds(5)).dropped)
+        #expect(eventually { (try? broker.metric("rollcall_sessions{state=\"held\"}")) == 1 })
+
+        let second = try broker.connect()
+        let resumed = try second.login(userId: "alice", resumeToken: token)
+        #expect(resumed.ok)
+        #expect(resumed["resumed"]?.boolValue == true)
+        #expect(resumed["resumeToken"]?.stringValue != token, "a fresh token is issued")
+        #expect(try broker.metric("rollcall_sessions{state=\"held\"}") == 0)
+
+        let third = try broker.connect()
+        let reused = try third.login(userId: "alice", resumeToken: token)
+        #expect(reused.ok)
+        #expect(reused["resumed"]?.boolValue == false, "a used token does not resume")
+    }
+
     @Test("any op before login: NOT_LOGGED_IN, connection stays open")
     func notLoggedIn() throws {
         let broker = try BrokerProcess()
