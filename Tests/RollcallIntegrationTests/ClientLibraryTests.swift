@@ -88,6 +88,8 @@ struct ClientLibraryTests {
         #expect(!info.closedByServer)
         #expect(!info.dropped)
         #expect(eventually { (try? broker.metric("rollcall_connection_ends_total{kind=\"close_frame\"}")) == 1 })
+        #expect(try broker.metric("rollcall_sessions{state=\"held\"}") == 0, "a close frame ends the session")
+        #expect(try broker.metric("rollcall_sessions{state=\"live\"}") == 0)
     }
 
     @Test("drop() ends the TCP stream without a close frame: the broker records a drop")

@@ -46,6 +46,9 @@ struct LimitTests {
         #expect(result.closed, "the broker dropped the silent connection")
         #expect(silent.pingsReceived >= 1, "the broker sent pings")
         #expect(elapsed >= 1.5 && elapsed <= 6, "dropped after \(elapsed) s")
+        #expect(eventually { (try? broker.metric("rollcall_heartbeat_timeouts_total")) == 1 })
+        #expect(eventually { (try? broker.metric("rollcall_sessions{state=\"held\"}")) ?? 0 >= 1 },
+                "a heartbeat timeout is an abnormal end: the session is held")
         // lws 4.1.6 servers do not report an EMPTY pong as LWS_CALLBACK_RECEIVE_PONG
         // (ops-ws.c: `opcode == PONG && !len` → already_done), and clients echo the ping's
         // payload: the broker's pings must carry a payload for pongs to count.
@@ -101,5 +104,6 @@ struct LimitTests {
         let result = stalled.readUntilClosed(timeout: 10)
         #expect(result.closeCode == 1013, "close frame code \(String(describing: result.closeCode))")
         #expect(result.closed)
+        #expect(try broker.metric("rollcall_sessions{state=\"held\"}") == 1, "a slow consumer's session is held")
     }
 }
