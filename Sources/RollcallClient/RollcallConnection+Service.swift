@@ -1,0 +1,238 @@
+import CLibWebSockets
+import CRollcallShim
+import Foundation
+import RollcallProtocol
+
+/// The service-thread half of a connection: everything here runs on the runtime's thread.
+extension RollcallConnection {
+    /// Starts the lws client connection (called by the runtime when a handshake slot is free).
+    func serviceConnect() {
+        inHandshake = true
+        guard let context = runtime.context else {
+            finish(CloseInfo(code: nil, reason: "client runtime stopped", closedByServer: false, dropped: true),
+                   connectError: "client runtime stopped")
+            return
+        }
+        func keep(_ text: String) -> UnsafeMutablePointer<CChar> {
+            let pointer = strdup(text)!
+            cStrings.append(pointer)
+            return pointer
+        }
+        var info = lws_client_connect_info()
+        info.context = context
+        info.address = UnsafePointer(keep(url.host))
+        info.port = Int32(url.port)
+        info.path = UnsafePointer(keep(url.path))
+        info.host = UnsafePointer(keep(url.hostHeader))
+        if let origin { info.origin = UnsafePointer(keep(origin)) }
+        if let subprotocol { info.protocol = UnsafePointer(keep(subprotocol)) }
+        info.local_protocol_name = UnsafePointer(runtime.protocolName)
+        info.ssl_connection = url.secure ? Int32(LCCSCF_USE_SSL.rawValue) : 0
+        info.userdata = Unmanaged.passRetained(self).toOpaque()
+        lwsRetained = true
+        let created = lws_client_connect_via_info(&info)
+        if created == nil {
+            if lwsRetained {
+                lwsRetained = false
+                Unmanaged.passUnretained(self).release()
+            }
+            finish(CloseInfo(code: nil, reason: "connect failed", closedByServer: false, dropped: true),
+                   connectError: connectError ?? "cannot connect to \(url)")
+        }
+    }
+
+    /// `LWS_CALLBACK_CLIENT_ESTABLISHED`.
+    func serviceEstablished(_ wsi: OpaquePointer) {
+        self.wsi = wsi
+        endHandshake()
+        cond.lock()
+        state = .open
+        let pending = !outgoing.isEmpty
+        writeScheduled = false
+        let handler = openHandler
+        cond.broadcast()
+        cond.unlock()
+        if pending { lws_callback_on_writable(wsi) }
+        handler?()
+    }
+
+    /// A `WRITEABLE` request from another thread.
+    func serviceWantsWrite() {
+        cond.lock()
+        writeScheduled = false
+        cond.unlock()
+        if let wsi { lws_callback_on_writable(wsi) }
+    }
+
+    /// `LWS_CALLBACK_CLIENT_WRITEABLE`: writes one queued item. Returns -1 to close.
+    func serviceWriteable(_ wsi: OpaquePointer) -> Int32 {
+        cond.lock()
+        guard let item = outgoing.popFirst() else { cond.unlock(); return 0 }
+        let more = !outgoing.isEmpty
+        switch item {
+        case .text, .binary, .fragment: counts.framesSent += 1
+        case .close, .drop: break
+        }
+        cond.unlock()
+
+        switch item {
+        case .text(let bytes):
+            if write(wsi, bytes, LWS_WRITE_TEXT.rawValue) < 0 { return -1 }
+        case .binary(let bytes):
+            if write(wsi, bytes, LWS_WRITE_BINARY.rawValue) < 0 { return -1 }
+        case .fragment(let bytes, let binary, let first, let fin):
+            var mode = first ? (binary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue) : LWS_WRITE_CONTINUATION.rawValue
+            if !fin { mode |= LWS_WRITE_NO_FIN.rawValue }
+            if write(wsi, bytes, mode) < 0 { return -1 }
+        case .close(let code, let reason):
+            sentClose = (code, reason)
+            var reasonBytes = Array(reason.utf8.prefix(123))
+            reasonBytes.withUnsafeMutableBufferPointer { buffer in
+                lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), buffer.baseAddress, buffer.count)
+            }
+            return -1
+        case .drop:
+            droppedByUs = true
+            _ = rollcall_client_drop_socket(wsi)
+            return 0
+        }
+        if more { lws_callback_on_writable(wsi) }
+        return 0
+    }
+
+    private func write(_ wsi: OpaquePointer, _ bytes: [UInt8], _ mode: UInt32) -> Int32 {
+        let pre = Int(rollcall_lws_pre)
+        var buffer = [UInt8](repeating: 0, count: pre + bytes.count)
+        buffer.withUnsafeMutableBufferPointer { target in
+            bytes.withUnsafeBufferPointer { source in
+                if let base = source.baseAddress, !source.isEmpty {
+                    (target.baseAddress! + pre).update(from: base, count: source.count)
+                }
+            }
+        }
+        let written = buffer.withUnsafeMutableBufferPointer { target in
+            lws_write(wsi, target.baseAddress! + pre, bytes.count, lws_write_protocol(rawValue: mode))
+        }
+        return written < 0 ? -1 : 0
+    }
+
+    /// `LWS_CALLBACK_CLIENT_RECEIVE`: reassembles a message, then splits it on `\n`.
+    func serviceReceive(_ wsi: OpaquePointer, _ data: UnsafeRawPointer?, _ length: Int) {
+        if let data, length > 0 {
+            rxAssembly.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+        }
+        guard lws_is_final_fragment(wsi) != 0, lws_remaining_packet_payload(wsi) == 0 else { return }
+        let message = rxAssembly
+        rxAssembly.removeAll(keepingCapacity: rxAssembly.capacity <= 65536)
+        deliver(message: message)
+    }
+
+    /// Splits one received message into objects and hands each to its consumer in order.
+    func deliver(message: [UInt8]) {
+        var parsed: [JSONObject] = []
+        var malformed = 0
+        for line in message.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            if case .object(let object)? = try? JSONParser.parse(line) {
+                parsed.append(object)
+            } else {
+                malformed += 1
+            }
+        }
+        var actions: [() -> Void] = []
+        cond.lock()
+        counts.framesReceived += 1
+        counts.bytesReceived += message.count
+        counts.objectsReceived += parsed.count
+        counts.malformedObjects += malformed
+        if recordTranscript { transcriptObjects.append(contentsOf: parsed) }
+        for object in parsed {
+            if object["event"] != nil {
+                let event = Event(object)
+                if let handler = eventHandler { actions.append { handler(event) } } else { events.append(event) }
+            } else {
+                let reply = Reply(object)
+                let key = Self.key(reply.id)
+                if let callback = replyCallbacks.removeValue(forKey: key) {
+                    actions.append { callback(reply) }
+                } else if awaited.contains(key) {
+                    arrived[key] = reply
+                } else if let handler = replyHandler {
+                    actions.append { handler(reply) }
+                } else {
+                    unmatchedReplies.append(reply)
+                }
+            }
+        }
+        cond.broadcast()
+        cond.unlock()
+        for action in actions { action() }
+    }
+
+    /// `LWS_CALLBACK_WS_PEER_INITIATED_CLOSE`: the payload is a big-endian code and reason.
+    func servicePeerClose(_ data: UnsafeRawPointer?, _ length: Int) {
+        guard let data, length >= 2 else {
+            peerClose = (nil, "")
+            return
+        }
+        let bytes = UnsafeRawBufferPointer(start: data, count: length)
+        let code = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        peerClose = (code, String(decoding: bytes[2...], as: UTF8.self))
+    }
+
+    /// `LWS_CALLBACK_CLIENT_CONNECTION_ERROR`.
+    func serviceConnectionError(_ message: String) {
+        finish(CloseInfo(code: nil, reason: message, closedByServer: false, dropped: true), connectError: message)
+    }
+
+    /// `LWS_CALLBACK_CLIENT_CLOSED`.
+    func serviceClosed() {
+        let info: CloseInfo
+        if let peerClose {
+            info = CloseInfo(code: peerClose.code, reason: peerClose.reason, closedByServer: true, dropped: false)
+        } else if let sentClose, !droppedByUs {
+            info = CloseInfo(code: sentClose.code, reason: sentClose.reason, closedByServer: false, dropped: false)
+        } else {
+            info = CloseInfo(code: nil, reason: "", closedByServer: false, dropped: true)
+        }
+        finish(info, connectError: nil)
+    }
+
+    /// `LWS_CALLBACK_WSI_DESTROY`: the last callback for this wsi.
+    func serviceDestroyed() {
+        if currentState != .closed {
+            if peerClose != nil || sentClose != nil { serviceClosed() }
+            else {
+                finish(CloseInfo(code: nil, reason: connectError ?? "", closedByServer: false, dropped: true),
+                       connectError: cond.withLock { state == .connecting } ? "connection failed" : nil)
+            }
+        }
+        wsi = nil
+        if lwsRetained {
+            lwsRetained = false
+            Unmanaged.passUnretained(self).release()
+        }
+    }
+
+    /// Frees this connection's handshake slot in the runtime.
+    func endHandshake() {
+        guard inHandshake else { return }
+        inHandshake = false
+        runtime.serviceHandshakeEnded()
+    }
+
+    /// Records the end once and wakes every waiter.
+    func finish(_ info: CloseInfo, connectError: String?) {
+        endHandshake()
+        cond.lock()
+        guard finalClose == nil else { cond.unlock(); return }
+        finalClose = info
+        if state == .connecting, let connectError { self.connectError = connectError }
+        state = .closed
+        outgoing.removeAll()
+        replyCallbacks.removeAll()
+        let handler = closeHandler
+        cond.broadcast()
+        cond.unlock()
+        handler?(info)
+    }
+}

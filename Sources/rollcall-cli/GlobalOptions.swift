@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import RollcallClient
+import RollcallProtocol
+
+/// Options every command accepts (before or after the command name).
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "Broker WebSocket URL.")
+    var url = "ws://127.0.0.1:8080/v1"
+
+    @Option(help: "User id to log in as (default: $USER or 'cli').")
+    var user: String?
+
+    @Option(help: "Platform reported at login.")
+    var platform = "cli"
+
+    @Option(help: "Login token (JWT) when the broker requires one.")
+    var token: String?
+
+    @Flag(help: "Print raw JSON (one object per line) instead of human-readable text.")
+    var json = false
+
+    @Option(help: "Seconds to wait for each reply.")
+    var timeout: Double = 10
+
+    /// The user id to log in with.
+    var userId: String {
+        user ?? ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "cli"
+    }
+
+    var replyTimeout: Duration { .milliseconds(Int64(timeout * 1000)) }
+
+    static let valueOptions: Set<String> = ["--url", "--user", "--platform", "--token", "--timeout"]
+    static let flagOptions: Set<String> = ["--json"]
+
+    /// Moves global options written before the command name to the end of the arguments,
+    /// so that both `rollcall-cli --user a ping` and `rollcall-cli ping --user a` work.
+    static func reorder(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            if flagOptions.contains(argument) {
+                leading.append(argument); index += 1
+            } else if valueOptions.contains(name) {
+                leading.append(argument)
+                if !argument.contains("="), index + 1 < arguments.count {
+                    leading.append(arguments[index + 1]); index += 1
+                }
+                index += 1
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty else { return arguments }
+        var rest = Array(arguments[index...])
+        if let terminator = rest.firstIndex(of: "--") {
+            rest.insert(contentsOf: leading, at: terminator)
+        } else {
+            rest.append(contentsOf: leading)
+        }
+        return rest
+    }
+}
+
+/// A connected, logged-in CLI session.
+struct Session {
+    let connection: RollcallConnection
+    let options: GlobalOptions
+    let loginReply: Reply
+
+    /// Connects to `--url` and logs in as `--user`; exits with a message on failure.
+    static func open(_ options: GlobalOptions) throws -> Session {
+        let connection: RollcallConnection
+        do {
+            connection = try RollcallConnection.connect(url: options.url, subprotocol: "rollcall.v1", timeout: options.replyTimeout)
+        } catch {
+            Output.fail("cannot connect to \(options.url): \(error)", code: 2)
+        }
+        let reply = try request(connection, options) { () throws(ClientError) -> Reply in
+            try connection.login(userId: options.userId, platform: options.platform, token: options.token, timeout: options.replyTimeout)
+        }
+        if !reply.ok { Output.failReply(reply, options) }
+        return Session(connection: connection, options: options, loginReply: reply)
+    }
+
+    /// Sends one request and waits for its reply; exits on a transport failure.
+    func request(_ op: String, _ args: JSON = [:]) throws -> Reply {
+        try Self.request(connection, options) { () throws(ClientError) -> Reply in try connection.request(op, args, timeout: options.replyTimeout) }
+    }
+
+    /// Sends one request and returns its result; exits with the error code on an error reply.
+    func call(_ op: String, _ args: JSON = [:]) throws -> Reply {
+        let reply = try request(op, args)
+        if !reply.ok { Output.failReply(reply, options) }
+        return reply
+    }
+
+    private static func request(_ connection: RollcallConnection, _ options: GlobalOptions, _ body: () throws(ClientError) -> Reply) throws -> Reply {
+        do {
+            return try body()
+        } catch {
+            Output.fail("\(error)", code: 3)
+        }
+    }
+
+    /// Logs out politely (best effort) before the process exits.
+    func finish() {
+        _ = try? connection.request("logout", timeout: .seconds(2))
+        _ = try? connection.waitForClose(timeout: .seconds(2))
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import RollcallClient
+import RollcallProtocol
+
+/// Errors of the integration harness.
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A real `rollcall` broker process on an ephemeral port, with its own temporary config.
+///
+/// The binary is `.build/debug/rollcall` under the package root (found from this file's
+/// path), or `$ROLLCALL_BINARY`.
+final class BrokerProcess: @unchecked Sendable {
+    /// How the process ended after ``stop(timeout:)``.
+    struct Exit {
+        /// Exit status, or the signal number when `signaled`.
+        let status: Int32
+        /// True when a signal ended the process.
+        let signaled: Bool
+        /// Seconds from sending SIGTERM to the process's exit.
+        let seconds: Double
+    }
+
+    static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["ROLLCALL_BINARY"], !path.isEmpty { return path }
+        return packageRoot.appendingPathComponent(".build/debug/rollcall").path
+    }
+
+    /// The settings every test broker starts from: in-memory storage, quiet logs.
+    static let baseConfig: [String: Any] = [
+        "listen": ["host": "127.0.0.1", "port": 0],
+        "storage": ["path": NSNull()],
+        "log": ["level": "warning"],
+    ]
+
+    private(set) var process: ChildProcess!
+    let port: Int
+    let configURL: URL
+    private let output = OutputCollector()
+
+    /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
+    /// `listening on HOST:PORT`.
+    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15) throws {
+        let merged = Self.merge(Self.baseConfig, config)
+        configURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
+        try JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys]).write(to: configURL)
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw HarnessError("broker binary not found at \(Self.binary) (run `swift build` or set ROLLCALL_BINARY)")
+        }
+        let child = try ChildProcess(
+            executable: Self.binary, arguments: ["--config", configURL.path, "--port", "0"],
+            directory: Self.packageRoot.path)
+        process = child
+        output.attach(stdout: child.stdout, stderr: child.stderr)
+        guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
+              let portText = line.split(separator: ":").last, let port = Int(portText)
+        else {
+            child.send(SIGKILL)
+            _ = child.waitForExit(timeout: 5)
+            throw HarnessError("broker did not report its port; stderr:\n\(output.stderrText)")
+        }
+        self.port = port
+    }
+
+    /// `ws://127.0.0.1:PORT/v1` (or another path).
+    func url(path: String = "/v1") -> String { "ws://127.0.0.1:\(port)\(path)" }
+
+    /// Everything the broker wrote to stderr so far.
+    var stderrText: String { output.stderrText }
+
+    /// Everything the broker wrote to stdout so far.
+    var stdoutText: String { output.stdoutText }
+
+    /// True while the process runs.
+    var isRunning: Bool { process.status == nil }
+
+    /// Opens a WebSocket (no login).
+    func connect(path: String = "/v1", subprotocol: String? = "rollcall.v1", origin: String? = nil,
+                 recordTranscript: Bool = false) throws -> RollcallConnection {
+        try RollcallConnection.connect(url: url(path: path), subprotocol: subprotocol, origin: origin,
+                                       recordTranscript: recordTranscript, timeout: .seconds(5))
+    }
+
+    /// Opens a WebSocket and logs in as `userId`; throws unless the login succeeds.
+    func session(_ userId: String, recordTranscript: Bool = false) throws -> RollcallConnection {
+        let connection = try connect(recordTranscript: recordTranscript)
+        let reply = try connection.login(userId: userId, platform: "cli")
+        guard reply.ok else { throw HarnessError("login of \(userId) failed: \(reply)") }
+        return connection
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the exit.
+    @discardableResult
+    func stop(timeout: TimeInterval = 5) -> Exit? {
+        let started = Date()
+        if process.status == nil { process.send(SIGTERM) }
+        guard let status = process.waitForExit(timeout: timeout) else { return nil }
+        let signaled = (status & 0x7f) != 0
+        return Exit(status: signaled ? status & 0x7f : (status >> 8) & 0xff, signaled: signaled,
+                    seconds: Date().timeIntervalSince(started))
+    }
+
+    /// SIGKILL, without waiting for a graceful exit.
+    func kill() {
+        guard let process, process.status == nil else { return }
+        process.send(SIGKILL)
+        _ = process.waitForExit(timeout: 5)
+    }
+
+    /// The value of an unlabelled or labelled sample in `/metrics`, e.g.
+    /// `metric("rollcall_errors_total{code=\"UNKNOWN_OP\"}")`.
+    func metric(_ sample: String) throws -> Int? {
+        let response = try RawHTTP.get(port: port, path: "/metrics")
+        for line in response.bodyText.split(separator: "\n") where line.hasPrefix(sample + " ") {
+            return Int(line.dropFirst(sample.count + 1))
+        }
+        return nil
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: configURL)
+    }
+
+    /// Deep merge: dictionaries merge key by key, anything else in `override` replaces.
+    static func merge(_ base: [String: Any], _ override: [String: Any]) -> [String: Any] {
+        var result = base
+        for (key, value) in override {
+            if let inner = value as? [String: Any], let existing = result[key] as? [String: Any] {
+                result[key] = merge(existing, inner)
+            } else {
+                result[key] = value
+            }
+        }
+        return result
+    }
+}
+
+/// Collects a child's stdout and stderr from pipes.
+final class OutputCollector: @unchecked Sendable {
+    private let cond = NSCondition()
+    private var stdout = Data()
+    private var stderr = Data()
+
+    private var openStreams = 2
+
+    func attach(stdout out: FileHandle, stderr err: FileHandle) {
+        out.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: true) }
+        err.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: false) }
+    }
+
+    private func take(_ handle: FileHandle, toStdout: Bool) {
+        let data = handle.availableData
+        cond.lock()
+        if data.isEmpty {
+            handle.readabilityHandler = nil
+            openStreams -= 1
+        } else if toStdout {
+            stdout.append(data)
+        } else {
+            stderr.append(data)
+        }
+        cond.broadcast()
+        cond.unlock()
+    }
+
+    /// Waits until both streams reached end of file (the child exited and closed them).
+    @discardableResult
+    func waitForEOF(timeout: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        while openStreams > 0 {
+            if !cond.wait(until: deadline) { return openStreams == 0 }
+        }
+        return true
+    }
+
+    var stdoutText: String { cond.withLock { String(decoding: stdout, as: UTF8.self) } }
+    var stderrText: String { cond.withLock { String(decoding: stderr, as: UTF8.self) } }
+
+    /// Waits for a complete stdout line starting with `prefix`.
+    func waitForStdoutLine(prefix: String, timeout: TimeInterval) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        while true {
+            let text = String(decoding: stdout, as: UTF8.self)
+            if let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                .first(where: { $0.hasPrefix(prefix) }) {
+                return String(line.dropFirst(prefix.count))
+            }
+            if !cond.wait(until: deadline) { return nil }
+        }
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+func eventually(timeout: TimeInterval = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while true {
+        if try condition() { return true }
+        if Date() >= deadline { return false }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+}
