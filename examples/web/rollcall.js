@@ -1,0 +1,687 @@
+// rollcall.js — a small, dependency-free client for the Rollcall wire protocol v1.
+//
+// Copy this one file into any page or app that has a WebSocket (browsers, Deno, Node ≥ 22).
+//
+//   import { connect } from "./rollcall.js";
+//   const client = await connect("ws://127.0.0.1:8080/v1", { userId: "alice", platform: "web" });
+//   const roster = await client.join("room:lobby", { state: { mood: "happy" } });
+//   roster.on("change", () => console.log([...roster.members.keys()]));
+//   client.on("message", (ev) => console.log(ev.publisher, ev.message));
+//   client.on("connection", ({ state }) => console.log(state)); // connecting / online / reconnecting / closed
+//
+// What it does for you:
+// - request/reply by id, as promises (errors reject with a `RollcallError` carrying the code);
+// - splits the broker's newline-batched frames and dispatches events in order;
+// - keeps an exact `Roster` per joined channel: snapshot, then join → leave/timeout →
+//   stateChanged, and interval lists, ignoring events older than what it shows (`seq`);
+//   a truncated snapshot is completed with `getOnlineUsers` pages;
+// - caches user-status records (`userStatus` events, replies) and this user's subscriptions;
+// - reconnects with exponential backoff, resuming the held session with `resumeToken`;
+//   when the session could not be resumed it joins its channels again.
+
+/** Default reconnect backoff, in milliseconds. */
+const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
+
+/** Close codes after which reconnecting would be wrong (the session ended on purpose). */
+const FINAL_CLOSE_CODES = new Set([1000, 4401, 4409]);
+
+/** An error reply from the broker, or a local failure (`DISCONNECTED`, `CLOSED`). */
+export class RollcallError extends Error {
+  /**
+   * @param {string} code stable error code, e.g. `TOO_MANY_KEYS` (see the protocol's §7)
+   * @param {string} message human-readable text
+   * @param {object} [details] other members of the error object (e.g. `retryAfterMs`)
+   */
+  constructor(code, message, details = {}) {
+    super(`${code}: ${message}`);
+    this.name = "RollcallError";
+    /** @type {string} */
+    this.code = code;
+    /** @type {number | undefined} milliseconds to wait, for `RATE_LIMITED` */
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** A tiny synchronous event emitter: `on(type, fn)` returns a function that unsubscribes. */
+class Emitter {
+  #handlers = new Map();
+
+  /**
+   * Calls `handler(detail)` for every event of `type`.
+   * @param {string} type
+   * @param {(detail: any) => void} handler
+   * @returns {() => void} call it to stop listening
+   */
+  on(type, handler) {
+    if (!this.#handlers.has(type)) this.#handlers.set(type, new Set());
+    this.#handlers.get(type).add(handler);
+    return () => this.#handlers.get(type)?.delete(handler);
+  }
+
+  /** @protected */
+  emit(type, detail) {
+    for (const handler of [...(this.#handlers.get(type) ?? [])]) {
+      try {
+        handler(detail);
+      } catch (error) {
+        console.error(`rollcall: a "${type}" handler threw`, error);
+      }
+    }
+  }
+}
+
+/** The key a channel is known by: `channelType` and name (a `message` and a `stream` channel may share a name). */
+export function channelKey(channel, channelType = "message") {
+  return `${channelType}\u0000${channel}`;
+}
+
+/**
+ * The members of one channel and their states, kept exactly from the broker's presence events.
+ *
+ * `members` maps userId → state object. It includes this user (from the snapshot, and from
+ * this session's own `setState`/`removeState` replies, which the broker does not echo as events).
+ *
+ * Events: `change` with `{ type, changes, event }` where `changes` is a list of
+ * `{ kind: "join" | "leave" | "timeout" | "state", userId, state? }` and `type` is the
+ * presence event type (`snapshot`, `join`, `leave`, `timeout`, `stateChanged`, `interval`,
+ * `page`, `self`).
+ */
+export class Roster extends Emitter {
+  /**
+   * @param {string} channel
+   * @param {string} channelType `message` or `stream`
+   * @param {string} selfUserId this client's user id
+   */
+  constructor(channel, channelType, selfUserId) {
+    super();
+    /** @type {string} */ this.channel = channel;
+    /** @type {string} */ this.channelType = channelType;
+    /** @type {string} */ this.selfUserId = selfUserId;
+    /** @type {Map<string, Record<string, string>>} userId → state */
+    this.members = new Map();
+    /** @type {number | null} the `seq` of the last presence event applied (null before the first snapshot) */
+    this.seq = null;
+    /** @type {"announce" | "interval" | null} */
+    this.mode = null;
+    /** @type {number} occupancy as last reported by the broker */
+    this.occupancy = 0;
+    /** @type {boolean} true while a truncated snapshot is being completed page by page */
+    this.loading = false;
+  }
+
+  /** Events that arrived before the first snapshot. */
+  #early = [];
+
+  /** The members' ids in byte order of their UTF-8 encoding, as the broker orders them. */
+  sortedUserIds() {
+    const encoder = new TextEncoder();
+    return [...this.members.keys()]
+      .map((userId) => [userId, encoder.encode(userId)])
+      .sort((a, b) => compareBytes(a[1], b[1]))
+      .map(([userId]) => userId);
+  }
+
+  /**
+   * Applies one presence event of this channel. Events older than the roster's `seq` are
+   * ignored; events that arrive before the first snapshot wait for it.
+   * @param {object} event a `presence` event
+   * @returns {boolean} whether the event was applied
+   */
+  apply(event) {
+    if (event.type === "snapshot") {
+      this.members.clear();
+      for (const member of event.snapshot ?? []) this.members.set(member.userId, member.state ?? {});
+      this.seq = event.seq ?? null;
+      this.#noteCounts(event);
+      const changes = [...this.members].map(([userId, state]) => ({ kind: "join", userId, state }));
+      this.emit("change", { type: "snapshot", changes, event });
+      const early = this.#early.splice(0);
+      for (const waiting of early) this.apply(waiting);
+      return true;
+    }
+    if (this.seq === null) {
+      this.#early.push(event);
+      return false;
+    }
+    if (typeof event.seq === "number" && event.seq <= this.seq) return false; // already shown
+    const changes = [];
+    switch (event.type) {
+      case "join":
+      case "stateChanged":
+        changes.push({ kind: event.type === "join" ? "join" : "state", userId: event.publisher, state: event.state ?? {} });
+        this.members.set(event.publisher, event.state ?? {});
+        break;
+      case "leave":
+      case "timeout":
+        changes.push({ kind: event.type, userId: event.publisher });
+        this.members.delete(event.publisher);
+        break;
+      case "interval": {
+        // The order matters: joins (empty state), then leaves and timeouts, then states.
+        const lists = event.interval ?? {};
+        for (const userId of lists.join ?? []) {
+          this.members.set(userId, {});
+          changes.push({ kind: "join", userId, state: {} });
+        }
+        for (const kind of ["leave", "timeout"]) {
+          for (const userId of lists[kind] ?? []) {
+            this.members.delete(userId);
+            changes.push({ kind, userId });
+          }
+        }
+        for (const { userId, state } of lists.stateChanged ?? []) {
+          this.members.set(userId, state ?? {});
+          changes.push({ kind: "state", userId, state: state ?? {} });
+        }
+        break;
+      }
+      default:
+        return false;
+    }
+    if (typeof event.seq === "number") this.seq = event.seq;
+    this.#noteCounts(event);
+    this.emit("change", { type: event.type, changes, event });
+    return true;
+  }
+
+  /**
+   * Adds one `getOnlineUsers` page (with states) while completing a truncated snapshot.
+   * Must run in arrival order with the events (the client does this).
+   * @param {{userId: string, state?: object}[]} users
+   */
+  applyPage(users) {
+    const changes = [];
+    for (const { userId, state } of users) {
+      this.members.set(userId, state ?? {});
+      changes.push({ kind: "join", userId, state: state ?? {} });
+    }
+    this.emit("change", { type: "page", changes, event: null });
+  }
+
+  /**
+   * Records this user's own state after a successful `setState`/`removeState`/`join`
+   * (the broker does not send events about a user to that user's sessions in announce mode).
+   * @param {Record<string, string>} state the full state from the reply
+   */
+  applySelfState(state) {
+    if (!this.members.has(this.selfUserId) && this.seq === null) return;
+    this.members.set(this.selfUserId, state ?? {});
+    this.emit("change", { type: "self", changes: [{ kind: "state", userId: this.selfUserId, state }], event: null });
+  }
+
+  #noteCounts(event) {
+    if (event.mode) this.mode = event.mode;
+    if (typeof event.occupancy === "number") this.occupancy = event.occupancy;
+  }
+}
+
+/** Compares two UTF-8 byte arrays (the broker's order for user ids). */
+function compareBytes(ea, eb) {
+  for (let i = 0; i < Math.min(ea.length, eb.length); i++) {
+    if (ea[i] !== eb[i]) return ea[i] - eb[i];
+  }
+  return ea.length - eb.length;
+}
+
+/**
+ * Opens a client and logs in. Resolves once logged in; rejects with the login error.
+ * @param {string} url e.g. `ws://127.0.0.1:8080/v1`
+ * @param {ClientOptions} options
+ * @returns {Promise<RollcallClient>}
+ */
+export async function connect(url, options) {
+  const client = new RollcallClient(url, options);
+  await client.open();
+  return client;
+}
+
+/**
+ * @typedef {object} ClientOptions
+ * @property {string} userId
+ * @property {string} [platform] `web` (default here), `ios`, `android`, `macos`, `windows`, `linux`, `cli`, `other`
+ * @property {string} [token] JWT, when the broker runs with `auth.mode: "jwt"`
+ * @property {string} [customStatus] set at the first login
+ * @property {number} [presenceTimeout] seconds the broker holds the session after a drop (5–300)
+ * @property {{initialMs?: number, maxMs?: number, factor?: number}} [backoff] reconnect delays
+ * @property {boolean} [reconnect] reconnect after a drop (default true)
+ */
+
+/**
+ * A logged-in connection to a Rollcall broker that survives network drops.
+ *
+ * Events (subscribe with `on(type, handler)`):
+ * - `connection` `{state, attempt?, delayMs?, code?, reason?}` — state is `connecting`,
+ *   `online`, `reconnecting` or `closed`;
+ * - `login` — the login result (also after each reconnect; `resumed` tells which kind);
+ * - `presence` `{event, roster}` — every presence event, after the roster applied it;
+ * - `message` — a `message` event;
+ * - `userStatus` `{records}` — status records that changed (also from replies);
+ * - `subscriptions` `{added, removed}` — this user's subscriptions changed;
+ * - `event` — every event, raw.
+ */
+export class RollcallClient extends Emitter {
+  /**
+   * @param {string} url
+   * @param {ClientOptions} options
+   */
+  constructor(url, options) {
+    super();
+    /** @type {string} */ this.url = url;
+    /** @type {ClientOptions} */ this.options = { platform: "web", reconnect: true, ...options };
+    /** @type {"idle" | "connecting" | "online" | "reconnecting" | "closed"} */
+    this.state = "idle";
+    /** @type {object | null} the latest login result (`limits`, `sessionId`, …) */
+    this.session = null;
+    /** @type {Map<string, Roster>} joined channels by `channelKey` */
+    this.rosters = new Map();
+    /** @type {Map<string, object>} user-status records by userId */
+    this.statuses = new Map();
+    /** @type {Set<string>} users this user subscribes to (as far as this client knows) */
+    this.subscriptions = new Set();
+    this.#backoff = { ...DEFAULT_BACKOFF, ...(options.backoff ?? {}) };
+  }
+
+  #socket = null;
+  #nextId = 1;
+  #pending = new Map(); // id → {resolve, reject, onReply}
+  #joins = new Map(); // channelKey → join arguments (to join again after a failed resume)
+  #backoff;
+  #attempt = 0;
+  #retryTimer = null;
+  #resumeToken = null;
+  #closing = false;
+  #firstLogin = true;
+
+  /** This client's user id. */
+  get userId() {
+    return this.options.userId;
+  }
+
+  /**
+   * Connects and logs in. Resolves with the login result; a failed first login rejects
+   * (and does not reconnect).
+   * @returns {Promise<object>}
+   */
+  open() {
+    this.#closing = false;
+    return this.#dial("connecting");
+  }
+
+  /**
+   * Sends one request; resolves with its `result`, rejects with a `RollcallError`.
+   * @param {string} op
+   * @param {object} [args]
+   * @returns {Promise<any>}
+   */
+  request(op, args = {}) {
+    return this.#send(op, args, null);
+  }
+
+  /**
+   * Joins a channel and returns its roster (filled by the snapshot that follows).
+   * @param {string} channel
+   * @param {{channelType?: string, presence?: boolean, messages?: boolean, state?: Record<string,string>}} [options]
+   * @returns {Promise<Roster>}
+   */
+  async join(channel, options = {}) {
+    const channelType = options.channelType ?? "message";
+    const key = channelKey(channel, channelType);
+    const args = { channel, channelType, presence: options.presence ?? true, messages: options.messages ?? true };
+    if (options.state) args.state = options.state;
+    let roster = this.rosters.get(key);
+    const created = !roster;
+    if (created) {
+      roster = new Roster(channel, channelType, this.userId);
+      this.rosters.set(key, roster);
+    }
+    try {
+      const result = await this.#send("join", args, (reply) => {
+        if (reply.ok) {
+          roster.mode = reply.result.mode;
+          roster.occupancy = reply.result.occupancy;
+        }
+      });
+      const { state, ...flags } = args;
+      this.#joins.set(key, flags);
+      roster.joinResult = result;
+      return roster;
+    } catch (error) {
+      if (created) this.rosters.delete(key);
+      throw error;
+    }
+  }
+
+  /**
+   * Leaves a channel and forgets its roster.
+   * @param {string} channel
+   * @param {string} [channelType]
+   */
+  async leave(channel, channelType = "message") {
+    const key = channelKey(channel, channelType);
+    await this.#send("leave", { channel, channelType }, (reply) => {
+      if (reply.ok || reply.error?.code === "NOT_IN_CHANNEL") {
+        this.rosters.delete(key);
+        this.#joins.delete(key);
+      }
+    });
+  }
+
+  /**
+   * Merges keys into this user's state in a channel; resolves with the full state.
+   * @returns {Promise<{state: Record<string,string>, pending?: boolean}>}
+   */
+  setState(channel, state, channelType = "message") {
+    return this.#send("setState", { channel, channelType, state }, (reply) => this.#selfState(channel, channelType, reply));
+  }
+
+  /**
+   * Removes keys from this user's state in a channel; resolves with the full state.
+   * @returns {Promise<{state: Record<string,string>, pending?: boolean}>}
+   */
+  removeState(channel, keys, channelType = "message") {
+    return this.#send("removeState", { channel, channelType, keys }, (reply) => this.#selfState(channel, channelType, reply));
+  }
+
+  /** Publishes any JSON value; resolves with `{recipients}`. */
+  publish(channel, message, channelType = "message") {
+    return this.request("publish", { channel, channelType, message });
+  }
+
+  /**
+   * One page of a channel's members (byte order of userId). Pass the reply's `nextPage` as `page`.
+   * @returns {Promise<{totalOccupancy: number, users: {userId: string, state?: object}[], nextPage: string | null}>}
+   */
+  getOnlineUsers(channel, { channelType = "message", includeState = true, page, pageSize = 100 } = {}) {
+    const args = { channel, channelType, includeState, pageSize };
+    if (page) args.page = page;
+    return this.request("getOnlineUsers", args);
+  }
+
+  /** Sets (or with `null`/"" clears) this user's custom status; resolves with the new record. */
+  async setCustomStatus(customStatus) {
+    const result = await this.#send("setCustomStatus", { customStatus }, (reply) => {
+      if (reply.ok) this.#noteStatuses([reply.result.status]);
+    });
+    return result.status;
+  }
+
+  /** Current records of some users (this user included); updates the cache. */
+  async getUserStatus(userIds) {
+    const result = await this.#send("getUserStatus", { userIds }, (reply) => {
+      if (reply.ok) this.#noteStatuses(reply.result.statuses);
+    });
+    return result;
+  }
+
+  /**
+   * Follows users' status; their records arrive as `userStatus` events from now on.
+   * @param {string[]} userIds
+   * @param {number} [duration] seconds (60–2592000, default 86400)
+   * @returns {Promise<{statuses: object[], failed: {userId: string, code: string}[]}>}
+   */
+  subscribe(userIds, duration) {
+    const args = { userIds };
+    if (duration) args.duration = duration;
+    return this.#send("subscribeUserStatus", args, (reply) => {
+      if (!reply.ok) return;
+      const failed = new Set(reply.result.failed.map((f) => f.userId));
+      const added = userIds.filter((id) => !failed.has(id) && !this.subscriptions.has(id));
+      for (const id of added) this.subscriptions.add(id);
+      this.#noteStatuses(reply.result.statuses);
+      if (added.length) this.emit("subscriptions", { added, removed: [] });
+    });
+  }
+
+  /** Stops following users (no list: all of them). */
+  unsubscribe(userIds) {
+    const args = userIds && userIds.length ? { userIds } : {};
+    return this.#send("unsubscribeUserStatus", args, (reply) => {
+      if (!reply.ok) return;
+      const removed = userIds && userIds.length ? userIds.filter((id) => this.subscriptions.has(id)) : [...this.subscriptions];
+      for (const id of removed) this.subscriptions.delete(id);
+      if (removed.length) this.emit("subscriptions", { added: [], removed });
+    });
+  }
+
+  /** Reads this user's subscriptions (all pages) into `subscriptions` and the status cache. */
+  async loadSubscriptions() {
+    let page;
+    const seen = new Set();
+    do {
+      const args = { pageSize: 200 };
+      if (page) args.page = page;
+      const result = await this.request("getSubscriptions", args);
+      for (const sub of result.subscriptions) seen.add(sub.userId);
+      this.#noteStatuses(result.subscriptions.map((s) => s.status));
+      page = result.nextPage;
+    } while (page);
+    const added = [...seen].filter((id) => !this.subscriptions.has(id));
+    const removed = [...this.subscriptions].filter((id) => !seen.has(id));
+    this.subscriptions = seen;
+    if (added.length || removed.length) this.emit("subscriptions", { added, removed });
+  }
+
+  /** Ends the session on purpose (others see `leave`, status `loggedOut`) and closes. */
+  async logout() {
+    this.#closing = true;
+    try {
+      await this.request("logout");
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Closes the connection without logging out (the broker sees a close frame). No reconnect. */
+  close() {
+    this.#closing = true;
+    clearTimeout(this.#retryTimer);
+    this.#socket?.close(1000);
+    this.#setState("closed", {});
+  }
+
+  // ---- connection ---------------------------------------------------------------------
+
+  #setState(state, detail) {
+    this.state = state;
+    this.emit("connection", { state, ...detail });
+  }
+
+  /** Opens a socket and logs in; resolves with the login result. */
+  #dial(state) {
+    this.#setState(state, { attempt: this.#attempt });
+    return new Promise((resolve, reject) => {
+      let socket;
+      try {
+        socket = new WebSocket(this.url, "rollcall.v1");
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      this.#socket = socket;
+      let loggedIn = false;
+      socket.onopen = async () => {
+        const args = { userId: this.userId, platform: this.options.platform };
+        if (this.options.token) args.token = this.options.token;
+        if (this.options.presenceTimeout) args.presenceTimeout = this.options.presenceTimeout;
+        if (this.#firstLogin && this.options.customStatus) args.customStatus = this.options.customStatus;
+        if (this.#resumeToken) args.resumeToken = this.#resumeToken;
+        try {
+          const result = await this.#send("login", args, (reply) => {
+            if (reply.ok) this.#resumeToken = reply.result.resumeToken;
+          });
+          loggedIn = true;
+          this.#firstLogin = false;
+          this.#attempt = 0;
+          this.session = result;
+          this.#setState("online", {});
+          this.emit("login", result);
+          if (!result.resumed) this.#rejoin();
+          resolve(result);
+        } catch (error) {
+          this.#closing = this.#closing || this.#firstLogin || error.code === "UNAUTHORIZED";
+          socket.close(4000, "login failed"); // a retry follows unless #closing
+          reject(error);
+        }
+      };
+      socket.onmessage = (message) => this.#receive(message.data);
+      socket.onclose = (event) => {
+        if (this.#socket !== socket) return;
+        this.#socket = null;
+        this.#failPending(new RollcallError("DISCONNECTED", `connection closed (${event.code})`));
+        if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
+        const final = this.#closing || FINAL_CLOSE_CODES.has(event.code) || !this.options.reconnect;
+        if (final || (this.#firstLogin && !loggedIn)) {
+          this.#setState("closed", { code: event.code, reason: event.reason });
+          return;
+        }
+        this.#scheduleReconnect(event);
+      };
+    });
+  }
+
+  #scheduleReconnect(event) {
+    const { initialMs, maxMs, factor } = this.#backoff;
+    const base = Math.min(maxMs, initialMs * factor ** this.#attempt);
+    const delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
+    this.#attempt += 1;
+    this.#setState("reconnecting", { attempt: this.#attempt, delayMs, code: event.code, reason: event.reason });
+    this.#retryTimer = setTimeout(() => {
+      this.#dial("reconnecting").catch(() => {
+        /* onclose schedules the next attempt */
+      });
+    }, delayMs);
+  }
+
+  /** After a login that did not resume: join every channel again, with this user's last state. */
+  #rejoin() {
+    for (const [key, flags] of this.#joins) {
+      const roster = this.rosters.get(key);
+      const state = roster?.members.get(this.userId);
+      const args = { ...flags };
+      if (state && Object.keys(state).length) args.state = state;
+      if (roster) roster.seq = null; // the snapshot that follows starts a new sequence
+      this.#send("join", args, null).catch((error) => {
+        this.rosters.delete(key);
+        this.#joins.delete(key);
+        this.emit("error", { op: "join", channel: flags.channel, error });
+      });
+    }
+    if (this.statuses.size) {
+      this.getUserStatus([...this.statuses.keys()].slice(0, 500)).catch(() => {});
+    }
+  }
+
+  #failPending(error) {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const { reject } of pending) reject(error);
+  }
+
+  /**
+   * Sends a request. `onReply(reply)` runs synchronously when the reply is read, before any
+   * later object of the same frame — so cached state changes in the broker's order.
+   */
+  #send(op, args, onReply) {
+    const socket = this.#socket;
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new RollcallError("DISCONNECTED", "not connected"));
+    }
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onReply });
+      socket.send(JSON.stringify({ id, op, ...args }));
+    });
+  }
+
+  /** Splits a frame on newlines and handles each object in order. */
+  #receive(data) {
+    if (typeof data !== "string") return;
+    for (const line of data.split("\n")) {
+      if (!line) continue;
+      let object;
+      try {
+        object = JSON.parse(line);
+      } catch {
+        console.warn("rollcall: unreadable line from the broker", line);
+        continue;
+      }
+      if ("event" in object) this.#dispatch(object);
+      else this.#reply(object);
+    }
+  }
+
+  #reply(reply) {
+    const pending = this.#pending.get(reply.id);
+    if (!pending) return;
+    this.#pending.delete(reply.id);
+    if (pending.onReply) {
+      try {
+        pending.onReply(reply);
+      } catch (error) {
+        console.error("rollcall: reply handler threw", error);
+      }
+    }
+    if (reply.ok) pending.resolve(reply.result);
+    else pending.reject(new RollcallError(reply.error?.code ?? "INTERNAL", reply.error?.message ?? "", reply.error ?? {}));
+  }
+
+  #dispatch(event) {
+    this.emit("event", event);
+    switch (event.event) {
+      case "presence": {
+        const roster = this.rosters.get(channelKey(event.channel, event.channelType));
+        if (!roster) return;
+        roster.apply(event);
+        if (event.type === "snapshot" && event.truncated && event.nextPage) this.#completeSnapshot(roster, event.nextPage);
+        this.emit("presence", { event, roster });
+        break;
+      }
+      case "message":
+        this.emit("message", event);
+        break;
+      case "userStatus":
+        this.#noteStatuses(event.statuses ?? []);
+        break;
+      case "subscriptions": {
+        for (const id of event.added ?? []) this.subscriptions.add(id);
+        for (const id of event.removed ?? []) this.subscriptions.delete(id);
+        this.emit("subscriptions", { added: event.added ?? [], removed: event.removed ?? [] });
+        break;
+      }
+    }
+  }
+
+  /** Pages `getOnlineUsers` after a truncated snapshot, applying each page in arrival order. */
+  async #completeSnapshot(roster, page) {
+    roster.loading = true;
+    try {
+      while (page && this.rosters.get(channelKey(roster.channel, roster.channelType)) === roster) {
+        const args = { channel: roster.channel, channelType: roster.channelType, includeState: true, pageSize: 1000, page };
+        const result = await this.#send("getOnlineUsers", args, (reply) => {
+          if (reply.ok) roster.applyPage(reply.result.users);
+        });
+        page = result.nextPage;
+      }
+    } catch (error) {
+      this.emit("error", { op: "getOnlineUsers", channel: roster.channel, error });
+    } finally {
+      roster.loading = false;
+    }
+  }
+
+  #selfState(channel, channelType, reply) {
+    if (!reply.ok || reply.result.pending) return;
+    this.rosters.get(channelKey(channel, channelType))?.applySelfState(reply.result.state);
+  }
+
+  #noteStatuses(records) {
+    const changed = [];
+    for (const record of records) {
+      const known = this.statuses.get(record.userId);
+      if (known && known.lastUpdateTime > record.lastUpdateTime) continue; // older than what we hold
+      this.statuses.set(record.userId, record);
+      changed.push(record);
+    }
+    if (changed.length) this.emit("userStatus", { records: changed });
+  }
+}
