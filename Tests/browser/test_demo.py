@@ -11,6 +11,7 @@ import os
 import queue
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -223,3 +224,144 @@ def test_two_browsers_see_each_other(broker, browsers, screenshots_on_failure):
     for driver in browsers:
         errors = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
         assert errors == [], errors
+
+
+ROSTER_SCRIPT = """
+const done = arguments[arguments.length - 1];
+import("./rollcall.js").then(({ Roster }) => {
+  const roster = new Roster("stadium", "stream", "me");
+  const applied = [];
+  // An event that arrives before the first snapshot waits for it.
+  applied.push(roster.apply({ type: "join", publisher: "zed", state: {}, seq: 5, occupancy: 4, mode: "interval" }));
+  applied.push(roster.apply({ type: "snapshot", seq: 4, occupancy: 4, mode: "interval", snapshot: [
+    { userId: "frank", state: {} }, { userId: "gina", state: { a: "1" } },
+    { userId: "hank", state: {} }, { userId: "me", state: { role: "host" } }] }));
+  // Net change: joins (empty state) → leaves/timeouts → states.
+  applied.push(roster.apply({ type: "interval", seq: 6, occupancy: 7, mode: "interval", interval: {
+    join: ["Zoe", "dave", "\\u00e9lan"], leave: ["frank"], timeout: ["gina"],
+    stateChanged: [{ userId: "dave", state: { seat: "A12" } }, { userId: "hank", state: { cheer: "go" } }] } }));
+  // Already shown (seq not above the roster's): ignored.
+  applied.push(roster.apply({ type: "leave", publisher: "dave", seq: 6, occupancy: 6, mode: "interval" }));
+  // Own state from a reply.
+  roster.applySelfState({ role: "guest" });
+  done({ applied, ids: roster.sortedUserIds(), members: Object.fromEntries(roster.members),
+         seq: roster.seq, mode: roster.mode, occupancy: roster.occupancy });
+}).catch((error) => done({ error: String(error) }));
+"""
+
+
+def test_roster_module_applies_snapshot_interval_and_seq(broker, browsers):
+    """rollcall.js's Roster, run in the page: waiting for the snapshot, interval lists in
+    order, stale events ignored, byte order of user ids."""
+    driver = browsers[0]
+    driver.get(broker)
+    wait(driver).until(EC.element_to_be_clickable((By.ID, "login-button")))
+    result = driver.execute_async_script(ROSTER_SCRIPT)
+    assert "error" not in result, result
+    assert result["applied"] == [False, True, True, False]
+    assert result["ids"] == ["Zoe", "dave", "hank", "me", "zed", "\u00e9lan"]
+    assert result["members"] == {
+        "Zoe": {}, "dave": {"seat": "A12"}, "hank": {"cheer": "go"}, "me": {"role": "guest"},
+        "zed": {}, "\u00e9lan": {},
+    }
+    assert (result["seq"], result["mode"], result["occupancy"]) == (6, "interval", 7)
+
+
+class CuttableProxy:
+    """A TCP proxy in front of the broker whose connections can be cut without a WebSocket
+    close frame (what a network drop looks like), and which can refuse connections for a while."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.refusing = False
+        self.lock = threading.Lock()
+        self.sockets = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.refusing:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, destination):
+        try:
+            while data := source.recv(65536):
+                destination.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, destination):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self):
+        """Drops every open connection, both ways."""
+        with self.lock:
+            sockets, self.sockets = self.sockets, []
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def close(self):
+        self.listener.close()
+        self.cut()
+
+
+def test_page_resumes_its_session_after_a_network_drop(broker, browsers):
+    """carol's connection is cut (no close frame): her page shows "reconnecting…" while the
+    proxy refuses, then resumes the held session — dave sees no leave or timeout."""
+    carol, dave = browsers
+    broker_port = int(broker.rstrip("/").rsplit(":", 1)[1])
+    proxy = CuttableProxy(broker_port)
+    try:
+        log_in(carol, f"http://127.0.0.1:{proxy.port}/", "carol", "linux")
+        log_in(dave, broker, "dave", "android")
+        join(carol, "room:resume")
+        join(dave, "room:resume")
+        wait(dave).until(present(member("carol")))
+        wait(carol).until(present(member("dave")))
+
+        proxy.refusing = True
+        proxy.cut()
+        wait(carol).until(EC.text_to_be_present_in_element_attribute(
+            (By.ID, "connection-state"), "data-state", "reconnecting"))
+        assert "reconnecting" in css(carol, "#connection-state").text
+
+        proxy.refusing = False
+        wait(carol).until(present('#activity [data-kind="reconnect"][data-resumed="true"]'))
+        wait(carol).until(EC.text_to_be_present_in_element_attribute(
+            (By.ID, "connection-state"), "data-state", "online"))
+        wait(carol).until(present(member("dave")))
+        assert dave.find_elements(By.CSS_SELECTOR, member("carol"))
+        assert not dave.find_elements(By.CSS_SELECTOR, '#activity [data-user-id="carol"][data-kind="leave"]')
+        assert not dave.find_elements(By.CSS_SELECTOR, '#activity [data-user-id="carol"][data-kind="timeout"]')
+
+        # The resumed session works: a state change reaches dave.
+        css(carol, "#state-key").send_keys("back")
+        css(carol, "#state-value").send_keys("yes")
+        css(carol, "#state-set").click()
+        wait(dave).until(present(member("carol") + ' [data-testid="chip"][data-key="back"][data-value="yes"]'))
+    finally:
+        proxy.close()

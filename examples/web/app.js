@@ -123,11 +123,8 @@ function wireClient(c) {
     }
   });
   c.on("login", (result) => {
-    if (!result.resumed) {
-      for (const key of c.rosters.keys()) addActivity(key, { kind: "info", text: "reconnected — session not resumed, joining again" });
-    } else {
-      for (const key of c.rosters.keys()) addActivity(key, { kind: "info", text: "reconnected — session resumed" });
-    }
+    const text = result.resumed ? "reconnected — session resumed" : "reconnected — session not resumed, joining again";
+    for (const key of c.rosters.keys()) addActivity(key, { kind: "reconnect", text, resumed: result.resumed });
     renderAll();
   });
   c.on("presence", ({ event, roster }) => {
@@ -340,9 +337,15 @@ function renderActivity() {
     ...entries.map((entry) =>
       el(
         "li",
-        { className: `entry ${entry.kind}`, "data-testid": "activity-entry", "data-kind": entry.kind, "data-user-id": entry.user },
+        {
+          className: `entry ${entry.kind}`,
+          "data-testid": "activity-entry",
+          "data-kind": entry.kind,
+          "data-user-id": entry.user,
+          "data-resumed": entry.resumed === undefined ? undefined : String(entry.resumed),
+        },
         el("time", {}, time(entry.time)),
-        el("span", { className: "kind" }, { join: "+", leave: "−", timeout: "⚠", state: "✎", interval: "Σ", info: "•" }[entry.kind] ?? "•"),
+        el("span", { className: "kind" }, { join: "+", leave: "−", timeout: "⚠", state: "✎", interval: "Σ", reconnect: "↻", info: "•" }[entry.kind] ?? "•"),
         entry.user ? el("b", {}, entry.user) : null,
         " ",
         entry.text,
