@@ -209,8 +209,19 @@ def test_two_browsers_see_each_other(broker, browsers, screenshots_on_failure):
     css(bob, "#publish-button").click()
     wait(alice).until(EC.text_to_be_present_in_element((By.ID, "messages"), "hello alice"))
 
+    # bob's own state: set from the editor, shown in his roster entry and reaching alice.
+    css(bob, "#state-key").send_keys("role")
+    css(bob, "#state-value").send_keys("host")
+    css(bob, "#state-set").click()
+    wait(bob).until(present(member("bob") + ' [data-testid="chip"][data-key="role"][data-value="host"]'))
+    wait(alice).until(present(member("bob") + ' [data-testid="chip"][data-key="role"][data-value="host"]'))
+
     ARTIFACTS.mkdir(exist_ok=True)
     bob.save_screenshot(str(ARTIFACTS / "demo.png"))
+
+    # Removing the key from the editor clears the chip for alice.
+    css(bob, '#own-state [data-key="role"] [data-testid="remove-state"]').click()
+    wait(alice).until(absent(member("bob") + ' [data-testid="chip"][data-key="role"]'))
 
     # alice leaves → bob sees the leave (not a timeout), and the occupancy drops.
     css(alice, "#leave-button").click()
