@@ -1,7 +1,7 @@
 // The browser demo: wires rollcall.js to the page. No framework, no build step.
 // Every piece of text from the network is set with textContent (never parsed as HTML).
 
-import { connect, channelKey } from "./rollcall.js";
+import { RollcallClient, channelKey } from "./rollcall.js";
 
 const $ = (id) => document.getElementById(id);
 const ROSTER_PAGE_SIZE = 50;
@@ -71,11 +71,19 @@ $("login-form").addEventListener("submit", (event) => {
       const options = { userId: $("login-user").value.trim(), platform: $("login-platform").value };
       const token = $("login-token").value.trim();
       if (token) options.token = token;
-      client = await connect($("login-url").value.trim(), options);
+      const candidate = new RollcallClient($("login-url").value.trim(), options);
+      wireClient(candidate); // shows "connecting…" while it dials
+      client = candidate;
+      try {
+        await candidate.open();
+      } catch (error) {
+        if (client === candidate) client = null;
+        candidate.close();
+        throw error;
+      }
     } finally {
       $("login-button").disabled = false;
     }
-    wireClient(client);
     $("login-panel").hidden = true;
     $("workspace").hidden = false;
     $("session-info").hidden = false;
