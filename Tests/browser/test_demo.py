@@ -6,6 +6,10 @@ Needs Debian's `chromium` + `chromium-driver` and Selenium; `make browser-deps` 
 them. Saves screenshots to artifacts/ (demo.png: bob's view before alice leaves).
 """
 
+import base64
+import contextlib
+import hashlib
+import hmac
 import json
 import os
 import queue
@@ -15,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -39,19 +44,22 @@ def _find(*candidates):
     return None
 
 
-@pytest.fixture(scope="module")
-def broker():
-    """The real broker on a free port, in-memory storage, serving examples/web."""
+@contextlib.contextmanager
+def running_broker(**sections):
+    """The real broker on a free port, in-memory storage, serving examples/web; `sections`
+    are merged into its config. Yields the page URL; stops the broker (by its PID) after."""
     if not BROKER.exists():
         pytest.fail(f"{BROKER} is missing: run `swift build` first")
     workdir = tempfile.mkdtemp(prefix="rollcall-browser-")
-    config_path = Path(workdir) / "config.json"
-    config_path.write_text(json.dumps({
+    config = {
         "listen": {"host": "127.0.0.1"},
         "storage": {"path": None},
         "http": {"staticDir": str(ROOT / "examples" / "web")},
         "log": {"level": "warning"},
-    }))
+    }
+    config.update(sections)
+    config_path = Path(workdir) / "config.json"
+    config_path.write_text(json.dumps(config))
     process = subprocess.Popen(
         [str(BROKER), "--port", "0", "--config", str(config_path)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=workdir,
@@ -89,6 +97,12 @@ def broker():
             process.kill()
             process.wait()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with running_broker() as url:
+        yield url
 
 
 def _browser():
@@ -135,11 +149,13 @@ def absent(selector):
     return lambda driver: not driver.find_elements(By.CSS_SELECTOR, selector)
 
 
-def log_in(driver, url, user, platform):
+def log_in(driver, url, user, platform, token=None):
     driver.get(url)
     wait(driver).until(EC.element_to_be_clickable((By.ID, "login-button")))
     css(driver, "#login-user").send_keys(user)
     Select(css(driver, "#login-platform")).select_by_visible_text(platform)
+    if token:
+        css(driver, "#login-token").send_keys(token)
     css(driver, "#login-button").click()
     wait(driver).until(EC.text_to_be_present_in_element_attribute(
         (By.ID, "connection-state"), "data-state", "online"))
@@ -147,10 +163,11 @@ def log_in(driver, url, user, platform):
     wait(driver).until(present(f'[data-testid="own-status-record"][data-user-id="{user}"][data-status="online"]'))
 
 
-def join(driver, channel):
+def join(driver, channel, channel_type="message"):
     field = css(driver, "#join-channel")
     field.clear()
     field.send_keys(channel)
+    Select(css(driver, "#join-type")).select_by_value(channel_type)
     css(driver, "#join-button").click()
     wait(driver).until(EC.text_to_be_present_in_element((By.ID, "channel-name"), channel))
 
@@ -376,3 +393,45 @@ def test_page_resumes_its_session_after_a_network_drop(broker, browsers):
         wait(dave).until(present(member("carol") + ' [data-testid="chip"][data-key="back"][data-value="yes"]'))
     finally:
         proxy.close()
+
+
+SECRET = "browser-test-secret-0123456789abcdef"
+
+
+def mint(user, ttl=600):
+    """An HS256 token for `user` (see docs/authentication.md)."""
+    b64 = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    claims = {"sub": user, "iat": int(time.time()), "exp": int(time.time()) + ttl}
+    head = b64(b'{"alg":"HS256","typ":"JWT"}') + "." + b64(json.dumps(claims).encode())
+    return head + "." + b64(hmac.new(SECRET.encode(), head.encode(), hashlib.sha256).digest())
+
+
+def test_jwt_login_and_interval_mode(browsers):
+    """With auth.mode jwt: a bad token is refused on the login form, good ones log in. With
+    maxInstantEvents 1 the second member switches the channel to interval mode: the roster
+    follows the interval events, and the leave shows up from one."""
+    with running_broker(
+        auth={"mode": "jwt", "secret": SECRET},
+        presence={"maxInstantEvents": 1, "hysteresis": 0, "intervalSeconds": 0.2},
+    ) as url:
+        erin, frank = browsers
+        erin.get(url)
+        wait(erin).until(EC.element_to_be_clickable((By.ID, "login-button")))
+        css(erin, "#login-user").send_keys("erin")
+        css(erin, "#login-token").send_keys(mint("somebody-else"))
+        css(erin, "#login-button").click()
+        wait(erin).until(EC.text_to_be_present_in_element((By.ID, "login-error"), "UNAUTHORIZED"))
+        assert css(erin, "#workspace").get_attribute("hidden") is not None
+
+        log_in(erin, url, "erin", "web", token=mint("erin"))
+        log_in(frank, url, "frank", "ios", token=mint("frank"))
+        join(erin, "stadium", "stream")
+        join(frank, "stadium", "stream")
+        wait(erin).until(present(member("frank")))
+        wait(erin).until(EC.text_to_be_present_in_element((By.ID, "channel-mode"), "interval"))
+        wait(erin).until(present('#activity [data-kind="interval"]'))
+        wait(frank).until(present(member("erin")))
+
+        css(frank, "#leave-button").click()
+        wait(erin).until(absent(member("frank")))
+        wait(erin).until(present('#activity [data-kind="leave"][data-user-id="frank"]'))
