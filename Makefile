@@ -22,7 +22,8 @@ deps:
 	fi
 
 ## Install what the real-browser test needs: Debian's Chromium and its driver (only when
-## missing), and Selenium + pytest from PyPI (only when they cannot be imported).
+## missing), and Selenium + pytest from PyPI (only when they cannot be imported; Debian's
+## python3-selenium/python3-pytest when pip refuses, e.g. an externally managed Python).
 browser-deps:
 	@if ! command -v dpkg >/dev/null; then echo "browser-deps: no dpkg here; install $(BROWSER_PACKAGES) yourself"; else \
 	missing=""; \
@@ -32,7 +33,9 @@ browser-deps:
 		$(SUDO) apt-get update && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	fi; fi
-	@$(PYTHON) -c "import selenium, pytest" 2>/dev/null || $(PYTHON) -m pip install --quiet selenium pytest
+	@$(PYTHON) -c "import selenium, pytest" 2>/dev/null || $(PYTHON) -m pip install --quiet selenium pytest || \
+	{ echo "browser-deps: pip could not install (externally managed Python?); trying Debian's python3-selenium python3-pytest"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-selenium python3-pytest; }
 
 ## Build every target (debug).
 build: deps
