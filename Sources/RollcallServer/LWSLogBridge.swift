@@ -9,6 +9,8 @@ import Logging
 enum LWSLogBridge {
     /// The logger lws lines go to (label `lws`).
     nonisolated(unsafe) static var logger = Logger(label: "rollcall.lws")
+    /// The last ERR line lws logged (cleared before context creation, to explain a failure).
+    nonisolated(unsafe) static var lastError: String?
 
     /// Installs the bridge for `level` (process-wide: lws logging is global).
     static func install(level: Logger.Level) {
@@ -24,7 +26,9 @@ enum LWSLogBridge {
         while let last = text.last, last == "\n" || last == "\r" { text = text.dropLast() }
         let message = Logger.Message(stringLiteral: String(text))
         switch UInt32(level) {
-        case UInt32(LLL_ERR): logger.error(message)
+        case UInt32(LLL_ERR):
+            lastError = String(text)
+            logger.error(message)
         case UInt32(LLL_WARN): logger.warning(message)
         case UInt32(LLL_USER): logger.info(message)
         case UInt32(LLL_NOTICE): logger.debug(message)
