@@ -237,6 +237,9 @@ public final class BrokerServer {
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             info.ssl_cert_filepath = UnsafePointer(cString(certFile))
             info.ssl_private_key_filepath = UnsafePointer(cString(keyFile))
+            // HTTP/1.1 only: lws would otherwise negotiate h2 over TLS, whose flow control
+            // cuts the one-write dynamic bodies (/metrics) short; WebSockets use HTTP/1.1 anyway.
+            info.alpn = UnsafePointer(cString("http/1.1"))
         }
 
         LWSLogBridge.lastError = nil

@@ -23,7 +23,7 @@ public struct ConnectionCap: Sendable, Equatable {
     public static let reserve = 64
     /// Descriptors, out of the reserve, for connections that are answered 503.
     public static let refusalBand = 32
-    /// The soft open-file limit is raised at most this far.
+    /// The soft open-file limit is raised at most this far (`RLIM_INFINITY` is `rlim_t.max` on Linux).
     public static let raiseCeiling = 1 << 20
 
     /// The soft open-file limit the cap derives from.
@@ -46,13 +46,13 @@ public struct ConnectionCap: Sendable, Equatable {
         var limits = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1024 }
         let ceiling = rlim_t(raiseCeiling)
-        let target = limits.rlim_max == RLIM_INFINITY ? ceiling : min(limits.rlim_max, ceiling)
-        if limits.rlim_cur == RLIM_INFINITY || limits.rlim_cur < target {
+        let target = limits.rlim_max == rlim_t.max ? ceiling : min(limits.rlim_max, ceiling)
+        if limits.rlim_cur == rlim_t.max || limits.rlim_cur < target {
             var raised = limits
             raised.rlim_cur = target
             if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 { limits = raised }
         }
-        if limits.rlim_cur == RLIM_INFINITY { return raiseCeiling }
+        if limits.rlim_cur == rlim_t.max { return raiseCeiling }
         return Int(min(limits.rlim_cur, rlim_t(Int32.max)))
     }
 }
