@@ -242,9 +242,10 @@ public final class BrokerServer {
             info.alpn = UnsafePointer(cString("http/1.1"))
         }
 
-        LWSLogBridge.lastError = nil
+        LWSLogBridge.recentErrors = []
         guard let created = lws_create_context(&info) else {
-            let cause = LWSLogBridge.lastError.map { " (libwebsockets: \($0))" } ?? ""
+            let errors = LWSLogBridge.recentErrors
+            let cause = errors.isEmpty ? "" : " (libwebsockets: \(errors.joined(separator: "; ")))"
             if let certFile = tls.certFile, let keyFile = tls.keyFile {
                 return .failure(ServerError(
                     .tlsFileInvalid,

@@ -9,8 +9,9 @@ import Logging
 enum LWSLogBridge {
     /// The logger lws lines go to (label `lws`).
     nonisolated(unsafe) static var logger = Logger(label: "rollcall.lws")
-    /// The last ERR line lws logged (cleared before context creation, to explain a failure).
-    nonisolated(unsafe) static var lastError: String?
+    /// The first few ERR lines lws logged since the last reset (cleared before context
+    /// creation, to explain a failure: the first line is usually the cause).
+    nonisolated(unsafe) static var recentErrors: [String] = []
 
     /// Installs the bridge for `level` (process-wide: lws logging is global).
     static func install(level: Logger.Level) {
@@ -27,7 +28,7 @@ enum LWSLogBridge {
         let message = Logger.Message(stringLiteral: String(text))
         switch UInt32(level) {
         case UInt32(LLL_ERR):
-            lastError = String(text)
+            if recentErrors.count < 4 { recentErrors.append(String(text)) }
             logger.error(message)
         case UInt32(LLL_WARN): logger.warning(message)
         case UInt32(LLL_USER): logger.info(message)

@@ -55,6 +55,8 @@ struct MetricsPage {
                    descriptorsInUse)
         page.counter("rollcall_connections_refused_total", "Connections refused by the connection cap (503, or closed at accept)",
                      transport.connectionsRefused)
+        page.counter("rollcall_connections_closed_at_accept_total", "Of those, closed as soon as accepted (the 503 band was full)",
+                     transport.connectionsClosedAtAccept)
         page.family("rollcall_http_responses_total", "counter", "HTTP responses, by status")
         for (status, count) in transport.httpResponses.sorted(by: { $0.key < $1.key }) {
             page.sample("rollcall_http_responses_total", ["status": String(status)], count)

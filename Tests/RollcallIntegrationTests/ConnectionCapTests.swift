@@ -78,7 +78,7 @@ struct ConnectionCapTests {
         idle.forEach { $0.close() }
         // Once the idle sockets are gone, the broker serves again and never spun on accept.
         #expect(eventually(timeout: 10) { (try? RawHTTP.get(port: broker.port, path: "/healthz").status) == 200 })
-        #expect(try (broker.metric("rollcall_connections_refused_total") ?? 0) >= 1)
+        #expect(try (broker.metric("rollcall_connections_closed_at_accept_total") ?? 0) >= 1)
         #expect(try sessions[0].request("ping").ok)
         #expect(!broker.stderrText.contains("Too many open files"))
         #expect(broker.isRunning)

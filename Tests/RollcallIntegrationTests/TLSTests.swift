@@ -96,7 +96,7 @@ struct TLSTests {
 
     /// Starts the broker (and `--check-config`) with `tls` and expects exit 1 with stderr
     /// naming `key` and `file` and containing `reason`.
-    func expectRefusal(_ tls: [String: Any], key: String, file: String, reason: String,
+    func expectRefusal(_ tls: [String: Any], key: String, file: String, reason: String, alsoNaming: [String] = [],
                        checkConfig: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let config = BrokerProcess.merge(BrokerProcess.baseConfig, ["tls": tls])
         let configURL = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-tls-\(UUID().uuidString).json")
@@ -110,6 +110,10 @@ struct TLSTests {
             #expect(!result.stdout.contains("listening on"), sourceLocation: sourceLocation)
             #expect(result.stderr.contains(key) && result.stderr.contains(file) && result.stderr.contains(reason),
                     "\(arguments.last!): stderr does not name \(key) \(file) (\(reason)): \(result.stderr)", sourceLocation: sourceLocation)
+            let line = result.stderr.split(separator: "\n").first { $0.hasPrefix("rollcall:") } ?? ""
+            for detail in alsoNaming {
+                #expect(line.contains(detail), "the error line names \(detail): \(line)", sourceLocation: sourceLocation)
+            }
         }
     }
 
@@ -142,6 +146,7 @@ struct TLSTests {
         let files = try Self.files.get()
         // --check-config only parses the files; the TLS library's policy is met at start.
         try expectRefusal(["certFile": files.weakCert, "keyFile": files.weakKey], key: "tls.certFile",
-                          file: files.weakCert, reason: "cannot start TLS", checkConfig: false)
+                          file: files.weakCert, reason: "cannot start TLS", alsoNaming: ["tls.keyFile", "key too small"],
+                          checkConfig: false)
     }
 }
