@@ -79,6 +79,18 @@ struct TLSTests {
         #expect(broker.isRunning)
     }
 
+    @Test("rollcall-cli talks wss:// with --insecure and refuses the self-signed certificate without it")
+    func cliOverTLS() throws {
+        let files = try Self.files.get()
+        let broker = try tlsBroker(files)
+        let url = "wss://127.0.0.1:\(broker.port)/v1"
+        let insecure = try ExternalCommand.run(CLITests.cliBinary, ["--url", url, "--insecure", "--user", "alice", "ping"])
+        #expect(insecure.status == 0, "\(insecure.stderr)")
+        #expect(insecure.stdout.contains("server time"))
+        let verified = try ExternalCommand.run(CLITests.cliBinary, ["--url", url, "--user", "alice", "--timeout", "5", "ping"])
+        #expect(verified.status == 2, "cannot connect: \(verified.stderr)")
+    }
+
     @Test("https:// serves /healthz and /metrics on the same port")
     func httpsHealthz() throws {
         let files = try Self.files.get()
