@@ -1,8 +1,9 @@
 # Rollcall — build, run and test. `make run` and `make test` first install the Debian
-# packages the build needs (only those missing), then build with SwiftPM (debug build, so
-# `make run` and `make test` share one build in .build/debug).
+# packages the build and the tests need (only those missing; the TLS tests run `openssl` and
+# `curl`), then build with SwiftPM (debug build, so `make run` and `make test` share one
+# build in .build/debug).
 
-PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev
+PACKAGES := libwebsockets-dev pkg-config libsqlite3-dev libssl-dev openssl curl
 BROWSER_PACKAGES := chromium chromium-driver
 PYTHON   ?= python3
 CONFIG   ?= config.json

@@ -28,7 +28,11 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
         ),
-        .target(name: "CRollcallShim", dependencies: ["CLibWebSockets"]),
+        .target(
+            name: "CRollcallShim", dependencies: ["CLibWebSockets"],
+            // OpenSSL (libwebsockets' TLS library) parses tls.certFile/keyFile before the context.
+            linkerSettings: [.linkedLibrary("crypto")]
+        ),
 
         // MARK: Pure Swift
         .target(name: "RollcallProtocol"),
@@ -78,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall-cli",
             dependencies: [
-                "RollcallClient",
+                "RollcallClient", "RollcallCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: cBridgeSettings

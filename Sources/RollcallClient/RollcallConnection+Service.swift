@@ -27,7 +27,13 @@ extension RollcallConnection {
         if let origin { info.origin = UnsafePointer(keep(origin)) }
         if let subprotocol { info.protocol = UnsafePointer(keep(subprotocol)) }
         info.local_protocol_name = UnsafePointer(runtime.protocolName)
-        info.ssl_connection = url.secure ? Int32(LCCSCF_USE_SSL.rawValue) : 0
+        if url.secure {
+            var flags = LCCSCF_USE_SSL.rawValue
+            if allowSelfSignedCertificate {
+                flags |= LCCSCF_ALLOW_SELFSIGNED.rawValue | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue
+            }
+            info.ssl_connection = Int32(flags)
+        }
         info.userdata = Unmanaged.passRetained(self).toOpaque()
         lwsRetained = true
         let created = lws_client_connect_via_info(&info)

@@ -34,6 +34,9 @@ public final class RollcallConnection: @unchecked Sendable {
     public let origin: String?
     /// The runtime servicing this connection.
     public let runtime: ClientRuntime
+    /// For `wss://`: accept a self-signed server certificate and skip the host name check
+    /// (development and tests only; the connection is encrypted but not authenticated).
+    public let allowSelfSignedCertificate: Bool
 
     let cond = NSCondition()
     // Guarded by `cond`:
@@ -88,14 +91,18 @@ public final class RollcallConnection: @unchecked Sendable {
     ///   - subprotocol: offered as `Sec-WebSocket-Protocol` (e.g. `rollcall.v1`); nil offers none.
     ///   - origin: sent as the `Origin` header; nil sends none.
     ///   - recordTranscript: keep every received object in order (see ``transcript``).
+    ///   - allowSelfSignedCertificate: for `wss://`, accept a self-signed certificate and skip
+    ///     the host name check (development and tests only).
     public init(
         url: String, subprotocol: String? = nil, origin: String? = nil,
-        recordTranscript: Bool = false, runtime: ClientRuntime = .shared
+        recordTranscript: Bool = false, runtime: ClientRuntime = .shared,
+        allowSelfSignedCertificate: Bool = false
     ) throws(ClientError) {
         self.url = try WebSocketURL(url)
         self.subprotocol = subprotocol
         self.origin = origin
         self.runtime = runtime
+        self.allowSelfSignedCertificate = allowSelfSignedCertificate
         self.recordTranscript = recordTranscript
     }
 
@@ -115,11 +122,12 @@ public final class RollcallConnection: @unchecked Sendable {
     public static func connect(
         url: String, subprotocol: String? = nil, origin: String? = nil,
         recordTranscript: Bool = false, runtime: ClientRuntime = .shared,
-        timeout: Duration = .seconds(5)
+        timeout: Duration = .seconds(5), allowSelfSignedCertificate: Bool = false
     ) throws(ClientError) -> RollcallConnection {
         let connection = try RollcallConnection(
             url: url, subprotocol: subprotocol, origin: origin,
-            recordTranscript: recordTranscript, runtime: runtime)
+            recordTranscript: recordTranscript, runtime: runtime,
+            allowSelfSignedCertificate: allowSelfSignedCertificate)
         connection.start()
         do {
             try connection.waitUntilOpen(timeout: timeout)

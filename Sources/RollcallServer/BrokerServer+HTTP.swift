@@ -16,15 +16,20 @@ extension BrokerServer {
                 : respond(wsi, pss, status: 503, body: "shutting down")
         case "/metrics":
             let page = MetricsPage.render(
-                transport: metrics, connectionsCurrent: records.count, broker: broker, accepting: phase == .accepting)
+                transport: metrics, connectionsCurrent: records.count, broker: broker, accepting: phase == .accepting,
+                connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse)
             return respond(wsi, pss, status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: page)
         default:
+            if refusesForConnectionCap() {
+                return respond(wsi, pss, status: 503, body: ConnectionCapPolicy.refusalBody)
+            }
             guard let file = staticFiles.file(for: path) else {
                 return respond(wsi, pss, status: 404, body: "not found\n")
             }
             metrics.httpResponses[200, default: 0] += 1
             let result = rollcall_http_serve_file(wsi, file, StaticFiles.contentType(for: file))
             if result < 0 { return -1 }
+            if result == 0 { fileTransfers.insert(wsi) }
             if result > 0 { return lws_http_transaction_completed(wsi) != 0 ? -1 : 0 }
             return 0
         }

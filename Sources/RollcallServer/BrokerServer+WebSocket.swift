@@ -21,6 +21,7 @@ extension BrokerServer {
     /// and hangs up.
     func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
         guard phase == .accepting else { return refuseUpgrade(wsi, status: 503) }
+        guard !refusesForConnectionCap() else { return refuseUpgrade(wsi, status: 503, body: ConnectionCapPolicy.refusalBody) }
         let path = header(wsi, WSI_TOKEN_GET_URI) ?? ""
         guard path == "/v1" || path == "/ws" else { return refuseUpgrade(wsi, status: 404) }
         if let origin = header(wsi, WSI_TOKEN_ORIGIN), !isAllowed(origin: origin) {
@@ -30,15 +31,15 @@ extension BrokerServer {
         return 0
     }
 
-    private func refuseUpgrade(_ wsi: OpaquePointer, status: UInt32) -> Int32 {
+    private func refuseUpgrade(_ wsi: OpaquePointer, status: UInt32, body: String? = nil) -> Int32 {
         metrics.upgradesRejected += 1
         metrics.httpResponses[Int(status), default: 0] += 1
-        let (phrase, body): (String, String) = switch status {
+        let (phrase, standardBody): (String, String) = switch status {
         case 403: ("Forbidden", "origin not allowed\n")
         case 404: ("Not Found", "WebSocket endpoints are /v1 and /ws\n")
         default: ("Service Unavailable", "shutting down\n")
         }
-        _ = rollcall_http_refuse(wsi, status, phrase, body)
+        _ = rollcall_http_refuse(wsi, status, phrase, body ?? standardBody)
         return -1
     }
 

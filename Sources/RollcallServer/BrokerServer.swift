@@ -36,6 +36,14 @@ public final class BrokerServer {
     var phase = Phase.accepting
     var heartbeats = TimerQueue<ConnectionID>()
     var armedTimerAt: Int64?
+    /// Every accepted socket (lws `WSI_CREATE` … `WSI_DESTROY`), in any phase: the connection cap counts these.
+    var openSockets = Set<OpaquePointer>()
+    /// Connections sending a static file (each holds the file's descriptor too).
+    var fileTransfers = Set<OpaquePointer>()
+    /// The connection cap, set when the context is created (see ``ConnectionCap``).
+    var connectionCap = ConnectionCap(descriptorLimit: 1024)
+    /// True while new connections are being refused (for one log line per episode).
+    var refusingConnections = false
     let staticFiles: StaticFiles
     let writer: WriteBuffer
     let heartbeatIntervalMs: Int64
@@ -112,6 +120,7 @@ public final class BrokerServer {
         defer { lifecycle.unlock() }
         guard !started else { throw ServerError(.alreadyStarted, "the server was already started") }
         started = true
+        try TLSFiles.check(configuration.tls)
         LWSLogBridge.install(level: Logger.Level(rawValue: configuration.log.level) ?? .info)
 
         let ready = DispatchSemaphore(value: 0)
@@ -221,9 +230,28 @@ public final class BrokerServer {
             info.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
         }
         info.timeout_secs = 5
+        // lws sizes its descriptor table from the soft limit, so raise it first.
+        connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
+        let tls = configuration.tls
+        if let certFile = tls.certFile, let keyFile = tls.keyFile {
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+            info.ssl_cert_filepath = UnsafePointer(cString(certFile))
+            info.ssl_private_key_filepath = UnsafePointer(cString(keyFile))
+            // HTTP/1.1 only: lws would otherwise negotiate h2 over TLS, whose flow control
+            // cuts the one-write dynamic bodies (/metrics) short; WebSockets use HTTP/1.1 anyway.
+            info.alpn = UnsafePointer(cString("http/1.1"))
+        }
 
+        LWSLogBridge.recentErrors = []
         guard let created = lws_create_context(&info) else {
-            return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
+            let errors = LWSLogBridge.recentErrors
+            let cause = errors.isEmpty ? "" : " (libwebsockets: \(errors.joined(separator: "; ")))"
+            if let certFile = tls.certFile, let keyFile = tls.keyFile {
+                return .failure(ServerError(
+                    .tlsFileInvalid,
+                    "cannot start TLS on \(host):\(configuration.listen.port) with tls.certFile \(certFile) and tls.keyFile \(keyFile)\(cause)"))
+            }
+            return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)\(cause)"))
         }
         context = created
         guard let vhost = lws_get_vhost_by_name(created, "default") else {
@@ -238,7 +266,13 @@ public final class BrokerServer {
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
         }
         timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-        logger.info("listening", metadata: ["host": "\(host)", "port": "\(bound)"])
+        logger.info("listening", metadata: [
+            "host": "\(host)", "port": "\(bound)", "tls": "\(tls.certFile != nil)",
+            "connectionCap": "\(connectionCap.limit)", "descriptorLimit": "\(connectionCap.descriptorLimit)",
+        ])
+        if connectionCap.descriptorLimit < 4 * ConnectionCap.reserve {
+            logger.warning("the open-file limit is low: at most \(connectionCap.limit) connections (raise ulimit -n)")
+        }
         armTimer()
         return .success(bound)
     }

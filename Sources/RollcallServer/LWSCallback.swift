@@ -53,9 +53,19 @@ extension BrokerServer {
             guard let pss else { return -1 }
             return httpWritable(wsi, pss)
         case LWS_CALLBACK_HTTP_FILE_COMPLETION:
+            fileTransfers.remove(wsi)
             return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
         case LWS_CALLBACK_CLOSED_HTTP:
             if let pss, pss.pointee.key != 0 { httpBodies[pss.pointee.key] = nil }
+            return 0
+        case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+            return admitsNewSocket() ? 0 : 1
+        case LWS_CALLBACK_WSI_CREATE:
+            openSockets.insert(wsi)
+            return 0
+        case LWS_CALLBACK_WSI_DESTROY:
+            openSockets.remove(wsi)
+            fileTransfers.remove(wsi)
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             if rollcall_stop_requested(stopFlag) != 0 { beginShutdown() }

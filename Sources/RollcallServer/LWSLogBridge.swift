@@ -9,6 +9,9 @@ import Logging
 enum LWSLogBridge {
     /// The logger lws lines go to (label `lws`).
     nonisolated(unsafe) static var logger = Logger(label: "rollcall.lws")
+    /// The first few ERR lines lws logged since the last reset (cleared before context
+    /// creation, to explain a failure: the first line is usually the cause).
+    nonisolated(unsafe) static var recentErrors: [String] = []
 
     /// Installs the bridge for `level` (process-wide: lws logging is global).
     static func install(level: Logger.Level) {
@@ -24,7 +27,9 @@ enum LWSLogBridge {
         while let last = text.last, last == "\n" || last == "\r" { text = text.dropLast() }
         let message = Logger.Message(stringLiteral: String(text))
         switch UInt32(level) {
-        case UInt32(LLL_ERR): logger.error(message)
+        case UInt32(LLL_ERR):
+            if recentErrors.count < 4 { recentErrors.append(String(text)) }
+            logger.error(message)
         case UInt32(LLL_WARN): logger.warning(message)
         case UInt32(LLL_USER): logger.info(message)
         case UInt32(LLL_NOTICE): logger.debug(message)

@@ -6,7 +6,9 @@ struct MetricsPage {
     private var text = ""
 
     /// The page for the transport's and the core's counters at this moment.
-    static func render(transport: TransportMetrics, connectionsCurrent: Int, broker: Broker, accepting: Bool) -> String {
+    /// `connectionCap` and `descriptorsInUse` describe the connection cap (``ConnectionCap``).
+    static func render(transport: TransportMetrics, connectionsCurrent: Int, broker: Broker, accepting: Bool,
+                       connectionCap: Int = 0, descriptorsInUse: Int = 0) -> String {
         var page = MetricsPage()
         page.gauge("rollcall_up", "1 while the broker accepts connections", accepting ? 1 : 0)
         page.gauge("rollcall_connections", "WebSocket connections open now", connectionsCurrent)
@@ -47,6 +49,14 @@ struct MetricsPage {
         }
         page.counter("rollcall_upgrades_rejected_total", "WebSocket upgrades refused (path, origin, shutting down)",
                      transport.upgradesRejected)
+        page.gauge("rollcall_connection_cap", "Connections served at once; above it new ones get 503 (open-file limit minus a reserve)",
+                   connectionCap)
+        page.gauge("rollcall_connection_descriptors", "Descriptors the connections hold now (accepted sockets of any kind plus files being sent)",
+                   descriptorsInUse)
+        page.counter("rollcall_connections_refused_total", "Connections refused by the connection cap (503, or closed at accept)",
+                     transport.connectionsRefused)
+        page.counter("rollcall_connections_closed_at_accept_total", "Of those, closed as soon as accepted (the 503 band was full)",
+                     transport.connectionsClosedAtAccept)
         page.family("rollcall_http_responses_total", "counter", "HTTP responses, by status")
         for (status, count) in transport.httpResponses.sorted(by: { $0.key < $1.key }) {
             page.sample("rollcall_http_responses_total", ["status": String(status)], count)

@@ -6,6 +6,9 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         case alreadyStarted = "ALREADY_STARTED"
         /// libwebsockets refused to create the context (address in use, bad interface, ...).
         case listenFailed = "LISTEN_FAILED"
+        /// `tls.certFile` or `tls.keyFile` is missing, unreadable or not valid PEM (the
+        /// message names the key and the file), or libwebsockets refused them.
+        case tlsFileInvalid = "TLS_FILE_INVALID"
     }
 
     /// Stable machine-readable code.

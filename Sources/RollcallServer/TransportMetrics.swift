@@ -24,4 +24,8 @@ struct TransportMetrics {
     var httpResponses: [Int: Int] = [:]
     /// Upgrades refused (bad path, origin, or shutting down).
     var upgradesRejected = 0
+    /// Connections refused by the connection cap (503, or closed at accept).
+    var connectionsRefused = 0
+    /// Of those, closed at accept without a response (the 503 band was full).
+    var connectionsClosedAtAccept = 0
 }

@@ -20,6 +20,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Print raw JSON (one object per line) instead of human-readable text.")
     var json = false
 
+    @Flag(help: "For wss:// URLs, accept a self-signed certificate and skip the host name check (development only).")
+    var insecure = false
+
     @Option(help: "Seconds to wait for each reply.")
     var timeout: Double = 10
 
@@ -31,7 +34,7 @@ struct GlobalOptions: ParsableArguments {
     var replyTimeout: Duration { .milliseconds(Int64(timeout * 1000)) }
 
     static let valueOptions: Set<String> = ["--url", "--user", "--platform", "--token", "--timeout"]
-    static let flagOptions: Set<String> = ["--json"]
+    static let flagOptions: Set<String> = ["--json", "--insecure"]
 
     /// Moves global options written before the command name to the end of the arguments,
     /// so that both `rollcall-cli --user a ping` and `rollcall-cli ping --user a` work.
@@ -74,7 +77,9 @@ struct Session {
     static func open(_ options: GlobalOptions) throws -> Session {
         let connection: RollcallConnection
         do {
-            connection = try RollcallConnection.connect(url: options.url, subprotocol: "rollcall.v1", timeout: options.replyTimeout)
+            connection = try RollcallConnection.connect(
+                url: options.url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
+                allowSelfSignedCertificate: options.insecure)
         } catch {
             Output.fail("cannot connect to \(options.url): \(error)", code: 2)
         }

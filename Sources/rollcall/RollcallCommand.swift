@@ -34,6 +34,12 @@ struct RollcallCommand: ParsableCommand {
             FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        do {
+            try TLSFiles.check(configuration.tls)
+        } catch {
+            FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         if checkConfig {
             print("configuration OK")
             return

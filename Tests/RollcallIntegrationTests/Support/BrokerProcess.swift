@@ -45,8 +45,9 @@ final class BrokerProcess: @unchecked Sendable {
     private let output = OutputCollector()
 
     /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
-    /// `listening on HOST:PORT`.
-    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15) throws {
+    /// `listening on HOST:PORT`. A non-empty `wrapper` is a command the broker's command line
+    /// is appended to, e.g. `["/bin/sh", "-c", "ulimit -n 128 && exec \"$@\"", "sh"]`.
+    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15, wrapper: [String] = []) throws {
         let merged = Self.merge(Self.baseConfig, config)
         configURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
@@ -54,8 +55,9 @@ final class BrokerProcess: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw HarnessError("broker binary not found at \(Self.binary) (run `swift build` or set ROLLCALL_BINARY)")
         }
+        let command = wrapper + [Self.binary, "--config", configURL.path, "--port", "0"]
         let child = try ChildProcess(
-            executable: Self.binary, arguments: ["--config", configURL.path, "--port", "0"],
+            executable: command[0], arguments: Array(command.dropFirst()),
             directory: Self.packageRoot.path)
         process = child
         output.attach(stdout: child.stdout, stderr: child.stderr)
