@@ -175,8 +175,9 @@ extension CLITests {
         // Every argument and option line has a description.
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() where line.hasPrefix("  <") || line.hasPrefix("  --") {
-            let described = line.trimmingCharacters(in: .whitespaces).contains("  ")
-                || (index + 1 < lines.count && lines[index + 1].hasPrefix("        "))
+            // Drop the syntax (`--name`, `<value>`, `-h,`); what remains is the description.
+            let words = line.split(separator: " ").drop { $0.hasPrefix("-") || $0.hasPrefix("<") || $0.hasSuffix(",") }
+            let described = !words.isEmpty || (index + 1 < lines.count && lines[index + 1].hasPrefix("        "))
             #expect(described, "\(arguments): no help for \(line)")
         }
     }

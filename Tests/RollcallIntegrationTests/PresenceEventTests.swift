@@ -50,6 +50,7 @@ struct PresenceEventTests {
         let bob = try broker.session("bob")
         #expect(try alice.join("lobby").ok)
         #expect(try bob.join("lobby", state: ["k": "v"]).ok)
+        _ = try alice.presenceEvent("snapshot", channel: "lobby")
         _ = try alice.presenceEvent("join", channel: "lobby", publisher: "bob")
 
         bob.drop()
@@ -152,8 +153,8 @@ struct PresenceEventTests {
         #expect(first["mode"]?.stringValue == "interval")
         #expect(first["publisher"] == nil)
         #expect(first["interval"]?["join"]?.arrayValue?.first == "dave")
-        #expect(first["interval"]?["stateChanged"]?.arrayValue?.first == ["userId": "dave", "state": ["seat": "D4"]],
-                "a joiner with state is in stateChanged too")
+        #expect(first["interval"]?["stateChanged"]?.arrayValue?.contains(["userId": "dave", "state": ["seat": "D4"]]) == true,
+                "a joiner with state is in stateChanged too: \(first)")
         // dave receives interval events about himself too.
         #expect(try dave.presenceEvent("interval", channel: "stage")["interval"] != nil)
 
