@@ -198,7 +198,9 @@ struct StateCommand: ParsableCommand {
                 "channel": .string(channel), "channelType": channelType(stream), "state": try parseAssignments(entries),
             ])
             Output.line(global.json ? reply.description
-                : "state in \(channel): \(Output.state(reply["state"]))" + (reply["pending"]?.boolValue == true ? " (pending until you join)" : ""))
+                : "state in \(channel): \(Output.state(reply["state"]))" + (reply["pending"]?.boolValue == true
+                    ? " (pending: \(global.userId) is not in \(channel), and state held for a later join ends with this command; join first, e.g. in another terminal)"
+                    : ""))
             session.finish()
         }
     }
