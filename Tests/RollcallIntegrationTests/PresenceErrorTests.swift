@@ -6,7 +6,7 @@ import Testing
 
 /// Every presence error code of PROTOCOL §7 through the real binary; a refused request
 /// changes nothing.
-@Suite("Presence errors")
+@Suite("Presence errors", .serialized)
 struct PresenceErrorTests {
     @Test("INVALID_ARGUMENT: bad channel, channelType, pageSize, cursor, empty key, includeState without ids")
     func invalidArgument() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Presence event types through the real binary: fields and seq, timeout after an abrupt
 /// drop, truncated snapshots, interval mode and the way back.
-@Suite("Presence events")
+@Suite("Presence events", .serialized)
 struct PresenceEventTests {
     @Test("join, stateChanged, leave: every member, seq steps by one, timestamps from the broker clock")
     func eventFields() throws {

@@ -4,7 +4,7 @@ import RollcallProtocol
 import Testing
 
 /// Held sessions and listings under churn through the real binary.
-@Suite("Presence held sessions and listings")
+@Suite("Presence held sessions and listings", .serialized)
 struct PresenceHeldSessionTests {
     @Test("a held session keeps its user a member, gets no messages, and times out as the user's last session")
     func heldSessionIsLastSession() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// PROTOCOL §4 ops through the real binary: join, leave, publish, setState, removeState,
 /// getState, getOnlineUsers, getUserChannels.
-@Suite("Presence ops")
+@Suite("Presence ops", .serialized)
 struct PresenceOpsTests {
     @Test("join: reply, snapshot, join event with state; presence/messages flags; repeated join is idempotent")
     func joinFlagsAndIdempotence() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Presence across session boundaries through the real binary: resume after a drop,
 /// users with several sessions, and the §4 roster invariant in both modes.
-@Suite("Presence sessions")
+@Suite("Presence sessions", .serialized)
 struct PresenceSessionTests {
     @Test("resume: a dropped session is taken over with its channels and state, a fresh snapshot, and no event to others")
     func resumeOverTheWire() throws {
