@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "RollcallIntegrationTests",
-            dependencies: ["RollcallClient", "RollcallProtocol"],
+            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
             swiftSettings: cBridgeSettings
         ),
     ]

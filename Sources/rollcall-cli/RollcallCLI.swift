@@ -65,7 +65,7 @@ struct Raw: ParsableCommand {
 struct Join: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Join a channel and print events until Ctrl-C.")
     @OptionGroup var global: GlobalOptions
-    @Argument var channel: String
+    @Argument(help: "The channel to join.") var channel: String
     @Option(name: .long, parsing: .upToNextOption, help: "State entries key=value.") var state: [String] = []
     @Flag(help: "Use the stream channel type.") var stream = false
     @Flag(name: .customLong("no-presence"), help: "Do not receive presence events.") var noPresence = false
@@ -76,6 +76,8 @@ struct Join: ParsableCommand {
         args["presence"] = .bool(!noPresence)
         args["messages"] = .bool(!noMessages)
         if !state.isEmpty { args["state"] = try parseAssignments(state) }
+        // Catch Ctrl-C before anything is printed, so a quick interrupt still leaves politely.
+        let interrupted = InterruptFlag()
         let session = try Session.open(global)
         let reply = try session.call("join", .object(args))
         if global.json {
@@ -84,7 +86,6 @@ struct Join: ParsableCommand {
             Output.line("joined \(channel) as \(global.userId): occupancy \(reply["occupancy"]?.compactString ?? "?"), mode \(reply["mode"]?.stringValue ?? "?") (Ctrl-C to leave)")
         }
 
-        let interrupted = InterruptFlag()
         while !interrupted.isSet {
             switch Result(catching: { () throws(ClientError) -> Event in try session.connection.nextEvent(timeout: .milliseconds(250)) }) {
             case .success(let event):
@@ -124,7 +125,7 @@ final class InterruptFlag: @unchecked Sendable {
 struct Who: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the users online in a channel (getOnlineUsers).")
     @OptionGroup var global: GlobalOptions
-    @Argument var channel: String
+    @Argument(help: "The channel to list.") var channel: String
     @Flag(help: "Include each user's state.") var state = false
     @Flag(help: "Follow nextPage until the end.") var all = false
     @Flag(help: "Use the stream channel type.") var stream = false
@@ -187,7 +188,7 @@ struct StateCommand: ParsableCommand {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Merge key=value entries into your state (setState).")
         @OptionGroup var global: GlobalOptions
-        @Argument var channel: String
+        @Argument(help: "The channel.") var channel: String
         @Argument(help: "Entries key=value.") var entries: [String]
         @Flag(help: "Use the stream channel type.") var stream = false
 
@@ -197,7 +198,9 @@ struct StateCommand: ParsableCommand {
                 "channel": .string(channel), "channelType": channelType(stream), "state": try parseAssignments(entries),
             ])
             Output.line(global.json ? reply.description
-                : "state in \(channel): \(Output.state(reply["state"]))" + (reply["pending"]?.boolValue == true ? " (pending until you join)" : ""))
+                : "state in \(channel): \(Output.state(reply["state"]))" + (reply["pending"]?.boolValue == true
+                    ? " (pending: \(global.userId) is not in \(channel), and state held for a later join ends with this command; join first, e.g. in another terminal)"
+                    : ""))
             session.finish()
         }
     }
@@ -205,7 +208,7 @@ struct StateCommand: ParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove keys from your state (removeState).")
         @OptionGroup var global: GlobalOptions
-        @Argument var channel: String
+        @Argument(help: "The channel.") var channel: String
         @Argument(help: "Keys to remove.") var keys: [String]
         @Flag(help: "Use the stream channel type.") var stream = false
 
@@ -222,7 +225,7 @@ struct StateCommand: ParsableCommand {
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Read a user's state in a channel (getState).")
         @OptionGroup var global: GlobalOptions
-        @Argument var channel: String
+        @Argument(help: "The channel.") var channel: String
         @Argument(help: "The user whose state to read.") var userId: String
         @Flag(help: "Use the stream channel type.") var stream = false
 
@@ -240,8 +243,8 @@ struct StateCommand: ParsableCommand {
 struct Publish: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Publish a message (JSON if it parses, else a string).")
     @OptionGroup var global: GlobalOptions
-    @Argument var channel: String
-    @Argument var message: String
+    @Argument(help: "The channel to publish to.") var channel: String
+    @Argument(help: "The message: JSON when it parses (e.g. '{\"text\":\"hi\"}'), else sent as a string.") var message: String
     @Flag(help: "Use the stream channel type.") var stream = false
 
     func run() throws {
