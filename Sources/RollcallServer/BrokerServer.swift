@@ -79,8 +79,10 @@ public final class BrokerServer {
     /// 4096 (debug build, 2000 sessions). Socket reads go through lws' per-thread buffer, so a
     /// smaller chunk costs only more (cheap) receive callbacks for large messages.
     static let receiveChunkBytes = 1024
-    /// How long a connection the broker is closing may take to take its close frame.
-    static let closeGraceSeconds: Int32 = 3
+    /// How long a connection the broker is closing may take to take its close frame. A cut
+    /// slow consumer has to drain its socket buffers first; its queue is already dropped, so
+    /// the wait costs little, and 10 s lets a client that resumes reading late still see 1013.
+    static let closeGraceSeconds: Int32 = 10
     /// How long shutdown waits for connections to go before destroying the context.
     static let shutdownGraceMs: Int64 = 1000
 
