@@ -17,7 +17,7 @@ final class SessionTestBench {
         var configuration = Configuration()
         configuration.storage.path = nil
         configure(&configuration)
-        var seed = SeededGenerator(seed: 42)
+        var seed = SplitMix64(seed: 42)
         _ = seed.next()
         broker = Broker(configuration: configuration, clock: clock, random: seed)
     }
@@ -89,17 +89,4 @@ final class SessionTestBench {
 
     /// Everything a connection received so far.
     func received(on connection: ConnectionID) -> [JSON] { inbox[connection] ?? [] }
-}
-
-/// A deterministic random source (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
