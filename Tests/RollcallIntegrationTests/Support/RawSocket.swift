@@ -7,9 +7,14 @@ import Glibc
 final class RawSocket {
     private(set) var fd: Int32
 
-    init(port: Int) throws {
+    /// Connects to 127.0.0.1:`port`. `receiveBufferBytes` sets `SO_RCVBUF` before the
+    /// connect (a small value makes a reader that stops reading stall its peer quickly).
+    init(port: Int, receiveBufferBytes: Int? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket() failed") }
+        if var size = receiveBufferBytes.map(Int32.init) {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -152,8 +157,8 @@ final class SilentWebSocket {
     private(set) var pingsReceived = 0
 
     /// Connects and completes the upgrade on `path`; throws unless the answer is 101.
-    init(port: Int, path: String = "/v1") throws {
-        socket = try RawSocket(port: port)
+    init(port: Int, path: String = "/v1", receiveBufferBytes: Int? = nil) throws {
+        socket = try RawSocket(port: port, receiveBufferBytes: receiveBufferBytes)
         try socket.send(
             "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
