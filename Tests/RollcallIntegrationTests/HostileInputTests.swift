@@ -25,23 +25,10 @@ struct HostileInputTests {
         #expect(Set(rows.map(\.name)).count == rows.count, "row names are unique")
 
         for (index, row) in rows.enumerated() {
-            let hostile = try broker.connect()
-            if row.start == .loggedIn {
-                #expect(try hostile.login(userId: "hostile-\(index)").ok, "\(row.name): login")
-                #expect(try hostile.request("join", ["channel": .string(Self.channel), "state": ["row": .string("\(index)")]]).ok,
-                        "\(row.name): join")
-            }
-            do {
-                try row.run(HostileProbe(connection: hostile, row: row.name, broker: broker))
-            } catch {
-                Issue.record("\(row.name): \(error)")
-            }
-            if hostile.isOpen {
-                if row.start == .loggedIn, let difference = try neighbour.checkRoster() {
-                    Issue.record("\(row.name), hostile still connected: \(difference)")
-                }
-                hostile.close(code: 1000)
-                _ = try? hostile.waitForClose(timeout: .seconds(10))
+            if let offend = row.rawOffence {
+                try runRawRow(row.name, index: index, broker: broker, offend: offend)
+            } else {
+                try runRow(row, index: index, broker: broker, neighbour: neighbour)
             }
 
             // The neighbour: still connected, roster exact, messages in order.
@@ -49,7 +36,11 @@ struct HostileInputTests {
             if let difference = try neighbour.checkRoster() {
                 Issue.record("\(row.name): \(difference)")
             }
-            let published = try publisher.request("publish", ["channel": .string(Self.channel), "message": ["n": .int(index)]])
+            var published: Reply
+            repeat { // a well-behaved publisher waits out RATE_LIMITED
+                published = try publisher.request("publish", ["channel": .string(Self.channel), "message": ["n": .int(index)]])
+                if let retry = published.retryAfterMs { Thread.sleep(forTimeInterval: Double(retry) / 1000) }
+            } while published.errorCode == .rateLimited
             #expect(published.ok, "\(row.name): publish \(published)")
             #expect(neighbour.waitForMessage(index), "\(row.name): message \(index) did not reach the neighbour")
         }
@@ -59,6 +50,45 @@ struct HostileInputTests {
         #expect(try neighbour.checkRoster() == nil)
         #expect(try RawHTTP.get(port: broker.port, path: "/healthz").status == 200)
         #expect(broker.isRunning, "the broker survived the table")
+    }
+
+    /// Plays one row on a fresh lws connection; closes it afterwards if the row did not.
+    func runRow(_ row: HostileRow, index: Int, broker: BrokerProcess, neighbour: ChannelWatcher) throws {
+        let hostile = try broker.connect()
+        if row.start == .loggedIn {
+            #expect(try hostile.login(userId: "hostile-\(index)").ok, "\(row.name): login")
+            #expect(try hostile.request("join", ["channel": .string(Self.channel), "state": ["row": .string("\(index)")]]).ok,
+                    "\(row.name): join")
+        }
+        do {
+            try row.run(HostileProbe(connection: hostile, row: row.name, broker: broker))
+        } catch {
+            Issue.record("\(row.name): \(error)")
+        }
+        if hostile.isOpen {
+            if row.start == .loggedIn, let difference = try neighbour.checkRoster() {
+                Issue.record("\(row.name), hostile still connected: \(difference)")
+            }
+            hostile.close(code: 1000)
+            _ = try? hostile.waitForClose(timeout: .seconds(10))
+        }
+    }
+
+    /// A row whose offence makes the broker close while the client is still sending: read
+    /// with a raw socket. The broker closes the TCP connection right after its close frame;
+    /// the lws client, still writing, then meets a reset and reports a drop instead of the
+    /// code (a raw socket reads the close frame that arrived before the reset).
+    func runRawRow(_ name: String, index: Int, broker: BrokerProcess,
+                   offend: (SilentWebSocket) throws -> UInt16) throws {
+        let raw = try SilentWebSocket(port: broker.port)
+        try raw.sendText("{\"id\":1,\"op\":\"login\",\"userId\":\"raw-\(index)\"}")
+        try raw.sendText("{\"id\":2,\"op\":\"join\",\"channel\":\"\(Self.channel)\"}")
+        #expect(raw.waitForText(containing: "\"id\":2,\"ok\":true", timeout: 10), "\(name): joined first")
+        let code = try offend(raw)
+        let result = raw.readUntilClosed(timeout: 10)
+        #expect(result.closeCode == code, "\(name): close code \(String(describing: result.closeCode))")
+        #expect(result.closed, "\(name): the broker ended the connection")
+        raw.socket.close()
     }
 
     @Test("5000-deep nesting is INVALID_JSON (bounded decoder), and 64 levels still parse")
@@ -124,6 +154,22 @@ struct HostileRow: Sendable {
     let name: String
     let start: Start
     let run: @Sendable (HostileProbe) throws -> Void
+    /// For rows sent from a raw socket: sends the offence, returns the expected close code.
+    var rawOffence: (@Sendable (SilentWebSocket) throws -> UInt16)? = nil
+
+    init(name: String, start: Start, run: @escaping @Sendable (HostileProbe) throws -> Void) {
+        self.name = name
+        self.start = start
+        self.run = run
+    }
+
+    /// A row played on a raw socket (logged in and joined): `offend` sends the offence and
+    /// returns the close code the broker must send.
+    static func raw(_ name: String, _ offend: @escaping @Sendable (SilentWebSocket) throws -> UInt16) -> HostileRow {
+        var row = HostileRow(name: name, start: .fresh) { _ in }
+        row.rawOffence = offend
+        return row
+    }
 
     /// A text frame answered with `code` (nil: success) and `id`.
     static func reply(_ name: String, _ start: Start, _ frame: String, _ code: ErrorCode?, id: JSON = "r") -> HostileRow {
@@ -378,7 +424,11 @@ struct HostileRow: Sendable {
 
     static let transport: [HostileRow] = [
         close("binary frame", 1003) { $0.sendBinary(Array("{\"id\":\"r\",\"op\":\"ping\"}".utf8)) },
-        close("fragmented binary frame", 1003) { $0.sendFragmented(Array("{\"id\":\"r\",\"op\":\"ping\"}".utf8), fragmentSize: 5, binary: true) },
+        raw("fragmented binary frame") { socket in
+            try socket.sendFrame(Array("{\"id\":\"r\",".utf8), opcode: 0x2, fin: false)
+            try? socket.sendFrame(Array("\"op\":\"ping\"}".utf8), opcode: 0x0, fin: true) // may meet a closed socket
+            return 1003
+        },
         close("invalid UTF-8 (C3 28)", 1007) { $0.sendRawText(wrap([0xC3, 0x28])) },
         close("UTF-8-encoded surrogate (ED A0 80)", 1007) { $0.sendRawText(wrap([0xED, 0xA0, 0x80])) },
         close("overlong encoding (C0 AF)", 1007) { $0.sendRawText(wrap([0xC0, 0xAF])) },
@@ -386,8 +436,23 @@ struct HostileRow: Sendable {
         close("code point above U+10FFFF (F4 90 80 80)", 1007) { $0.sendRawText(wrap([0xF4, 0x90, 0x80, 0x80])) },
         close("truncated sequence at the end", 1007) { $0.sendRawText(Array("{\"id\":\"r\",\"op\":\"ping\"}".utf8) + [0xE2, 0x82]) },
         close("invalid UTF-8 across fragments", 1007) { $0.sendFragmented(wrap([0xE2, 0x82, 0xC0, 0xAF]), fragmentSize: 7) },
-        close("one frame over maxFrameBytes", 1009) { $0.sendRawText(paddedPing(total: defaultFrameLimit + 1)) },
-        close("fragments adding up to over maxFrameBytes", 1009) { $0.sendFragmented(paddedPing(total: defaultFrameLimit + 1), fragmentSize: 2048) },
+        raw("one frame over maxFrameBytes") { socket in
+            try? socket.sendFrame(paddedPing(total: defaultFrameLimit + 1)) // the broker may close mid-frame
+            return 1009
+        },
+        raw("fragments adding up to over maxFrameBytes") { socket in
+            let message = paddedPing(total: defaultFrameLimit + 1)
+            for start in stride(from: 0, to: message.count, by: 2048) {
+                let end = min(message.count, start + 2048)
+                do {
+                    try socket.sendFrame(Array(message[start..<end]), opcode: start == 0 ? 0x1 : 0x0, fin: end == message.count)
+                } catch { break } // closed mid-message: expected
+            }
+            return 1009
+        },
+        close("binary frame of two bytes", 1003) {
+            $0.sendBinary([0x00, 0xFF])
+        },
         custom("fragmented request in 3-byte pieces") { probe in
             try probe.expectReply(to: [], id: "r", code: nil) { $0.sendFragmented(Array("{\"id\":\"r\",\"op\":\"ping\"}".utf8), fragmentSize: 3) }
         },

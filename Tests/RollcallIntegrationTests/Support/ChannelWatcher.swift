@@ -54,12 +54,17 @@ final class ChannelWatcher {
     /// Asks `getOnlineUsers` (with states) and compares it with the roster as of that reply.
     /// Returns nil when they match, else a description of the difference.
     func checkRoster(timeout: Duration = .seconds(10)) throws -> String? {
-        checks += 1
-        let id = JSON.string("roster-\(checks)")
-        let reply = try connection.request("getOnlineUsers", [
-            "channel": .string(channel), "channelType": .string(channelType),
-            "includeState": true, "pageSize": 1000,
-        ], id: id, timeout: timeout)
+        var id: JSON
+        var reply: Reply
+        repeat { // a well-behaved client waits out RATE_LIMITED
+            checks += 1
+            id = JSON.string("roster-\(checks)")
+            reply = try connection.request("getOnlineUsers", [
+                "channel": .string(channel), "channelType": .string(channelType),
+                "includeState": true, "pageSize": 1000,
+            ], id: id, timeout: timeout)
+            if let retry = reply.retryAfterMs { Thread.sleep(forTimeInterval: Double(retry) / 1000) }
+        } while reply.errorCode == .rateLimited
         guard reply.ok else { return "getOnlineUsers failed: \(reply)" }
         let transcript = connection.transcript
         guard let position = transcript[cursor...].firstIndex(where: { $0["event"] == nil && $0["id"] == id }) else {

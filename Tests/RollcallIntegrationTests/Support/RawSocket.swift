@@ -177,9 +177,12 @@ final class SilentWebSocket {
     }
 
     /// Sends one masked text frame.
-    func sendText(_ text: String) throws {
-        let payload = Array(text.utf8)
-        var frame: [UInt8] = [0x81]
+    func sendText(_ text: String) throws { try sendFrame(Array(text.utf8)) }
+
+    /// Sends one masked frame: `opcode` 1 text, 2 binary, 0 continuation; `fin` false for
+    /// all but the last fragment of a message.
+    func sendFrame(_ payload: [UInt8], opcode: UInt8 = 0x1, fin: Bool = true) throws {
+        var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) }
         else if payload.count <= 0xffff { frame.append(0x80 | 126); frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] }
         else { frame.append(0x80 | 127); frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xff) } }
@@ -192,6 +195,23 @@ final class SilentWebSocket {
     /// Reads frames (counting pings, answering nothing) until the broker ends the TCP
     /// connection or `timeout` passes. Returns the text frames seen and whether it closed.
     func readUntilClosed(timeout: TimeInterval) -> (texts: [String], closeCode: UInt16?, closed: Bool) {
+        read(timeout: timeout) { _ in false }
+    }
+
+    /// Reads frames until a text frame contains `text` (true) or the connection ends or
+    /// `timeout` passes (false).
+    func waitForText(containing text: String, timeout: TimeInterval) -> Bool {
+        var found = false
+        _ = read(timeout: timeout) { texts in
+            found = texts.contains { $0.contains(text) }
+            return found
+        }
+        return found
+    }
+
+    /// Reads frames until `done(texts so far)` holds, the broker ends the connection, or
+    /// `timeout` passes.
+    private func read(timeout: TimeInterval, until done: ([String]) -> Bool) -> (texts: [String], closeCode: UInt16?, closed: Bool) {
         let deadline = Date(timeIntervalSinceNow: timeout)
         var texts: [String] = []
         var closeCode: UInt16? = nil
@@ -204,6 +224,7 @@ final class SilentWebSocket {
                 default: break
                 }
             }
+            if done(texts) { return (texts, closeCode, false) }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return (texts, closeCode, false) }
             guard let chunk = socket.receive(timeout: remaining) else { return (texts, closeCode, false) }
