@@ -137,11 +137,24 @@ extension RollcallConnection {
     func deliver(message: [UInt8]) {
         var parsed: [JSONObject] = []
         var malformed = 0
-        for line in message.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-            if case .object(let object)? = try? JSONParser.parse(line) {
-                parsed.append(object)
-            } else {
-                malformed += 1
+        // memchr rather than the generic `split`, which walks byte by byte through witness
+        // tables in debug builds — the tests' fan-out runs are bound by this loop.
+        message.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var start = 0
+            while start < buffer.count {
+                var end = buffer.count
+                if let found = memchr(base + start, 0x0A, buffer.count - start) {
+                    end = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+                }
+                if end > start {
+                    if case .object(let object)? = try? JSONParser.parse(UnsafeBufferPointer(rebasing: buffer[start..<end])) {
+                        parsed.append(object)
+                    } else {
+                        malformed += 1
+                    }
+                }
+                start = end + 1
             }
         }
         var actions: [() -> Void] = []

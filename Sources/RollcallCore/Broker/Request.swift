@@ -70,9 +70,13 @@ extension Request {
     }
 
     /// An optional number as a double (absent or null: nil).
+    ///
+    /// A literal beyond `Double`'s range (`1e400`, 400 digits) is still a number — the right
+    /// JSON type — and comes back as ±infinity, so that callers reject it as out of range
+    /// (`INVALID_ARGUMENT`) or clamp it, like any other too-large value.
     public func optionalNumber(_ key: String) throws(BrokerError) -> Double? {
         guard let value = arguments[key], !value.isNull else { return nil }
-        guard case .number(let n) = value, let d = n.doubleValue, d.isFinite else {
+        guard case .number(let n) = value, let d = n.doubleValue, !d.isNaN else {
             throw BrokerError(.invalidRequest, "\(key) must be a number")
         }
         return d

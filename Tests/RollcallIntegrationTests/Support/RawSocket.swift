@@ -7,9 +7,14 @@ import Glibc
 final class RawSocket {
     private(set) var fd: Int32
 
-    init(port: Int) throws {
+    /// Connects to 127.0.0.1:`port`. `receiveBufferBytes` sets `SO_RCVBUF` before the
+    /// connect (a small value makes a reader that stops reading stall its peer quickly).
+    init(port: Int, receiveBufferBytes: Int? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket() failed") }
+        if var size = receiveBufferBytes.map(Int32.init) {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -152,8 +157,8 @@ final class SilentWebSocket {
     private(set) var pingsReceived = 0
 
     /// Connects and completes the upgrade on `path`; throws unless the answer is 101.
-    init(port: Int, path: String = "/v1") throws {
-        socket = try RawSocket(port: port)
+    init(port: Int, path: String = "/v1", receiveBufferBytes: Int? = nil) throws {
+        socket = try RawSocket(port: port, receiveBufferBytes: receiveBufferBytes)
         try socket.send(
             "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
@@ -172,9 +177,12 @@ final class SilentWebSocket {
     }
 
     /// Sends one masked text frame.
-    func sendText(_ text: String) throws {
-        let payload = Array(text.utf8)
-        var frame: [UInt8] = [0x81]
+    func sendText(_ text: String) throws { try sendFrame(Array(text.utf8)) }
+
+    /// Sends one masked frame: `opcode` 1 text, 2 binary, 0 continuation; `fin` false for
+    /// all but the last fragment of a message.
+    func sendFrame(_ payload: [UInt8], opcode: UInt8 = 0x1, fin: Bool = true) throws {
+        var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) }
         else if payload.count <= 0xffff { frame.append(0x80 | 126); frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] }
         else { frame.append(0x80 | 127); frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xff) } }
@@ -187,6 +195,23 @@ final class SilentWebSocket {
     /// Reads frames (counting pings, answering nothing) until the broker ends the TCP
     /// connection or `timeout` passes. Returns the text frames seen and whether it closed.
     func readUntilClosed(timeout: TimeInterval) -> (texts: [String], closeCode: UInt16?, closed: Bool) {
+        read(timeout: timeout) { _ in false }
+    }
+
+    /// Reads frames until a text frame contains `text` (true) or the connection ends or
+    /// `timeout` passes (false).
+    func waitForText(containing text: String, timeout: TimeInterval) -> Bool {
+        var found = false
+        _ = read(timeout: timeout) { texts in
+            found = texts.contains { $0.contains(text) }
+            return found
+        }
+        return found
+    }
+
+    /// Reads frames until `done(texts so far)` holds, the broker ends the connection, or
+    /// `timeout` passes.
+    private func read(timeout: TimeInterval, until done: ([String]) -> Bool) -> (texts: [String], closeCode: UInt16?, closed: Bool) {
         let deadline = Date(timeIntervalSinceNow: timeout)
         var texts: [String] = []
         var closeCode: UInt16? = nil
@@ -199,6 +224,7 @@ final class SilentWebSocket {
                 default: break
                 }
             }
+            if done(texts) { return (texts, closeCode, false) }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 { return (texts, closeCode, false) }
             guard let chunk = socket.receive(timeout: remaining) else { return (texts, closeCode, false) }
