@@ -45,8 +45,8 @@ final class BrokerProcess: @unchecked Sendable {
     private let output = OutputCollector()
 
     /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
-    /// `listening on HOST:PORT`.
-    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15) throws {
+    /// `listening on HOST:PORT`. `blockedSignals` start blocked in the broker's signal mask.
+    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15, blockedSignals: [Int32] = []) throws {
         let merged = Self.merge(Self.baseConfig, config)
         configURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
@@ -56,7 +56,7 @@ final class BrokerProcess: @unchecked Sendable {
         }
         let child = try ChildProcess(
             executable: Self.binary, arguments: ["--config", configURL.path, "--port", "0"],
-            directory: Self.packageRoot.path)
+            directory: Self.packageRoot.path, blockedSignals: blockedSignals)
         process = child
         output.attach(stdout: child.stdout, stderr: child.stderr)
         guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
