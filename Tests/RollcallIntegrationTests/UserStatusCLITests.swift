@@ -14,7 +14,7 @@ struct UserStatusCLITests {
 
     @Test("status set / get / clear: human output and --json")
     func setGetClear() throws {
-        let broker = try BrokerProcess()
+        let broker = try BrokerProcess(config: UserStatusTests.relaxedRates)
         let set = try cli(["status", "set", "Out to lunch", "--url", broker.url(), "--user", "bob"])
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout.contains("custom status of bob: \"Out to lunch\""), "\(set.stdout)")
@@ -28,7 +28,8 @@ struct UserStatusCLITests {
 
         let json = try cli(["status", "get", "bob", "--url", broker.url(), "--user", "alice", "--json"])
         #expect(json.status == 0, "\(json.stderr)")
-        let reply = Reply(try #require(try JSONParser.parse(String(try #require(json.stdout.split(separator: "\n").first))).objectValue))
+        let line = try #require(json.stdout.split(separator: "\n").first)
+        let reply = Reply(try #require(try JSONParser.parse(String(line)).objectValue))
         #expect(reply.ok)
         #expect(reply.status(of: "bob")?.customStatusText == "Out to lunch")
 
@@ -47,6 +48,10 @@ struct UserStatusCLITests {
         let tooLong = try cli(["status", "set", String(repeating: "x", count: 65), "--url", broker.url(), "--user", "bob"])
         #expect(tooLong.status == 1)
         #expect(tooLong.stderr.contains("CUSTOM_STATUS_TOO_LONG"), "\(tooLong.stderr)")
+        // Regression: an error reply used to exit without a logout, leaving bob online (held
+        // session of platform cli) for presence.timeoutSeconds.
+        let dave = try broker.session("dave", platform: "web")
+        #expect(try dave.userStatus(of: "bob").statusText == "loggedOut", "the failed CLI call logged out")
         let self_ = try cli(["status", "watch", "bob", "--for", "0.5", "--url", broker.url(), "--user", "bob"])
         #expect(self_.status == 1)
         #expect(self_.stderr.contains("CANNOT_SUBSCRIBE_SELF"), "\(self_.stderr)")
