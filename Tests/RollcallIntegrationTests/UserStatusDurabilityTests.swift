@@ -100,6 +100,27 @@ struct UserStatusDurabilityTests {
         try checkAfterRestart(storagePath: path, stored: stored)
     }
 
+    @Test("the cap's earliest-made order survives a restart")
+    func capOrderSurvivesRestart() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("rollcall.db")
+        let config: [String: Any] = ["storage": ["path": path], "userStatus": ["maxSubscriptionsPerUser": 2]]
+        let first = try BrokerProcess(config: config)
+        let alice = try first.session("alice", platform: "web")
+        // Made in the order zed, amy (byte order is the reverse); amy renewed later.
+        #expect(try alice.subscribe(["zed"]).ok)
+        #expect(try alice.subscribe(["amy"]).ok)
+        #expect(try alice.subscribe(["zed"], duration: 600).ok)
+        _ = try #require(first.stop(), "broker did not exit")
+
+        let second = try BrokerProcess(config: config)
+        let again = try second.session("alice", platform: "web")
+        #expect(try again.subscribe(["bob"]).ok)
+        let event = try again.waitForSubscriptionsEvent()
+        #expect(event.added == ["bob"])
+        #expect(event.removed == ["zed"], "zed was made first, renewal and restart notwithstanding")
+    }
+
     @Test("the database is in WAL mode", .enabled(if: SQLiteShell.isAvailable))
     func walMode() throws {
         let directory = try TemporaryDirectory()
