@@ -1,5 +1,6 @@
 #include "CRollcallShim.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,4 +84,12 @@ void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_fl
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (context || flag) {
+        /* A mask inherited from the parent survives exec; a blocked SIGTERM would never stop us. */
+        sigset_t stop_signals;
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGINT);
+        sigaddset(&stop_signals, SIGTERM);
+        pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
+    }
 }

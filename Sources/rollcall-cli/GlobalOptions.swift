@@ -95,10 +95,14 @@ struct Session {
         try Self.request(connection, options) { () throws(ClientError) -> Reply in try connection.request(op, args, timeout: options.replyTimeout) }
     }
 
-    /// Sends one request and returns its result; exits with the error code on an error reply.
+    /// Sends one request and returns its result; on an error reply logs out (so the user is
+    /// not left online through a held session) and exits with the error code.
     func call(_ op: String, _ args: JSON = [:]) throws -> Reply {
         let reply = try request(op, args)
-        if !reply.ok { Output.failReply(reply, options) }
+        if !reply.ok {
+            finish()
+            Output.failReply(reply, options)
+        }
         return reply
     }
 

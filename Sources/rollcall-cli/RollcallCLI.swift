@@ -9,7 +9,7 @@ struct RollcallCLI: ParsableCommand {
         commandName: "rollcall-cli",
         abstract: "Talk to a Rollcall presence broker.",
         discussion: "Global options (--url, --user, --platform, --token, --json, --timeout) may come before or after the command.",
-        subcommands: [Ping.self, Raw.self, Join.self, Who.self, Where.self, StateCommand.self, Publish.self, Token.self]
+        subcommands: [Ping.self, Raw.self, Join.self, Who.self, Where.self, StateCommand.self, Publish.self, StatusCommand.self, Token.self]
     )
 }
 

@@ -1,1 +1,2 @@
+unblockStopSignals()
 RollcallCommand.main()

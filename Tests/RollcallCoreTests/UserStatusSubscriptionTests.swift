@@ -65,6 +65,22 @@ struct UserStatusSubscriptionTests {
         #expect(listed.map { $0["userId"] } == ["second", "third"])
     }
 
+    /// Regression: subscriptions made in the same millisecond (one batch, or quick calls)
+    /// came back from the store in byte order of target, so the cap then dropped the wrong one.
+    @Test func sameMillisecondCreationOrderSurvivesRestart() {
+        let store = MemoryStatusStore()
+        let h = StatusHarness(store: store) { $0.userStatus.maxSubscriptionsPerUser = 3 }
+        let alice = h.login("alice")
+        h.ok(alice, "subscribeUserStatus", ["userIds": ids("zed", "yan")])
+        h.ok(alice, "subscribeUserStatus", ["userIds": ids("amy")])
+        h.shutdown()
+        h.restart()
+        let again = h.login("alice")
+        h.ok(again, "subscribeUserStatus", ["userIds": ids("bob", "cal")])
+        let listed = h.ok(again, "getSubscriptions")["subscriptions"]!.arrayValue!
+        #expect(listed.map { $0["userId"] } == ["amy", "bob", "cal"], "zed then yan were made first")
+    }
+
     @Test func capDropsEarliestMadeAndTellsAllSessions() {
         let h = StatusHarness { $0.userStatus.maxSubscriptionsPerUser = 3 }
         let alice = h.login("alice")

@@ -21,6 +21,16 @@ struct ShutdownTests {
         }
     }
 
+    @Test("a broker spawned with SIGINT/SIGTERM blocked unblocks them: SIGTERM still stops it gracefully")
+    func sigtermWhenSpawnedBlocked() throws {
+        let broker = try BrokerProcess(blockedSignals: [SIGINT, SIGTERM])
+        let session = try broker.session("alice")
+        let exit = try #require(broker.stop(timeout: 5), "the broker ignored SIGTERM")
+        #expect(!exit.signaled)
+        #expect(exit.status == 0)
+        #expect(try session.waitForClose(timeout: .seconds(3)).code == 1001)
+    }
+
     @Test("after SIGTERM the port no longer accepts connections")
     func stopsListening() throws {
         let broker = try BrokerProcess()

@@ -64,7 +64,8 @@ void rollcall_request_stop(struct lws_context *context, rollcall_stop_flag_t *fl
 int rollcall_stop_requested(const rollcall_stop_flag_t *flag);
 
 /// Installs SIGINT/SIGTERM handlers that only call `rollcall_request_stop(context, flag)`.
-/// Also ignores SIGPIPE. Call again with NULLs to detach (restores the default handlers).
+/// Also ignores SIGPIPE and unblocks SIGINT/SIGTERM on the calling thread. Call again with NULLs
+/// to detach (restores the default handlers).
 void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_flag_t *flag);
 
 #endif

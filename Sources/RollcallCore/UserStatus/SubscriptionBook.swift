@@ -21,6 +21,8 @@ struct SubscriptionBook {
     private var byTarget: [Name: Set<Name>] = [:]
     private var expiries = TimerQueue<SubscriptionKey>()
     private var nextOrder: UInt64 = 0
+    /// Per subscriber with subscriptions, the latest creation time handed out.
+    private var latestCreatedAt: [Name: Timestamp] = [:]
 
     /// Total subscriptions.
     private(set) var count = 0
@@ -40,8 +42,18 @@ struct SubscriptionBook {
     /// Number of users `subscriber` follows.
     func subscriptionCount(of subscriber: Name) -> Int { bySubscriber[subscriber]?.count ?? 0 }
 
+    /// The creation time for a subscription `subscriber` makes at `now`: `now`, or 1 ms after
+    /// their latest one, so that creation times are distinct per subscriber and the
+    /// earliest-made order survives a restart (the store keeps only `createdAt`; ties would
+    /// come back in byte order of target).
+    func creationTime(for subscriber: Name, now: Timestamp) -> Timestamp {
+        guard let latest = latestCreatedAt[subscriber] else { return now }
+        return max(now, latest + 1)
+    }
+
     /// Adds a new subscription (the caller checked it does not exist).
     mutating func add(_ subscriber: Name, _ target: Name, createdAt: Timestamp, expiresAt: Timestamp) {
+        latestCreatedAt[subscriber] = max(latestCreatedAt[subscriber] ?? createdAt, createdAt)
         nextOrder += 1
         bySubscriber[subscriber, default: [:]][target] = Entry(createdAt: createdAt, expiresAt: expiresAt, order: nextOrder)
         bySubscriberOrder[subscriber, default: []].append((target, nextOrder))
@@ -64,6 +76,7 @@ struct SubscriptionBook {
         if bySubscriber[subscriber]?.isEmpty == true {
             bySubscriber[subscriber] = nil
             bySubscriberOrder[subscriber] = nil
+            latestCreatedAt[subscriber] = nil
         } else {
             compactOrderIfMostlyStale(subscriber)
         }

@@ -91,9 +91,10 @@ extension UserStatusEngine {
             } else if book.subscriberCount(of: target) >= limits.maxSubscribersPerUser {
                 failed.append(Self.failure(target.string, .targetSubscriberLimit))
             } else {
-                book.add(me, target, createdAt: now, expiresAt: expiresAt)
+                let createdAt = book.creationTime(for: me, now: now)
+                book.add(me, target, createdAt: createdAt, expiresAt: expiresAt)
                 store.write(.upsertSubscription(StoredSubscription(
-                    subscriber: me, target: target, createdAt: now, expiresAt: expiresAt)))
+                    subscriber: me, target: target, createdAt: createdAt, expiresAt: expiresAt)))
                 added.append(target)
                 statuses.append(record(of: target).json)
             }

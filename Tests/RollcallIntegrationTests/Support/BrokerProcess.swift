@@ -47,7 +47,9 @@ final class BrokerProcess: @unchecked Sendable {
     /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
     /// `listening on HOST:PORT`. A non-empty `wrapper` is a command the broker's command line
     /// is appended to, e.g. `["/bin/sh", "-c", "ulimit -n 128 && exec \"$@\"", "sh"]`.
-    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15, wrapper: [String] = []) throws {
+    /// `blockedSignals` start blocked in the broker's signal mask.
+    init(config: [String: Any] = [:], startTimeout: TimeInterval = 15, wrapper: [String] = [],
+         blockedSignals: [Int32] = []) throws {
         let merged = Self.merge(Self.baseConfig, config)
         configURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
@@ -58,7 +60,7 @@ final class BrokerProcess: @unchecked Sendable {
         let command = wrapper + [Self.binary, "--config", configURL.path, "--port", "0"]
         let child = try ChildProcess(
             executable: command[0], arguments: Array(command.dropFirst()),
-            directory: Self.packageRoot.path)
+            directory: Self.packageRoot.path, blockedSignals: blockedSignals)
         process = child
         output.attach(stdout: child.stdout, stderr: child.stderr)
         guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),

@@ -17,7 +17,9 @@ final class ChildProcess: @unchecked Sendable {
     private var waitStatus: Int32?
     private static let spawnLock = NSLock()
 
-    init(executable: String, arguments: [String], directory: String) throws {
+    /// Starts `executable`; `blockedSignals` are blocked in the child's initial signal mask
+    /// (to check that a program unblocks what it needs).
+    init(executable: String, arguments: [String], directory: String, blockedSignals: [Int32] = []) throws {
         var outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
         // Close-on-exec, so children spawned concurrently by other tests do not inherit these
         // pipes (dup2 in the child clears the flag on its own stdout/stderr). The lock keeps
@@ -40,6 +42,7 @@ final class ChildProcess: @unchecked Sendable {
         defer { posix_spawnattr_destroy(&attributes) }
         var empty = sigset_t(), all = sigset_t()
         sigemptyset(&empty)
+        for number in blockedSignals { sigaddset(&empty, number) }
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &all)
