@@ -6,11 +6,12 @@ import Testing
 extension CLITests {
     static let escape = "\u{1B}["
 
-    /// Runs the CLI on a pseudo-terminal through `script(1)`, with extra environment entries.
+    /// Runs the CLI on a pseudo-terminal through `script(1)`, with `TERM=xterm`, without the
+    /// test runner's `NO_COLOR`, and with extra environment entries.
     func cliOnTerminal(_ arguments: [String], environment: [String] = []) throws -> String {
         func quoted(_ word: String) -> String { "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let command = ([Self.cliBinary] + arguments).map(quoted).joined(separator: " ")
-        let child = try ChildProcess(executable: "/usr/bin/env", arguments: environment + ["script", "-qec", command, "/dev/null"],
+        let child = try ChildProcess(executable: "/usr/bin/env", arguments: ["-u", "NO_COLOR", "TERM=xterm"] + environment + ["script", "-qec", command, "/dev/null"],
                                      directory: BrokerProcess.packageRoot.path)
         let output = OutputCollector()
         output.attach(stdout: child.stdout, stderr: child.stderr)
@@ -40,7 +41,8 @@ extension CLITests {
     func colorOnTerminal() throws {
         let broker = try BrokerProcess()
         let base = ["--url", broker.url(), "--user", "alice", "ping"]
-        #expect(try cliOnTerminal(base).contains("\(Self.escape)32mpong"))
+        let auto = try cliOnTerminal(base)
+        #expect(auto.contains("\(Self.escape)32mpong"), "\(auto.debugDescription)")
         let noColor = try cliOnTerminal(base, environment: ["NO_COLOR=1"])
         #expect(noColor.contains("pong from"), "\(noColor)")
         #expect(!noColor.contains(Self.escape), "\(noColor)")
