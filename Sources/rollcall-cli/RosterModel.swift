@@ -30,8 +30,6 @@ struct RosterModel {
         members.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
     }
 
-    var count: Int { members.count }
-
     /// Applies a presence event of this channel; returns what changed (empty for other events).
     mutating func apply(_ event: Event) -> [Change] {
         guard event.name == "presence", event["channel"]?.stringValue == channel, let type = event.type else { return [] }

@@ -65,4 +65,22 @@ extension CLITests {
         running.output.waitForEOF(timeout: 5)
         #expect(running.output.stdoutText.contains("leaving hall: roster: 2 member(s), occupancy 2"), "\(running.output.stdoutText)")
     }
+
+    @Test("watch completes a truncated snapshot with getOnlineUsers pages")
+    func watchTruncatedSnapshot() throws {
+        let broker = try BrokerProcess(config: ["presence": ["snapshotMaxMembers": 2]])
+        var members: [RollcallConnection] = []
+        for name in ["m1", "m2", "m3", "m4", "m5"] {
+            let connection = try broker.session(name)
+            #expect(try connection.join("big", presence: false, state: ["n": name]).ok)
+            members.append(connection)
+        }
+        let running = try startCLI(["--url", broker.url(), "--user", "alice", "watch", "big", "--state"])
+        defer { if running.child.status == nil { running.child.send(SIGKILL) } }
+        #expect(running.waitForOutput("snapshot: 2 member(s)"), "\(running.output.stdoutText)\n\(running.output.stderrText)")
+        #expect(running.waitForOutput("roster: 6 member(s), occupancy 6, mode announce"), "\(running.output.stdoutText)")
+        #expect(running.waitForOutput(": alice ({}), m1 (n=m1), m2 (n=m2), m3 (n=m3), m4 (n=m4), m5 (n=m5)"), "\(running.output.stdoutText)")
+        running.child.send(SIGINT)
+        #expect(running.child.waitForExit(timeout: 10) != nil)
+    }
 }
