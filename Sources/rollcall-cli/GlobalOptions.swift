@@ -26,6 +26,12 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Seconds to wait for each reply.")
     var timeout: Double = 10
 
+    @Option(help: ArgumentHelp("Colour human-readable output: always, never, or auto (only on a terminal, and not when NO_COLOR is set).", valueName: "when"))
+    var color: ColorChoice = .auto
+
+    /// The styling for human-readable output (always plain with `--json`).
+    var style: Style { json ? .plain : Style.resolve(color) }
+
     /// The user id to log in with.
     var userId: String {
         user ?? ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "cli"
@@ -33,7 +39,7 @@ struct GlobalOptions: ParsableArguments {
 
     var replyTimeout: Duration { .milliseconds(Int64(timeout * 1000)) }
 
-    static let valueOptions: Set<String> = ["--url", "--user", "--platform", "--token", "--timeout"]
+    static let valueOptions: Set<String> = ["--url", "--user", "--platform", "--token", "--timeout", "--color"]
     static let flagOptions: Set<String> = ["--json", "--insecure"]
 
     /// Moves global options written before the command name to the end of the arguments,

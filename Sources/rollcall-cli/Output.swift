@@ -11,6 +11,12 @@ enum Output {
         fflush(stdout)
     }
 
+    /// Writes text to stdout as is (no newline added) and flushes.
+    static func raw(_ text: String) {
+        print(text, terminator: "")
+        fflush(stdout)
+    }
+
     /// Prints to stderr and exits with `code`.
     static func fail(_ message: String, code: Int32) -> Never {
         FileHandle.standardError.write(Data("error: \(message)\n".utf8))
@@ -39,34 +45,34 @@ enum Output {
     }
 
     /// One event in human-readable form.
-    static func event(_ event: Event) -> String {
+    static func event(_ event: Event, _ style: Style = .plain) -> String {
         let channel = event["channel"]?.stringValue ?? ""
         let stream = event["channelType"]?.stringValue == "stream" ? " (stream)" : ""
-        let clock = time(event["timestamp"]?.numberValue?.intValue).suffix(13)
+        let clock = style.dim("[\(time(event["timestamp"]?.numberValue?.intValue).suffix(13))]")
         switch event.name {
         case "presence":
             let type = event.type ?? "?"
-            let who = event["publisher"]?.stringValue ?? ""
+            let who = style.bold(event["publisher"]?.stringValue ?? "")
             let occupancy = event["occupancy"]?.numberValue?.intValue.map(String.init) ?? "?"
-            let head = "[\(clock)] \(channel)\(stream) \(type)"
+            let head = "\(clock) \(channel)\(stream) \(style.presenceType(type))"
             switch type {
             case "snapshot":
                 let members = event["snapshot"]?.arrayValue ?? []
                 var text = "\(head): \(members.count) member(s), occupancy \(occupancy), seq \(event["seq"]?.compactString ?? "?")"
                 for member in members {
-                    text += "\n    \(member["userId"]?.stringValue ?? "?") \(state(member["state"]))"
+                    text += "\n    \(style.bold(member["userId"]?.stringValue ?? "?")) \(state(member["state"]))"
                 }
                 if event["truncated"]?.boolValue == true { text += "\n    … truncated, nextPage \(event["nextPage"]?.compactString ?? "null")" }
                 return text
             case "interval":
                 let delta = event["interval"]
                 func list(_ key: String) -> String {
-                    (delta?[key]?.arrayValue ?? []).compactMap { $0.stringValue }.joined(separator: ", ")
+                    (delta?[key]?.arrayValue ?? []).compactMap { $0.stringValue.map(style.bold) }.joined(separator: ", ")
                 }
                 var text = "\(head): occupancy \(occupancy)"
-                for key in ["join", "leave", "timeout"] where !list(key).isEmpty { text += "\n    \(key): \(list(key))" }
+                for key in ["join", "leave", "timeout"] where !list(key).isEmpty { text += "\n    \(style.presenceType(key)): \(list(key))" }
                 for change in delta?["stateChanged"]?.arrayValue ?? [] {
-                    text += "\n    stateChanged: \(change["userId"]?.stringValue ?? "?") \(state(change["state"]))"
+                    text += "\n    \(style.presenceType("stateChanged")): \(style.bold(change["userId"]?.stringValue ?? "?")) \(state(change["state"]))"
                 }
                 return text
             case "join", "stateChanged":
@@ -75,12 +81,12 @@ enum Output {
                 return "\(head) \(who) (occupancy \(occupancy))"
             }
         case "message":
-            let from = event["publisher"]?.stringValue ?? "?"
+            let from = style.bold(event["publisher"]?.stringValue ?? "?")
             let message = event["message"].map { $0.stringValue ?? $0.compactString } ?? ""
-            return "[\(clock)] \(channel)\(stream) <\(from)> \(message)"
+            return "\(clock) \(channel)\(stream) <\(from)> \(message)"
         case "userStatus":
             return (event["statuses"]?.arrayValue ?? []).map { status in
-                "[status] \(status["userId"]?.stringValue ?? "?"): \(status["status"]?.stringValue ?? "?")"
+                "\(style.dim("[status]")) \(style.bold(status["userId"]?.stringValue ?? "?")): \(style.userStatus(status["status"]?.stringValue ?? "?"))"
                     + (status["customStatus"]?.stringValue.map { " \"\($0)\"" } ?? "")
             }.joined(separator: "\n")
         default:

@@ -8,8 +8,8 @@ struct RollcallCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rollcall-cli",
         abstract: "Talk to a Rollcall presence broker.",
-        discussion: "Global options (--url, --user, --platform, --token, --json, --timeout) may come before or after the command.",
-        subcommands: [Ping.self, Raw.self, Join.self, Who.self, Where.self, StateCommand.self, Publish.self, StatusCommand.self, Token.self]
+        discussion: "Global options (--url, --user, --platform, --token, --json, --color, --timeout, --insecure) may come before or after the command. Output is coloured on a terminal unless NO_COLOR is set; --color always|never forces it.",
+        subcommands: [Ping.self, Raw.self, Join.self, Watch.self, Who.self, Where.self, StateCommand.self, Publish.self, StatusCommand.self, Token.self]
     )
 }
 
@@ -38,7 +38,8 @@ struct Ping: ParsableCommand {
             Output.line(reply.description)
         } else {
             let serverTime = reply["serverTime"]?.numberValue?.intValue
-            Output.line("pong from \(global.url): server time \(Output.time(serverTime)) (\(serverTime.map(String.init) ?? "?")), round trip \(String(format: "%.2f", milliseconds)) ms")
+            let style = global.style
+            Output.line("\(style.green("pong")) from \(global.url): server time \(Output.time(serverTime)) (\(serverTime.map(String.init) ?? "?")), round trip \(String(format: "%.2f", milliseconds)) ms")
         }
         session.finish()
     }
@@ -83,20 +84,20 @@ struct Join: ParsableCommand {
         if global.json {
             Output.line(reply.description)
         } else {
-            Output.line("joined \(channel) as \(global.userId): occupancy \(reply["occupancy"]?.compactString ?? "?"), mode \(reply["mode"]?.stringValue ?? "?") (Ctrl-C to leave)")
+            Output.line("\(global.style.green("joined")) \(channel) as \(global.style.bold(global.userId)): occupancy \(reply["occupancy"]?.compactString ?? "?"), mode \(reply["mode"]?.stringValue ?? "?") (Ctrl-C to leave)")
         }
 
         while !interrupted.isSet {
             switch Result(catching: { () throws(ClientError) -> Event in try session.connection.nextEvent(timeout: .milliseconds(250)) }) {
             case .success(let event):
-                Output.line(global.json ? event.description : Output.event(event))
+                Output.line(global.json ? event.description : Output.event(event, global.style))
             case .failure(let error):
                 if case .closed(let info) = error {
                     Output.fail("connection closed: \(info)", code: info.code == 1000 ? 0 : 4)
                 }
             }
         }
-        if !global.json { Output.line("leaving \(channel)") }
+        if !global.json { Output.line("\(global.style.yellow("leaving")) \(channel)") }
         session.finish()
     }
 }
@@ -149,7 +150,8 @@ struct Who: ParsableCommand {
                 if !printedHeader { Output.line("\(total) user(s) in \(channel)"); printedHeader = true }
                 for user in reply["users"]?.arrayValue ?? [] {
                     let id = user["userId"]?.stringValue ?? "?"
-                    Output.line(state ? "  \(id) \(Output.state(user["state"]))" : "  \(id)")
+                    let name = global.style.bold(id)
+                    Output.line(state ? "  \(name) \(Output.state(user["state"]))" : "  \(name)")
                 }
             }
             page = reply["nextPage"] ?? .null
@@ -171,7 +173,7 @@ struct Where: ParsableCommand {
             Output.line(reply.description)
         } else {
             let channels = reply["channels"]?.arrayValue ?? []
-            Output.line("\(userId) is in \(reply["totalChannel"]?.compactString ?? String(channels.count)) channel(s)")
+            Output.line("\(global.style.bold(userId)) is in \(reply["totalChannel"]?.compactString ?? String(channels.count)) channel(s)")
             for entry in channels {
                 Output.line("  \(entry["channel"]?.stringValue ?? "?") (\(entry["channelType"]?.stringValue ?? "message"))")
             }

@@ -26,7 +26,7 @@ struct StatusCommand: ParsableCommand {
             if global.json {
                 Output.line(reply.description)
             } else {
-                for record in reply["statuses"]?.arrayValue ?? [] { Output.line(StatusText.record(record)) }
+                for record in reply["statuses"]?.arrayValue ?? [] { Output.line(StatusText.record(record, global.style)) }
                 StatusText.printFailures(reply)
             }
             session.finish()
@@ -95,7 +95,7 @@ struct StatusCommand: ParsableCommand {
             } else {
                 StatusText.printFailures(reply)
                 Output.line("watching \(watched.count) user(s) as \(global.userId)" + (seconds.map { " for \($0) s" } ?? " (Ctrl-C to stop)"))
-                for record in reply["statuses"]?.arrayValue ?? [] { Output.line(StatusText.record(record)) }
+                for record in reply["statuses"]?.arrayValue ?? [] { Output.line(StatusText.record(record, global.style)) }
             }
             if watched.isEmpty { Output.fail("no user could be watched", code: 1) }
 
@@ -106,7 +106,7 @@ struct StatusCommand: ParsableCommand {
                 case .success(let event):
                     if global.json {
                         Output.line(event.description)
-                    } else if let text = StatusText.event(event) {
+                    } else if let text = StatusText.event(event, global.style) {
                         Output.line(text)
                     }
                 case .failure(let error):
@@ -145,7 +145,7 @@ struct StatusCommand: ParsableCommand {
             if !global.json {
                 Output.line("\(global.userId) subscribes to \(entries.count) user(s)")
                 for entry in entries {
-                    let status = entry["status"].map(StatusText.record) ?? (entry["userId"]?.stringValue ?? "?")
+                    let status = entry["status"].map { StatusText.record($0, global.style) } ?? global.style.bold(entry["userId"]?.stringValue ?? "?")
                     Output.line("  \(status); expires \(Output.time(entry["expiresAt"]?.numberValue?.intValue))")
                 }
             }
@@ -157,15 +157,15 @@ struct StatusCommand: ParsableCommand {
 /// Human-readable status records and events.
 enum StatusText {
     /// `bob: online on ios, web, "Busy" (since 2025-11-22T07:00:00.000Z)`.
-    static func record(_ record: JSON) -> String {
-        let id = record["userId"]?.stringValue ?? "?"
-        let status = record["status"]?.stringValue ?? "?"
+    static func record(_ record: JSON, _ style: Style = .plain) -> String {
+        let id = style.bold(record["userId"]?.stringValue ?? "?")
+        let status = style.userStatus(record["status"]?.stringValue ?? "?")
         var text = "\(id): \(status)"
         let platforms = (record["platforms"]?.arrayValue ?? []).compactMap { $0.stringValue }
         if !platforms.isEmpty { text += " on \(platforms.joined(separator: ", "))" }
         if let custom = record["customStatus"]?.stringValue { text += ", \"\(custom)\"" }
         let since = record["lastOnlineStatusUpdateTime"]?.numberValue?.intValue ?? 0
-        text += since > 0 ? " (since \(Output.time(since)))" : " (never seen)"
+        text += style.dim(since > 0 ? " (since \(Output.time(since)))" : " (never seen)")
         return text
     }
 
@@ -177,17 +177,17 @@ enum StatusText {
 
     /// One line per record of a `userStatus` event, or the lists of a `subscriptions` event;
     /// nil for other events.
-    static func event(_ event: Event) -> String? {
-        let clock = Output.time(Int(Date().timeIntervalSince1970 * 1000)).suffix(13)
+    static func event(_ event: Event, _ style: Style = .plain) -> String? {
+        let clock = style.dim("[\(Output.time(Int(Date().timeIntervalSince1970 * 1000)).suffix(13))]")
         switch event.name {
         case "userStatus":
-            return (event["statuses"]?.arrayValue ?? []).map { "[\(clock)] \(record($0))" }.joined(separator: "\n")
+            return (event["statuses"]?.arrayValue ?? []).map { "\(clock) \(record($0, style))" }.joined(separator: "\n")
         case "subscriptions":
             func list(_ key: String) -> String {
                 let ids = (event[key]?.arrayValue ?? []).compactMap { $0.stringValue }
                 return ids.isEmpty ? "-" : ids.joined(separator: ", ")
             }
-            return "[\(clock)] subscriptions changed: added \(list("added")); removed \(list("removed"))"
+            return "\(clock) subscriptions changed: added \(list("added")); removed \(list("removed"))"
         default:
             return nil
         }

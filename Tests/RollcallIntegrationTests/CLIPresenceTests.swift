@@ -165,7 +165,9 @@ extension CLITests {
     @Test("every command has --help text", arguments: [
         ["--help"], ["ping", "--help"], ["raw", "--help"], ["join", "--help"], ["who", "--help"],
         ["where", "--help"], ["state", "--help"], ["state", "set", "--help"], ["state", "rm", "--help"],
-        ["state", "get", "--help"], ["publish", "--help"],
+        ["state", "get", "--help"], ["publish", "--help"], ["watch", "--help"], ["token", "--help"],
+        ["status", "--help"], ["status", "get", "--help"], ["status", "set", "--help"], ["status", "clear", "--help"],
+        ["status", "watch", "--help"], ["status", "subs", "--help"], ["help", "watch"],
     ])
     func help(arguments: [String]) throws {
         let result = try cli(arguments)
@@ -179,6 +181,45 @@ extension CLITests {
             let words = line.split(separator: " ").drop { $0.hasPrefix("-") || $0.hasPrefix("<") || $0.hasSuffix(",") }
             let described = !words.isEmpty || (index + 1 < lines.count && lines[index + 1].hasPrefix("        "))
             #expect(described, "\(arguments): no help for \(line)")
+        }
+    }
+}
+
+extension CLITests {
+    /// The names listed under `SUBCOMMANDS:` of a help text (`help` itself excluded).
+    static func subcommands(inHelp text: String) -> [String] {
+        guard let start = text.range(of: "SUBCOMMANDS:\n") else { return [] }
+        return text[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+            .prefix { $0.hasPrefix("  ") }
+            .compactMap { line -> String? in
+                // Continuation lines of a long description start with more than two spaces.
+                guard line.dropFirst(2).first.map({ $0 != " " }) == true else { return nil }
+                return line.split(separator: " ").first.map(String.init)
+            }
+            .filter { $0 != "help" }
+    }
+
+    @Test("--help of every subcommand, found by walking SUBCOMMANDS, has an overview and described options")
+    func helpForEverySubcommand() throws {
+        var pending: [[String]] = [[]]
+        var visited: [[String]] = []
+        while let path = pending.popLast() {
+            let result = try cli(path + ["--help"])
+            #expect(result.status == 0, "\(path): \(result.stderr)")
+            #expect(result.stdout.contains("OVERVIEW:"), "\(path): \(result.stdout)")
+            let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            for (index, line) in lines.enumerated() where line.hasPrefix("  <") || line.hasPrefix("  --") {
+                let words = line.split(separator: " ").drop { $0.hasPrefix("-") || $0.hasPrefix("<") || $0.hasSuffix(",") }
+                let described = !words.isEmpty || (index + 1 < lines.count && lines[index + 1].hasPrefix("        "))
+                #expect(described, "\(path): no help for \(line)")
+            }
+            visited.append(path)
+            pending += Self.subcommands(inHelp: result.stdout).map { path + [$0] }
+        }
+        let names = Set(visited.map { $0.joined(separator: " ") })
+        for expected in ["ping", "raw", "join", "watch", "who", "where", "state set", "state rm", "state get", "publish",
+                         "status get", "status set", "status clear", "status watch", "status subs", "token"] {
+            #expect(names.contains(expected), "\(expected) not found in help; found \(names.sorted())")
         }
     }
 }

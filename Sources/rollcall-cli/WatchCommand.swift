@@ -1,0 +1,134 @@
+import ArgumentParser
+import Foundation
+import RollcallClient
+import RollcallProtocol
+
+/// `rollcall-cli watch CHANNEL`: joins with presence (no messages) and shows the live roster —
+/// redrawn in place on a terminal, one line per change otherwise.
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Join a channel and show its live roster (mode, occupancy, members) until Ctrl-C.",
+        discussion: """
+            Joins with presence events on and messages off, keeps the roster from the snapshot \
+            and every join/leave/timeout/stateChanged/interval event, and fetches the rest of a \
+            truncated snapshot with getOnlineUsers. On a terminal the roster is redrawn in place; \
+            when stdout is not a terminal (or with --json) one line is printed per change. \
+            Ctrl-C logs out, so others see a leave.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The channel to watch.") var channel: String
+    @Flag(help: "Use the stream channel type.") var stream = false
+    @Flag(help: "Show each member's state.") var state = false
+    @Option(help: "Recent events shown under the roster (terminal mode).") var recent: Int = 5
+    @Option(help: "Members shown at most (terminal mode); the rest are counted.") var maxMembers: Int = 40
+
+    func validate() throws {
+        if recent < 0 { throw ValidationError("--recent must be 0 or more") }
+        if maxMembers < 1 { throw ValidationError("--max-members must be 1 or more") }
+    }
+
+    func run() throws {
+        let interrupted = InterruptFlag()
+        let style = global.style
+        let live = !global.json && isatty(STDOUT_FILENO) == 1
+        let session = try Session.open(global)
+        let reply = try session.call("join", [
+            "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
+        ])
+        var model = RosterModel(channel: channel)
+        var recentLines: [String] = []
+        if global.json {
+            Output.line(reply.description)
+        } else if !live {
+            Output.line("\(style.green("watching")) \(channel) as \(style.bold(global.userId)): occupancy \(reply["occupancy"]?.compactString ?? "?"), mode \(reply["mode"]?.stringValue ?? "?") (Ctrl-C to leave)")
+        }
+
+        while !interrupted.isSet {
+            let event: Event
+            switch Result(catching: { () throws(ClientError) -> Event in try session.connection.nextEvent(timeout: .milliseconds(250)) }) {
+            case .success(let received): event = received
+            case .failure(let error):
+                if case .closed(let info) = error {
+                    if live { Output.raw(RosterView.showCursor) }
+                    Output.fail("connection closed: \(info)", code: info.code == 1000 ? 0 : 4)
+                }
+                continue
+            }
+            if global.json { Output.line(event.description) }
+            let changes = model.apply(event)
+            if changes.isEmpty { continue }
+            while let page = model.pendingPage {
+                let users = try session.call("getOnlineUsers", [
+                    "channel": .string(channel), "channelType": channelType(stream), "includeState": true,
+                    "page": .string(page), "pageSize": 1000,
+                ])
+                model.addPage(users["users"]?.arrayValue ?? [], next: users["nextPage"]?.stringValue)
+            }
+            if global.json { continue }
+            let clock = style.dim("[\(Output.time(event["timestamp"]?.numberValue?.intValue).suffix(13))]")
+            let lines = changes.map { "\(clock) \(RosterView.describe($0, style: style, showState: state))" }
+            if live {
+                recentLines = Array((recentLines + lines).suffix(recent))
+                Output.raw(RosterView.screen(model, recent: recentLines, style: style, showState: state, maxMembers: maxMembers))
+            } else {
+                for line in lines { Output.line(line) }
+                Output.line("  " + RosterView.summary(model, style: style, showState: state))
+            }
+        }
+        if live { Output.raw(RosterView.showCursor) }
+        if !global.json { Output.line("\(style.yellow("leaving")) \(channel): " + RosterView.summary(model, style: style, showState: state)) }
+        session.finish()
+    }
+}
+
+/// Text for `watch`: change lines, the one-line summary and the full-screen roster.
+enum RosterView {
+    static let clearScreen = "\u{1B}[H\u{1B}[2J"
+    static let hideCursor = "\u{1B}[?25l"
+    static let showCursor = "\u{1B}[?25h"
+
+    /// `join bob mood=happy`, `leave bob`, `timeout bob`, `snapshot: 3 member(s)`.
+    static func describe(_ change: RosterModel.Change, style: Style, showState: Bool) -> String {
+        switch change {
+        case .snapshot(let count): "\(style.presenceType("snapshot")): \(count) member(s)"
+        case .joined(let id, let state): "\(style.presenceType("join")) \(style.bold(id))" + (showState ? " \(Output.state(state))" : "")
+        case .left(let id): "\(style.presenceType("leave")) \(style.bold(id))"
+        case .timedOut(let id): "\(style.presenceType("timeout")) \(style.bold(id))"
+        case .stateChanged(let id, let state): "\(style.presenceType("stateChanged")) \(style.bold(id)) \(Output.state(state))"
+        }
+    }
+
+    /// `roster: 3 member(s), occupancy 3, mode announce, seq 7: alice, bob, carol`
+    /// (at most 20 names).
+    static func summary(_ model: RosterModel, style: Style, showState: Bool) -> String {
+        let roster = model.roster
+        var names = roster.prefix(20).map { style.bold($0.id) + (showState ? " (\(Output.state($0.state)))" : "") }
+        if roster.count > 20 { names.append("… \(roster.count - 20) more") }
+        return "roster: \(roster.count) member(s), occupancy \(model.occupancy), mode \(modeText(model.mode, style)), seq \(model.seq.map(String.init) ?? "?")"
+            + (names.isEmpty ? "" : ": " + names.joined(separator: ", "))
+    }
+
+    /// The whole terminal screen: header, members, recent events.
+    static func screen(_ model: RosterModel, recent: [String], style: Style, showState: Bool, maxMembers: Int) -> String {
+        var lines = [
+            "\(style.bold(model.channel))  mode \(modeText(model.mode, style))  occupancy \(style.bold(String(model.occupancy)))  seq \(model.seq.map(String.init) ?? "?")  \(style.dim("(Ctrl-C to leave)"))",
+            "",
+        ]
+        let roster = model.roster
+        for member in roster.prefix(maxMembers) {
+            lines.append("  \(style.green("●")) \(style.bold(member.id))" + (showState ? "  \(style.dim(Output.state(member.state)))" : ""))
+        }
+        if roster.count > maxMembers { lines.append(style.dim("  … and \(roster.count - maxMembers) more")) }
+        if roster.isEmpty { lines.append(style.dim("  (nobody)")) }
+        if !recent.isEmpty {
+            lines.append("")
+            lines.append(style.dim("recent:"))
+            lines += recent.map { "  " + $0 }
+        }
+        return hideCursor + clearScreen + lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func modeText(_ mode: String, _ style: Style) -> String {
+        mode == "interval" ? style.yellow(mode) : style.green(mode)
+    }
+}
