@@ -19,7 +19,7 @@ struct Soak: ParsableCommand {
     var channels = 100
 
     @Option(help: "Churn operations per second (join, leave, setState, drop + reconnect, close + reconnect).")
-    var rate = 400
+    var rate = 50
 
     @Option(help: "Fraction of the run treated as warm-up; growth is measured from its end.")
     var warmup = 0.2
@@ -39,6 +39,7 @@ struct Soak: ParsableCommand {
     }
 
     func run() throws {
+        setvbuf(stdout, nil, _IOLBF, 0)  // progress lines show up at once, even in a log file
         let broker = try target.resolve()
         defer { broker.finish() }
         let driver = try SoakDriver(url: broker.url, sessions: sessions, channels: channels)
