@@ -9,7 +9,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps build run test test-browser clean
+.PHONY: deps browser-deps build run test test-browser fuzz test-asan soak clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -58,5 +58,35 @@ test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
 
+## libFuzzer over frame decoding and request dispatch (Fuzz/, docs/testing.md) for
+## $(FUZZ_SECONDS) seconds. New inputs go to .build-fuzz/corpus (the committed seeds in
+## Fuzz/corpus stay untouched); crashes are saved as .build-fuzz/crash-*.
+FUZZ_SECONDS ?= 600
+FUZZ_FLAGS := -Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library -Xswiftc -DROLLCALL_FUZZ
+fuzz: deps
+	swift build -c debug --scratch-path .build-fuzz $(FUZZ_FLAGS) --product rollcall-fuzz
+	mkdir -p .build-fuzz/corpus
+	.build-fuzz/debug/rollcall-fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=.build-fuzz/ .build-fuzz/corpus Fuzz/corpus
+
+## The integration suite under AddressSanitizer: an ASan-built broker (ROLLCALL_BINARY) driven
+## by an ASan-built test runner, in its own scratch folder .build-asan.
+ASAN_FLAGS := -Xswiftc -sanitize=address
+test-asan: deps
+	swift build $(ASAN_FLAGS) --scratch-path .build-asan --product rollcall
+	ROLLCALL_BINARY=$(CURDIR)/.build-asan/debug/rollcall \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+	swift test $(ASAN_FLAGS) --scratch-path .build-asan --filter RollcallIntegrationTests
+
+## Soak: SOAK_SESSIONS sessions with churn for SOAK_SECONDS against a release broker; fails
+## when broker RSS grows more than 5% after warm-up (BENCHMARKS.md has a 10,000-session run).
+SOAK_SECONDS  ?= 60
+SOAK_SESSIONS ?= 2000
+soak: deps
+	swift build -c release --scratch-path .build-release --product rollcall
+	swift build -c release --scratch-path .build-release --product rollcall-bench
+	.build-release/release/rollcall-bench soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
+		--json .build-release/soak-result.json
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz .build-asan .build-release

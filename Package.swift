@@ -96,6 +96,14 @@ let package = Package(
             swiftSettings: cBridgeSettings
         ),
 
+        // libFuzzer target over frame decoding and request dispatch (docs/testing.md, `make fuzz`).
+        // A plain build gives a corpus replayer; `-DROLLCALL_FUZZ -sanitize=fuzzer` the fuzzer.
+        .executableTarget(
+            name: "rollcall-fuzz",
+            dependencies: ["RollcallCore", "RollcallProtocol"],
+            path: "Fuzz/Sources/rollcall-fuzz"
+        ),
+
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
