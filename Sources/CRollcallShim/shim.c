@@ -55,6 +55,13 @@ void rollcall_cap_send_buffer(struct lws *wsi, int bytes) {
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 
+int rollcall_half_close(struct lws *wsi) {
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    if (fd < 0)
+        return -1;
+    return shutdown(fd, SHUT_WR);
+}
+
 void rollcall_request_stop(struct lws_context *context, rollcall_stop_flag_t *flag) {
     if (flag)
         __atomic_store_n(&flag->requested, 1, __ATOMIC_SEQ_CST);

@@ -110,7 +110,9 @@ extension BrokerServer {
     }
 
     /// Closes the connection whose callback this is, for a protocol fault (1003, 1007, 1009):
-    /// the session ends as if the client had sent a close frame. Returns -1 for lws.
+    /// the session ends as if the client had sent a close frame. Nothing more is buffered or
+    /// read; the close frame goes out from the next writable callback, then the connection
+    /// lingers like every broker-initiated close. Returns 0 for lws.
     private func closeForProtocolFault(_ record: ConnectionRecord, _ code: CloseCode, reason: String) -> Int32 {
         logger.debug("protocol fault", metadata: ["connection": "\(record.id)", "code": "\(code.rawValue)"])
         metrics.protocolCloses[code.rawValue, default: 0] += 1
@@ -119,16 +121,10 @@ extension BrokerServer {
         record.pendingClose = (code.rawValue, reason)
         record.endKind = .protocolFault
         record.endReported = true
-        setCloseReason(record.wsi, code: code.rawValue, reason: reason)
+        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.closeGraceSeconds)
+        lws_callback_on_writable(record.wsi)
         feed(.ended(record.id, .closeFrame))
-        return -1
-    }
-
-    func setCloseReason(_ wsi: OpaquePointer, code: UInt16, reason: String) {
-        var bytes = Array(reason.utf8.prefix(123))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), buffer.baseAddress, buffer.count)
-        }
+        return 0
     }
 
     // MARK: - Close
@@ -145,7 +141,8 @@ extension BrokerServer {
     }
 
     /// Flushes what is queued for `record`, then sends a close frame with `code` (from its
-    /// next writable callback). A backstop timeout kills it if the peer does not take it.
+    /// next writable callback) and lingers. A backstop timeout kills it if the peer does not
+    /// take it.
     func requestClose(_ record: ConnectionRecord, code: UInt16, reason: String, kind: ConnectionEndKind) {
         guard !record.isClosing else { return }
         record.pendingClose = (code, reason)

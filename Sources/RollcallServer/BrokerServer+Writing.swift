@@ -5,9 +5,12 @@ extension BrokerServer {
     /// `LWS_CALLBACK_SERVER_WRITEABLE`: a due heartbeat ping first, then queued objects joined
     /// with `\n` into frames of at most `limits.maxBatchBytes` (a larger object goes alone),
     /// one `lws_write` per frame, while the socket takes more. A pending close is sent once the
-    /// queue is empty and the pipe is clear.
+    /// queue is empty and the pipe is clear, then the connection lingers (see
+    /// ``beginLingering(_:)``).
     func writable(_ record: ConnectionRecord) -> Int32 {
         let wsi = record.wsi
+        if record.lingering { return 0 }
+        if record.closeFrameSent { return beginLingering(record) }
         if record.pingDue {
             record.pingDue = false
             // lws 4.1 raises LWS_CALLBACK_RECEIVE_PONG only for a pong with a payload, so the
@@ -33,9 +36,38 @@ extension BrokerServer {
             return 0
         }
         if let close = record.pendingClose {
-            setCloseReason(wsi, code: close.code, reason: close.reason)
-            return -1
+            if writeCloseFrame(wsi, code: close.code, reason: close.reason) < 0 { return -1 }
+            record.closeFrameSent = true
+            if lws_send_pipe_choked(wsi) != 0 {
+                // lws keeps what the kernel did not take and calls back once it is flushed.
+                lws_callback_on_writable(wsi)
+                return 0
+            }
+            return beginLingering(record)
         }
+        return 0
+    }
+
+    /// Sends a close frame (2-byte big-endian `code`, then at most 123 bytes of `reason`).
+    /// Written by us rather than through `lws_close_reason` + return -1, after which lws 4.1
+    /// closes the socket right behind the frame.
+    private func writeCloseFrame(_ wsi: OpaquePointer, code: UInt16, reason: String) -> Int32 {
+        let reasonBytes = Array(reason.utf8.prefix(123))
+        writer.reserve(2 + reasonBytes.count)
+        writer.payload[0] = UInt8(code >> 8)
+        writer.payload[1] = UInt8(code & 0xFF)
+        let length = 2 + copy(reasonBytes, at: 2)
+        return lws_write(wsi, writer.payload, length, rollcall_lws_write_close)
+    }
+
+    /// The close frame is in the kernel: half-close the socket and keep the connection open,
+    /// reading and discarding, until the peer closes (EOF or its close frame) or
+    /// ``BrokerServer/lingerSeconds`` pass. Closing with unread input would make the kernel
+    /// answer with a reset, which can destroy the close frame before the peer reads it.
+    private func beginLingering(_ record: ConnectionRecord) -> Int32 {
+        record.lingering = true
+        if rollcall_half_close(record.wsi) != 0 { return -1 }
+        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.lingerSeconds)
         return 0
     }
 

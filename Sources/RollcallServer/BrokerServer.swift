@@ -83,6 +83,9 @@ public final class BrokerServer {
     /// slow consumer has to drain its socket buffers first; its queue is already dropped, so
     /// the wait costs little, and 10 s lets a client that resumes reading late still see 1013.
     static let closeGraceSeconds: Int32 = 10
+    /// How long a connection lingers after our close frame (half-closed, reading and
+    /// discarding) for the peer to close its side, before lws frees it anyway.
+    static let lingerSeconds: Int32 = 2
     /// How long shutdown waits for connections to go before destroying the context.
     static let shutdownGraceMs: Int64 = 1000
 

@@ -21,6 +21,13 @@ final class ConnectionRecord {
     var endReported = false
     /// A close to send once the queue is flushed (core `.close`, or 1013 for a slow consumer).
     var pendingClose: (code: UInt16, reason: String)?
+    /// Our close frame went to lws (`lws_write(…, LWS_WRITE_CLOSE)`); nothing else is written.
+    var closeFrameSent = false
+    /// The close frame was handed to the kernel and the socket half-closed (`SHUT_WR`):
+    /// whatever still arrives is read and discarded until the peer's EOF or close frame, or
+    /// the linger timeout (a lingering close, so unread input never turns into a reset that
+    /// destroys the close frame on its way to the peer).
+    var lingering = false
     /// A heartbeat ping waits for the next writable callback.
     var pingDue = false
     /// Monotonic milliseconds of the last frame or pong received.

@@ -40,8 +40,10 @@ extension BrokerServer {
             guard let record = record(pss) else { return 0 }
             return writable(record)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            record(pss)?.peerSentClose = true
-            return 0
+            guard let record = record(pss) else { return 0 }
+            record.peerSentClose = true
+            // Lingering after our own close frame: this is the peer's answer, we are done.
+            return record.lingering ? -1 : 0
         case LWS_CALLBACK_CLOSED:
             if let record = record(pss) { closed(record) }
             return 0

@@ -73,6 +73,21 @@ struct ProtocolFaultTests {
         #expect(try connection.waitForClose(timeout: .seconds(5)).code == 1009)
     }
 
+    @Test("a client still sending when it is closed for a fault reads the close code, not a reset")
+    func faultCloseWhileClientSends() throws {
+        let broker = try BrokerProcess(config: ["limits": ["maxFrameBytes": 1024]])
+        let bystander = try broker.session("bob")
+        let connection = try broker.session("alice")
+        // Refused at its first chunk: most of this frame is still on its way (or unread in
+        // the broker's receive buffer) when the broker closes, and more frames follow.
+        connection.sendRawText(paddedPing(id: "huge", totalBytes: 256 * 1024))
+        for index in 0..<64 { connection.sendRawText(paddedPing(id: "after\(index)", totalBytes: 1000)) }
+        let close = try connection.waitForClose(timeout: .seconds(10))
+        #expect(close.closedByServer, "\(close)")
+        #expect(close.code == 1009, "\(close)")
+        #expect(try bystander.request("ping").ok)
+    }
+
     /// `{"id":"<id><padding>","op":"ping"}` of exactly `totalBytes` bytes.
     func paddedPing(id: String, totalBytes: Int) -> [UInt8] {
         let skeleton = "{\"id\":\"\(id)\",\"op\":\"ping\"}"

@@ -52,6 +52,14 @@ int rollcall_header(struct lws *wsi, enum lws_token_indexes token, char *out, in
 /// own outbound queue instead of hiding in megabytes of kernel buffer).
 void rollcall_cap_send_buffer(struct lws *wsi, int bytes);
 
+/// The close-frame write type. lws 4.1 keeps `LWS_WRITE_CLOSE` (4) out of the public enum
+/// ("handled by lws_close_reason()"), but `lws_write` frames it like PING/PONG (opcode 0x8).
+static const enum lws_write_protocol rollcall_lws_write_close = (enum lws_write_protocol)4;
+
+/// Half-closes the connection's socket for writing (`shutdown(fd, SHUT_WR)`): what was
+/// written is still delivered, then the peer reads EOF. Returns 0 on success.
+int rollcall_half_close(struct lws *wsi);
+
 /// A stop request that may be set from a signal handler or any thread.
 typedef struct rollcall_stop_flag {
     volatile int requested;
