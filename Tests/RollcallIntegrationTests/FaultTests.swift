@@ -113,10 +113,14 @@ struct FaultTests {
         try loginAll(loaders, names: (0..<40).map { "load\($0)" })
         load.start(loaders)
 
-        // Committed: the write-behind commits at least once a second. Wait past that, with
-        // the load running, then kill -9.
-        Thread.sleep(forTimeInterval: 3.5)
-        #expect(load.acknowledged() >= 80, "the load is running: \(load.acknowledged()) statuses acknowledged")
+        // Committed: the write-behind commits at least once a second. Wait until load steps
+        // were acknowledged more than 1.5 s ago (a condition, not a fixed sleep: a busy
+        // machine may be slow to get the load going), with the load still running, then kill -9.
+        let warmedUp = eventually(timeout: 30) {
+            load.acknowledged() >= 80
+                && load.lastAcknowledged(before: Date().addingTimeInterval(-1.5)).contains { ($0 ?? 0) >= 1 }
+        }
+        #expect(warmedUp, "the load is running: \(load.acknowledged()) statuses acknowledged")
         let killedAt = Date()
         broker.kill()
         load.stop()
