@@ -155,6 +155,8 @@ final class SilentWebSocket {
     private var buffer: [UInt8] = []
     /// Pings received so far.
     private(set) var pingsReceived = 0
+    /// The code of the broker's close frame, once one arrived.
+    private(set) var closeCode: UInt16?
 
     /// Connects and completes the upgrade on `path`; throws unless the answer is 101.
     init(port: Int, path: String = "/v1", receiveBufferBytes: Int? = nil) throws {
@@ -182,6 +184,11 @@ final class SilentWebSocket {
     /// Sends one masked frame: `opcode` 1 text, 2 binary, 0 continuation; `fin` false for
     /// all but the last fragment of a message.
     func sendFrame(_ payload: [UInt8], opcode: UInt8 = 0x1, fin: Bool = true) throws {
+        try socket.send(Self.maskedFrame(payload, opcode: opcode, fin: fin))
+    }
+
+    /// One client frame (masked, as RFC 6455 requires of clients).
+    static func maskedFrame(_ payload: [UInt8], opcode: UInt8 = 0x1, fin: Bool = true) -> [UInt8] {
         var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) }
         else if payload.count <= 0xffff { frame.append(0x80 | 126); frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xff)] }
@@ -189,7 +196,7 @@ final class SilentWebSocket {
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
-        try socket.send(frame)
+        return frame
     }
 
     /// Reads frames (counting pings, answering nothing) until the broker ends the TCP
@@ -211,7 +218,7 @@ final class SilentWebSocket {
 
     /// Reads frames until `done(texts so far)` holds, the broker ends the connection, or
     /// `timeout` passes.
-    private func read(timeout: TimeInterval, until done: ([String]) -> Bool) -> (texts: [String], closeCode: UInt16?, closed: Bool) {
+    func read(timeout: TimeInterval, until done: ([String]) -> Bool) -> (texts: [String], closeCode: UInt16?, closed: Bool) {
         let deadline = Date(timeIntervalSinceNow: timeout)
         var texts: [String] = []
         var closeCode: UInt16? = nil
@@ -219,7 +226,9 @@ final class SilentWebSocket {
             while let (opcode, payload) = nextFrame() {
                 switch opcode {
                 case 0x1: texts.append(String(decoding: payload, as: UTF8.self))
-                case 0x8: closeCode = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil
+                case 0x8:
+                    closeCode = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil
+                    self.closeCode = closeCode
                 case 0x9: pingsReceived += 1
                 default: break
                 }
