@@ -18,6 +18,10 @@ struct MetricsPage {
         page.sample("rollcall_sessions", ["state": "live"], live)
         page.sample("rollcall_sessions", ["state": "held"], max(0, broker.directory.all.count - live))
         page.gauge("rollcall_users", "Users with at least one session (live or held)", broker.directory.userCount)
+        page.gauge("rollcall_channels", "Channels with at least one member", broker.channelCount)
+        page.gauge("rollcall_interval_flushes_pending", "Channels in interval mode with changes waiting for their next interval event",
+                   broker.pendingIntervalFlushes)
+        page.gauge("rollcall_subscriptions", "User-status subscriptions held", broker.subscriptionCount)
         page.counter("rollcall_logins_total", "Successful logins, resumes included", broker.metrics.logins)
         page.counter("rollcall_resumes_total", "Sessions resumed with a resume token", broker.metrics.resumes)
         page.counter("rollcall_requests_total", "Requests received", broker.metrics.requests)

@@ -31,6 +31,25 @@ struct HTTPTests {
         #expect(try (broker.metric("rollcall_connections") ?? 0) >= 1)
     }
 
+    @Test("/metrics counts channels and subscriptions")
+    func stateGauges() throws {
+        let broker = try BrokerProcess()
+        let alice = try broker.session("alice")
+        let bob = try broker.session("bob")
+        #expect(try broker.metric("rollcall_channels") == 0)
+        #expect(try alice.request("join", ["channel": "lobby"]).ok)
+        #expect(try bob.request("join", ["channel": "lobby"]).ok)
+        #expect(try bob.request("join", ["channel": "feed", "channelType": "stream"]).ok)
+        #expect(try alice.request("subscribeUserStatus", ["userIds": ["bob", "carol"]]).ok)
+        #expect(try broker.metric("rollcall_channels") == 2)
+        #expect(try broker.metric("rollcall_subscriptions") == 2)
+        #expect(try broker.metric("rollcall_interval_flushes_pending") == 0)
+        #expect(try bob.request("leave", ["channel": "feed", "channelType": "stream"]).ok)
+        #expect(try alice.request("unsubscribeUserStatus", ["userIds": ["carol"]]).ok)
+        #expect(try broker.metric("rollcall_channels") == 1)
+        #expect(try broker.metric("rollcall_subscriptions") == 1)
+    }
+
     @Test("/ serves an HTML page")
     func indexPage() throws {
         let broker = try BrokerProcess()
