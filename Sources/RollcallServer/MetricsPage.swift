@@ -16,7 +16,7 @@ struct MetricsPage {
         let live = broker.directory.liveCount
         page.family("rollcall_sessions", "gauge", "Logged-in sessions, by state")
         page.sample("rollcall_sessions", ["state": "live"], live)
-        page.sample("rollcall_sessions", ["state": "held"], max(0, broker.directory.all.count - live))
+        page.sample("rollcall_sessions", ["state": "held"], broker.heldSessionCount)
         page.gauge("rollcall_users", "Users with at least one session (live or held)", broker.directory.userCount)
         page.gauge("rollcall_channels", "Channels with at least one member", broker.channelCount)
         page.gauge("rollcall_interval_flushes_pending", "Channels in interval mode with changes waiting for their next interval event",

@@ -1,5 +1,8 @@
 /// Sizes of the broker's state, read by `/metrics`.
 extension Broker {
+    /// Sessions held after an abnormal drop, waiting to be resumed or to time out.
+    public var heldSessionCount: Int { heldSessions.count }
+
     /// Channels that exist now (a channel exists while it has a member or a pending change).
     public var channelCount: Int { presence.channels.count }
 
