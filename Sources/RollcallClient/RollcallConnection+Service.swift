@@ -137,6 +137,8 @@ extension RollcallConnection {
     func deliver(message: [UInt8]) {
         var parsed: [JSONObject] = []
         var malformed = 0
+        var rawEvents = 0
+        let rawHandler = cond.withLock { rawEventHandler }
         // memchr rather than the generic `split`, which walks byte by byte through witness
         // tables in debug builds — the tests' fan-out runs are bound by this loop.
         message.withUnsafeBufferPointer { buffer in
@@ -147,7 +149,10 @@ extension RollcallConnection {
                 if let found = memchr(base + start, 0x0A, buffer.count - start) {
                     end = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
                 }
-                if end > start {
+                if end > start, let rawHandler, Self.isEventLine(base + start, end - start) {
+                    rawEvents += 1
+                    rawHandler(UnsafeRawBufferPointer(start: base + start, count: end - start))
+                } else if end > start {
                     if case .object(let object)? = try? JSONParser.parse(UnsafeBufferPointer(rebasing: buffer[start..<end])) {
                         parsed.append(object)
                     } else {
@@ -161,7 +166,7 @@ extension RollcallConnection {
         cond.lock()
         counts.framesReceived += 1
         counts.bytesReceived += message.count
-        counts.objectsReceived += parsed.count
+        counts.objectsReceived += parsed.count + rawEvents
         counts.malformedObjects += malformed
         if recordTranscript { transcriptObjects.append(contentsOf: parsed) }
         for object in parsed {
@@ -185,6 +190,14 @@ extension RollcallConnection {
         cond.broadcast()
         cond.unlock()
         for action in actions { action() }
+    }
+
+    private static let eventPrefix = Array(#"{"event":"#.utf8)
+
+    /// True when the line starts with `{"event":` (the broker writes `event` first).
+    static func isEventLine(_ start: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        guard count >= eventPrefix.count else { return false }
+        return eventPrefix.withUnsafeBufferPointer { memcmp(start, $0.baseAddress!, $0.count) == 0 }
     }
 
     /// `LWS_CALLBACK_WS_PEER_INITIATED_CLOSE`: the payload is a big-endian code and reason.

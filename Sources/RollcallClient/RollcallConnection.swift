@@ -56,6 +56,7 @@ public final class RollcallConnection: @unchecked Sendable {
     var started = false
     var transcriptObjects: [JSONObject] = []
     var eventHandler: ((Event) -> Void)?
+    var rawEventHandler: ((UnsafeRawBufferPointer) -> Void)?
     var replyHandler: ((Reply) -> Void)?
     var closeHandler: ((CloseInfo) -> Void)?
     var openHandler: (() -> Void)?
@@ -181,6 +182,16 @@ public final class RollcallConnection: @unchecked Sendable {
     public var onEvent: ((Event) -> Void)? {
         get { cond.withLock { eventHandler } }
         set { cond.withLock { eventHandler = newValue } }
+    }
+
+    /// Called on the service thread with the raw bytes of every event line (an object that
+    /// starts with `{"event":`, as the broker writes them) instead of parsing it; while set,
+    /// ``onEvent`` and ``nextEvent(timeout:)`` see no events and the line is not in the
+    /// transcript. Replies are parsed as usual. For load generators that count or scan events
+    /// without paying for a JSON parse; the buffer is valid only during the call.
+    public var onRawEvent: ((UnsafeRawBufferPointer) -> Void)? {
+        get { cond.withLock { rawEventHandler } }
+        set { cond.withLock { rawEventHandler = newValue } }
     }
 
     /// Called on the service thread for every reply that no waiter or per-request callback
