@@ -27,6 +27,9 @@ struct Soak: ParsableCommand {
     @Option(help: "Allowed RSS growth after warm-up, in percent.")
     var maxGrowth = 5.0
 
+    @Option(help: "Client service threads (lws runtimes) the sessions are spread over.")
+    var threads = 4
+
     @Option(help: "Write the samples and the verdict here as JSON.")
     var json = "soak-result.json"
 
@@ -35,6 +38,7 @@ struct Soak: ParsableCommand {
         guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be in (0, 86400]") }
         guard (1...10_000).contains(channels) else { throw ValidationError("--channels must be 1...10000") }
         guard (1...100_000).contains(rate) else { throw ValidationError("--rate must be 1...100000") }
+        guard (1...16).contains(threads) else { throw ValidationError("--threads must be 1...16") }
         guard warmup >= 0, warmup < 1 else { throw ValidationError("--warmup must be in [0, 1)") }
     }
 
@@ -42,7 +46,7 @@ struct Soak: ParsableCommand {
         setvbuf(stdout, nil, _IOLBF, 0)  // progress lines show up at once, even in a log file
         let broker = try target.resolve()
         defer { broker.finish() }
-        let driver = try SoakDriver(url: broker.url, sessions: sessions, channels: channels)
+        let driver = try SoakDriver(url: broker.url, sessions: sessions, channels: channels, threads: threads)
         let sampler = ProcessSampler(pid: broker.pid)
         print("soak: broker \(broker.url) pid \(broker.pid); opening \(sessions) sessions")
 

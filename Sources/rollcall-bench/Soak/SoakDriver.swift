@@ -3,31 +3,37 @@ import RollcallClient
 import RollcallProtocol
 
 /// Owns the soak sessions: one slot per simulated user, driven from one thread; client
-/// callbacks only bump counters and mark slots logged in.
+/// callbacks only bump counters. The sockets are spread over several client runtimes (one
+/// lws service thread each) so that event handling for thousands of sockets keeps up.
 final class SoakDriver {
     /// One simulated user and its current connection.
     private final class Slot: @unchecked Sendable {
         let userId: String
+        /// Which runtime serves this slot's connections.
+        let runtimeIndex: Int
         var connection: RollcallConnection?
         /// Channels joined (driver thread only).
         var joined: Set<Int> = []
-        init(userId: String) { self.userId = userId }
+        init(userId: String, runtimeIndex: Int) { self.userId = userId; self.runtimeIndex = runtimeIndex }
     }
 
     let counters = Counters()
     private let url: String
     private let channels: Int
-    private let runtime: ClientRuntime
+    private let runtimes: [ClientRuntime]
     private let slots: [Slot]
     private var random = SystemRandomNumberGenerator()
     private var stateVersion = 0
 
-    init(url: String, sessions: Int, channels: Int) throws {
+    init(url: String, sessions: Int, channels: Int, threads: Int) throws {
         self.url = url
         self.channels = channels
-        runtime = try ClientRuntime(options: .init(maxConnections: sessions + 512, rxBufferSize: 1024,
-                                                   maxConcurrentHandshakes: 256))
-        slots = (0..<sessions).map { Slot(userId: "soak-\($0)") }
+        let count = max(1, threads)
+        runtimes = try (0..<count).map { _ in
+            try ClientRuntime(options: .init(maxConnections: sessions / count + 512, rxBufferSize: 1024,
+                                             maxConcurrentHandshakes: max(32, 256 / count)))
+        }
+        slots = (0..<sessions).map { Slot(userId: "soak-\($0)", runtimeIndex: $0 % count) }
     }
 
     /// Sessions whose connection is open right now.
@@ -78,14 +84,14 @@ final class SoakDriver {
     func shutdown() {
         for slot in slots { slot.connection?.close(code: 1000) }
         usleep(500_000)
-        runtime.shutdown()
+        for runtime in runtimes { runtime.shutdown() }
     }
 
     // MARK: Steps
 
     private func connect(_ slot: Slot, joinCount: Int) {
         counters.add("connects")
-        guard let connection = try? RollcallConnection(url: url, subprotocol: "rollcall.v1", runtime: runtime) else {
+        guard let connection = try? RollcallConnection(url: url, subprotocol: "rollcall.v1", runtime: runtimes[slot.runtimeIndex]) else {
             counters.add("connectFailures")
             return
         }
@@ -95,7 +101,7 @@ final class SoakDriver {
         slot.joined.formUnion(firstChannels)
         let counters = self.counters
         let userId = slot.userId
-        connection.onEvent = { _ in counters.add("events") }
+        connection.onRawEvent = { _ in counters.add("events") }  // counted, not parsed
         connection.onClose = { info in if !info.closedByServer { return }; counters.add("serverCloses") }
         connection.onOpen = { [weak connection] in
             guard let connection else { return }
