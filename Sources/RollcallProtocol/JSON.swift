@@ -10,6 +10,10 @@ public enum JSON: Sendable, Equatable {
     case string(String)
     case array([JSON])
     case object(JSONObject)
+    /// A value already encoded as compact JSON (one value, no raw newline), written verbatim.
+    /// The broker builds large replies this way instead of as a tree; the parser never
+    /// produces it, and the accessors (``objectValue`` etc.) see it as none of the other kinds.
+    case encoded([UInt8])
 }
 
 /// A JSON number, held as the validated literal it was written as.

@@ -112,6 +112,8 @@ public struct JSONWriter: Sendable {
             beginArray()
             for element in elements { self.value(element) }
             endArray()
+        case .encoded(let bytes):
+            raw(bytes)
         case .object(let object):
             beginObject()
             for member in object.members {
@@ -159,26 +161,41 @@ public struct JSONWriter: Sendable {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     private mutating func appendQuoted(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
-        var string = string
-        string.withUTF8 { utf8 in
-            var runStart = 0
-            for (offset, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                if runStart < offset { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<offset])) }
-                runStart = offset + 1
-                switch byte {
-                case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
-                case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                default:
-                    bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                              Self.hex[Int(byte >> 4)], Self.hex[Int(byte & 0xF)]])
-                }
-            }
-            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+        // Native strings (all the broker builds) expose their UTF-8 in place; others are copied.
+        if string.utf8.withContiguousStorageIfAvailable({ appendQuoted(utf8: $0) }) == nil {
+            var copy = string
+            copy.withUTF8 { appendQuoted(utf8: $0) }
         }
+    }
+
+    /// Appends `"…"`, escaping `"`, `\\` and control characters; runs that need no escape
+    /// (usually the whole string) are copied in one piece.
+    private mutating func appendQuoted(utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        var runStart = 0
+        var offset = 0
+        let count = utf8.count
+        while offset < count {
+            let byte = utf8[offset]
+            if byte >= 0x20, byte != 0x22, byte != 0x5C {
+                offset += 1
+                continue
+            }
+            if runStart < offset { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<offset])) }
+            switch byte {
+            case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
+            case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            default:
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                          Self.hex[Int(byte >> 4)], Self.hex[Int(byte & 0xF)]])
+            }
+            offset += 1
+            runStart = offset
+        }
+        if runStart < count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<count])) }
         bytes.append(UInt8(ascii: "\""))
     }
 }

@@ -28,7 +28,7 @@ import Testing
         try carol.ok("logout")
         #expect(harness.closes[carol.connection] == .logout)
         #expect(bob.presenceEvents().map { $0.string("type") } == ["leave"])
-        #expect(harness.broker.presence.userChannels[Name(unchecked: "carol")] == nil)
+        #expect(harness.broker.presence.userChannels.channels(of: Name(unchecked: "carol")).isEmpty)
     }
 
     @Test func aDroppedSessionIsHeldThenTimesOut() throws {

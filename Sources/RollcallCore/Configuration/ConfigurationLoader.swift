@@ -117,6 +117,7 @@ public enum ConfigurationLoader {
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
+        case .encoded: "an encoded value"
         }
     }
 }

@@ -35,6 +35,12 @@ public struct Name: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     public static func < (lhs: Name, rhs: Name) -> Bool {
+        // Native strings (all of ours) expose their UTF-8 in place; the copy is a fallback.
+        if let result = lhs.string.utf8.withContiguousStorageIfAvailable({ x in
+            rhs.string.utf8.withContiguousStorageIfAvailable { y in compareBytes(x, y) < 0 }
+        }), let ordered = result {
+            return ordered
+        }
         var a = lhs.string, b = rhs.string
         return a.withUTF8 { x in b.withUTF8 { y in compareBytes(x, y) < 0 } }
     }

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+
+/// `rollcall-bench listing`: the core's listing ops measured in-process (no sockets), so the
+/// figure is the broker's own cost of decoding the request, building the page and encoding
+/// the reply: one `getOnlineUsers` page of 100 from a 100,000-member channel, and
+/// `getUserChannels` for a user in 1000 channels.
+struct Listing: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "In-process core benchmark: a getOnlineUsers page from a huge channel, getUserChannels for a user in many channels.")
+
+    @OptionGroup var report: ReportOptions
+
+    @Option(help: "Members of the big channel (quick: 20,000).")
+    var members = 100_000
+
+    @Option(help: "Channels the many-channel user is in (quick: 1000 as well).")
+    var channels = 1000
+
+    @Option(help: "Timed calls per figure (quick: 500).")
+    var iterations = 5000
+
+    func validate() throws {
+        guard (100...1_000_000).contains(members) else { throw ValidationError("--members must be 100...1000000") }
+        guard (1...100_000).contains(channels) else { throw ValidationError("--channels must be 1...100000") }
+        guard (10...1_000_000).contains(iterations) else { throw ValidationError("--iterations must be 10...1000000") }
+    }
+
+    func run() throws {
+        setvbuf(stdout, nil, _IOLBF, 0)
+        let memberCount = report.quick ? min(members, 20_000) : members
+        let calls = report.quick ? min(iterations, 500) : iterations
+        let bench = ListingWorkload(channels: channels)
+
+        print("listing: filling one channel with \(memberCount) members (in-process broker)")
+        let fillSeconds = bench.fillBigChannel(members: memberCount)
+        print(String(format: "listing: filled in %.2f s; joining one user to %d channels", fillSeconds, channels))
+        bench.joinManyChannels()
+
+        var result = BenchResult(scenario: "listing")
+        let firstPage = try bench.time(calls: calls) { bench.onlineUsersPage(cursor: nil) }
+        let middleCursor = try bench.cursor(atMember: memberCount / 2)
+        let middlePage = try bench.time(calls: calls) { bench.onlineUsersPage(cursor: middleCursor) }
+        let statePage = try bench.time(calls: calls) { bench.onlineUsersPage(cursor: middleCursor, includeState: true) }
+        let userChannels = try bench.time(calls: calls) { bench.userChannels() }
+
+        result.metrics = [
+            BenchMetric("members in the big channel", Double(memberCount)),
+            BenchMetric("getOnlineUsers page of 100, middle of the channel (median)", middlePage.median, "µs", atMost: 50),
+            BenchMetric("getOnlineUsers page of 100, middle (p99)", middlePage.p99, "µs"),
+            BenchMetric("getOnlineUsers first page of 100 (median)", firstPage.median, "µs"),
+            BenchMetric("getOnlineUsers page of 100 with state (median)", statePage.median, "µs"),
+            BenchMetric("getUserChannels, user in \(channels) channels (median)", userChannels.median, "µs", atMost: 100),
+            BenchMetric("getUserChannels (p99)", userChannels.p99, "µs"),
+            BenchMetric("reply bytes of a page of 100", Double(bench.lastPageBytes), "B"),
+        ]
+        result.notes = [
+            "In-process: a `Broker` with the system clock, fed `.received` frames as the transport would; each timing covers request decoding, the op and reply encoding (\(calls) calls, median and p99). Members joined with `presence: false`. Config: `limits.maxChannelsPerSession` = \(channels), request rate limits raised (one session makes every call).",
+        ]
+        result.chartTitle = "listing: per-call cost (µs)"
+        result.xLabel = "percentile"
+        result.yLabel = "µs per call"
+        result.series = [
+            BenchSeries(name: "getOnlineUsers page (middle)", points: middlePage.curve),
+            BenchSeries(name: "getUserChannels (\(channels) channels)", points: userChannels.curve),
+        ]
+        try result.finish(report)
+    }
+}
