@@ -65,6 +65,9 @@ final class Channel {
     var mode = PresenceMode.announce
     /// Interval mode: users changed since the last event.
     var pending: [Name: PendingChange] = [:]
+    /// Interval mode: the encoded roster as of the last event, shared by every joiner's
+    /// snapshot until the next event; nil when not built or out of date.
+    var snapshotRoster: SnapshotRoster?
 
     init(key: ChannelKey, chunkCapacity: Int) {
         self.key = key

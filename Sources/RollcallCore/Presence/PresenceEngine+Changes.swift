@@ -40,7 +40,7 @@ extension PresenceEngine {
     func addMember(_ user: Name, state: PresenceState, to channel: Channel) {
         channel.members[user] = ChannelMember(state: state, sessionCount: 1)
         channel.order.insert(user)
-        userChannels[user, default: []].insert(channel.key)
+        userChannels.add(channel.key, for: user)
         memberChanged(.joined, user, in: channel, wasPresent: false, previousState: .empty)
     }
 
@@ -57,14 +57,12 @@ extension PresenceEngine {
             } else {
                 channel.members[user] = nil
                 channel.order.remove(user)
-                if var keys = userChannels[user] {
-                    keys.remove(channel.key)
-                    userChannels[user] = keys.isEmpty ? nil : keys
-                }
+                userChannels.remove(channel.key, for: user)
                 if let kind {
                     memberChanged(.removed(kind), user, in: channel, wasPresent: true, previousState: member.state)
                 } else {
                     channel.pending[user] = nil
+                    channel.snapshotRoster = nil
                 }
             }
         }
@@ -118,6 +116,7 @@ extension PresenceEngine {
     /// channel except the user's own.
     private func announce(_ change: MemberChange, _ user: Name, in channel: Channel) {
         channel.seq += 1
+        channel.snapshotRoster = nil
         var state: PresenceState?
         switch change {
         case .joined, .stateChanged: state = channel.members[user]?.state ?? .empty
@@ -158,6 +157,7 @@ extension PresenceEngine {
         change.timeouts.sort()
         change.stateChanges.sort { $0.userId < $1.userId }
         channel.seq += 1
+        channel.snapshotRoster = nil
         let bytes = PresenceEvents.interval(
             channel: channel.key, change: change, occupancy: channel.occupancy, seq: channel.seq, timestamp: clock.now)
         for session in channel.presenceSubscribers.values {
@@ -173,27 +173,47 @@ extension PresenceEngine {
     /// the first page with `truncated` and `nextPage`.
     func sendSnapshot(of channel: Channel, to session: Session) {
         let limit = max(1, configuration.presence.snapshotMaxMembers)
-        let shown: [(userId: Name, state: PresenceState)]
-        let more: Bool
-        let occupancy: Int
-        if channel.pending.isEmpty {
-            let page = channel.order.names(after: nil, limit: limit)
-            shown = page.names.map { ($0, channel.members[$0]?.state ?? .empty) }
-            more = page.more
-            occupancy = channel.occupancy
-        } else {
-            (shown, more, occupancy) = rosterAtLastEvent(of: channel, viewer: session.userId, limit: limit)
+        guard channel.pending.isEmpty else {
+            sendSnapshotAtLastEvent(of: channel, to: session, limit: limit)
+            return
         }
-        let nextPage = more ? shown.last.map { PageCursor.encode(after: $0.userId) } : nil
+        let page = channel.order.names(after: nil, limit: limit)
+        let shown: [(userId: Name, state: PresenceState)] = page.names.map { ($0, channel.members[$0]?.state ?? .empty) }
+        let nextPage = page.more ? shown.last.map { PageCursor.encode(after: $0.userId) } : nil
         let bytes = PresenceEvents.snapshot(
-            channel: channel.key, members: shown, nextPage: nextPage, occupancy: occupancy,
+            channel: channel.key, members: shown, nextPage: nextPage, occupancy: channel.occupancy,
+            mode: channel.mode, seq: channel.seq, timestamp: clock.now)
+        outbox.send(bytes, to: session)
+    }
+
+    /// Interval mode with changes pending: the roster as of the last event (built once per
+    /// event and kept encoded on the channel, see ``SnapshotRoster``) plus the session's own
+    /// user when it was not a member then.
+    private func sendSnapshotAtLastEvent(of channel: Channel, to session: Session, limit: Int) {
+        let roster: SnapshotRoster
+        if let cached = channel.snapshotRoster, cached.seq == channel.seq, cached.limit == limit {
+            roster = cached
+        } else {
+            let built = rosterAtLastEvent(of: channel, viewer: nil, limit: limit)
+            roster = SnapshotRoster(seq: channel.seq, limit: limit, total: built.occupancy, entries: built.shown)
+            channel.snapshotRoster = roster
+        }
+        let viewer = session.userId
+        var insert: (userId: Name, state: PresenceState)?
+        if let member = channel.members[viewer], !(channel.pending[viewer]?.wasPresent ?? true) {
+            insert = (viewer, member.state)
+        }
+        let array = roster.array(inserting: insert)
+        let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil
+        let bytes = PresenceEvents.snapshot(
+            channel: channel.key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: array.occupancy,
             mode: channel.mode, seq: channel.seq, timestamp: clock.now)
         outbox.send(bytes, to: session)
     }
 
     /// The first `limit` members as of the last event (the pending changes undone), plus
-    /// `viewer`; whether more follow; and how many members that roster has.
-    private func rosterAtLastEvent(of channel: Channel, viewer: Name, limit: Int)
+    /// `viewer` (nil: nobody extra); whether more follow; and how many members that roster has.
+    private func rosterAtLastEvent(of channel: Channel, viewer: Name?, limit: Int)
         -> (shown: [(userId: Name, state: PresenceState)], more: Bool, occupancy: Int)
     {
         var departed: [(userId: Name, state: PresenceState)] = []

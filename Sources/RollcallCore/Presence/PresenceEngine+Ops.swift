@@ -151,19 +151,27 @@ extension PresenceEngine {
             return .object(["totalOccupancy": total, "users": [], "nextPage": nil])
         }
         let listed = channel.order.names(after: cursor, limit: pageSize)
-        let users: [JSON] = listed.names.map { user in
-            guard includeState else { return .object(["userId": .string(user.string)]) }
-            return .object(["userId": .string(user.string), "state": (channel.members[user]?.state ?? .empty).json])
+        // Written straight to bytes: a page is up to 1000 entries, too many for a JSON tree.
+        var users = JSONWriter(capacity: 2 + listed.names.count * (includeState ? 64 : 24))
+        users.beginArray()
+        for user in listed.names {
+            users.beginObject()
+            users.key("userId"); users.string(user.string)
+            if includeState {
+                users.key("state")
+                (channel.members[user]?.state ?? .empty).write(to: &users)
+            }
+            users.endObject()
         }
+        users.endArray()
         let nextPage: JSON = listed.more ? listed.names.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
-        return .object(["totalOccupancy": total, "users": .array(users), "nextPage": nextPage])
+        return .object(["totalOccupancy": total, "users": .encoded(users.bytes), "nextPage": nextPage])
     }
 
     /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index.
     func getUserChannels(_ request: Request) throws(BrokerError) -> JSON {
         let user = try request.name("userId")
-        let keys = (userChannels[user] ?? []).sorted()
-        return .object(["totalChannel": .int(keys.count), "channels": .array(keys.map(\.json))])
+        return userChannels.listing(of: user)
     }
 
     private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {

@@ -44,7 +44,7 @@ public final class PresenceEngine {
     let outbox: Outbox
 
     var channels: [ChannelKey: Channel] = [:]
-    var userChannels: [Name: Set<ChannelKey>] = [:]
+    var userChannels = UserChannelIndex()
     var flushes = TimerQueue<ChannelKey>()
     /// Names per chunk of the member lists (small only in tests).
     var memberChunkCapacity = 256

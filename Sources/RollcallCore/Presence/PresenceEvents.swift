@@ -64,6 +64,23 @@ enum PresenceEvents {
         }
     }
 
+    /// `snapshot` whose member array (`[{userId, state}, …]`) is already encoded.
+    static func snapshot(
+        channel: ChannelKey, encodedMembers: [UInt8], nextPage: String?,
+        occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
+    ) -> [UInt8] {
+        Frames.event("presence", capacity: 192 + encodedMembers.count) { w in
+            w.key("type"); w.string("snapshot")
+            header(&w, channel)
+            w.key("snapshot"); w.raw(encodedMembers)
+            if let nextPage {
+                w.key("truncated"); w.bool(true)
+                w.key("nextPage"); w.string(nextPage)
+            }
+            footer(&w, occupancy: occupancy, mode: mode, seq: seq, timestamp: timestamp)
+        }
+    }
+
     /// `{"event":"message","channel","channelType","publisher","message","timestamp"}`;
     /// `message` is already compact-encoded.
     static func message(channel: ChannelKey, publisher: Name, encodedMessage: [UInt8], timestamp: Timestamp) -> [UInt8] {
