@@ -32,7 +32,7 @@ extension Broker {
         nextSessionNumber += 1
         let session = Session(
             number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
-            connection: connection, presenceTimeoutMs: timeoutMs, resumeToken: newResumeToken())
+            connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random))
         session.grant = grant
         directory.add(session)
         // The newcomer is in before the oldest goes, so the user never reads offline in between.
@@ -47,7 +47,7 @@ extension Broker {
                         customStatus: String?) -> JSON {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        directory.attach(session, to: connection, newResumeToken: newResumeToken())
+        directory.attach(session, to: connection, newToken: ResumeToken(using: &random))
         session.presenceTimeoutMs = presenceTimeoutMs
         session.grant = grant
         loginDeadlines.cancel(connection)
@@ -99,20 +99,6 @@ extension Broker {
             end(oldest, .closed)
             if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
         }
-    }
-
-    private func newResumeToken() -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        for _ in 0..<2 {
-            var word = random.next() as UInt64
-            for _ in 0..<16 {
-                bytes.append(hex[Int(word & 0xF)])
-                word >>= 4
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// What the session's token allows.

@@ -15,8 +15,10 @@ public final class Session {
     public internal(set) var connection: ConnectionID?
     /// How long it is held after an abnormal drop.
     public internal(set) var presenceTimeoutMs: Int64
-    /// The single-use token that resumes it while held.
-    public internal(set) var resumeToken: String
+    /// The single-use token that resumes it while held (stored as 128 bits, see ``ResumeToken``).
+    var token: ResumeToken
+    /// The token as sent to the client: 32 lowercase hex digits.
+    public var resumeToken: String { token.text }
     /// When it was dropped abnormally; nil while live.
     public internal(set) var heldSince: Timestamp?
     /// What its token allows.
@@ -25,15 +27,15 @@ public final class Session {
     var presence = SessionPresence()
 
     init(number: UInt64, userId: Name, platform: Platform, startedAt: Timestamp,
-         connection: ConnectionID, presenceTimeoutMs: Int64, resumeToken: String) {
+         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken) {
         self.number = number
-        self.sessionId = "s\(number)-\(resumeToken.prefix(6))"
+        self.sessionId = "s\(number)-\(token.text.prefix(6))"
         self.userId = userId
         self.platform = platform
         self.startedAt = startedAt
         self.connection = connection
         self.presenceTimeoutMs = presenceTimeoutMs
-        self.resumeToken = resumeToken
+        self.token = token
     }
 
     /// True while dropped and waiting to be resumed or timed out.

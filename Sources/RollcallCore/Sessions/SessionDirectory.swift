@@ -1,20 +1,21 @@
 /// Every logged-in session (live and held), findable by connection, user and resume token.
 public final class SessionDirectory {
     private(set) var byConnection: [ConnectionID: Session] = [:]
-    private(set) var byUser: [Name: [Session]] = [:]
-    private var byResumeToken: [String: Session] = [:]
+    /// Most users have one session: it is stored inline, without an array of its own.
+    private var byUser: [Name: UserSessions] = [:]
+    private var byResumeToken: [ResumeToken: Session] = [:]
 
     init() {}
 
     /// The user's sessions, oldest first (live and held).
-    public func sessions(of user: Name) -> [Session] { byUser[user] ?? [] }
+    public func sessions(of user: Name) -> [Session] { byUser[user]?.list ?? [] }
 
     /// The session a connection carries.
     public func session(on connection: ConnectionID) -> Session? { byConnection[connection] }
 
     /// The held session this token resumes.
     func heldSession(resumeToken: String) -> Session? {
-        guard let session = byResumeToken[resumeToken], session.isHeld else { return nil }
+        guard let token = ResumeToken(resumeToken), let session = byResumeToken[token], session.isHeld else { return nil }
         return session
     }
 
@@ -25,12 +26,16 @@ public final class SessionDirectory {
     public var userCount: Int { byUser.count }
 
     /// Every session, live and held.
-    public var all: [Session] { byUser.values.flatMap { $0 } }
+    public var all: [Session] { byUser.values.flatMap(\.list) }
 
     func add(_ session: Session) {
         if let connection = session.connection { byConnection[connection] = session }
-        byUser[session.userId, default: []].append(session)
-        byResumeToken[session.resumeToken] = session
+        if let existing = byUser[session.userId] {
+            byUser[session.userId] = .many(existing.list + [session])
+        } else {
+            byUser[session.userId] = .one(session)
+        }
+        byResumeToken[session.token] = session
     }
 
     func detach(_ session: Session) {
@@ -38,10 +43,10 @@ public final class SessionDirectory {
         session.connection = nil
     }
 
-    func attach(_ session: Session, to connection: ConnectionID, newResumeToken: String) {
-        byResumeToken[session.resumeToken] = nil
-        session.resumeToken = newResumeToken
-        byResumeToken[newResumeToken] = session
+    func attach(_ session: Session, to connection: ConnectionID, newToken: ResumeToken) {
+        byResumeToken[session.token] = nil
+        session.token = newToken
+        byResumeToken[newToken] = session
         session.connection = connection
         session.heldSince = nil
         byConnection[connection] = session
@@ -49,10 +54,26 @@ public final class SessionDirectory {
 
     func remove(_ session: Session) {
         if let connection = session.connection { byConnection[connection] = nil }
-        byResumeToken[session.resumeToken] = nil
-        if var list = byUser[session.userId] {
-            list.removeAll { $0 === session }
-            byUser[session.userId] = list.isEmpty ? nil : list
+        byResumeToken[session.token] = nil
+        guard let existing = byUser[session.userId] else { return }
+        let rest = existing.list.filter { $0 !== session }
+        switch rest.count {
+        case 0: byUser[session.userId] = nil
+        case 1: byUser[session.userId] = .one(rest[0])
+        default: byUser[session.userId] = .many(rest)
+        }
+    }
+}
+
+/// One user's sessions, oldest first: a single session inline, or an array.
+private enum UserSessions {
+    case one(Session)
+    case many([Session])
+
+    var list: [Session] {
+        switch self {
+        case .one(let session): return [session]
+        case .many(let sessions): return sessions
         }
     }
 }
