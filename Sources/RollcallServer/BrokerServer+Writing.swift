@@ -29,6 +29,10 @@ extension BrokerServer {
             metrics.framesOut += 1
             metrics.objectsOut += objects
             metrics.bytesOut += length
+            // Nothing more to write in this callback: skip the choke test, which is a poll()
+            // syscall per frame (lws keeps any unsent tail and flushes it before the next
+            // writable callback). Measured in BENCHMARKS.md (fanout).
+            if record.outbound.isEmpty && record.pendingClose == nil { return 0 }
             if lws_send_pipe_choked(wsi) != 0 { break }
         }
         if !record.outbound.isEmpty || (record.pendingClose != nil && lws_send_pipe_choked(wsi) != 0) {
