@@ -22,7 +22,12 @@ extension BrokerServer {
             target = now + max(0, deadline - broker.now)
         }
         if let check = heartbeats.nextDeadline() {
-            target = min(target ?? check, check)
+            // Heartbeat checks are coalesced: waking `heartbeatSlackMs` late lets one wake-up
+            // serve every connection due in that window, so n connections cost a bounded
+            // number of wake-ups per second instead of n / interval (each wake-up is an
+            // lws service turn that polls every descriptor).
+            let coalesced = check + heartbeatSlackMs
+            target = min(target ?? coalesced, coalesced)
         }
         if case .draining(let deadline) = phase {
             target = min(target ?? deadline, deadline)
@@ -38,6 +43,10 @@ extension BrokerServer {
         armedTimerAt = target
         lws_sul_schedule(context, 0, &timer.pointee.sul, rollcallTimerFired, lws_usec_t(max(0, target - now)) * 1000)
     }
+
+    /// How late a heartbeat check may run so that checks falling due close together share
+    /// one wake-up: a tenth of the shorter heartbeat period, at most 50 ms.
+    var heartbeatSlackMs: Int64 { min(50, min(heartbeatIntervalMs, heartbeatTimeoutMs) / 10) }
 
     /// The timer fired: heartbeats, then the broker's due timers.
     func timerFired() {

@@ -36,6 +36,10 @@ public final class BrokerServer {
     var phase = Phase.accepting
     var heartbeats = TimerQueue<ConnectionID>()
     var armedTimerAt: Int64?
+    /// Returns freed heap pages to the kernel after bursts (see ``HeapTrimmer``).
+    var heapTrimmer = HeapTrimmer()
+    /// The epoll loop lws runs on when `ROLLCALL_EVENT_LOOP=libev` (see ``EventLoop``); nil: lws' poll loop.
+    var eventLoop: EventLoop?
     /// Every accepted socket (lws `WSI_CREATE` … `WSI_DESTROY`), in any phase: the connection cap counts these.
     var openSockets = Set<OpaquePointer>()
     /// Connections sending a static file (each holds the file's descriptor too).
@@ -58,6 +62,9 @@ public final class BrokerServer {
     private let finished = DispatchSemaphore(value: 0)
     private var cStrings: [UnsafeMutablePointer<CChar>] = []
     private var protocols: UnsafeMutablePointer<lws_protocols>?
+    /// lws' idle ("validity") policy for the vhost: all zero, so lws keeps no per-connection
+    /// validity timer (the transport owns heartbeats, see `BrokerServer+Timers.swift`).
+    private var idlePolicy: UnsafeMutablePointer<lws_retry_bo_t>?
 
     /// Where the server is in its life.
     enum Phase: Equatable {
@@ -74,11 +81,14 @@ public final class BrokerServer {
     /// own (bounded) outbound queue rather than in megabytes of kernel buffer.
     static let socketSendBufferBytes: Int32 = 64 * 1024
     /// lws receive chunk size; messages are reassembled up to `limits.maxFrameBytes` by the transport.
-    /// lws allocates this much per WebSocket connection (`rx_ubuf`), for its whole life, so it
-    /// is kept small: 1024 measured ~3.0 KB RSS per idle logged-in session against ~6.0 KB with
-    /// 4096 (debug build, 2000 sessions). Socket reads go through lws' per-thread buffer, so a
-    /// smaller chunk costs only more (cheap) receive callbacks for large messages.
-    static let receiveChunkBytes = 1024
+    /// lws allocates this much per WebSocket connection (`rx_ubuf`, plus `LWS_PRE` and 4 bytes),
+    /// for its whole life, so it is kept small: 1024 measured ~3.0 KB RSS per idle logged-in
+    /// session against ~6.0 KB with 4096 (debug build, 2000 sessions); 128 saves another
+    /// ~900 B per connection (heaptrack: 1094 B per `rx_ubuf` at 1024, 160 B at 128). Most
+    /// requests (login, join, ping, setState with a few keys) fit in one chunk; socket reads
+    /// go through lws' per-thread buffer, so a smaller chunk costs only more (cheap) receive
+    /// callbacks for large messages. Control frames (≤ 125 bytes of payload) always fit.
+    static let receiveChunkBytes = 512
     /// How long a connection the broker is closing may take to take its close frame. A cut
     /// slow consumer has to drain its socket buffers first; its queue is already dropped, so
     /// the wait costs little, and 10 s lets a client that resumes reading late still see 1013.
@@ -115,6 +125,7 @@ public final class BrokerServer {
         stopFlag.deallocate()
         for string in cStrings { free(string) }
         protocols?.deallocate()
+        idlePolicy?.deallocate()
     }
 
     /// Creates the lws context on a new service thread and starts serving. Returns the bound
@@ -185,7 +196,13 @@ public final class BrokerServer {
             if case .draining(let deadline) = phase, records.isEmpty || MonotonicClock.now >= deadline {
                 break
             }
-            if lws_service(context, 0) < 0 { break }
+            if let eventLoop {
+                eventLoop.runOnce()
+            } else if lws_service(context, 0) < 0 {
+                break
+            }
+            heapTrimmer.maybeTrim(now: MonotonicClock.now, bytesOut: metrics.bytesOut,
+                                  connectionsTotal: metrics.connectionsTotal, open: openSockets.count)
         }
         logger.info("stopped", metadata: ["connectionsLeft": "\(records.count)"])
         phase = .stopped
@@ -196,6 +213,8 @@ public final class BrokerServer {
         lws_sul_cancel(&timer.pointee.sul)
         lws_context_destroy(context)
         context = nil
+        eventLoop?.destroy()
+        eventLoop = nil
         records.removeAll()
     }
 
@@ -222,6 +241,9 @@ public final class BrokerServer {
         protocolList[0].callback = rollcallLWSCallback
         protocolList[0].per_session_data_size = MemoryLayout<rollcall_pss_t>.size
         protocolList[0].rx_buffer_size = Self.receiveChunkBytes
+        // Without it lws caps every send() at rx_buffer_size and drains the rest of a frame
+        // one such chunk per service turn — each turn a poll() of every descriptor (storm bench).
+        protocolList[0].tx_packet_size = Int(Self.socketSendBufferBytes)
         protocols = protocolList
 
         var info = lws_context_creation_info()
@@ -235,6 +257,13 @@ public final class BrokerServer {
             info.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
         }
         info.timeout_secs = 5
+        // No lws validity timer: lws' default policy (ping after 300 s) arms a per-connection
+        // timer in its sorted timer list at every establishment and pong, an O(n) insertion
+        // that callgrind showed as ~9% of the broker's instructions at 3,000 logins.
+        let policy = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
+        policy.initialize(to: lws_retry_bo_t())
+        idlePolicy = policy
+        info.retry_and_idle_policy = UnsafePointer(policy)
         // lws sizes its descriptor table from the soft limit, so raise it first.
         connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
         let tls = configuration.tls
@@ -248,7 +277,23 @@ public final class BrokerServer {
         }
 
         LWSLogBridge.recentErrors = []
-        guard let created = lws_create_context(&info) else {
+        var created: OpaquePointer?
+        if EventLoop.isRequested, let loop = EventLoop() {
+            var withLoop = info
+            withLoop.options |= UInt64(LWS_SERVER_OPTION_LIBEV)
+            withLoop.foreign_loops = loop.foreignLoops
+            created = lws_create_context(&withLoop)
+            if let created {
+                eventLoop = loop
+                loop.start(context: created)
+            } else {
+                loop.destroy()
+                logger.warning("libwebsockets' libev loop is unavailable; using its poll loop")
+                LWSLogBridge.recentErrors = []
+            }
+        }
+        if created == nil { created = lws_create_context(&info) }
+        guard let created else {
             let errors = LWSLogBridge.recentErrors
             let cause = errors.isEmpty ? "" : " (libwebsockets: \(errors.joined(separator: "; ")))"
             if let certFile = tls.certFile, let keyFile = tls.keyFile {
