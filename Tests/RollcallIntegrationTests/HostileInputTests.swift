@@ -487,8 +487,9 @@ struct HostileRow: Sendable {
             #expect((codes[.invalidJSON] ?? 0) >= 150, "\(codes)")
             #expect((codes[.rateLimited] ?? 0) > 0, "\(codes)")
             #expect(codes.keys.allSatisfy { $0 == .invalidJSON || $0 == .rateLimited }, "\(codes)")
-            _ = eventually(timeout: 10) { (try? connection.request("ping").ok) == true }
-            #expect(try connection.request("ping").ok, "usable after the flood")
+            // Once the bucket refills a ping is answered; a second ping right behind it may
+            // find the bucket empty again, so the check is the first success, not a second call.
+            #expect(eventually(timeout: 10) { (try? connection.request("ping").ok) == true }, "usable after the flood")
         },
         custom("150 pipelined state changes: the neighbour follows every one") { probe in
             let connection = probe.connection
