@@ -1,0 +1,119 @@
+import Foundation
+import RollcallClient
+import RollcallProtocol
+
+/// The fan-out load: receivers that join one channel for messages and count deliveries from
+/// their raw event lines, and one publisher that pipelines `publish` requests with a bounded
+/// window of unanswered ones. Client callbacks only bump counters; one driver thread paces.
+final class FanoutDriver {
+    /// Channel every receiver joins.
+    static let channel = "bench:fanout"
+
+    let counters = Counters()
+    let deliveries: DeliveryTally
+    private let pool: LoadPool
+    private let publisherRuntime: ClientRuntime
+    private var receivers: [RollcallConnection] = []
+    private var publisher: RollcallConnection?
+    /// A 100-byte message: a string of 98 characters and its two quotes.
+    private let message = JSON.string(String(repeating: "m", count: 98))
+
+    init(url: String, receivers: Int, threads: Int) throws {
+        pool = try LoadPool(url: url, threads: threads, connections: receivers, rxBufferSize: 16_384)
+        publisherRuntime = try ClientRuntime(options: .init(maxConnections: 8))
+        deliveries = DeliveryTally(runtimes: pool.runtimes)
+    }
+
+    /// Unanswered publish requests.
+    var outstanding: Int { counters["published"] - counters["acked"] - counters["rejected"] - counters["failedReplies"] }
+
+    /// Deliveries the acknowledged publishes promised (the sum of their `recipients`).
+    var expectedDeliveries: Int { counters["expectedDeliveries"] }
+
+    /// Receivers closed by the broker or dropped since they joined.
+    var closedReceivers: Int { counters["receiverCloses"] }
+
+    /// Opens and logs in `count` receivers, joins each to the channel (messages only, no
+    /// presence), then opens the publisher. Returns the receivers that joined.
+    func open(receivers count: Int, timeout: Double) -> Int {
+        let counters = self.counters
+        let deliveries = self.deliveries
+        let prefix = RawEventLine.messagePrefix
+        let (sessions, seconds) = pool.openLoggedIn(
+            count: count, label: "fanout", timeout: timeout, userId: { "fanout-r\($0)" },
+            configure: { _, connection in
+                let add = deliveries.adder(for: connection.runtime)
+                connection.onRawEvent = { line in
+                    if RawEventLine.starts(line, with: prefix) { add(1) } else { counters.add("otherEvents") }
+                }
+                connection.onClose = { info in
+                    counters.add("receiverCloses")
+                    if info.code == 1013 || info.reason.contains("slow consumer") { counters.add("slowConsumerCuts") }
+                }
+            })
+        receivers = sessions.compactMap { $0 }
+        print("fanout: \(receivers.count)/\(count) receivers logged in in \(String(format: "%.1f", seconds)) s; joining")
+        for receiver in receivers {
+            receiver.send("join", ["channel": .string(Self.channel), "presence": false, "messages": true]) { reply in
+                counters.add(reply.ok ? "joined" : "joinFailed")
+            }
+        }
+        let deadline = MonotonicSeconds.now + timeout
+        while counters["joined"] + counters["joinFailed"] < receivers.count, MonotonicSeconds.now < deadline {
+            usleep(20_000)
+        }
+        openPublisher()
+        return counters["joined"]
+    }
+
+    private func openPublisher() {
+        guard let connection = try? RollcallConnection(url: pool.url, subprotocol: "rollcall.v1", runtime: publisherRuntime) else {
+            return
+        }
+        connection.start()
+        do {
+            try connection.waitUntilOpen(timeout: .seconds(10))
+            let reply = try connection.login(userId: "fanout-publisher", platform: "cli")
+            if reply.ok { publisher = connection }
+        } catch {
+            print("fanout: publisher failed: \(error)")
+        }
+    }
+
+    /// True once the publisher is logged in.
+    var hasPublisher: Bool { publisher != nil }
+
+    /// Sends `count` publish requests; replies update the counters on the service thread.
+    func publish(_ count: Int) {
+        guard let publisher, count > 0 else { return }
+        let counters = self.counters
+        let arguments: JSON = ["channel": .string(Self.channel), "message": message]
+        for _ in 0..<count {
+            counters.add("published")
+            publisher.send("publish", arguments) { reply in
+                if reply.ok, let recipients = reply["recipients"]?.numberValue?.intValue {
+                    counters.add("acked")
+                    counters.add("expectedDeliveries", recipients)
+                } else if reply.ok {
+                    counters.add("failedReplies")
+                } else {
+                    counters.add("rejected")
+                    counters.add("error.\(reply.errorCodeText ?? "?")")
+                }
+            }
+        }
+    }
+
+    /// Closes every connection with 1000, gives the closes a moment, and stops the runtimes.
+    func shutdown() {
+        publisher?.close(code: 1000)
+        for receiver in receivers { receiver.close(code: 1000) }
+        let deadline = MonotonicSeconds.now + 2
+        while MonotonicSeconds.now < deadline,
+              receivers.contains(where: { $0.currentState != .closed }) || (publisher.map { $0.currentState != .closed } ?? false) {
+            usleep(50_000)
+        }
+        pool.shutdown()
+        publisherRuntime.shutdown()
+    }
+}

@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+
+/// `rollcall-bench latency`: members of one announce-mode channel time `setState` →
+/// `stateChanged` while background messages flow through another channel.
+struct Latency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "setState → stateChanged latency (p50/p99/p99.9) for N announce-mode members under background message load.")
+
+    @OptionGroup var target: BrokerTargetOptions
+    @OptionGroup var report: ReportOptions
+
+    @Option(help: "Members of the announce-mode channel, the prober included (default 1000; 300 with --quick).")
+    var members: Int?
+
+    @Option(help: "Seconds of probing (default 30; 8 with --quick).")
+    var duration: Double?
+
+    @Option(help: "Probes (setState calls) per second.")
+    var probeRate = 10.0
+
+    @Option(help: "Receivers of the background channel.")
+    var backgroundReceivers = 100
+
+    @Option(help: "Background publishes per second (× receivers = background deliveries/s).")
+    var backgroundRate = 200.0
+
+    @Option(help: "Target: p99 latency in ms.")
+    var targetP99 = 5.0
+
+    func validate() throws {
+        if let members, !(2...15_000).contains(members) { throw ValidationError("--members must be 2...15000") }
+        if let duration, !(1...600).contains(duration) { throw ValidationError("--duration must be 1...600 s") }
+        guard probeRate > 0, probeRate <= 1000 else { throw ValidationError("--probe-rate must be in (0, 1000]") }
+        guard (0...3000).contains(backgroundReceivers) else { throw ValidationError("--background-receivers must be 0...3000") }
+        guard backgroundRate >= 0, backgroundRate <= 100_000 else { throw ValidationError("--background-rate must be 0...100000") }
+    }
+
+    /// Announce mode for every member, and request limits that let the background publisher
+    /// and the prober run at their rates.
+    static func brokerConfig(members: Int) -> [String: Any] {
+        [
+            "presence": ["maxInstantEvents": max(1000, members + 10)],
+            "limits": ["requestsPerSecond": 100_000, "requestBurst": 100_000],
+        ]
+    }
+
+    func run() throws {
+        setvbuf(stdout, nil, _IOLBF, 0)
+        let memberCount = members ?? (report.quick ? 300 : 1000)
+        let seconds = duration ?? (report.quick ? 8 : 30)
+        let maxProbes = Int(seconds * probeRate) + 16
+        let broker = try target.resolve(config: Self.brokerConfig(members: memberCount))
+        defer { broker.finish() }
+        print("latency: broker \(broker.url) pid \(broker.pid); \(memberCount) members, \(backgroundReceivers) background receivers")
+        let driver = try LatencyDriver(url: broker.url, members: memberCount, backgroundReceivers: backgroundReceivers,
+                                       threads: report.threads, maxProbes: maxProbes)
+        defer { driver.shutdown() }
+        guard driver.open(members: memberCount, backgroundReceivers: backgroundReceivers,
+                          timeout: max(30, Double(memberCount) / 50)) else {
+            throw ValidationError("sessions failed to open or join: \(driver.counters.snapshot)")
+        }
+        print("latency: all joined; waiting for the join storm to settle")
+        driver.waitForQuiet(quiet: 1, timeout: 30)
+
+        let sampler = ProcessSampler(pid: broker.pid)
+        let run = LatencyRun(driver: driver, sampler: sampler, seconds: seconds, probeRate: probeRate,
+                             backgroundRate: backgroundRate, maxProbes: maxProbes)
+        guard let measured = run.measure() else { throw ValidationError("broker pid \(broker.pid) is gone") }
+        let result = LatencyReport(measured: measured, members: memberCount, backgroundReceivers: backgroundReceivers,
+                                   targetP99: targetP99, counters: driver.counters.snapshot).result()
+        try result.finish(report)
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Histogram
+
+/// Turns the measurement into the scenario's `BenchResult`.
+struct LatencyReport {
+    let measured: LatencyMeasurement
+    let members: Int
+    let backgroundReceivers: Int
+    let targetP99: Double
+    let counters: [String: Int]
+
+    private func millis(_ percentile: Double) -> Double {
+        Double(measured.histogram.valueAtPercentile(percentile)) / 1000
+    }
+
+    func result() -> BenchResult {
+        var result = BenchResult(scenario: "latency")
+        let histogram = measured.histogram
+        let expectedArrivals = measured.probes * (members - 1)
+        result.metrics = [
+            BenchMetric("p50 setState → stateChanged", millis(50), "ms"),
+            BenchMetric("p99 setState → stateChanged", millis(99), "ms", atMost: targetP99),
+            BenchMetric("p99.9 setState → stateChanged", millis(99.9), "ms"),
+            BenchMetric("max", Double(histogram.max) / 1000, "ms"),
+            BenchMetric("arrivals timed", Double(histogram.totalCount)),
+            BenchMetric("arrivals expected (probes × \(members - 1))", Double(expectedArrivals)),
+            BenchMetric("background deliveries", measured.backgroundPerSecond, "/s"),
+            BenchMetric("broker CPU during the run", measured.brokerCores * 100, "% of a core"),
+        ]
+        result.chartTitle = "latency: setState → stateChanged, \(members) members, announce mode"
+        result.xLabel = "nines: 1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99"
+        result.yLabel = "latency (ms)"
+        // x = -log10(1 - p) spreads the tail out: p50 at 0.3, p99 at 2, p99.9 at 3.
+        let percentiles: [Double] = [0, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99]
+        result.series = [
+            BenchSeries(name: "setState → stateChanged (ms)",
+                        points: percentiles.map { [-log10(1 - $0 / 100), millis($0)] }),
+            BenchSeries(name: "target p99 (ms)", points: [[0, targetP99], [4, targetP99]]),
+        ]
+        result.notes = [
+            "Broker config: presence.maxInstantEvents raised to \(max(1000, members + 10)) so the \(members)-member channel stays in announce mode; limits.requestsPerSecond and requestBurst raised to 100,000 for the background publisher.",
+            "One member (the prober) calls setState with {\"probe\": \"<seq>\"} \(BenchMetric.format(Double(measured.probes) / max(measured.seconds, 0.001)))/s; every other member records (arrival − send) on the same monotonic clock in an HdrHistogram (per client thread, merged), scanning raw event lines for the value. The time includes the client's own queueing and both kernels: it is end to end on one 2-core machine.",
+            "Background: \(backgroundReceivers) receivers of another channel; measured \(BenchMetric.format(measured.backgroundPerSecond)) deliveries/s (\(measured.backgroundDelivered) of \(measured.backgroundExpected) promised arrived).",
+            "Probes \(measured.probes) over \(BenchMetric.format(measured.seconds)) s; arrivals of unknown probes: \(measured.unknownArrivals); member closes: \(counters["memberCloses"] ?? 0); join replies in interval mode: \(counters["intervalModeReplies"] ?? 0).",
+        ]
+        result.counters = counters
+        return result
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Histogram
+
+/// What the probing window measured.
+struct LatencyMeasurement {
+    let histogram: Histogram<UInt64>
+    /// Probe arrivals whose send time was unknown (should be 0).
+    let unknownArrivals: Int
+    let probes: Int
+    let seconds: Double
+    /// Background deliveries per second actually counted, and the share of promised ones.
+    let backgroundPerSecond: Double
+    let backgroundExpected: Int
+    let backgroundDelivered: Int
+    /// Broker CPU use over the window (1.0 = one core).
+    let brokerCores: Double
+}
+
+/// Drives the probing window: probes and background publishes paced from one thread,
+/// progress once a second, then waits for the last deliveries.
+struct LatencyRun {
+    let driver: LatencyDriver
+    let sampler: ProcessSampler
+    let seconds: Double
+    let probeRate: Double
+    let backgroundRate: Double
+    let maxProbes: Int
+
+    func measure() -> LatencyMeasurement? {
+        guard let cpuBefore = sampler.cpuSeconds() else { return nil }
+        let deliveredBefore = driver.backgroundDeliveries.total
+        let start = MonotonicSeconds.now
+        var probes = PublishPacer(rate: probeRate, window: 4, start: start)
+        var background = PublishPacer(rate: backgroundRate, window: 64, start: start)
+        var probesSent = 0
+        var nextPrint = start + 1
+        var now = start
+        while now < start + seconds {
+            // The prober waits for nothing: its window only bounds a stalled broker.
+            let outstandingProbes = probesSent - driver.counters["probeAcks"] - driver.counters["probeErrors"]
+            for _ in 0..<probes.due(outstanding: outstandingProbes, now: now) where probesSent < maxProbes {
+                driver.probe(probesSent)
+                probesSent += 1
+            }
+            driver.publishBackground(background.due(outstanding: driver.outstandingPublishes, now: now))
+            usleep(500)
+            now = MonotonicSeconds.now
+            if now >= nextPrint {
+                nextPrint += 1
+                let merged = driver.clock.merged().histogram
+                print(String(format: "latency: t=%.0fs probes %d, arrivals %d, p50 %.2f ms, p99 %.2f ms, background %d delivered",
+                             now - start, probesSent, Int(merged.totalCount), Double(merged.valueAtPercentile(50)) / 1000,
+                             Double(merged.valueAtPercentile(99)) / 1000, driver.backgroundDeliveries.total - deliveredBefore))
+            }
+        }
+        let end = MonotonicSeconds.now
+        let cpuAtEnd = sampler.cpuSeconds() ?? cpuBefore
+        let deliveredAtEnd = driver.backgroundDeliveries.total
+        // Let the last probes and publishes arrive (bounded).
+        let deadline = MonotonicSeconds.now + 3
+        while MonotonicSeconds.now < deadline,
+              driver.outstandingPublishes > 0
+                || driver.backgroundDeliveries.total - deliveredBefore < driver.counters["backgroundExpected"] {
+            usleep(10_000)
+        }
+        usleep(200_000)
+        let (histogram, unknown) = driver.clock.merged()
+        return LatencyMeasurement(
+            histogram: histogram, unknownArrivals: unknown, probes: probesSent, seconds: end - start,
+            backgroundPerSecond: Double(deliveredAtEnd - deliveredBefore) / (end - start),
+            backgroundExpected: driver.counters["backgroundExpected"],
+            backgroundDelivered: driver.backgroundDeliveries.total - deliveredBefore,
+            brokerCores: (cpuAtEnd - cpuBefore) / (end - start))
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Histogram
+import RollcallClient
+
+/// Maps probe sequence numbers to their monotonic send times, and records arrival − send
+/// into one HdrHistogram per client runtime (merged at the end), so service threads never
+/// contend with each other.
+final class ProbeClock: @unchecked Sendable {
+    /// One runtime's histogram.
+    private final class Shard: @unchecked Sendable {
+        let lock = NSLock()
+        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        var unknown = 0
+    }
+
+    private let lock = NSLock()
+    private var sendTimes: [Double]
+    private let shards: [(runtime: ClientRuntime, shard: Shard)]
+
+    /// Room for `capacity` probes; one histogram per runtime.
+    init(capacity: Int, runtimes: [ClientRuntime]) {
+        sendTimes = Array(repeating: -1, count: capacity)
+        shards = runtimes.map { ($0, Shard()) }
+    }
+
+    /// Probes that fit.
+    var capacity: Int { sendTimes.count }
+
+    /// Notes that probe `sequence` is being sent now.
+    func stamp(_ sequence: Int) {
+        let now = MonotonicSeconds.now
+        lock.lock()
+        if sequence >= 0, sequence < sendTimes.count { sendTimes[sequence] = now }
+        lock.unlock()
+    }
+
+    private func sendTime(_ sequence: Int) -> Double? {
+        lock.lock(); defer { lock.unlock() }
+        guard sequence >= 0, sequence < sendTimes.count, sendTimes[sequence] >= 0 else { return nil }
+        return sendTimes[sequence]
+    }
+
+    /// A closure for a connection on `runtime` (call only from its service thread) that
+    /// records the latency of probe `sequence` arriving now.
+    func recorder(for runtime: ClientRuntime) -> (Int) -> Void {
+        let shard = shards.first { $0.runtime === runtime }?.shard ?? shards[0].shard
+        return { [self] sequence in
+            let now = MonotonicSeconds.now
+            guard let sent = sendTime(sequence) else {
+                shard.lock.lock(); shard.unknown += 1; shard.lock.unlock()
+                return
+            }
+            let micros = UInt64(max(0, (now - sent) * 1e6).rounded())
+            shard.lock.lock()
+            _ = shard.histogram.record(min(micros, 60_000_000))
+            shard.lock.unlock()
+        }
+    }
+
+    /// Every shard's histogram added together, and the arrivals of unknown probes.
+    func merged() -> (histogram: Histogram<UInt64>, unknown: Int) {
+        var total = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+        var unknown = 0
+        for (_, shard) in shards {
+            shard.lock.lock()
+            total.add(shard.histogram)
+            unknown += shard.unknown
+            shard.lock.unlock()
+        }
+        return (total, unknown)
+    }
+}
+
+/// Finds the probe sequence number in a raw `stateChanged` line: the digits after
+/// `"probe":"`, without parsing the JSON.
+enum ProbeScanner {
+    static let marker = Array(#""probe":""#.utf8)
+
+    /// The sequence number in `line`, nil when the line carries no probe.
+    static func sequence(in line: UnsafeRawBufferPointer) -> Int? {
+        guard line.count > marker.count, let found = find(marker, in: line) else { return nil }
+        var index = found + marker.count
+        var value = 0
+        var digits = 0
+        while index < line.count, digits < 12 {
+            let byte = line[index]
+            guard byte >= 0x30, byte <= 0x39 else { break }
+            value = value * 10 + Int(byte - 0x30)
+            digits += 1
+            index += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
+    /// The offset of the first occurrence of `needle` in `haystack` (memchr for its first
+    /// byte, then memcmp; Glibc's memmem is not visible to Swift).
+    static func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int? {
+        guard let base = haystack.baseAddress, let first = needle.first else { return nil }
+        return needle.withUnsafeBufferPointer { pattern -> Int? in
+            var offset = 0
+            while offset + pattern.count <= haystack.count {
+                guard let hit = memchr(base + offset, Int32(first), haystack.count - offset - pattern.count + 1) else { return nil }
+                let position = UnsafeRawPointer(hit) - base
+                if memcmp(base + position, pattern.baseAddress!, pattern.count) == 0 { return position }
+                offset = position + 1
+            }
+            return nil
+        }
+    }
+}
