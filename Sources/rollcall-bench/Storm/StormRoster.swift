@@ -1,0 +1,75 @@
+/// A fixed set of user numbers `0..<capacity` as a bitset.
+struct UserSet {
+    private(set) var words: [UInt64]
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        words = Array(repeating: 0, count: (capacity + 63) / 64)
+    }
+
+    func contains(_ user: Int) -> Bool {
+        guard user >= 0, user < capacity else { return false }
+        return words[user >> 6] & (1 << UInt64(user & 63)) != 0
+    }
+
+    /// Inserts or removes `user`; returns whether it changed anything.
+    @discardableResult
+    mutating func set(_ user: Int, _ present: Bool) -> Bool {
+        guard user >= 0, user < capacity else { return false }
+        let mask: UInt64 = 1 << UInt64(user & 63)
+        let was = words[user >> 6] & mask != 0
+        guard was != present else { return false }
+        if present { words[user >> 6] |= mask } else { words[user >> 6] &= ~mask }
+        return true
+    }
+
+    mutating func removeAll() {
+        for index in words.indices { words[index] = 0 }
+    }
+
+    var count: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }
+
+    /// The members in increasing order.
+    var members: [Int] { (0..<capacity).filter { contains($0) } }
+}
+
+/// One client's roster of a channel (user numbers from its snapshot and events), compared
+/// at every change with the set the bench expects at the end: `mismatches` counts users in
+/// exactly one of the two, so equality is known in O(1) after each edit.
+struct StormRoster {
+    private(set) var members: UserSet
+    /// The final set every remaining client must reach.
+    let expected: UserSet
+    /// Users in `members` xor `expected`.
+    private(set) var mismatches: Int
+    /// Number of members.
+    private(set) var count = 0
+
+    init(expected: UserSet, expectedCount: Int) {
+        self.expected = expected
+        members = UserSet(capacity: expected.capacity)
+        mismatches = expectedCount
+        self.expectedCount = expectedCount
+    }
+
+    private let expectedCount: Int
+
+    /// True when the roster is exactly the expected final set.
+    var isFinal: Bool { mismatches == 0 }
+
+    /// A snapshot begins: the roster is emptied.
+    mutating func clear() {
+        members.removeAll()
+        count = 0
+        mismatches = expectedCount
+    }
+
+    /// Adds or removes a user (idempotent).
+    mutating func set(_ user: Int, present: Bool) {
+        guard members.set(user, present) else { return }
+        count += present ? 1 : -1
+        // The user now agrees with `expected` iff expected == present.
+        mismatches += expected.contains(user) == present ? -1 : 1
+    }
+}
