@@ -9,7 +9,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps build run test test-browser fuzz test-asan soak clean
+.PHONY: deps browser-deps build run test test-browser fuzz test-asan leak-check soak release bench clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -78,15 +78,36 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
 	swift test $(ASAN_FLAGS) --scratch-path .build-asan --filter RollcallIntegrationTests
 
+## Leaks: the release broker under valgrind memcheck while a short soak churns sessions, then
+## SIGTERM; fails when anything is definitely or indirectly lost (Tests/leak/leak-check.sh).
+leak-check: release
+	@command -v valgrind >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends valgrind
+	Tests/leak/leak-check.sh
+
 ## Soak: SOAK_SESSIONS sessions with churn for SOAK_SECONDS against a release broker; fails
 ## when broker RSS grows more than 5% after warm-up (BENCHMARKS.md has a 10,000-session run).
 SOAK_SECONDS  ?= 60
 SOAK_SESSIONS ?= 2000
-soak: deps
-	swift build -c release --scratch-path .build-release --product rollcall
-	swift build -c release --scratch-path .build-release --product rollcall-bench
+soak: release
 	.build-release/release/rollcall-bench soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
 		--json .build-release/soak-result.json
+
+## Release builds of the broker and the bench (in .build-release, apart from the debug build).
+release: deps
+	swift build -c release --scratch-path .build-release --product rollcall
+	swift build -c release --scratch-path .build-release --product rollcall-bench
+
+## The quick version of every rollcall-bench scenario against a release broker (a few minutes
+## in all); tables on stdout, JSON and SVG charts in $(BENCH_OUT). BENCHMARKS.md has the full
+## runs and the commands that produced them.
+BENCH_OUT ?= .build-release/bench
+BENCH     := .build-release/release/rollcall-bench
+bench: release
+	mkdir -p $(BENCH_OUT)
+	for scenario in listing fanout latency connect idle storm; do \
+		$(BENCH) $$scenario --quick --json $(BENCH_OUT)/$$scenario.json --plot $(BENCH_OUT)/$$scenario.svg || exit 1; \
+	done
+	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
 	rm -rf .build .build-fuzz .build-asan .build-release
