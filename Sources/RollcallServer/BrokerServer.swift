@@ -38,7 +38,8 @@ public final class BrokerServer {
     var armedTimerAt: Int64?
     /// Returns freed heap pages to the kernel after bursts (see ``HeapTrimmer``).
     var heapTrimmer = HeapTrimmer()
-    /// The epoll loop lws runs on when `ROLLCALL_EVENT_LOOP=libev` (see ``EventLoop``); nil: lws' poll loop.
+    /// The epoll loop lws runs on (see ``EventLoop``); nil: lws' poll loop (`ROLLCALL_EVENT_LOOP=poll`,
+    /// or libev could not be loaded).
     var eventLoop: EventLoop?
     /// Every accepted socket (lws `WSI_CREATE` … `WSI_DESTROY`), in any phase: the connection cap counts these.
     var openSockets = Set<OpaquePointer>()
