@@ -84,12 +84,11 @@ public final class BrokerServer {
     /// lws receive chunk size; messages are reassembled up to `limits.maxFrameBytes` by the transport.
     /// lws allocates this much per WebSocket connection (`rx_ubuf`, plus `LWS_PRE` and 4 bytes),
     /// for its whole life, so it is kept small: 1024 measured ~3.0 KB RSS per idle logged-in
-    /// session against ~6.0 KB with 4096 (debug build, 2000 sessions); 128 saves another
-    /// ~900 B per connection (heaptrack: 1094 B per `rx_ubuf` at 1024, 160 B at 128). Most
-    /// requests (login, join, ping, setState with a few keys) fit in one chunk; socket reads
-    /// go through lws' per-thread buffer, so a smaller chunk costs only more (cheap) receive
-    /// callbacks for large messages. Control frames (≤ 125 bytes of payload) always fit.
-    static let receiveChunkBytes = 512
+    /// session against ~6.0 KB with 4096 (debug build, 2000 sessions); heaptrack: 1094 B per
+    /// `rx_ubuf` at 1024. At 128, pipelined 512-byte requests lost their reply batching (the
+    /// `maxBatchBytes` integration test), so 256: most requests (login, join, ping, setState
+    /// with a few keys) fit in one chunk, and control frames (≤ 125 bytes) always do.
+    static let receiveChunkBytes = 256
     /// How long a connection the broker is closing may take to take its close frame. A cut
     /// slow consumer has to drain its socket buffers first; its queue is already dropped, so
     /// the wait costs little, and 10 s lets a client that resumes reading late still see 1013.

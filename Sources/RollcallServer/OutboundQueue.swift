@@ -9,8 +9,6 @@ struct OutboundQueue {
     private var objects = Deque<[UInt8]>()
     /// Bytes of every queued object (without separators).
     private(set) var byteCount = 0
-    /// Most objects held since the storage was last released.
-    private var highWater = 0
 
     var isEmpty: Bool { objects.isEmpty }
     var count: Int { objects.count }
@@ -18,7 +16,6 @@ struct OutboundQueue {
     mutating func append(_ object: [UInt8]) {
         objects.append(object)
         byteCount += object.count
-        highWater = max(highWater, objects.count)
     }
 
     /// The next object, if any.
@@ -27,8 +24,10 @@ struct OutboundQueue {
     mutating func removeFirst() -> [UInt8] {
         let object = objects.removeFirst()
         byteCount -= object.count
-        if objects.isEmpty && highWater > 16 {
-            removeAll()  // a burst is over: give its storage back so an idle session stays small
+        if objects.isEmpty {
+            // Drained: give the storage back so an idle session holds no buffer (the next
+            // event allocates a small one again; measured in BENCHMARKS.md, idle).
+            removeAll()
         }
         return object
     }
@@ -37,6 +36,5 @@ struct OutboundQueue {
     mutating func removeAll() {
         objects = Deque()
         byteCount = 0
-        highWater = 0
     }
 }
