@@ -86,9 +86,10 @@ public final class BrokerServer {
     /// for its whole life, so it is kept small: 1024 measured ~3.0 KB RSS per idle logged-in
     /// session against ~6.0 KB with 4096 (debug build, 2000 sessions); heaptrack: 1094 B per
     /// `rx_ubuf` at 1024. At 128, pipelined 512-byte requests lost their reply batching (the
-    /// `maxBatchBytes` integration test), so 256: most requests (login, join, ping, setState
-    /// with a few keys) fit in one chunk, and control frames (≤ 125 bytes) always do.
-    static let receiveChunkBytes = 256
+    /// `maxBatchBytes` integration test); at 256 a pipelining publisher had fewer requests read
+    /// per loop turn, so fewer events shared a frame (fan-out: 97k deliveries/s at 8.6 µs each,
+    /// against 191k-263k/s at 3.2-4.6 µs with 512). Control frames (≤ 125 bytes) always fit.
+    static let receiveChunkBytes = 512
     /// How long a connection the broker is closing may take to take its close frame. A cut
     /// slow consumer has to drain its socket buffers first; its queue is already dropped, so
     /// the wait costs little, and 10 s lets a client that resumes reading late still see 1013.
