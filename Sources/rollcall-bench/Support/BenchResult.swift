@@ -17,6 +17,11 @@ struct BenchMetric: Codable {
         self.name = name; self.value = value; self.unit = unit; target = nil; met = nil
     }
 
+    /// A figure with every field given (used when merging results).
+    init(name: String, value: Double, unit: String, target: String?, met: Bool?) {
+        self.name = name; self.value = value; self.unit = unit; self.target = target; self.met = met
+    }
+
     /// A figure that must be at most `limit`.
     init(_ name: String, _ value: Double, _ unit: String, atMost limit: Double) {
         self.name = name; self.value = value; self.unit = unit

@@ -4,7 +4,7 @@ import Foundation
 /// its metrics as a fraction of their targets), for `--plot`.
 struct SVGChart {
     let result: BenchResult
-    private let width = 720.0, height = 420.0
+    private let width = 900.0, height = 440.0
     private let left = 80.0, right = 30.0, top = 50.0, bottom = 60.0
     private let palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
 
@@ -49,10 +49,12 @@ struct SVGChart {
         guard !metrics.isEmpty else { return text(width / 2, height / 2, "no data", size: 14, anchor: "middle") }
         var out = ""
         let rowHeight = min(40.0, plotHeight / Double(metrics.count))
-        out += text(left, top - 6, "value as a share of its target (1.0 = the target; left of it is better for ≤)", size: 11)
+        out += text(16, top - 6, "value as a share of its target (dashed line = the target; for ≤ targets shorter is better)", size: 11)
         let scaleMax = max(2.0, metrics.map { ratio($0) }.max() ?? 1)
-        let x1 = left + 170
-        let barSpace = width - right - x1
+        // Labels are right-aligned before the bars: room for the longest (about 6 px a character).
+        let longest = Double(metrics.map(\.name.count).max() ?? 20)
+        let x1 = min(width * 0.6, 16 + longest * 6)
+        let barSpace = width - right - x1 - 150
         for (index, metric) in metrics.enumerated() {
             let y = top + Double(index) * rowHeight + 6
             let share = ratio(metric)
