@@ -9,7 +9,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps build run test test-browser fuzz test-asan leak-check soak release bench clean
+.PHONY: deps browser-deps build run test test-browser fuzz test-asan test-tsan leak-check soak release bench clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -78,6 +78,14 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
 	swift test $(ASAN_FLAGS) --scratch-path .build-asan --filter RollcallIntegrationTests
 
+## Every Swift suite under ThreadSanitizer: a TSan-built broker (ROLLCALL_BINARY) driven by a
+## TSan-built test runner (client library threads included), in .build-tsan. Any report fails.
+TSAN_FLAGS := -Xswiftc -sanitize=thread
+test-tsan: deps
+	swift build $(TSAN_FLAGS) --scratch-path .build-tsan --product rollcall
+	ROLLCALL_BINARY=$(CURDIR)/.build-tsan/debug/rollcall TSAN_OPTIONS=halt_on_error=1 \
+	swift test $(TSAN_FLAGS) --scratch-path .build-tsan
+
 ## Leaks: the release broker under valgrind memcheck while a short soak churns sessions, then
 ## SIGTERM; fails when anything is definitely or indirectly lost (Tests/leak/leak-check.sh).
 leak-check: release
@@ -110,4 +118,4 @@ bench: release
 	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-release
+	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release
