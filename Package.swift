@@ -35,6 +35,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("crypto")]
         ),
 
+        // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
+        .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
+
         // MARK: Pure Swift
         .target(name: "RollcallProtocol"),
         .target(
@@ -55,7 +58,7 @@ let package = Package(
         .target(
             name: "RollcallServer",
             dependencies: [
-                "RollcallCore", "RollcallStorage", "CRollcallShim",
+                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -64,7 +67,7 @@ let package = Package(
         .target(
             name: "RollcallClient",
             dependencies: [
-                "RollcallProtocol", "CRollcallShim",
+                "RollcallProtocol", "CRollcallShim", "RollcallEventLoop",
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: cBridgeSettings

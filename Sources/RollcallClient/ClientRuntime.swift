@@ -2,6 +2,7 @@ import CLibWebSockets
 import CRollcallShim
 import DequeModule
 import Foundation
+import RollcallEventLoop
 
 /// One libwebsockets client context serviced by its own thread; it hosts any number of
 /// ``RollcallConnection``s.
@@ -23,10 +24,15 @@ public final class ClientRuntime: @unchecked Sendable {
         /// At most this many WebSocket handshakes run at once; further connections wait
         /// their turn (thousands of simultaneous SYNs overflow a listener's backlog).
         public var maxConcurrentHandshakes: Int
+        /// Run lws on libev's epoll loop instead of its own `poll()` loop, so a wake-up costs
+        /// the ready sockets rather than every socket held (load generators with thousands of
+        /// connections; falls back to the poll loop when libev cannot be loaded).
+        public var epoll: Bool
 
         /// Options for a runtime of `maxConnections` connections.
         public init(maxConnections: Int = 1024, rxBufferSize: Int = 4096, lwsLogLevel: Int32 = 0,
-                    maxConcurrentHandshakes: Int = 256) {
+                    maxConcurrentHandshakes: Int = 256, epoll: Bool = false) {
+            self.epoll = epoll
             self.maxConnections = maxConnections
             self.rxBufferSize = rxBufferSize
             self.lwsLogLevel = lwsLogLevel
@@ -56,6 +62,8 @@ public final class ClientRuntime: @unchecked Sendable {
     private var handshakesInProgress = 0
     private var pumpingConnects = false
     private let protocols: UnsafeMutablePointer<lws_protocols>
+    /// The epoll loop when ``Options/epoll`` is set and libev could be loaded.
+    private var eventLoop: EventLoop?
     let protocolName: UnsafeMutablePointer<CChar>
 
     /// Creates the lws context and starts its service thread.
@@ -85,7 +93,21 @@ public final class ClientRuntime: @unchecked Sendable {
         info.fd_limit_per_thread = UInt32(options.maxConnections + 64)
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
         info.user = Unmanaged.passUnretained(self).toOpaque()
-        guard let created = lws_create_context(&info) else {
+        var created: OpaquePointer?
+        if options.epoll, let loop = EventLoop() {
+            var withLoop = info
+            withLoop.options |= UInt64(LWS_SERVER_OPTION_LIBEV)
+            withLoop.foreign_loops = loop.foreignLoops
+            created = lws_create_context(&withLoop)
+            if let created {
+                eventLoop = loop
+                loop.start(context: created)
+            } else {
+                loop.destroy()
+            }
+        }
+        if created == nil { created = lws_create_context(&info) }
+        guard let created else {
             free(protocolName)
             protocols.deallocate()
             throw .runtimeUnavailable("lws_create_context failed")
@@ -184,10 +206,16 @@ public final class ClientRuntime: @unchecked Sendable {
             lock.unlock()
             if stop { break }
             drainCommands()
-            if lws_service(ctx, 0) < 0 { break }
+            if let eventLoop {
+                eventLoop.runOnce()
+            } else if lws_service(ctx, 0) < 0 {
+                break
+            }
         }
         drainCommands()
         lws_context_destroy(ctx)
+        eventLoop?.destroy()
+        eventLoop = nil
         lock.lock()
         context = nil
         lock.unlock()

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RollcallCore
 import RollcallProtocol
+import RollcallEventLoop
 
 /// The libwebsockets transport: one lws context serviced by one dedicated thread that owns
 /// the ``Broker`` outright (no locks on the hot path).

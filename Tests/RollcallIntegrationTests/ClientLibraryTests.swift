@@ -36,6 +36,29 @@ struct ClientLibraryTests {
         #expect(eventually(timeout: 5) { (try? broker.metric("rollcall_connections")) == 0 })
     }
 
+    @Test("epoll runtime: blocking requests, events and closes work the same on libev's loop")
+    func epollRuntime() throws {
+        let broker = try BrokerProcess()
+        let runtime = try ClientRuntime(options: .init(maxConnections: 16, epoll: true))
+        defer { runtime.shutdown() }
+        let alice = try RollcallConnection.connect(url: broker.url(), runtime: runtime)
+        let bob = try RollcallConnection.connect(url: broker.url(), runtime: runtime)
+        try alice.call("login", ["userId": "alice"])
+        try bob.call("login", ["userId": "bob"])
+        try alice.call("join", ["channel": "room"])
+        try bob.call("join", ["channel": "room"])
+        let joined = try alice.waitForEvent(timeout: .seconds(5), where: { $0.type == "join" && $0["publisher"] == "bob" })
+        #expect(joined["occupancy"] == 2)
+        let rawMessages = Counter()
+        bob.onRawEvent = { line in
+            if String(decoding: line, as: UTF8.self).hasPrefix(#"{"event":"message""#) { rawMessages.increment() }
+        }
+        for index in 0..<20 { try alice.call("publish", ["channel": "room", "message": .int(index)]) }
+        #expect(eventually(timeout: 5) { rawMessages.value == 20 }, "\(rawMessages.value) of 20 messages")
+        try bob.call("logout")
+        #expect(try bob.waitForClose(timeout: .seconds(5)).code == 1000)
+    }
+
     /// Opt-in (it needs a high open-file limit): `ROLLCALL_CLIENT_SCALE=15000 swift test --filter scale`.
     @Test("scale: thousands of connections on one runtime",
           .enabled(if: ProcessInfo.processInfo.environment["ROLLCALL_CLIENT_SCALE"] != nil))

@@ -18,7 +18,7 @@ final class LoadPool {
         let perRuntime = connections / count + 64
         runtimes = try (0..<count).map { _ in
             try ClientRuntime(options: .init(maxConnections: perRuntime, rxBufferSize: rxBufferSize,
-                                             maxConcurrentHandshakes: max(16, 256 / count)))
+                                             maxConcurrentHandshakes: max(16, 256 / count), epoll: true))
         }
     }
 

@@ -14,18 +14,18 @@ import Foundation
 /// armed (our heartbeats, login timeouts, presence intervals) would fire late. A
 /// ``pacemakerMicroseconds`` lws timer that reschedules itself keeps lws' timer armed at
 /// most that far ahead, so every lws timer fires at most that late.
-final class EventLoop {
+public final class EventLoop {
     /// The `struct ev_loop *`.
-    let loop: UnsafeMutableRawPointer
+    public let loop: UnsafeMutableRawPointer
     /// `foreign_loops` for `lws_context_creation_info`: one loop per service thread (there is one).
-    let foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    public let foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     private let run: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Int32
     private let destroyLoop: @convention(c) (UnsafeMutableRawPointer?) -> Void
     /// An lws timer followed by the context pointer it reschedules itself on.
     private let pacemaker: UnsafeMutableRawPointer
 
     /// How far ahead lws' libev timer may be armed at most.
-    static let pacemakerMicroseconds: lws_usec_t = 10_000
+    public static let pacemakerMicroseconds: lws_usec_t = 10_000
     /// libev's `EVBACKEND_EPOLL` and `EVRUN_ONCE`.
     private static let epollBackend: UInt32 = 0x4
     private static let runOnceFlag: Int32 = 2
@@ -34,10 +34,10 @@ final class EventLoop {
     /// True unless the environment asks for lws' poll loop (`ROLLCALL_EVENT_LOOP=poll`).
     /// Measured in BENCHMARKS.md: a 1000-user join storm costs 0.4 broker CPU seconds on this
     /// loop against 1.9 on the poll loop, which polls every descriptor on each wake-up.
-    static var isRequested: Bool { ProcessInfo.processInfo.environment["ROLLCALL_EVENT_LOOP"] != "poll" }
+    public static var isRequested: Bool { ProcessInfo.processInfo.environment["ROLLCALL_EVENT_LOOP"] != "poll" }
 
     /// A new epoll loop, or nil when libev is not installed.
-    init?() {
+    public init?() {
         guard let library = dlopen("libev.so.4", RTLD_NOW | RTLD_GLOBAL),
               let newSymbol = dlsym(library, "ev_loop_new"),
               let runSymbol = dlsym(library, "ev_run"),
@@ -55,19 +55,19 @@ final class EventLoop {
     }
 
     /// Starts the pacemaker on `context` (service thread, once the context exists).
-    func start(context: OpaquePointer) {
+    public func start(context: OpaquePointer) {
         pacemaker.storeBytes(of: Optional(context), toByteOffset: Self.contextOffset, as: OpaquePointer?.self)
         Self.beat(pacemaker.assumingMemoryBound(to: lws_sorted_usec_list_t.self))
     }
 
     /// One turn: waits for the next ready descriptor, timer or `lws_cancel_service`, and
     /// lets lws handle it.
-    func runOnce() {
+    public func runOnce() {
         _ = run(loop, Self.runOnceFlag)
     }
 
     /// Destroys the loop; call after `lws_context_destroy` (which cancels the pacemaker).
-    func destroy() {
+    public func destroy() {
         destroyLoop(loop)
         foreignLoops.deallocate()
         pacemaker.deallocate()
