@@ -31,7 +31,7 @@ final class SoakDriver {
         let count = max(1, threads)
         runtimes = try (0..<count).map { _ in
             try ClientRuntime(options: .init(maxConnections: sessions / count + 512, rxBufferSize: 1024,
-                                             maxConcurrentHandshakes: max(32, 256 / count)))
+                                             maxConcurrentHandshakes: max(32, 256 / count), epoll: true))
         }
         slots = (0..<sessions).map { Slot(userId: "soak-\($0)", runtimeIndex: $0 % count) }
     }
