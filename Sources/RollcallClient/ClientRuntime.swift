@@ -93,21 +93,9 @@ public final class ClientRuntime: @unchecked Sendable {
         info.fd_limit_per_thread = UInt32(options.maxConnections + 64)
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
         info.user = Unmanaged.passUnretained(self).toOpaque()
-        var created: OpaquePointer?
-        if options.epoll, let loop = EventLoop() {
-            var withLoop = info
-            withLoop.options |= UInt64(LWS_SERVER_OPTION_LIBEV)
-            withLoop.foreign_loops = loop.foreignLoops
-            created = lws_create_context(&withLoop)
-            if let created {
-                eventLoop = loop
-                loop.start(context: created)
-            } else {
-                loop.destroy()
-            }
-        }
-        if created == nil { created = lws_create_context(&info) }
-        guard let created else {
+        let creation = EventLoop.createContext(info, onLibev: options.epoll)
+        eventLoop = creation.loop
+        guard let created = creation.context else {
             free(protocolName)
             protocols.deallocate()
             throw .runtimeUnavailable("lws_create_context failed")

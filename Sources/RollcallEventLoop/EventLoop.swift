@@ -54,6 +54,34 @@ public final class EventLoop {
         pacemaker.initializeMemory(as: UInt8.self, repeating: 0, count: Self.contextOffset + MemoryLayout<OpaquePointer?>.stride)
     }
 
+    /// What ``createContext(_:onLibev:)`` made.
+    public struct Creation {
+        /// The context, nil when lws could not create one on either loop.
+        public let context: OpaquePointer?
+        /// The libev loop the context runs on; nil: lws' own poll loop.
+        public let loop: EventLoop?
+        /// libev was wanted but could not be used (not installed, or lws refused it).
+        public let fellBackToPoll: Bool
+    }
+
+    /// Creates an lws context on a new libev loop when `wanted` (started, pacemaker running),
+    /// falling back to lws' poll loop when libev cannot be loaded or lws refuses it.
+    public static func createContext(_ info: lws_context_creation_info, onLibev wanted: Bool) -> Creation {
+        var info = info
+        if wanted, let loop = EventLoop() {
+            var withLoop = info
+            withLoop.options |= UInt64(LWS_SERVER_OPTION_LIBEV)
+            withLoop.foreign_loops = loop.foreignLoops
+            if let created = lws_create_context(&withLoop) {
+                loop.start(context: created)
+                return Creation(context: created, loop: loop, fellBackToPoll: false)
+            }
+            loop.destroy()
+            return Creation(context: lws_create_context(&info), loop: nil, fellBackToPoll: true)
+        }
+        return Creation(context: lws_create_context(&info), loop: nil, fellBackToPoll: wanted)
+    }
+
     /// Starts the pacemaker on `context` (service thread, once the context exists).
     public func start(context: OpaquePointer) {
         pacemaker.storeBytes(of: Optional(context), toByteOffset: Self.contextOffset, as: OpaquePointer?.self)

@@ -279,23 +279,12 @@ public final class BrokerServer {
         }
 
         LWSLogBridge.recentErrors = []
-        var created: OpaquePointer?
-        if EventLoop.isRequested, let loop = EventLoop() {
-            var withLoop = info
-            withLoop.options |= UInt64(LWS_SERVER_OPTION_LIBEV)
-            withLoop.foreign_loops = loop.foreignLoops
-            created = lws_create_context(&withLoop)
-            if let created {
-                eventLoop = loop
-                loop.start(context: created)
-            } else {
-                loop.destroy()
-                logger.warning("libwebsockets' libev loop is unavailable; using its poll loop")
-                LWSLogBridge.recentErrors = []
-            }
+        let creation = EventLoop.createContext(info, onLibev: EventLoop.isRequested)
+        eventLoop = creation.loop
+        if creation.fellBackToPoll, creation.context != nil {
+            logger.warning("libwebsockets' libev loop is unavailable; using its poll loop")
         }
-        if created == nil { created = lws_create_context(&info) }
-        guard let created else {
+        guard let created = creation.context else {
             let errors = LWSLogBridge.recentErrors
             let cause = errors.isEmpty ? "" : " (libwebsockets: \(errors.joined(separator: "; ")))"
             if let certFile = tls.certFile, let keyFile = tls.keyFile {
