@@ -194,7 +194,7 @@ extension PresenceEngine {
         if let cached = channel.snapshotRoster, cached.seq == channel.seq, cached.limit == limit {
             roster = cached
         } else {
-            let built = rosterAtLastEvent(of: channel, viewer: nil, limit: limit)
+            let built = rosterAtLastEvent(of: channel, limit: limit)
             roster = SnapshotRoster(seq: channel.seq, limit: limit, total: built.occupancy, entries: built.shown)
             channel.snapshotRoster = roster
         }
@@ -211,9 +211,9 @@ extension PresenceEngine {
         outbox.send(bytes, to: session)
     }
 
-    /// The first `limit` members as of the last event (the pending changes undone), plus
-    /// `viewer` (nil: nobody extra); whether more follow; and how many members that roster has.
-    private func rosterAtLastEvent(of channel: Channel, viewer: Name?, limit: Int)
+    /// The first `limit` members as of the last event (the pending changes undone); whether
+    /// more follow; and how many members that roster has.
+    private func rosterAtLastEvent(of channel: Channel, limit: Int)
         -> (shown: [(userId: Name, state: PresenceState)], more: Bool, occupancy: Int)
     {
         var departed: [(userId: Name, state: PresenceState)] = []
@@ -223,7 +223,7 @@ extension PresenceEngine {
             if pending.wasPresent, !present {
                 departed.append((user, pending.stateAtLastEvent))
                 occupancy += 1
-            } else if !pending.wasPresent, present, user != viewer {
+            } else if !pending.wasPresent, present {
                 occupancy -= 1
             }
         }
@@ -247,9 +247,7 @@ extension PresenceEngine {
                 next += 1
             }
             if let pending = channel.pending[user] {
-                if pending.wasPresent { return emit((user, pending.stateAtLastEvent)) }
-                if user == viewer { return emit((user, channel.members[user]?.state ?? .empty)) }
-                return true
+                return pending.wasPresent ? emit((user, pending.stateAtLastEvent)) : true
             }
             return emit((user, channel.members[user]?.state ?? .empty))
         }

@@ -52,16 +52,8 @@ enum PresenceEvents {
         channel: ChannelKey, members: [(userId: Name, state: PresenceState)], nextPage: String?,
         occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
     ) -> [UInt8] {
-        Frames.event("presence", capacity: 192 + members.count * 32) { w in
-            w.key("type"); w.string("snapshot")
-            header(&w, channel)
-            w.key("snapshot"); entries(&w, members)
-            if let nextPage {
-                w.key("truncated"); w.bool(true)
-                w.key("nextPage"); w.string(nextPage)
-            }
-            footer(&w, occupancy: occupancy, mode: mode, seq: seq, timestamp: timestamp)
-        }
+        snapshot(channel: channel, capacity: 192 + members.count * 32, nextPage: nextPage, occupancy: occupancy,
+                 mode: mode, seq: seq, timestamp: timestamp) { w in entries(&w, members) }
     }
 
     /// `snapshot` whose member array (`[{userId, state}, …]`) is already encoded.
@@ -69,10 +61,19 @@ enum PresenceEvents {
         channel: ChannelKey, encodedMembers: [UInt8], nextPage: String?,
         occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
     ) -> [UInt8] {
-        Frames.event("presence", capacity: 192 + encodedMembers.count) { w in
+        snapshot(channel: channel, capacity: 192 + encodedMembers.count, nextPage: nextPage, occupancy: occupancy,
+                 mode: mode, seq: seq, timestamp: timestamp) { w in w.raw(encodedMembers) }
+    }
+
+    /// The snapshot event around a member array that `writeMembers` writes.
+    private static func snapshot(
+        channel: ChannelKey, capacity: Int, nextPage: String?, occupancy: Int, mode: PresenceMode,
+        seq: Int, timestamp: Timestamp, writeMembers: (inout JSONWriter) -> Void
+    ) -> [UInt8] {
+        Frames.event("presence", capacity: capacity) { w in
             w.key("type"); w.string("snapshot")
             header(&w, channel)
-            w.key("snapshot"); w.raw(encodedMembers)
+            w.key("snapshot"); writeMembers(&w)
             if let nextPage {
                 w.key("truncated"); w.bool(true)
                 w.key("nextPage"); w.string(nextPage)
@@ -112,12 +113,15 @@ enum PresenceEvents {
 
     private static func entries(_ w: inout JSONWriter, _ entries: [(userId: Name, state: PresenceState)]) {
         w.beginArray()
-        for entry in entries {
-            w.beginObject()
-            w.key("userId"); w.string(entry.userId.string)
-            w.key("state"); entry.state.write(to: &w)
-            w.endObject()
-        }
+        for entry in entries { self.entry(&w, entry.userId, entry.state) }
         w.endArray()
+    }
+
+    /// One `{userId, state}` member entry, as snapshots and `stateChanged` lists carry it.
+    static func entry(_ w: inout JSONWriter, _ userId: Name, _ state: PresenceState) {
+        w.beginObject()
+        w.key("userId"); w.string(userId.string)
+        w.key("state"); state.write(to: &w)
+        w.endObject()
     }
 }

@@ -38,7 +38,7 @@ struct SnapshotRoster {
         for entry in entries {
             // The writer puts a comma before every entry but the first.
             starts.append(writer.bytes.count + (starts.isEmpty ? 0 : 1))
-            Self.writeEntry(&writer, entry.userId, entry.state)
+            PresenceEvents.entry(&writer, entry.userId, entry.state)
         }
         encoded = writer.bytes
         self.starts = starts
@@ -74,7 +74,7 @@ struct SnapshotRoster {
         append(0..<position, to: &bytes)
         if position > 0 { bytes.append(UInt8(ascii: ",")) }
         var writer = JSONWriter(capacity: 64 + insert.state.totalBytes * 2)
-        Self.writeEntry(&writer, insert.userId, insert.state)
+        PresenceEvents.entry(&writer, insert.userId, insert.state)
         bytes.append(contentsOf: writer.bytes)
         let after = position..<(shownCount - 1)
         if !after.isEmpty {
@@ -101,12 +101,5 @@ struct SnapshotRoster {
             if names[mid] < user { low = mid + 1 } else { high = mid }
         }
         return low
-    }
-
-    private static func writeEntry(_ writer: inout JSONWriter, _ userId: Name, _ state: PresenceState) {
-        writer.beginObject()
-        writer.key("userId"); writer.string(userId.string)
-        writer.key("state"); state.write(to: &writer)
-        writer.endObject()
     }
 }
