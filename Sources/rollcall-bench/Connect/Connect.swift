@@ -87,8 +87,7 @@ struct Connect: ParsableCommand {
 
         // 3. The peak: does the broker still answer, and does everyone stay?
         let peakHeld = counters["loggedIn"] - counters["closedAfterLogin"]
-        let port = HealthCheck.port(of: broker.url) ?? 0
-        let health = HealthCheck.status(port: port)
+        let health = LoopbackHTTP(url: broker.url)?.get("/healthz", timeoutSeconds: 5)?.status
         let pingMs = ping(waves.sessions.first)
         print("connect: peak \(peakHeld) held; /healthz \(health.map(String.init) ?? "no answer"); ping \(pingMs.map { String(format: "%.1f ms", $0) } ?? "failed")")
         let holdSteps = Int(hold.rounded(.up))

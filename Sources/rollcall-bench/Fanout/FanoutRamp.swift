@@ -26,7 +26,8 @@ struct FanoutRamp {
         let expectedBefore = driver.expectedDeliveries
         let deliveredBefore = driver.deliveries.total
         let writesBefore = metrics?.read(Self.writeCounters)
-        guard let cpuBefore = sampler.cpuSeconds(), let splitBefore = CPUSplit.read(pid: sampler.pid) else { return nil }
+        guard let splitBefore = CPUTimes.read(pid: sampler.pid) else { return nil }
+        let cpuBefore = splitBefore.total
 
         let me = ProcessSampler(pid: getpid())
         let clientCPUBefore = me.cpuSeconds() ?? 0
@@ -63,7 +64,8 @@ struct FanoutRamp {
             if count != lastCount { lastCount = count; lastProgress = MonotonicSeconds.now }
         }
         usleep(100_000)  // late extra deliveries would show up as a mismatch
-        guard let cpuAfter = sampler.cpuSeconds(), let splitAfter = CPUSplit.read(pid: sampler.pid) else { return nil }
+        guard let splitAfter = CPUTimes.read(pid: sampler.pid) else { return nil }
+        let cpuAfter = splitAfter.total
         let delivered = driver.deliveries.total - deliveredBefore
         let writesAfter = metrics?.read(Self.writeCounters)
         var objectsPerFrame = 0.0

@@ -2,7 +2,8 @@ import Foundation
 
 /// User and system CPU seconds of a process (`/proc/PID/stat` fields 14 and 15), kept apart
 /// because the broker's cost splits very differently: its own code runs in user time, while
-/// polling and socket writes for thousands of connections are system time.
+/// polling and socket writes for thousands of connections are system time. The one reader of
+/// `/proc/PID/stat` (``ProcessSampler`` uses it too).
 struct CPUTimes {
     var user = 0.0
     var system = 0.0

@@ -13,7 +13,6 @@ struct ProcessSample: Codable {
 /// Reads `/proc/PID/status` and `/proc/PID/stat` (Linux).
 struct ProcessSampler {
     let pid: Int32
-    private let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     init(pid: Int32) { self.pid = pid }
 
@@ -27,14 +26,7 @@ struct ProcessSampler {
     }
 
     /// User + system CPU seconds, nil when the process is gone.
-    func cpuSeconds() -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
-        // Fields after the command name start at field 3 (state); utime is 14, stime 15.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / ticksPerSecond
-    }
+    func cpuSeconds() -> Double? { CPUTimes.read(pid: pid)?.total }
 
     /// Both readings at `elapsed` seconds.
     func sample(elapsed: Double) -> ProcessSample? {
