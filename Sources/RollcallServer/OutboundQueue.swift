@@ -26,7 +26,8 @@ struct OutboundQueue {
         byteCount -= object.count
         if objects.isEmpty {
             // Drained: give the storage back so an idle session holds no buffer (the next
-            // event allocates a small one again; measured in BENCHMARKS.md, idle).
+            // event allocates a small one again). Estimated at ~64 B per idle session; not
+            // measurable on its own within the idle benchmark's run-to-run noise.
             removeAll()
         }
         return object
