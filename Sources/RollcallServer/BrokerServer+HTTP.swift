@@ -1,63 +1,187 @@
 import CRollcallShim
 import RollcallCore
 
-/// HTTP on the broker's port: `GET /healthz`, `GET /metrics`, and static files from
-/// `http.staticDir` (`/` → `index.html`). Dynamic bodies are written from the HTTP writable
-/// callback after the headers.
+/// HTTP on the broker's port, the lws side: reads the request head and body, asks the
+/// ``HTTPRouter`` and writes its ``HTTPResponse``. Routes: `GET /healthz` (``HealthCheck``),
+/// `GET /metrics` (``MetricsExposition``), `POST /api/v1/<op>` (``ServerAPIRoute``) and static
+/// files from `http.staticDir` (``StaticFiles``, `/` → `index.html`). Dynamic bodies are
+/// written from the HTTP writable callback after the headers.
 extension BrokerServer {
-    func httpRequest(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>, path: String) -> Int32 {
-        guard lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 else {
-            return respond(wsi, pss, status: 405, body: "method not allowed\n")
-        }
-        switch path {
-        case "/healthz":
-            return phase == .accepting
-                ? respond(wsi, pss, status: 200, body: "ok")
-                : respond(wsi, pss, status: 503, body: "shutting down")
-        case "/metrics":
-            let page = MetricsPage.render(
-                transport: metrics, connectionsCurrent: records.count, broker: broker, accepting: phase == .accepting,
-                connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse)
-            return respond(wsi, pss, status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: page)
+    /// The routes of this server (built once, on first use, on the service thread).
+    func makeRouter() -> HTTPRouter {
+        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request) })
+        router.add(HTTPRoute(.exact("/healthz"), methods: [.get]) { [unowned self] _ in
+            healthCheck.response(accepting: phase == .accepting)
+        })
+        router.add(HTTPRoute(.exact("/metrics"), methods: [.get]) { [unowned self] _ in
+            HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: .bytes(metricsPage()))
+        })
+        router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes))
+        return router
+    }
+
+    /// The `/metrics` page now.
+    func metricsPage() -> [UInt8] {
+        exposition.render(MetricsSnapshot(
+            broker: broker, transport: metrics, connections: records.count, accepting: phase == .accepting,
+            connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse))
+    }
+
+    private func staticFile(_ request: HTTPRequest) -> HTTPResponse {
+        if refusesForConnectionCap() { return .text(503, ConnectionCapPolicy.refusalBody) }
+        guard let file = staticFiles.file(for: request.path) else { return HTTPRefusal.notFound.plainResponse }
+        return .file(file)
+    }
+
+    // MARK: - lws callbacks
+
+    /// Every `LWS_CALLBACK_HTTP*` reason of a plain HTTP connection.
+    func httpCallback(
+        _ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ pss: UnsafeMutablePointer<rollcall_pss_t>?,
+        _ input: UnsafeMutableRawPointer?, _ length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_HTTP:
+            guard let pss else { return -1 }
+            let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "/"
+            return httpRequest(wsi, pss, path: path)
+        case LWS_CALLBACK_HTTP_BODY:
+            guard let pss else { return -1 }
+            return httpBody(pss, UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length))
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            guard let pss else { return -1 }
+            return httpBodyComplete(wsi, pss)
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            guard let pss else { return -1 }
+            return httpWritable(wsi, pss)
+        case LWS_CALLBACK_HTTP_FILE_COMPLETION:
+            fileTransfers.remove(wsi)
+            return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        case LWS_CALLBACK_CLOSED_HTTP:
+            if let pss, pss.pointee.key != 0 { httpExchanges[pss.pointee.key] = nil }
+            return 0
         default:
-            if refusesForConnectionCap() {
-                return respond(wsi, pss, status: 503, body: ConnectionCapPolicy.refusalBody)
+            return 0
+        }
+    }
+
+    private func httpRequest(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>, path: String) -> Int32 {
+        let method = Self.method(of: wsi)
+        let declared = Self.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap { Int($0) }
+        // A body we answer without reading is left unread: the connection closes after the answer.
+        let unreadBody = method.carriesBody && (declared ?? 0) > 0
+        switch router.begin(method: method, path: path, contentLength: declared) {
+        case .respond(let response):
+            return send(response, wsi, pss, headOnly: method == .head, closeAfter: unreadBody)
+        case .readBody(let route, let limit):
+            let request = HTTPRequest(
+                method: method, path: path, authorization: Self.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
+                contentType: Self.header(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE))
+            guard let declared, declared > 0 else {
+                return send(router.finish(request, on: route), wsi, pss, headOnly: false, closeAfter: false)
             }
-            guard let file = staticFiles.file(for: path) else {
-                return respond(wsi, pss, status: 404, body: "not found\n")
+            pss.pointee.key = newExchangeKey()
+            httpExchanges[pss.pointee.key] = .readingBody(request: request, route: route, reader: HTTPBodyReader(limit: limit))
+            return 0
+        }
+    }
+
+    /// `LWS_CALLBACK_HTTP_BODY`: one chunk. Past the limit the reader drops what it held and
+    /// the rest of the body is read and dropped; the 413 goes out once it has ended.
+    private func httpBody(_ pss: UnsafeMutablePointer<rollcall_pss_t>, _ chunk: UnsafeRawBufferPointer) -> Int32 {
+        let key = pss.pointee.key
+        guard case .readingBody(let request, let route, var reader)? = httpExchanges[key] else { return 0 }
+        httpExchanges[key] = nil  // keeps the reader's buffer uniquely referenced while it grows
+        reader.append(chunk)
+        httpExchanges[key] = .readingBody(request: request, route: route, reader: reader)
+        return 0
+    }
+
+    /// `LWS_CALLBACK_HTTP_BODY_COMPLETION`: the body has ended; answer it (or its 413). After
+    /// an answer that left the body unread, the connection was closing: close it now.
+    private func httpBodyComplete(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
+        let key = pss.pointee.key
+        switch httpExchanges[key] {
+        case .readingBody(var request, let route, let reader)?:
+            httpExchanges[key] = nil
+            guard let body = reader.body else {
+                return send(router.refuseBody(on: route), wsi, pss, headOnly: false, closeAfter: false)
             }
-            metrics.httpResponses[200, default: 0] += 1
-            let result = rollcall_http_serve_file(wsi, file, StaticFiles.contentType(for: file))
-            if result < 0 { return -1 }
-            if result == 0 { fileTransfers.insert(wsi) }
-            if result > 0 { return lws_http_transaction_completed(wsi) != 0 ? -1 : 0 }
+            request.body = body
+            return send(router.finish(request, on: route), wsi, pss, headOnly: false, closeAfter: false)
+        case .discardingBody?:
+            return -1
+        default:
             return 0
         }
     }
 
     /// Writes the headers now and keeps the body for the writable callback.
-    private func respond(
-        _ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>, status: Int,
-        contentType: String = "text/plain; charset=utf-8", body: String
+    private func send(
+        _ response: HTTPResponse, _ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>,
+        headOnly: Bool, closeAfter: Bool
     ) -> Int32 {
-        metrics.httpResponses[status, default: 0] += 1
-        let bytes = Array(body.utf8)
-        if rollcall_http_write_headers(wsi, UInt32(status), contentType, bytes.count) != 0 { return -1 }
-        nextKey += 1
-        pss.pointee.key = nextKey
-        httpBodies[nextKey] = bytes
-        lws_callback_on_writable(wsi)
-        return 0
+        metrics.httpResponses[response.status, default: 0] += 1
+        switch response.body {
+        case .file(let path):
+            let result = rollcall_http_serve_file(wsi, path, response.contentType)
+            if result < 0 { return -1 }
+            if result == 0 { fileTransfers.insert(wsi) }
+            if result > 0 { return lws_http_transaction_completed(wsi) != 0 ? -1 : 0 }
+            return 0
+        case .bytes(let bytes):
+            if rollcall_http_write_headers(wsi, UInt32(response.status), response.contentType, bytes.count) != 0 { return -1 }
+            if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
+            httpExchanges[pss.pointee.key] = .writing(body: headOnly ? [] : bytes, closeAfter: closeAfter)
+            lws_callback_on_writable(wsi)
+            return 0
+        }
     }
 
-    func httpWritable(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
-        guard let body = httpBodies.removeValue(forKey: pss.pointee.key) else { return 0 }
-        pss.pointee.key = 0
-        writer.reserve(body.count)
-        body.withUnsafeBufferPointer { source in
-            if let base = source.baseAddress { writer.payload.update(from: base, count: source.count) }
+    private func httpWritable(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
+        let key = pss.pointee.key
+        guard case .writing(let body, let closeAfter)? = httpExchanges[key] else { return 0 }
+        if !body.isEmpty {
+            writer.reserve(body.count)
+            body.withUnsafeBufferPointer { source in
+                if let base = source.baseAddress { writer.payload.update(from: base, count: source.count) }
+            }
+            if lws_write(wsi, writer.payload, body.count, LWS_WRITE_HTTP_FINAL) != body.count { return -1 }
         }
-        if lws_write(wsi, writer.payload, body.count, LWS_WRITE_HTTP_FINAL) != body.count { return -1 }
+        if closeAfter {
+            httpExchanges[key] = .discardingBody
+            if rollcall_half_close(wsi) != 0 { return -1 }
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Self.lingerSeconds)
+            return 0
+        }
+        httpExchanges[key] = nil
+        pss.pointee.key = 0
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+
+    private func newExchangeKey() -> UInt64 {
+        nextKey += 1
+        return nextKey
+    }
+
+    // MARK: - Request head
+
+    /// The request method, from the URI token lws filled.
+    static func method(of wsi: OpaquePointer) -> HTTPMethod {
+        let tokens: [(lws_token_indexes, HTTPMethod)] = [
+            (WSI_TOKEN_GET_URI, .get), (WSI_TOKEN_POST_URI, .post), (WSI_TOKEN_HEAD_URI, .head),
+            (WSI_TOKEN_PUT_URI, .put), (WSI_TOKEN_PATCH_URI, .patch), (WSI_TOKEN_DELETE_URI, .delete),
+            (WSI_TOKEN_OPTIONS_URI, .options),
+        ]
+        return tokens.first { lws_hdr_total_length(wsi, $0.0) > 0 }?.1 ?? .other
+    }
+
+    /// A request header's value, nil when absent (or longer than 4 KiB).
+    static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0, length < 4096 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
+        return String(cString: buffer)
     }
 }

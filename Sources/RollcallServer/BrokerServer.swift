@@ -30,7 +30,11 @@ public final class BrokerServer {
     var context: OpaquePointer?
     var records: [ConnectionID: ConnectionRecord] = [:]
     var nextKey: UInt64 = 0
-    var httpBodies: [UInt64: [UInt8]] = [:]
+    var httpExchanges: [UInt64: HTTPExchange] = [:]
+    lazy var router = makeRouter()
+    var healthCheck = HealthCheck()
+    /// `/metrics` and the histograms (one registry per server).
+    let exposition = MetricsExposition()
     var pendingEvents: [InboundEvent] = []
     var isFeeding = false
     var metrics = TransportMetrics()
@@ -128,6 +132,12 @@ public final class BrokerServer {
         for string in cStrings { free(string) }
         protocols?.deallocate()
         idlePolicy?.deallocate()
+    }
+
+    /// Adds a `/healthz` probe (storage, cluster link, …): while it returns a reason, `/healthz`
+    /// answers 503 with it. Call before ``start()``; the probe runs on the service thread.
+    public func addHealthProbe(_ probe: @escaping HealthCheck.Probe) {
+        healthCheck.add(probe)
     }
 
     /// Creates the lws context on a new service thread and starts serving. Returns the bound

@@ -47,19 +47,9 @@ extension BrokerServer {
         case LWS_CALLBACK_CLOSED:
             if let record = record(pss) { closed(record) }
             return 0
-        case LWS_CALLBACK_HTTP:
-            guard let pss else { return -1 }
-            let path = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "/"
-            return httpRequest(wsi, pss, path: path)
-        case LWS_CALLBACK_HTTP_WRITEABLE:
-            guard let pss else { return -1 }
-            return httpWritable(wsi, pss)
-        case LWS_CALLBACK_HTTP_FILE_COMPLETION:
-            fileTransfers.remove(wsi)
-            return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
-        case LWS_CALLBACK_CLOSED_HTTP:
-            if let pss, pss.pointee.key != 0 { httpBodies[pss.pointee.key] = nil }
-            return 0
+        case LWS_CALLBACK_HTTP, LWS_CALLBACK_HTTP_BODY, LWS_CALLBACK_HTTP_BODY_COMPLETION, LWS_CALLBACK_HTTP_WRITEABLE,
+             LWS_CALLBACK_HTTP_FILE_COMPLETION, LWS_CALLBACK_CLOSED_HTTP:
+            return httpCallback(wsi, reason, pss, input, length)
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
             return admitsNewSocket() ? 0 : 1
         case LWS_CALLBACK_WSI_CREATE:

@@ -1,0 +1,14 @@
+/// One HTTP request in progress on a connection, kept by the server under the connection's
+/// lws per-connection key until the response is out.
+enum HTTPExchange {
+    /// Reading the body of `request` (its head is known) for the router's `route`; a reader
+    /// that overflowed keeps nothing, and the 413 goes out when the body ends.
+    case readingBody(request: HTTPRequest, route: Int, reader: HTTPBodyReader)
+    /// The headers are written; `body` goes out at the next writable callback. With
+    /// `closeAfter` the connection then closes (the request's body was not read).
+    case writing(body: [UInt8], closeAfter: Bool)
+    /// The response is out and the connection is closing: the rest of the request body is
+    /// read and dropped until it ends or ``BrokerServer/lingerSeconds`` pass, so the kernel
+    /// does not reset the connection over unread input before the peer has read the answer.
+    case discardingBody
+}

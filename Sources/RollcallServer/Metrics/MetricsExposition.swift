@@ -1,0 +1,90 @@
+import CoreMetrics
+import Prometheus
+import RollcallCore
+import RollcallProtocol
+
+/// `/metrics`: one Prometheus registry per server (no global `MetricsSystem.bootstrap`, so two
+/// servers in one process keep their own figures), fed through swift-metrics handles and
+/// rendered in the Prometheus text exposition format (version 0.0.4).
+///
+/// The live histograms (``ServerHistograms``) record as things happen; everything else is a
+/// running total or a gauge read off the broker at scrape time (``MetricsSnapshot``).
+final class MetricsExposition {
+    /// The content type of the page.
+    static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// The histograms recorded on the hot path; also the core's ``BrokerInstrumentation``.
+    let histograms: ServerHistograms
+    private let registry = PrometheusCollectorRegistry()
+    private let series: ScrapedSeries
+
+    init() {
+        let factory = PrometheusMetricsFactory(registry: registry)
+        histograms = ServerHistograms(registry: registry, factory: factory)
+        series = ScrapedSeries(registry: registry, factory: factory)
+    }
+
+    /// The page for `snapshot`, with the histograms as recorded so far.
+    func render(_ snapshot: MetricsSnapshot) -> [UInt8] {
+        update(snapshot)
+        var page: [UInt8] = []
+        page.reserveCapacity(16 * 1024)
+        registry.emit(into: &page)
+        return page
+    }
+
+    private func update(_ s: MetricsSnapshot) {
+        let t = s.transport, core = s
+        series.gauge("rollcall_up", "1 while the broker accepts connections", s.accepting ? 1 : 0)
+        series.gauge("rollcall_connections", "WebSocket connections open now", s.connections)
+        series.counter("rollcall_connections_total", "WebSocket connections ever established", total: t.connectionsTotal)
+        let sessions = "Logged-in sessions, by state"
+        series.gauge("rollcall_sessions", sessions, [("state", "live")], s.liveSessions)
+        series.gauge("rollcall_sessions", sessions, [("state", "held")], s.heldSessions)
+        series.gauge("rollcall_users", "Users with at least one session (live or held)", s.users)
+        series.gauge("rollcall_channels", "Channels with at least one member", s.channels)
+        series.gauge("rollcall_interval_flushes_pending",
+                     "Channels in interval mode with changes waiting for their next interval event", s.intervalFlushesPending)
+        series.gauge("rollcall_subscriptions", "User-status subscriptions held", s.subscriptions)
+        series.counter("rollcall_logins_total", "Successful logins, resumes included", total: core.logins)
+        series.counter("rollcall_resumes_total", "Sessions resumed with a resume token", total: core.resumes)
+        series.counter("rollcall_requests_total", "Requests received", total: core.requests)
+        series.counter("rollcall_frames_in_total", "Complete text messages received", total: t.framesIn)
+        series.counter("rollcall_bytes_in_total", "Bytes of text messages received", total: t.bytesIn)
+        series.counter("rollcall_frames_out_total", "WebSocket frames written (batched)", total: t.framesOut)
+        series.counter("rollcall_objects_out_total", "JSON objects written (replies and events)", total: t.objectsOut)
+        series.counter("rollcall_bytes_out_total", "Payload bytes written", total: t.bytesOut)
+        for code in ErrorCode.allCases {
+            series.counter("rollcall_errors_total", "Error replies, by code", [("code", code.rawValue)],
+                           total: core.errors[code] ?? 0)
+        }
+        series.counter("rollcall_slow_consumer_cuts_total",
+                       "Connections cut with 1013 (outbound queue over limits.maxOutboundBytes)", total: t.slowConsumerCuts)
+        series.counter("rollcall_heartbeat_timeouts_total",
+                       "Connections dropped after heartbeat.timeoutSeconds of silence", total: t.heartbeatTimeouts)
+        for code in [CloseCode.binaryFrame, .invalidUTF8, .frameTooBig] {
+            series.counter("rollcall_protocol_closes_total", "Closes for a protocol fault, by close code",
+                           [("code", String(code.rawValue))], total: t.protocolCloses[code.rawValue] ?? 0)
+        }
+        for (kind, count) in core.sessionEnds {
+            series.counter("rollcall_session_ends_total", "Session ends (and holds), by kind", [("kind", kind)], total: count)
+        }
+        for (kind, count) in t.connectionEnds {
+            series.counter("rollcall_connection_ends_total", "WebSocket connections ended, as the transport saw it",
+                           [("kind", kind)], total: count)
+        }
+        series.counter("rollcall_upgrades_rejected_total", "WebSocket upgrades refused (path, origin, shutting down)",
+                       total: t.upgradesRejected)
+        series.gauge("rollcall_connection_cap",
+                     "Connections served at once; above it new ones get 503 (open-file limit minus a reserve)", s.connectionCap)
+        series.gauge("rollcall_connection_descriptors",
+                     "Descriptors the connections hold now (accepted sockets of any kind plus files being sent)", s.descriptorsInUse)
+        series.counter("rollcall_connections_refused_total", "Connections refused by the connection cap (503, or closed at accept)",
+                       total: t.connectionsRefused)
+        series.counter("rollcall_connections_closed_at_accept_total", "Of those, closed as soon as accepted (the 503 band was full)",
+                       total: t.connectionsClosedAtAccept)
+        for (status, count) in t.httpResponses {
+            series.counter("rollcall_http_responses_total", "HTTP responses, by status", [("status", String(status))], total: count)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import RollcallCore
+import RollcallProtocol
+
+/// Every value `/metrics` reads off the broker at one moment, gathered on the service thread.
+/// A plain value so the exposition can be tested without a server.
+struct MetricsSnapshot {
+    /// True while the broker accepts connections.
+    var accepting = true
+    /// WebSocket connections open now.
+    var connections = 0
+    /// The transport's running totals.
+    var transport = TransportMetrics()
+    /// The core's running totals (``BrokerMetrics``).
+    var logins = 0
+    var resumes = 0
+    var requests = 0
+    var errors: [ErrorCode: Int] = [:]
+    var sessionEnds: [String: Int] = [:]
+    var liveSessions = 0
+    var heldSessions = 0
+    var users = 0
+    var channels = 0
+    var intervalFlushesPending = 0
+    var subscriptions = 0
+    /// The connection cap (``ConnectionCap``) and the descriptors the connections hold now.
+    var connectionCap = 0
+    var descriptorsInUse = 0
+}
+
+extension MetricsSnapshot {
+    /// The values of `broker` and the transport now.
+    init(broker: Broker, transport: TransportMetrics, connections: Int, accepting: Bool,
+         connectionCap: Int, descriptorsInUse: Int) {
+        self.accepting = accepting
+        self.connections = connections
+        self.transport = transport
+        logins = broker.metrics.logins
+        resumes = broker.metrics.resumes
+        requests = broker.metrics.requests
+        errors = broker.metrics.errors
+        sessionEnds = broker.metrics.sessionEnds
+        liveSessions = broker.directory.liveCount
+        heldSessions = broker.heldSessionCount
+        users = broker.directory.userCount
+        channels = broker.channelCount
+        intervalFlushesPending = broker.pendingIntervalFlushes
+        subscriptions = broker.subscriptionCount
+        self.connectionCap = connectionCap
+        self.descriptorsInUse = descriptorsInUse
+    }
+}

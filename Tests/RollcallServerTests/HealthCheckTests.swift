@@ -1,0 +1,76 @@
+@testable import RollcallServer
+import Testing
+
+@Suite("HealthCheck")
+struct HealthCheckTests {
+    @Test("accepting with no failing probe: 200 ok")
+    func healthy() {
+        var check = HealthCheck()
+        check.add { nil }
+        #expect(check.response(accepting: true) == .text(200, "ok"))
+        #expect(check.failures(accepting: true).isEmpty)
+    }
+
+    @Test("draining: 503 shutting down")
+    func draining() {
+        let response = HealthCheck().response(accepting: false)
+        #expect(response.status == 503)
+        #expect(response.bodyText == "shutting down\n")
+    }
+
+    @Test("a failing probe: 503 with its reason; every reason on its own line")
+    func failingProbes() {
+        var storageDown = true
+        var check = HealthCheck(probes: [{ storageDown ? "storage: database is locked" : nil }])
+        check.add { nil }
+        check.add { "cluster: redis unreachable" }
+        let response = check.response(accepting: true)
+        #expect(response.status == 503)
+        #expect(response.bodyText == "storage: database is locked\ncluster: redis unreachable\n")
+        storageDown = false
+        #expect(check.failures(accepting: false) == ["shutting down", "cluster: redis unreachable"])
+    }
+}
+
+@Suite("ServerAPIRoute")
+struct ServerAPIRouteTests {
+    func makeRouter(handle: @escaping (HTTPRequest) -> HTTPResponse = ServerAPIRoute.apiOff) -> HTTPRouter {
+        let router = HTTPRouter()
+        router.add(ServerAPIRoute.route(bodyLimit: 16, handle: handle))
+        return router
+    }
+
+    @Test("refusals are the API's JSON errors: 405 INVALID_REQUEST, 413 MESSAGE_TOO_LARGE")
+    func refusals() {
+        let router = makeRouter()
+        let wrongMethod = router.respond(to: HTTPRequest(method: .get, path: "/api/v1/publish"))
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.contentType == "application/json")
+        #expect(wrongMethod.bodyText.contains("\"code\":\"INVALID_REQUEST\""))
+        #expect(wrongMethod.bodyText.contains("\"ok\":false"))
+        let tooLarge = router.respond(to: HTTPRequest(method: .post, path: "/api/v1/publish", body: Array(repeating: 32, count: 17)))
+        #expect(tooLarge.status == 413)
+        #expect(tooLarge.bodyText.contains("\"code\":\"MESSAGE_TOO_LARGE\""))
+    }
+
+    @Test("with no handler plugged in, the API is off: 401 UNAUTHORIZED")
+    func apiOff() {
+        let response = makeRouter().respond(to: HTTPRequest(method: .post, path: "/api/v1/getInfo", body: Array("{}".utf8)))
+        #expect(response.status == 401)
+        #expect(response.bodyText.contains("\"code\":\"UNAUTHORIZED\""))
+    }
+
+    @Test("a handler gets the op, the headers and the body")
+    func handlerGetsRequest() {
+        let router = makeRouter { request in
+            .text(200, "\(ServerAPIRoute.op(of: request)) \(request.authorization ?? "-") \(request.bodyText)")
+        }
+        let response = router.respond(to: HTTPRequest(
+            method: .post, path: "/api/v1/publish", authorization: "Bearer k", body: Array("{\"a\":1}".utf8)))
+        #expect(response.bodyText == "publish Bearer k {\"a\":1}")
+    }
+}
+
+extension HTTPRequest {
+    var bodyText: String { String(decoding: body, as: UTF8.self) }
+}

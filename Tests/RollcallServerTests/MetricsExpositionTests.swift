@@ -1,0 +1,161 @@
+@testable import RollcallServer
+import RollcallProtocol
+import Testing
+
+@Suite("MetricsExposition")
+struct MetricsExpositionTests {
+    /// Every metric `/metrics` had before the move to swift-metrics (docs/operations.md).
+    static let existingNames = [
+        "rollcall_up", "rollcall_connections", "rollcall_connections_total", "rollcall_sessions", "rollcall_users",
+        "rollcall_channels", "rollcall_interval_flushes_pending", "rollcall_subscriptions", "rollcall_logins_total",
+        "rollcall_resumes_total", "rollcall_requests_total", "rollcall_frames_in_total", "rollcall_bytes_in_total",
+        "rollcall_frames_out_total", "rollcall_objects_out_total", "rollcall_bytes_out_total", "rollcall_errors_total",
+        "rollcall_slow_consumer_cuts_total", "rollcall_heartbeat_timeouts_total", "rollcall_protocol_closes_total",
+        "rollcall_session_ends_total", "rollcall_connection_ends_total", "rollcall_upgrades_rejected_total",
+        "rollcall_connection_cap", "rollcall_connection_descriptors", "rollcall_connections_refused_total",
+        "rollcall_connections_closed_at_accept_total", "rollcall_http_responses_total",
+    ]
+
+    func sampleSnapshot() -> MetricsSnapshot {
+        var snapshot = MetricsSnapshot()
+        snapshot.connections = 3
+        snapshot.liveSessions = 2
+        snapshot.heldSessions = 1
+        snapshot.channels = 4
+        snapshot.requests = 10
+        snapshot.errors = [.unknownOp: 2]
+        snapshot.sessionEnds = ["logout": 1]
+        snapshot.transport.framesOut = 7
+        snapshot.transport.connectionEnds = ["normal": 1]
+        snapshot.transport.httpResponses = [200: 5, 404: 1]
+        return snapshot
+    }
+
+    func render(_ exposition: MetricsExposition, _ snapshot: MetricsSnapshot) -> String {
+        String(decoding: exposition.render(snapshot), as: UTF8.self)
+    }
+
+    @Test("every existing metric keeps its name and type")
+    func existingMetrics() throws {
+        let page = try ExpositionPage(render(MetricsExposition(), sampleSnapshot()))
+        for name in Self.existingNames {
+            #expect(page.types[name] != nil, "missing \(name)")
+        }
+        #expect(page.types["rollcall_connections"] == "gauge")
+        #expect(page.types["rollcall_frames_out_total"] == "counter")
+        #expect(page.value("rollcall_connections") == 3)
+        #expect(page.value("rollcall_sessions{state=\"live\"}") == 2)
+        #expect(page.value("rollcall_sessions{state=\"held\"}") == 1)
+        #expect(page.value("rollcall_errors_total{code=\"UNKNOWN_OP\"}") == 2)
+        #expect(page.value("rollcall_errors_total{code=\"INTERNAL\"}") == 0)
+        #expect(page.value("rollcall_http_responses_total{status=\"404\"}") == 1)
+        #expect(page.value("rollcall_protocol_closes_total{code=\"1009\"}") == 0)
+    }
+
+    @Test("the histograms are on the page from the start, with their buckets")
+    func histogramsPresent() throws {
+        let exposition = MetricsExposition()
+        exposition.histograms.frameBytes.record(300)
+        exposition.histograms.queuedBytesAtWrite.record(5000)
+        exposition.histograms.eventRecipients.record(3)
+        exposition.histograms.requestHandled(op: "join", nanoseconds: 3_000)
+        let page = try ExpositionPage(render(exposition, sampleSnapshot()))
+        for name in [ServerHistograms.frameBytesName, ServerHistograms.queuedBytesName, ServerHistograms.recipientsName,
+                     ServerHistograms.requestDurationName] {
+            #expect(page.types[name] == "histogram", "missing \(name)")
+        }
+        #expect(page.value("rollcall_frame_out_bytes_bucket{le=\"256.0\"}") == 0)
+        #expect(page.value("rollcall_frame_out_bytes_bucket{le=\"1024.0\"}") == 1)
+        #expect(page.value("rollcall_frame_out_bytes_bucket{le=\"+Inf\"}") == 1)
+        #expect(page.value("rollcall_frame_out_bytes_sum") == 300)
+        #expect(page.value("rollcall_outbound_queue_bytes_at_write_count") == 1)
+        #expect(page.value("rollcall_event_recipients_bucket{le=\"5.0\"}") == 1)
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"join\"}") == 1)
+        #expect(page.value("rollcall_request_duration_seconds_bucket{op=\"join\",le=\"+Inf\"}") == 1)
+    }
+
+    @Test("ops the protocol does not name share op=\"other\"; undecodable requests keep op=\"invalid\"")
+    func requestOpLabels() throws {
+        let exposition = MetricsExposition()
+        exposition.histograms.requestHandled(op: "made-up-1", nanoseconds: 1)
+        exposition.histograms.requestHandled(op: "made-up-2", nanoseconds: 1)
+        exposition.histograms.requestHandled(op: "invalid", nanoseconds: 1)
+        let page = try ExpositionPage(render(exposition, MetricsSnapshot()))
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"other\"}") == 2)
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"invalid\"}") == 1)
+        #expect(!page.text.contains("made-up"))
+    }
+
+    @Test("counters follow the running totals across scrapes; gauges follow the state")
+    func scrapesFollowTotals() throws {
+        let exposition = MetricsExposition()
+        var snapshot = sampleSnapshot()
+        _ = render(exposition, snapshot)
+        snapshot.transport.framesOut = 12
+        snapshot.errors[.unknownOp] = 5
+        snapshot.connections = 1
+        snapshot.transport.httpResponses[503] = 1
+        let page = try ExpositionPage(render(exposition, snapshot))
+        #expect(page.value("rollcall_frames_out_total") == 12)
+        #expect(page.value("rollcall_errors_total{code=\"UNKNOWN_OP\"}") == 5)
+        #expect(page.value("rollcall_connections") == 1)
+        #expect(page.value("rollcall_http_responses_total{status=\"503\"}") == 1)
+    }
+
+    @Test("two servers in one process keep separate registries")
+    func registryPerServer() throws {
+        let first = MetricsExposition(), second = MetricsExposition()
+        first.histograms.frameBytes.record(10)
+        var snapshot = MetricsSnapshot()
+        snapshot.transport.framesOut = 9
+        _ = render(first, snapshot)
+        let page = try ExpositionPage(render(second, MetricsSnapshot()))
+        #expect(page.value("rollcall_frame_out_bytes_count") == 0)
+        #expect(page.value("rollcall_frames_out_total") == 0)
+    }
+}
+
+/// A strict reader of the Prometheus text format (0.0.4): every line is `# HELP`, `# TYPE`
+/// or a sample of a family typed before it, with a number as its value.
+struct ExpositionPage {
+    let text: String
+    private(set) var types: [String: String] = [:]
+    private(set) var samples: [String: Double] = [:]
+
+    struct FormatError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(_ text: String) throws {
+        self.text = text
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty { continue }
+            if line.hasPrefix("# HELP ") { continue }
+            if line.hasPrefix("# TYPE ") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 4, ["counter", "gauge", "histogram"].contains(parts[3]) else {
+                    throw FormatError(description: "bad TYPE line: \(line)")
+                }
+                guard types[String(parts[2])] == nil else { throw FormatError(description: "TYPE twice: \(line)") }
+                types[String(parts[2])] = String(parts[3])
+                continue
+            }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                throw FormatError(description: "bad sample: \(line)")
+            }
+            let series = String(line[..<space])
+            let name = String(series.prefix { $0 != "{" })
+            let family = types[name] != nil ? name
+                : ["_bucket", "_sum", "_count"].compactMap { suffix in
+                    name.hasSuffix(suffix) ? String(name.dropLast(suffix.count)) : nil
+                }.first { types[$0] == "histogram" }
+            guard family != nil else { throw FormatError(description: "sample before its TYPE: \(line)") }
+            guard name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == ":" }) else {
+                throw FormatError(description: "bad name: \(line)")
+            }
+            samples[series] = value
+        }
+    }
+
+    func value(_ series: String) -> Double? { samples[series] }
+}
