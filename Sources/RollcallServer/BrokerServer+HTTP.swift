@@ -68,9 +68,10 @@ extension BrokerServer {
     private func httpRequest(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>, path: String) -> Int32 {
         let method = Self.method(of: wsi)
         let declared = Self.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap { Int($0) }
+        let chunked = Self.header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil
         // A body we answer without reading is left unread: the connection closes after the answer.
-        let unreadBody = method.carriesBody && (declared ?? 0) > 0
-        switch router.begin(method: method, path: path, contentLength: declared) {
+        let unreadBody = method.carriesBody && ((declared ?? 0) > 0 || chunked)
+        switch router.begin(method: method, path: path, contentLength: declared ?? (chunked ? nil : 0)) {
         case .respond(let response):
             return send(response, wsi, pss, headOnly: method == .head, closeAfter: unreadBody)
         case .readBody(let route, let limit):
@@ -123,6 +124,14 @@ extension BrokerServer {
     ) -> Int32 {
         metrics.httpResponses[response.status, default: 0] += 1
         switch response.body {
+        case .file(let path) where headOnly:
+            // lws' own HEAD handling of a file confuses the next request on the connection.
+            guard let size = StaticFiles.size(of: path) else { return -1 }
+            if rollcall_http_write_headers(wsi, UInt32(response.status), response.contentType, size) != 0 { return -1 }
+            if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
+            httpExchanges[pss.pointee.key] = .writing(body: [], closeAfter: closeAfter)
+            lws_callback_on_writable(wsi)
+            return 0
         case .file(let path):
             let result = rollcall_http_serve_file(wsi, path, response.contentType)
             if result < 0 { return -1 }

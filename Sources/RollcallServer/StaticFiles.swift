@@ -31,6 +31,13 @@ struct StaticFiles {
         return resolved
     }
 
+    /// The size in bytes of the file at `path`; nil when it cannot be read.
+    static func size(of path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
     /// The content type for a file name, by extension.
     static func contentType(for path: String) -> String {
         let name = path.split(separator: "/").last.map(String.init) ?? path

@@ -31,6 +31,62 @@ struct HTTPTests {
         #expect(try (broker.metric("rollcall_connections") ?? 0) >= 1)
     }
 
+    @Test("/metrics has the histograms: frame size, queued bytes at write, fan-out size")
+    func histograms() throws {
+        let broker = try BrokerProcess()
+        let alice = try broker.session("alice")
+        #expect(try alice.request("join", ["channel": "lobby"]).ok)
+        let text = try RawHTTP.get(port: broker.port, path: "/metrics").bodyText
+        for name in ["rollcall_frame_out_bytes", "rollcall_outbound_queue_bytes_at_write", "rollcall_event_recipients"] {
+            #expect(text.contains("# TYPE \(name) histogram"), "missing \(name)")
+            #expect(text.contains("\(name)_bucket{le=\"+Inf\"} "), "no +Inf bucket for \(name)")
+        }
+        // The login and join replies went out in frames, each recorded.
+        #expect(try (broker.metric("rollcall_frame_out_bytes_count") ?? 0) >= 2)
+        #expect(try (broker.metric("rollcall_outbound_queue_bytes_at_write_count") ?? 0) >= 1)
+    }
+
+    @Test("HEAD answers the headers of GET without the body")
+    func head() throws {
+        let broker = try BrokerProcess()
+        for path in ["/healthz", "/"] {
+            let socket = try RawSocket(port: broker.port)
+            try socket.send("HEAD \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            let (bytes, _) = socket.readToEnd(timeout: 5)
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 200"), "HEAD \(path): \(text)")
+            #expect(text.hasSuffix("\r\n\r\n"), "HEAD \(path) sent a body: \(text)")
+        }
+    }
+
+    @Test("a method a path does not take is 405; POST to an unknown path is 404")
+    func methodNotAllowed() throws {
+        let broker = try BrokerProcess()
+        #expect(try RawHTTP.send(port: broker.port, method: "POST", path: "/healthz", body: Array("x".utf8)).status == 405)
+        #expect(try RawHTTP.send(port: broker.port, method: "DELETE", path: "/metrics").status == 405)
+        #expect(try RawHTTP.send(port: broker.port, method: "POST", path: "/nope", body: Array("x".utf8)).status == 404)
+    }
+
+    @Test("POST /api/v1: the body is read in chunks up to limits.maxFrameBytes, 413 past it, JSON answers")
+    func serverAPIBody() throws {
+        let broker = try BrokerProcess(config: ["limits": ["maxFrameBytes": 40000]])
+        // Larger than lws' receive chunk: the body arrives in several LWS_CALLBACK_HTTP_BODY calls.
+        let withinLimit = try RawHTTP.send(port: broker.port, method: "POST", path: "/api/v1/getInfo",
+                                           body: Array(repeating: UInt8(ascii: " "), count: 40000))
+        #expect(withinLimit.status == 401)  // the API answers 401 while no key is configured
+        #expect(withinLimit.headers["content-type"] == "application/json")
+        #expect(withinLimit.bodyText.contains("\"UNAUTHORIZED\""))
+        let tooLarge = try RawHTTP.send(port: broker.port, method: "POST", path: "/api/v1/getInfo",
+                                        body: Array(repeating: UInt8(ascii: " "), count: 40001))
+        #expect(tooLarge.status == 413)
+        #expect(tooLarge.bodyText.contains("\"MESSAGE_TOO_LARGE\""))
+        let wrongMethod = try RawHTTP.send(port: broker.port, method: "GET", path: "/api/v1/getInfo")
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.bodyText.contains("\"INVALID_REQUEST\""))
+        #expect(try RawHTTP.get(port: broker.port, path: "/healthz").status == 200)
+        #expect(try broker.metric("rollcall_http_responses_total{status=\"413\"}") == 1)
+    }
+
     @Test("/metrics counts channels and subscriptions")
     func stateGauges() throws {
         let broker = try BrokerProcess()
@@ -102,4 +158,16 @@ struct HTTPTests {
         "Upgrade: websocket", "Connection: Upgrade",
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
     ]
+}
+
+extension RawHTTP {
+    /// Sends `method path` with `body` (and its Content-Length) and `Connection: close`, and
+    /// reads the response.
+    static func send(port: Int, method: String, path: String, body: [UInt8] = [], timeout: TimeInterval = 5) throws -> HTTPResponse {
+        let socket = try RawSocket(port: port)
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        if !body.isEmpty { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
+        try socket.send(Array((head + "\r\n").utf8) + body)
+        return try readResponse(socket, timeout: timeout)
+    }
 }

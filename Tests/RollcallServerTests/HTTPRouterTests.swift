@@ -76,8 +76,8 @@ struct HTTPRouterTests {
         #expect(router.respond(to: HTTPRequest(method: .post, path: "/api/x", body: Array(repeating: 0, count: 9)))
             == .text(413, "api refusal 413"))
 
-        guard case .readBody(let route, let limit) = router.begin(method: .post, path: "/echo", contentLength: nil) else {
-            Issue.record("an undeclared body must be read")
+        guard case .readBody(let route, let limit) = router.begin(method: .post, path: "/echo", contentLength: 5) else {
+            Issue.record("a body declared within the limit must be read")
             return
         }
         #expect(limit == 8)
@@ -88,6 +88,15 @@ struct HTTPRouterTests {
         #expect(!accepted2)
         #expect(reader.body == nil)
         #expect(router.refuseBody(on: route).status == 413)
+    }
+
+    @Test("a body of undeclared length (chunked) is 411 on a route that reads bodies")
+    func lengthRequired() {
+        guard case .respond(let response) = makeRouter().begin(method: .post, path: "/echo", contentLength: nil) else {
+            Issue.record("a body of undeclared length must be answered at once")
+            return
+        }
+        #expect(response.status == 411)
     }
 
     @Test("a GET to a body route never reads a body")

@@ -6,6 +6,9 @@ public enum HTTPRefusal: Sendable, Equatable {
     case methodNotAllowed
     /// The body is, or says it will be, larger than the route's limit (413).
     case bodyTooLarge(limit: Int)
+    /// The body's length is not declared (`Transfer-Encoding: chunked`, which lws 4.1 does
+    /// not deliver to the server), 411.
+    case lengthRequired
 
     /// The status code of the refusal.
     public var status: Int {
@@ -13,6 +16,7 @@ public enum HTTPRefusal: Sendable, Equatable {
         case .notFound: 404
         case .methodNotAllowed: 405
         case .bodyTooLarge: 413
+        case .lengthRequired: 411
         }
     }
 
@@ -22,6 +26,7 @@ public enum HTTPRefusal: Sendable, Equatable {
         case .notFound: .text(404, "not found\n")
         case .methodNotAllowed: .text(405, "method not allowed\n")
         case .bodyTooLarge(let limit): .text(413, "body larger than \(limit) bytes\n")
+        case .lengthRequired: .text(411, "a body needs a Content-Length\n")
         }
     }
 }

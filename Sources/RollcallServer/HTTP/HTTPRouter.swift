@@ -3,8 +3,8 @@
 /// a body arrives after the head:
 ///
 /// 1. ``begin(method:path:contentLength:)`` at the request head: a response at once (404,
-///    405, 413 for a declared body over the limit, or the answer of a route that takes no
-///    body), or "read the body, at most N bytes";
+///    405, 411 for a body of undeclared length, 413 for a declared body over the limit, or
+///    the answer of a route that takes no body), or "read the body, at most N bytes";
 /// 2. ``finish(_:on:)`` once the body is complete (``HTTPBodyReader``), or
 ///    ``refuseBody(on:)`` when it grew past the limit.
 ///
@@ -32,8 +32,9 @@ public final class HTTPRouter {
         routes.append(route)
     }
 
-    /// The first step, at the request head. `contentLength` is the declared body length
-    /// (nil: none declared).
+    /// The first step, at the request head. `contentLength` is the declared body length: 0
+    /// when the request has no body, nil when its length is not declared (chunked), which a
+    /// route reading bodies refuses with 411.
     public func begin(method: HTTPMethod, path: String, contentLength: Int?) -> Step {
         guard let index = routes.firstIndex(where: { $0.path.matches(path) }) else {
             let isRead = method == .get || method == .head
@@ -44,7 +45,8 @@ public final class HTTPRouter {
         guard method.carriesBody, route.bodyLimit > 0 else {
             return .respond(route.handle(HTTPRequest(method: method, path: path)))
         }
-        if let contentLength, contentLength > route.bodyLimit {
+        guard let contentLength else { return .respond(route.refuse(.lengthRequired)) }
+        if contentLength > route.bodyLimit {
             return .respond(route.refuse(.bodyTooLarge(limit: route.bodyLimit)))
         }
         return .readBody(route: index, limit: route.bodyLimit)

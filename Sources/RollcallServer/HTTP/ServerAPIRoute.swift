@@ -35,6 +35,7 @@ public enum ServerAPIRoute {
         switch refusal {
         case .notFound: error(404, code: "UNKNOWN_OP", message: "no such op")
         case .methodNotAllowed: error(405, code: "INVALID_REQUEST", message: "the server API takes POST only")
+        case .lengthRequired: error(411, code: "INVALID_REQUEST", message: "the body needs a Content-Length")
         case .bodyTooLarge(let limit): error(413, code: "MESSAGE_TOO_LARGE", message: "the body is larger than \(limit) bytes")
         }
     }

@@ -123,7 +123,7 @@ final class BrokerProcess: @unchecked Sendable {
     func metric(_ sample: String) throws -> Int? {
         let response = try RawHTTP.get(port: port, path: "/metrics")
         for line in response.bodyText.split(separator: "\n") where line.hasPrefix(sample + " ") {
-            return Int(line.dropFirst(sample.count + 1))
+            return Double(line.dropFirst(sample.count + 1)).map { Int($0) }  // gauges print as `2.0`
         }
         return nil
     }
