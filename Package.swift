@@ -116,7 +116,11 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
-        .testTarget(name: "RollcallServerTests", dependencies: ["RollcallServer", "RollcallCore"], swiftSettings: cBridgeSettings),
+        .testTarget(
+            name: "RollcallServerTests",
+            dependencies: ["RollcallServer", "RollcallCore", .product(name: "Prometheus", package: "swift-prometheus")],
+            swiftSettings: cBridgeSettings
+        ),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "RollcallIntegrationTests",

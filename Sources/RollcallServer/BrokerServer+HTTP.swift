@@ -158,6 +158,12 @@ extension BrokerServer {
             if lws_write(wsi, writer.payload, body.count, LWS_WRITE_HTTP_FINAL) != body.count { return -1 }
         }
         if closeAfter {
+            if lws_send_pipe_choked(wsi) != 0 {
+                // lws holds the tail of the answer: half-close only once it is out.
+                httpExchanges[key] = .writing(body: [], closeAfter: true)
+                lws_callback_on_writable(wsi)
+                return 0
+            }
             httpExchanges[key] = .discardingBody
             if rollcall_half_close(wsi) != 0 { return -1 }
             lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Self.lingerSeconds)

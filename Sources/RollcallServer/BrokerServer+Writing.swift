@@ -23,14 +23,14 @@ extension BrokerServer {
                 return 0
             }
         }
-        if !record.outbound.isEmpty { exposition.histograms.queuedBytesAtWrite.record(record.outbound.byteCount) }
+        if !record.outbound.isEmpty { exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount)) }
         while !record.outbound.isEmpty {
             let (length, objects) = fillBatch(from: record)
             if lws_write(wsi, writer.payload, length, LWS_WRITE_TEXT) < 0 { return -1 }
             metrics.framesOut += 1
             metrics.objectsOut += objects
             metrics.bytesOut += length
-            exposition.histograms.frameBytes.record(length)
+            exposition.histograms.frameBytes.record(Double(length))
             // Nothing more to write in this callback: skip the choke test, which is a poll()
             // syscall per frame (lws keeps any unsent tail and flushes it before the next
             // writable callback). Measured in BENCHMARKS.md (fanout).

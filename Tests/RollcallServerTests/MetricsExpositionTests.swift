@@ -55,9 +55,9 @@ struct MetricsExpositionTests {
     @Test("the histograms are on the page from the start, with their buckets")
     func histogramsPresent() throws {
         let exposition = MetricsExposition()
-        exposition.histograms.frameBytes.record(300)
-        exposition.histograms.queuedBytesAtWrite.record(5000)
-        exposition.histograms.eventRecipients.record(3)
+        exposition.histograms.frameBytes.record(Double(300))
+        exposition.histograms.queuedBytesAtWrite.record(Double(5000))
+        exposition.histograms.eventRecipients.record(Double(3))
         exposition.histograms.requestHandled(op: "join", nanoseconds: 3_000)
         let page = try ExpositionPage(render(exposition, sampleSnapshot()))
         for name in [ServerHistograms.frameBytesName, ServerHistograms.queuedBytesName, ServerHistograms.recipientsName,
@@ -105,7 +105,7 @@ struct MetricsExpositionTests {
     @Test("two servers in one process keep separate registries")
     func registryPerServer() throws {
         let first = MetricsExposition(), second = MetricsExposition()
-        first.histograms.frameBytes.record(10)
+        first.histograms.frameBytes.record(Double(10))
         var snapshot = MetricsSnapshot()
         snapshot.transport.framesOut = 9
         _ = render(first, snapshot)

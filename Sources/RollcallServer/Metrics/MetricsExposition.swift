@@ -4,8 +4,9 @@ import RollcallCore
 import RollcallProtocol
 
 /// `/metrics`: one Prometheus registry per server (no global `MetricsSystem.bootstrap`, so two
-/// servers in one process keep their own figures), fed through swift-metrics handles and
-/// rendered in the Prometheus text exposition format (version 0.0.4).
+/// servers in one process keep their own figures), rendered in the Prometheus text
+/// exposition format (version 0.0.4). Scrape-time series go through swift-metrics handles
+/// (``ScrapedSeries``); the histograms are the registry's own (``ServerHistograms``).
 ///
 /// The live histograms (``ServerHistograms``) record as things happen; everything else is a
 /// running total or a gauge read off the broker at scrape time (``MetricsSnapshot``).
@@ -20,7 +21,7 @@ final class MetricsExposition {
 
     init() {
         let factory = PrometheusMetricsFactory(registry: registry)
-        histograms = ServerHistograms(registry: registry, factory: factory)
+        histograms = ServerHistograms(registry: registry)
         series = ScrapedSeries(registry: registry, factory: factory)
     }
 

@@ -1,21 +1,23 @@
-import CoreMetrics
 import Prometheus
 import RollcallCore
 
 /// The histograms the broker records as things happen: per frame written (size, queued
 /// bytes), per request handled (time, by op) and per event fanned out (recipients). Only the
-/// service thread records; each record takes the histogram's uncontended lock (cost measured
-/// in BENCHMARKS.md, "Metrics").
+/// service thread records; each record takes the histogram's uncontended lock.
+///
+/// They are swift-prometheus histograms held directly — the `RecorderHandler` and
+/// `TimerHandler` swift-metrics' `Recorder` and `Timer` would call — because the façade
+/// doubled the cost of a record on the per-frame path (about 70 against 35 ns; BENCHMARKS.md,
+/// "Metrics").
 final class ServerHistograms: BrokerInstrumentation {
     /// Payload bytes of each WebSocket data frame written.
-    let frameBytes: Recorder
+    let frameBytes: ValueHistogram
     /// Bytes queued for a connection when a writable callback starts writing to it.
-    let queuedBytesAtWrite: Recorder
+    let queuedBytesAtWrite: ValueHistogram
     /// Sessions each event was queued for.
-    let eventRecipients: Recorder
+    let eventRecipients: ValueHistogram
     private let registry: PrometheusCollectorRegistry
-    private let factory: PrometheusMetricsFactory
-    private var requestTimers: [String: CoreMetrics.Timer] = [:]
+    private var requestDurations: [String: DurationHistogram] = [:]
 
     static let frameBytesName = "rollcall_frame_out_bytes"
     static let queuedBytesName = "rollcall_outbound_queue_bytes_at_write"
@@ -34,40 +36,39 @@ final class ServerHistograms: BrokerInstrumentation {
         .milliseconds(5), .milliseconds(25), .milliseconds(100),
     ]
 
-    init(registry: PrometheusCollectorRegistry, factory: PrometheusMetricsFactory) {
+    init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
-        self.factory = factory
-        func recorder(_ name: String, _ help: String, _ buckets: [Double]) -> Recorder {
-            let handler = registry.makeValueHistogram(descriptor: .named(name, help: help), buckets: buckets)
-            return Recorder(label: name, dimensions: [], aggregate: true, handler: handler, factory: factory)
-        }
-        frameBytes = recorder(Self.frameBytesName, "Payload bytes of each WebSocket data frame written", Self.byteBuckets)
-        queuedBytesAtWrite = recorder(Self.queuedBytesName, "Bytes queued for a connection when writing to it starts",
-                                      Self.byteBuckets)
-        eventRecipients = recorder(Self.recipientsName, "Sessions each event was queued for", Self.recipientBuckets)
+        frameBytes = registry.makeValueHistogram(
+            descriptor: .named(Self.frameBytesName, help: "Payload bytes of each WebSocket data frame written"),
+            buckets: Self.byteBuckets)
+        queuedBytesAtWrite = registry.makeValueHistogram(
+            descriptor: .named(Self.queuedBytesName, help: "Bytes queued for a connection when writing to it starts"),
+            buckets: Self.byteBuckets)
+        eventRecipients = registry.makeValueHistogram(
+            descriptor: .named(Self.recipientsName, help: "Sessions each event was queued for"),
+            buckets: Self.recipientBuckets)
     }
 
     /// The handling-time series of `op`; ops the protocol does not name share `op="other"`, so a
     /// client cannot grow the page with made-up op names.
-    private func requestTimer(_ op: String) -> CoreMetrics.Timer {
+    private func requestDuration(_ op: String) -> DurationHistogram {
+        if let histogram = requestDurations[op] { return histogram }  // one hash on the usual path
         let label = op == "invalid" || Broker.knownOps.contains(op) ? op : "other"
-        if let timer = requestTimers[label] { return timer }
-        let dimensions = [("op", label)]
-        let handler = registry.makeDurationHistogram(
+        if let histogram = requestDurations[label] { return histogram }
+        let histogram = registry.makeDurationHistogram(
             descriptor: .named(Self.requestDurationName, help: "Time the core took to handle a request, by op"),
-            labels: dimensions, buckets: Self.durationBuckets)
-        let timer = CoreMetrics.Timer(label: Self.requestDurationName, dimensions: dimensions, handler: handler, factory: factory)
-        requestTimers[label] = timer
-        return timer
+            labels: [("op", label)], buckets: Self.durationBuckets)
+        requestDurations[label] = histogram
+        return histogram
     }
 
     // MARK: BrokerInstrumentation
 
     func requestHandled(op: String, nanoseconds: UInt64) {
-        requestTimer(op).recordNanoseconds(Int64(clamping: nanoseconds))
+        requestDuration(op).recordNanoseconds(Int64(clamping: nanoseconds))
     }
 
     func eventFannedOut(recipients: Int) {
-        eventRecipients.record(recipients)
+        eventRecipients.record(Double(recipients))
     }
 }
