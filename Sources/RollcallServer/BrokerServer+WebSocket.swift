@@ -2,17 +2,6 @@ import CRollcallShim
 import RollcallCore
 import RollcallProtocol
 
-/// How a connection ended, for `/metrics` (`rollcall_connection_ends_total{kind}`).
-enum ConnectionEndKind: String {
-    case closeFrame = "close_frame"
-    case dropped
-    case protocolFault = "protocol_fault"
-    case brokerClose = "broker_close"
-    case slowConsumer = "slow_consumer"
-    case heartbeatTimeout = "heartbeat_timeout"
-    case shutdown
-}
-
 extension BrokerServer {
     // MARK: - Upgrade
 
@@ -68,7 +57,7 @@ extension BrokerServer {
         records[id] = record
         metrics.connectionsTotal += 1
         rollcall_cap_send_buffer(wsi, Self.socketSendBufferBytes)
-        heartbeats.schedule(id, at: now + min(heartbeatIntervalMs, heartbeatTimeoutMs))
+        heartbeats.schedule(id, at: record.lifecycle.nextHeartbeatCheck(heartbeat))
         feed(.opened(id))
         return 0
     }
@@ -79,8 +68,8 @@ extension BrokerServer {
     /// `limits.maxFrameBytes` (the lws rx buffer is only a chunk size); a complete message is
     /// checked for UTF-8 and handed to the core.
     func received(_ record: ConnectionRecord, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        record.lastHeard = MonotonicClock.now
-        if record.isClosing { return 0 }
+        record.lifecycle.heard(at: MonotonicClock.now)
+        guard record.lifecycle.isReading else { return 0 }
         let wsi = record.wsi
         if lws_frame_is_binary(wsi) != 0 {
             return closeForProtocolFault(record, .binaryFrame, reason: "binary frames are not supported")
@@ -110,56 +99,30 @@ extension BrokerServer {
     }
 
     /// Closes the connection whose callback this is, for a protocol fault (1003, 1007, 1009):
-    /// the session ends as if the client had sent a close frame. Nothing more is buffered or
-    /// read; the close frame goes out from the next writable callback, then the connection
-    /// lingers like every broker-initiated close. Returns 0 for lws.
+    /// the session ends as if the client had sent a close frame (see
+    /// ``ConnectionLifecycle/protocolFault(_:reason:)``). Returns 0 for lws.
     private func closeForProtocolFault(_ record: ConnectionRecord, _ code: CloseCode, reason: String) -> Int32 {
         logger.debug("protocol fault", metadata: ["connection": "\(record.id)", "code": "\(code.rawValue)"])
         metrics.protocolCloses[code.rawValue, default: 0] += 1
-        record.partialMessage = []
-        record.outbound.removeAll()
-        record.pendingClose = (code.rawValue, reason)
-        record.endKind = .protocolFault
-        record.endReported = true
-        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.closeGraceSeconds)
-        lws_callback_on_writable(record.wsi)
-        feed(.ended(record.id, .closeFrame))
-        return 0
+        return perform(record.lifecycle.protocolFault(code, reason: reason), for: record)
     }
 
     // MARK: - Close
 
-    /// The connection is gone. Tells the core how, unless it already knows.
+    /// The connection is gone (`LWS_CALLBACK_CLOSED`). Tells the core how, unless it already knows.
     func closed(_ record: ConnectionRecord) {
         records[record.id] = nil
         heartbeats.cancel(record.id)
-        let kind = record.endKind ?? (record.peerSentClose ? .closeFrame : .dropped)
-        metrics.connectionEnds[kind.rawValue, default: 0] += 1
-        guard !record.endReported else { return }
-        record.endReported = true
-        feed(.ended(record.id, record.peerSentClose ? .closeFrame : .abnormal(.dropped)))
+        let actions = record.lifecycle.socketClosed()
+        if let kind = record.lifecycle.endKind {
+            metrics.connectionEnds[kind.rawValue, default: 0] += 1
+        }
+        perform(actions, for: record)
     }
 
-    /// Flushes what is queued for `record`, then sends a close frame with `code` (from its
-    /// next writable callback) and lingers. A backstop timeout kills it if the peer does not
-    /// take it.
-    func requestClose(_ record: ConnectionRecord, code: UInt16, reason: String, kind: ConnectionEndKind) {
-        guard !record.isClosing else { return }
-        record.pendingClose = (code, reason)
-        record.endKind = kind
-        record.endReported = true
-        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.closeGraceSeconds)
-        lws_callback_on_writable(record.wsi)
-    }
-
-    /// Drops a connection without a close frame (heartbeat silence): abnormal, session held.
-    func drop(_ record: ConnectionRecord, cause: AbnormalCause, kind: ConnectionEndKind) {
-        guard !record.isClosing else { return }
-        record.endKind = kind
-        record.endReported = true
-        record.outbound.removeAll()
-        heartbeats.cancel(record.id)
-        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, rollcall_to_kill_async)
-        feed(.ended(record.id, .abnormal(cause)))
+    /// `LWS_CALLBACK_WS_PEER_INITIATED_CLOSE`. Returns -1 when lws must close now (the peer
+    /// answered our close frame while we lingered), else 0 (lws answers the close frame).
+    func peerSentClose(_ record: ConnectionRecord) -> Int32 {
+        perform(record.lifecycle.peerSentClose(), for: record)
     }
 }
