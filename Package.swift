@@ -112,6 +112,8 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
+        // The transport's pure parts (connection lifecycle), without sockets.
+        .testTarget(name: "RollcallServerTests", dependencies: ["RollcallServer", "RollcallCore", "RollcallProtocol"]),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "RollcallIntegrationTests",
