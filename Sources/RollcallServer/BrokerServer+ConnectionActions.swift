@@ -53,7 +53,7 @@ extension BrokerServer {
             case .reportEnded(let end):
                 feed(.ended(record.id, end))
             case .scheduleHeartbeatCheck(let deadline):
-                heartbeats.schedule(record.id, at: deadline)
+                records.scheduleHeartbeatCheck(record.id, at: deadline)
             }
         }
         return .carryOn

@@ -21,7 +21,7 @@ extension BrokerServer {
         if let deadline = broker.nextDeadline {
             target = now + max(0, deadline - broker.now)
         }
-        if let check = heartbeats.nextDeadline() {
+        if let check = records.nextHeartbeatCheck() {
             // Heartbeat checks are coalesced: waking `heartbeatSlackMs` late lets one wake-up
             // serve every connection due in that window, so n connections cost a bounded
             // number of wake-ups per second instead of n / interval (each wake-up is an
@@ -56,11 +56,10 @@ extension BrokerServer {
     }
 
     private func checkHeartbeats(now: Int64) {
-        for id in heartbeats.popDue(now: now) {
-            guard let record = records[id] else { continue }
+        for record in records.dueForHeartbeatCheck(at: now) {
             let actions = record.lifecycle.heartbeatCheck(at: now, policy: heartbeat)
             if actions.contains(.reportEnded(.abnormal(.heartbeatTimeout))) {
-                logger.debug("heartbeat timeout", metadata: ["connection": "\(id)"])
+                logger.debug("heartbeat timeout", metadata: ["connection": "\(record.id)"])
                 metrics.heartbeatTimeouts += 1
             }
             perform(actions, for: record)

@@ -54,10 +54,9 @@ extension BrokerServer {
         pss.pointee.key = nextKey
         let now = MonotonicClock.now
         let record = ConnectionRecord(id: id, wsi: wsi, now: now)
-        records[id] = record
         metrics.connectionsTotal += 1
         rollcall_cap_send_buffer(wsi, Self.socketSendBufferBytes)
-        heartbeats.schedule(id, at: record.lifecycle.nextHeartbeatCheck(heartbeat))
+        records.insert(record, firstHeartbeatCheckAt: record.lifecycle.nextHeartbeatCheck(heartbeat))
         feed(.opened(id))
         return 0
     }
@@ -111,8 +110,7 @@ extension BrokerServer {
 
     /// The connection is gone (`LWS_CALLBACK_CLOSED`). Tells the core how, unless it already knows.
     func closed(_ record: ConnectionRecord) {
-        records[record.id] = nil
-        heartbeats.cancel(record.id)
+        records.remove(record.id)
         let actions = record.lifecycle.socketClosed()
         if let kind = record.lifecycle.endKind {
             metrics.connectionEnds[kind.rawValue, default: 0] += 1

@@ -28,14 +28,14 @@ public final class BrokerServer {
     let broker: Broker
     let logger: Logger
     var context: OpaquePointer?
-    var records: [ConnectionID: ConnectionRecord] = [:]
+    /// Open WebSocket connections and their heartbeat checks.
+    var records = ConnectionTable()
     var nextKey: UInt64 = 0
     var httpBodies: [UInt64: [UInt8]] = [:]
     var pendingEvents: [InboundEvent] = []
     var isFeeding = false
     var metrics = TransportMetrics()
     var phase = Phase.accepting
-    var heartbeats = TimerQueue<ConnectionID>()
     var armedTimerAt: Int64?
     /// Returns freed heap pages to the kernel after bursts (see ``HeapTrimmer``).
     var heapTrimmer = HeapTrimmer()
@@ -219,7 +219,7 @@ public final class BrokerServer {
         logger.info("shutting down", metadata: ["connections": "\(records.count)"])
         phase = .draining(deadline: MonotonicClock.now + Self.shutdownGraceMs)
         feed(.shutdown)
-        for record in records.values {
+        for record in records.all {
             perform(record.lifecycle.shutdown(), for: record)
         }
         armTimer()
