@@ -36,7 +36,7 @@ extension BrokerServer {
                 return .hangUp
             case .discardBuffers:
                 record.outbound.removeAll()
-                record.partialMessage = []
+                record.assembler.reset()
             case .writePing:
                 if writePing(wsi) < 0 { return .hangUp }
                 if lws_send_pipe_choked(wsi) != 0 {

@@ -63,38 +63,28 @@ extension BrokerServer {
 
     // MARK: - Receive
 
-    /// One chunk of an incoming frame. Fragments are reassembled here up to
-    /// `limits.maxFrameBytes` (the lws rx buffer is only a chunk size); a complete message is
-    /// checked for UTF-8 and handed to the core.
+    /// One chunk of an incoming frame: reassembled up to `limits.maxFrameBytes` (the lws rx
+    /// buffer is only a chunk size, see ``MessageAssembler``); a complete message goes to the
+    /// core, a broken frame rule closes the connection.
     func received(_ record: ConnectionRecord, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         record.lifecycle.heard(at: MonotonicClock.now)
         guard record.lifecycle.isReading else { return 0 }
         let wsi = record.wsi
-        if lws_frame_is_binary(wsi) != 0 {
-            return closeForProtocolFault(record, .binaryFrame, reason: "binary frames are not supported")
-        }
-        let remaining = Int(lws_remaining_packet_payload(wsi))
-        if record.partialMessage.count + length + remaining > configuration.limits.maxFrameBytes {
-            return closeForProtocolFault(record, .frameTooBig, reason: "message larger than \(configuration.limits.maxFrameBytes) bytes")
-        }
         let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
-        let isComplete = remaining == 0 && lws_is_final_fragment(wsi) != 0
-        let message: [UInt8]
-        if isComplete && record.partialMessage.isEmpty {
-            message = Array(chunk)
-        } else {
-            record.partialMessage.append(contentsOf: chunk)
-            guard isComplete else { return 0 }
-            message = record.partialMessage
-            record.partialMessage = []
+        let outcome = record.assembler.take(
+            chunk, isBinary: lws_frame_is_binary(wsi) != 0, remainingInFrame: Int(lws_remaining_packet_payload(wsi)),
+            isFinalFragment: lws_is_final_fragment(wsi) != 0, limit: configuration.limits.maxFrameBytes)
+        switch outcome {
+        case .incomplete:
+            return 0
+        case .message(let message):
+            metrics.framesIn += 1
+            metrics.bytesIn += message.count
+            feed(.received(record.id, message))
+            return 0
+        case .fault(let code, let reason):
+            return closeForProtocolFault(record, code, reason: reason)
         }
-        guard UTF8Validation.isValid(message) else {
-            return closeForProtocolFault(record, .invalidUTF8, reason: "invalid UTF-8")
-        }
-        metrics.framesIn += 1
-        metrics.bytesIn += message.count
-        feed(.received(record.id, message))
-        return 0
     }
 
     /// Closes the connection whose callback this is, for a protocol fault (1003, 1007, 1009):

@@ -11,8 +11,8 @@ final class ConnectionRecord {
     let wsi: OpaquePointer
     /// What the core asked to send and the socket has not taken yet.
     var outbound = OutboundQueue()
-    /// Fragments of the message being reassembled (empty between messages).
-    var partialMessage: [UInt8] = []
+    /// The message being reassembled from lws' chunks (empty between messages).
+    var assembler = MessageAssembler()
     /// Where the connection is between open and closed, and its heartbeat.
     var lifecycle: ConnectionLifecycle
 
