@@ -6,19 +6,13 @@ import RollcallProtocol
 /// check at a monotonic `now`) moves it and returns the ``ConnectionActions`` the lws glue
 /// carries out; it does no I/O and reads no clock, so it is tested without sockets.
 ///
-/// ```
-/// open ──peer close──▶ peerClosing ───────────────────────────────┐
-///  │ │                                                            │
-///  │ └─core close, shutdown, protocol fault, slow consumer─▶ flushing
-///  │                                     (queue drains, then) │     │
-///  │                                         writeCloseFrame ▼     │
-///  │                                            closeFrameSent     │
-///  │                                (frame left lws) │             │
-///  │                              halfCloseAndLinger ▼             │
-///  │                                              lingering        │
-///  └─heartbeat silence─▶ killed                       │            │
-///                          └──────── lws CLOSED ──────┴──▶ closed ◀┘
-/// ```
+/// - `open` → `peerClosing`: the peer's close frame (lws answers it).
+/// - `open` → `flushing`: a core close, shutdown, a protocol fault or a slow-consumer cut.
+/// - `flushing` → `closeFrameSent`: the queue is flushed and the pipe clear; our frame is written.
+/// - `flushing` → `peerClosing`: the peer's close frame came before ours went.
+/// - `closeFrameSent` → `lingering`: our frame left lws; the socket is half-closed.
+/// - `open` → `killed`: heartbeat silence.
+/// - any → `closed`: lws `CLOSED` (EOF, reset, our hang-up, the linger or backstop timeout).
 ///
 /// The core hears about the end exactly once: at once for a protocol fault (`.closeFrame`),
 /// a slow-consumer cut (`.abnormal(.slowConsumer)`) and a heartbeat drop
@@ -61,15 +55,16 @@ struct ConnectionLifecycle: Equatable, Sendable {
     /// discarding) for the peer to close its side, before lws frees it anyway.
     static let lingerSeconds: Int32 = 2
 
+    // Ordered so that no padding falls between fields (41 bytes; 48 the other way round).
+    /// Monotonic milliseconds of the last frame or pong received (or of the opening).
+    private(set) var lastHeard: Int64
+    /// Monotonic milliseconds of the last ping scheduled (or of the opening).
+    private(set) var lastPing: Int64
     /// Where the connection is now.
     private(set) var state: State = .open(pingDue: false)
     /// How the connection ends, once the transport or the core decided it (or lws closed
     /// it). Once set, the core knows: the end is never reported again.
     private(set) var endKind: ConnectionEndKind?
-    /// Monotonic milliseconds of the last frame or pong received (or of the opening).
-    private(set) var lastHeard: Int64
-    /// Monotonic milliseconds of the last ping scheduled (or of the opening).
-    private(set) var lastPing: Int64
 
     /// A connection established at `now` (monotonic milliseconds).
     init(openedAt now: Int64) {
