@@ -51,7 +51,10 @@ let package = Package(
         ),
         .target(
             name: "RollcallStorage",
-            dependencies: ["RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "RollcallCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // MARK: libwebsockets

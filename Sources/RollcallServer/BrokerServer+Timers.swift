@@ -19,7 +19,7 @@ extension BrokerServer {
         let now = MonotonicClock.now
         var target: Int64?
         if let deadline = broker.nextDeadline {
-            target = now + max(0, deadline - broker.now)
+            target = now + max(0, deadline - broker.monotonicNow)
         }
         if let check = records.nextHeartbeatCheck() {
             // Heartbeat checks are coalesced: waking `heartbeatSlackMs` late lets one wake-up
