@@ -35,6 +35,18 @@ let package = Package(
             linkerSettings: [.linkedLibrary("crypto")]
         ),
 
+        // hiredis' async API on the same libev loop (cluster mode's Redis client, docs/cluster.md).
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
+        .target(
+            name: "CRedisShim", dependencies: ["CHiredis"],
+            // hiredis' libev adapter (a header) calls libev directly.
+            linkerSettings: [.linkedLibrary("ev")]
+        ),
+
         // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
         .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
 
@@ -52,6 +64,17 @@ let package = Package(
         .target(
             name: "RollcallStorage",
             dependencies: ["RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+
+        // MARK: Redis (cluster mode)
+        .target(
+            name: "RollcallRedis",
+            dependencies: [
+                "CRedisShim", "RollcallEventLoop",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
         // MARK: libwebsockets
