@@ -136,6 +136,18 @@ let package = Package(
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Test support shared by test targets: a throwaway redis-server on a free loopback port.
+        .target(
+            name: "RollcallTestSupport",
+            dependencies: ["RollcallEventLoop", "RollcallRedis"],
+            path: "Tests/Support/RollcallTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "RollcallRedisTests",
+            dependencies: ["RollcallRedis", "RollcallEventLoop", "RollcallTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "RollcallIntegrationTests",
             dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
