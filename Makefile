@@ -1,9 +1,10 @@
 # Rollcall — build, run and test. `make run` and `make test` first install the Debian
 # packages the build and the tests need (only those missing; the TLS tests run `openssl` and
-# `curl`; the broker loads libev4 at run time for lws' epoll loop), then build with SwiftPM
+# `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
+# hiredis and libev, and its tests start their own redis-server), then build with SwiftPM
 # (debug build, so `make run` and `make test` share one build in .build/debug).
 
-PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl
+PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server
 BROWSER_PACKAGES := chromium chromium-driver
 PYTHON   ?= python3
 CONFIG   ?= config.json

@@ -37,6 +37,18 @@ let package = Package(
             linkerSettings: [.linkedLibrary("crypto")]
         ),
 
+        // hiredis' async API on the same libev loop (cluster mode's Redis client, docs/cluster.md).
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
+        .target(
+            name: "CRedisShim", dependencies: ["CHiredis"],
+            // hiredis' libev adapter (a header) calls libev directly.
+            linkerSettings: [.linkedLibrary("ev")]
+        ),
+
         // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
         .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
 
@@ -53,7 +65,21 @@ let package = Package(
         ),
         .target(
             name: "RollcallStorage",
-            dependencies: ["RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "RollcallCore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Redis (cluster mode)
+        .target(
+            name: "RollcallRedis",
+            dependencies: [
+                "CRedisShim", "RollcallEventLoop",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
         // MARK: libwebsockets
@@ -116,12 +142,24 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
         .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
+        // The transport's pure parts (connection lifecycle, HTTP routing, metrics), without sockets.
         .testTarget(
             name: "RollcallServerTests",
-            dependencies: ["RollcallServer", "RollcallCore", .product(name: "Prometheus", package: "swift-prometheus")],
-            swiftSettings: cBridgeSettings
+            dependencies: ["RollcallServer", "RollcallCore", "RollcallProtocol", .product(name: "Prometheus", package: "swift-prometheus")]
         ),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Test support shared by test targets: a throwaway redis-server on a free loopback port.
+        .target(
+            name: "RollcallTestSupport",
+            dependencies: ["RollcallEventLoop", "RollcallRedis"],
+            path: "Tests/Support/RollcallTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "RollcallRedisTests",
+            dependencies: ["RollcallRedis", "RollcallEventLoop", "RollcallTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "RollcallIntegrationTests",
             dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],

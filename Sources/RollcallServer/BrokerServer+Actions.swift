@@ -29,8 +29,7 @@ extension BrokerServer {
                 enqueue(bytes, for: connection)
             case .close(let connection, let code, let reason):
                 guard let record = records[connection] else { continue }
-                let kind: ConnectionEndKind = code == .shutdown ? .shutdown : .brokerClose
-                requestClose(record, code: code.rawValue, reason: reason, kind: kind)
+                perform(record.lifecycle.coreClosed(code, reason: reason), for: record)
             }
         }
     }
@@ -38,7 +37,7 @@ extension BrokerServer {
     /// Queues one object for a connection and asks for a writable callback when the queue was
     /// empty. Over `limits.maxOutboundBytes` the connection is cut as a slow consumer.
     private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
-        guard let record = records[connection], !record.isClosing else { return }
+        guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
         let wasIdle = record.outbound.isEmpty
         record.outbound.append(bytes)
         if record.outbound.byteCount > configuration.limits.maxOutboundBytes {
@@ -55,8 +54,6 @@ extension BrokerServer {
             "connection": "\(record.id)", "queuedBytes": "\(record.outbound.byteCount)",
         ])
         metrics.slowConsumerCuts += 1
-        record.outbound.removeAll()
-        requestClose(record, code: CloseCode.slowConsumer.rawValue, reason: "slow consumer", kind: .slowConsumer)
-        feed(.ended(record.id, .abnormal(.slowConsumer)))
+        perform(record.lifecycle.slowConsumerCut(), for: record)
     }
 }

@@ -166,7 +166,7 @@ extension BrokerServer {
             }
             httpExchanges[key] = .discardingBody
             if rollcall_half_close(wsi) != 0 { return -1 }
-            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Self.lingerSeconds)
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, ConnectionLifecycle.lingerSeconds)
             return 0
         }
         httpExchanges[key] = nil

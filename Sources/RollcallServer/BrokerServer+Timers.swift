@@ -19,9 +19,9 @@ extension BrokerServer {
         let now = MonotonicClock.now
         var target: Int64?
         if let deadline = broker.nextDeadline {
-            target = now + max(0, deadline - broker.now)
+            target = now + max(0, deadline - broker.monotonicNow)
         }
-        if let check = heartbeats.nextDeadline() {
+        if let check = records.nextHeartbeatCheck() {
             // Heartbeat checks are coalesced: waking `heartbeatSlackMs` late lets one wake-up
             // serve every connection due in that window, so n connections cost a bounded
             // number of wake-ups per second instead of n / interval (each wake-up is an
@@ -44,9 +44,8 @@ extension BrokerServer {
         lws_sul_schedule(context, 0, &timer.pointee.sul, rollcallTimerFired, lws_usec_t(max(0, target - now)) * 1000)
     }
 
-    /// How late a heartbeat check may run so that checks falling due close together share
-    /// one wake-up: a tenth of the shorter heartbeat period, at most 50 ms.
-    var heartbeatSlackMs: Int64 { min(50, min(heartbeatIntervalMs, heartbeatTimeoutMs) / 10) }
+    /// How late a heartbeat check may run (see ``HeartbeatPolicy/slackMs``).
+    var heartbeatSlackMs: Int64 { heartbeat.slackMs }
 
     /// The timer fired: heartbeats, then the broker's due timers.
     func timerFired() {
@@ -57,20 +56,13 @@ extension BrokerServer {
     }
 
     private func checkHeartbeats(now: Int64) {
-        for id in heartbeats.popDue(now: now) {
-            guard let record = records[id], !record.isClosing else { continue }
-            if now - record.lastHeard >= heartbeatTimeoutMs {
-                logger.debug("heartbeat timeout", metadata: ["connection": "\(id)"])
+        for record in records.dueForHeartbeatCheck(at: now) {
+            let actions = record.lifecycle.heartbeatCheck(at: now, policy: heartbeat)
+            if actions.contains(.reportEnded(.abnormal(.heartbeatTimeout))) {
+                logger.debug("heartbeat timeout", metadata: ["connection": "\(record.id)"])
                 metrics.heartbeatTimeouts += 1
-                drop(record, cause: .heartbeatTimeout, kind: .heartbeatTimeout)
-                continue
             }
-            if now - record.lastPing >= heartbeatIntervalMs {
-                record.lastPing = now
-                record.pingDue = true
-                lws_callback_on_writable(record.wsi)
-            }
-            heartbeats.schedule(id, at: min(record.lastPing + heartbeatIntervalMs, record.lastHeard + heartbeatTimeoutMs))
+            perform(actions, for: record)
         }
     }
 }

@@ -2,17 +2,6 @@ import CRollcallShim
 import RollcallCore
 import RollcallProtocol
 
-/// How a connection ended, for `/metrics` (`rollcall_connection_ends_total{kind}`).
-enum ConnectionEndKind: String {
-    case closeFrame = "close_frame"
-    case dropped
-    case protocolFault = "protocol_fault"
-    case brokerClose = "broker_close"
-    case slowConsumer = "slow_consumer"
-    case heartbeatTimeout = "heartbeat_timeout"
-    case shutdown
-}
-
 extension BrokerServer {
     // MARK: - Upgrade
 
@@ -65,101 +54,63 @@ extension BrokerServer {
         pss.pointee.key = nextKey
         let now = MonotonicClock.now
         let record = ConnectionRecord(id: id, wsi: wsi, now: now)
-        records[id] = record
         metrics.connectionsTotal += 1
         rollcall_cap_send_buffer(wsi, Self.socketSendBufferBytes)
-        heartbeats.schedule(id, at: now + min(heartbeatIntervalMs, heartbeatTimeoutMs))
+        records.insert(record, firstHeartbeatCheckAt: record.lifecycle.nextHeartbeatCheck(heartbeat))
         feed(.opened(id))
         return 0
     }
 
     // MARK: - Receive
 
-    /// One chunk of an incoming frame. Fragments are reassembled here up to
-    /// `limits.maxFrameBytes` (the lws rx buffer is only a chunk size); a complete message is
-    /// checked for UTF-8 and handed to the core.
+    /// One chunk of an incoming frame: reassembled up to `limits.maxFrameBytes` (the lws rx
+    /// buffer is only a chunk size, see ``MessageAssembler``); a complete message goes to the
+    /// core, a broken frame rule closes the connection.
     func received(_ record: ConnectionRecord, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        record.lastHeard = MonotonicClock.now
-        if record.isClosing { return 0 }
+        record.lifecycle.heard(at: MonotonicClock.now)
+        guard record.lifecycle.isReading else { return 0 }
         let wsi = record.wsi
-        if lws_frame_is_binary(wsi) != 0 {
-            return closeForProtocolFault(record, .binaryFrame, reason: "binary frames are not supported")
-        }
-        let remaining = Int(lws_remaining_packet_payload(wsi))
-        if record.partialMessage.count + length + remaining > configuration.limits.maxFrameBytes {
-            return closeForProtocolFault(record, .frameTooBig, reason: "message larger than \(configuration.limits.maxFrameBytes) bytes")
-        }
         let chunk = UnsafeRawBufferPointer(start: input, count: input == nil ? 0 : length)
-        let isComplete = remaining == 0 && lws_is_final_fragment(wsi) != 0
-        let message: [UInt8]
-        if isComplete && record.partialMessage.isEmpty {
-            message = Array(chunk)
-        } else {
-            record.partialMessage.append(contentsOf: chunk)
-            guard isComplete else { return 0 }
-            message = record.partialMessage
-            record.partialMessage = []
+        let outcome = record.assembler.take(
+            chunk, isBinary: lws_frame_is_binary(wsi) != 0, remainingInFrame: Int(lws_remaining_packet_payload(wsi)),
+            isFinalFragment: lws_is_final_fragment(wsi) != 0, limit: configuration.limits.maxFrameBytes)
+        switch outcome {
+        case .incomplete:
+            return 0
+        case .message(let message):
+            metrics.framesIn += 1
+            metrics.bytesIn += message.count
+            feed(.received(record.id, message))
+            return 0
+        case .fault(let code, let reason):
+            return closeForProtocolFault(record, code, reason: reason)
         }
-        guard UTF8Validation.isValid(message) else {
-            return closeForProtocolFault(record, .invalidUTF8, reason: "invalid UTF-8")
-        }
-        metrics.framesIn += 1
-        metrics.bytesIn += message.count
-        feed(.received(record.id, message))
-        return 0
     }
 
     /// Closes the connection whose callback this is, for a protocol fault (1003, 1007, 1009):
-    /// the session ends as if the client had sent a close frame. Nothing more is buffered or
-    /// read; the close frame goes out from the next writable callback, then the connection
-    /// lingers like every broker-initiated close. Returns 0 for lws.
+    /// the session ends as if the client had sent a close frame (see
+    /// ``ConnectionLifecycle/protocolFault(_:reason:)``). Returns 0 for lws.
     private func closeForProtocolFault(_ record: ConnectionRecord, _ code: CloseCode, reason: String) -> Int32 {
         logger.debug("protocol fault", metadata: ["connection": "\(record.id)", "code": "\(code.rawValue)"])
         metrics.protocolCloses[code.rawValue, default: 0] += 1
-        record.partialMessage = []
-        record.outbound.removeAll()
-        record.pendingClose = (code.rawValue, reason)
-        record.endKind = .protocolFault
-        record.endReported = true
-        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.closeGraceSeconds)
-        lws_callback_on_writable(record.wsi)
-        feed(.ended(record.id, .closeFrame))
-        return 0
+        return perform(record.lifecycle.protocolFault(code, reason: reason), for: record)
     }
 
     // MARK: - Close
 
-    /// The connection is gone. Tells the core how, unless it already knows.
+    /// The connection is gone (`LWS_CALLBACK_CLOSED`). Tells the core how, unless it already knows.
     func closed(_ record: ConnectionRecord) {
-        records[record.id] = nil
-        heartbeats.cancel(record.id)
-        let kind = record.endKind ?? (record.peerSentClose ? .closeFrame : .dropped)
-        metrics.connectionEnds[kind.rawValue, default: 0] += 1
-        guard !record.endReported else { return }
-        record.endReported = true
-        feed(.ended(record.id, record.peerSentClose ? .closeFrame : .abnormal(.dropped)))
+        records.remove(record.id)
+        let actions = record.lifecycle.socketClosed()
+        if let kind = record.lifecycle.endKind {
+            metrics.connectionEnds[kind.rawValue, default: 0] += 1
+        }
+        perform(actions, for: record)
     }
 
-    /// Flushes what is queued for `record`, then sends a close frame with `code` (from its
-    /// next writable callback) and lingers. A backstop timeout kills it if the peer does not
-    /// take it.
-    func requestClose(_ record: ConnectionRecord, code: UInt16, reason: String, kind: ConnectionEndKind) {
-        guard !record.isClosing else { return }
-        record.pendingClose = (code, reason)
-        record.endKind = kind
-        record.endReported = true
-        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, Self.closeGraceSeconds)
-        lws_callback_on_writable(record.wsi)
-    }
-
-    /// Drops a connection without a close frame (heartbeat silence): abnormal, session held.
-    func drop(_ record: ConnectionRecord, cause: AbnormalCause, kind: ConnectionEndKind) {
-        guard !record.isClosing else { return }
-        record.endKind = kind
-        record.endReported = true
-        record.outbound.removeAll()
-        heartbeats.cancel(record.id)
-        lws_set_timeout(record.wsi, PENDING_TIMEOUT_USER_OK, rollcall_to_kill_async)
-        feed(.ended(record.id, .abnormal(cause)))
+    /// `LWS_CALLBACK_WS_PEER_INITIATED_CLOSE`. Returns -1 when lws must close now (the peer
+    /// answered our close frame while we lingered), else 0 (lws answers the close frame).
+    func peerSentClose(_ record: ConnectionRecord) -> Int32 {
+        perform(record.lifecycle.peerSentClose(), for: record)
     }
 }

@@ -28,7 +28,8 @@ public final class BrokerServer {
     let broker: Broker
     let logger: Logger
     var context: OpaquePointer?
-    var records: [ConnectionID: ConnectionRecord] = [:]
+    /// Open WebSocket connections and their heartbeat checks.
+    var records = ConnectionTable()
     var nextKey: UInt64 = 0
     var httpExchanges: [UInt64: HTTPExchange] = [:]
     lazy var router = makeRouter()
@@ -39,7 +40,6 @@ public final class BrokerServer {
     var isFeeding = false
     var metrics = TransportMetrics()
     var phase = Phase.accepting
-    var heartbeats = TimerQueue<ConnectionID>()
     var armedTimerAt: Int64?
     /// Returns freed heap pages to the kernel after bursts (see ``HeapTrimmer``).
     var heapTrimmer = HeapTrimmer()
@@ -56,8 +56,7 @@ public final class BrokerServer {
     var refusingConnections = false
     let staticFiles: StaticFiles
     let writer: WriteBuffer
-    let heartbeatIntervalMs: Int64
-    let heartbeatTimeoutMs: Int64
+    let heartbeat: HeartbeatPolicy
 
     // MARK: Shared with C and other threads
     let timer: UnsafeMutablePointer<rollcall_timer_t>
@@ -95,13 +94,6 @@ public final class BrokerServer {
     /// per loop turn, so fewer events shared a frame (fan-out: 97k deliveries/s at 8.6 µs each,
     /// against 191k-263k/s at 3.2-4.6 µs with 512). Control frames (≤ 125 bytes) always fit.
     static let receiveChunkBytes = 512
-    /// How long a connection the broker is closing may take to take its close frame. A cut
-    /// slow consumer has to drain its socket buffers first; its queue is already dropped, so
-    /// the wait costs little, and 10 s lets a client that resumes reading late still see 1013.
-    static let closeGraceSeconds: Int32 = 10
-    /// How long a connection lingers after our close frame (half-closed, reading and
-    /// discarding) for the peer to close its side, before lws frees it anyway.
-    static let lingerSeconds: Int32 = 2
     /// How long shutdown waits for connections to go before destroying the context.
     static let shutdownGraceMs: Int64 = 1000
 
@@ -118,8 +110,8 @@ public final class BrokerServer {
         self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
         self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
-        self.heartbeatIntervalMs = max(1, Int64((configuration.heartbeat.intervalSeconds * 1000).rounded()))
-        self.heartbeatTimeoutMs = max(1, Int64((configuration.heartbeat.timeoutSeconds * 1000).rounded()))
+        self.heartbeat = HeartbeatPolicy(
+            intervalSeconds: configuration.heartbeat.intervalSeconds, timeoutSeconds: configuration.heartbeat.timeoutSeconds)
         timer = .allocate(capacity: 1)
         timer.initialize(to: rollcall_timer_t())
         stopFlag = .allocate(capacity: 1)
@@ -237,8 +229,8 @@ public final class BrokerServer {
         logger.info("shutting down", metadata: ["connections": "\(records.count)"])
         phase = .draining(deadline: MonotonicClock.now + Self.shutdownGraceMs)
         feed(.shutdown)
-        for record in records.values where !record.isClosing {
-            requestClose(record, code: CloseCode.shutdown.rawValue, reason: "shutdown", kind: .shutdown)
+        for record in records.all {
+            perform(record.lifecycle.shutdown(), for: record)
         }
         armTimer()
     }

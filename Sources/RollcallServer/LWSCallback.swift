@@ -34,16 +34,14 @@ extension BrokerServer {
             guard let record = record(pss) else { return -1 }
             return received(record, input, length)
         case LWS_CALLBACK_RECEIVE_PONG:
-            record(pss)?.lastHeard = MonotonicClock.now
+            record(pss)?.lifecycle.heard(at: MonotonicClock.now)
             return 0
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let record = record(pss) else { return 0 }
             return writable(record)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             guard let record = record(pss) else { return 0 }
-            record.peerSentClose = true
-            // Lingering after our own close frame: this is the peer's answer, we are done.
-            return record.lingering ? -1 : 0
+            return peerSentClose(record)
         case LWS_CALLBACK_CLOSED:
             if let record = record(pss) { closed(record) }
             return 0

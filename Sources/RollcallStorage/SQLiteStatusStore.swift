@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 import RollcallCore
 
 /// ``StatusStore`` in one SQLite file (GRDB), WAL mode, versioned schema.
@@ -14,11 +15,23 @@ import RollcallCore
 /// - ``flush()`` commits what is queued synchronously; ``close()`` flushes and stops the thread.
 ///
 /// Committed transactions survive `kill -9` (WAL, `synchronous = NORMAL`).
+///
+/// **Failures surface, bounded.** A failed commit puts its batch back at the head of the
+/// queue and is retried at the next interval. The queue holds at most ``maxPendingWrites``
+/// changes: past that the oldest are dropped (counted, and logged once per streak), so a
+/// full disk costs bounded memory instead of growing without end. Every failure is counted
+/// and reflected in ``health`` (the broker's `/healthz` answers 503 with the error while
+/// commits fail); the first failure of a streak is logged with the error, then one line per
+/// ``failureLogInterval``, and the recovery is logged with what the streak cost.
 public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
     /// The database file.
     public let path: String
     /// How often the background thread commits.
     public let commitInterval: TimeInterval
+    /// The most changes the queue holds while commits fail; older ones are dropped past it.
+    public let maxPendingWrites: Int
+    /// At most one "still failing" log line per this many seconds.
+    static let failureLogInterval: TimeInterval = 10
 
     private let queue: DatabaseQueue
     private let clock: BrokerClock
@@ -31,20 +44,33 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
     private var threadDone = false
     private var closed = false
     private var lastError: StatusStoreError?
+    private var failingSince: Timestamp?
+    private var writeFailures = 0
+    private var droppedWrites = 0
+    /// Failures and drops of the current streak, for the recovery log line.
+    private var streakFailures = 0
+    private var streakDrops = 0
+    private var lastFailureLog: Date?
+    private let logger: Logger
     /// Serialises commits so batches land in the order they were queued.
     private let commitLock = NSLock()
     private var lastAliveWrite: Timestamp = 0
 
     /// Opens (creating if needed) the database at `path`, migrates it, reads everything and
     /// starts the background writer.
-    public init(path: String, clock: BrokerClock = SystemClock(), commitInterval: TimeInterval = 0.2) throws(StatusStoreError) {
+    /// `busyTimeout` is how long a commit waits for a lock another process holds.
+    public init(path: String, clock: BrokerClock = SystemClock(), commitInterval: TimeInterval = 0.2,
+                maxPendingWrites: Int = 100_000, busyTimeout: TimeInterval = 5,
+                logger: Logger = Logger(label: "rollcall.storage")) throws(StatusStoreError) {
         self.path = path
         self.clock = clock
         self.commitInterval = commitInterval
+        self.maxPendingWrites = max(1, maxPendingWrites)
+        self.logger = logger
         do {
             var configuration = GRDB.Configuration()
             configuration.label = "rollcall.status"
-            configuration.busyMode = .timeout(5)
+            configuration.busyMode = .timeout(busyTimeout)
             queue = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
             throw Self.classify(error, path: path, doing: "open")
@@ -92,7 +118,22 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
     public func write(_ change: StatusChange) {
         condition.lock()
         pending.append(change)
+        dropOverflow()
         condition.unlock()
+    }
+
+    /// Drops the oldest queued changes past ``maxPendingWrites`` (caller holds `condition`).
+    private func dropOverflow() {
+        let excess = pending.count - maxPendingWrites
+        guard excess > 0 else { return }
+        pending.removeFirst(excess)
+        droppedWrites += excess
+        let firstDrop = streakDrops == 0
+        streakDrops += excess
+        if firstDrop {
+            logger.error("durable write queue full: dropping the oldest changes", metadata: [
+                "path": "\(path)", "maxPendingWrites": "\(maxPendingWrites)", "dropped": "\(excess)"])
+        }
     }
 
     public func flush() throws(StatusStoreError) {
@@ -128,6 +169,12 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
         return lastError
     }
 
+    public var health: StorageHealth {
+        condition.lock(); defer { condition.unlock() }
+        return StorageHealth(failure: lastError, failingSince: failingSince, writeFailures: writeFailures,
+                             droppedWrites: droppedWrites, pendingWrites: pending.count)
+    }
+
     // MARK: - Writing
 
     private func runWriter() {
@@ -141,6 +188,8 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
                 return
             }
             condition.unlock()
+            // A failure is recorded, counted and logged by commitPending; the batch waits for
+            // the next turn.
             try? commitPending(force: false)
         }
     }
@@ -164,13 +213,31 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
             }
             lastAliveWrite = now
             condition.lock()
+            if lastError != nil {
+                logger.notice("durable writes recovered", metadata: [
+                    "path": "\(path)", "failedCommits": "\(streakFailures)", "droppedChanges": "\(streakDrops)"])
+            }
             lastError = nil
+            failingSince = nil
+            streakFailures = 0
+            streakDrops = 0
+            lastFailureLog = nil
             condition.unlock()
         } catch {
             let failure = StatusStoreError(.writeFailed, "\(path): commit of \(batch.count) changes failed: \(error)")
             condition.lock()
             pending.insert(contentsOf: batch, at: 0)
+            dropOverflow()
             lastError = failure
+            failingSince = failingSince ?? now
+            writeFailures += 1
+            streakFailures += 1
+            let sinceLog = lastFailureLog.map { Date().timeIntervalSince($0) } ?? .infinity
+            if sinceLog >= Self.failureLogInterval {
+                lastFailureLog = Date()
+                logger.error("durable write failed; retrying", metadata: [
+                    "error": "\(failure.message)", "pending": "\(pending.count)", "failedCommits": "\(streakFailures)"])
+            }
             condition.unlock()
             throw failure
         }

@@ -7,7 +7,7 @@ public enum StatusStores {
     /// message naming the file) when the database cannot be used; the broker must not start.
     ///
     /// At shutdown the broker's `.shutdown` event flushes the store; an executable that also
-    /// wants the writer thread stopped calls ``SQLiteStatusStore/close()`` after that.
+    /// wants the writer thread stopped calls ``StatusStore/close()`` after that.
     public static func open(_ configuration: Configuration, clock: BrokerClock = SystemClock()) throws(StatusStoreError) -> any StatusStore {
         guard let path = configuration.storage.path else { return MemoryStatusStore() }
         return try SQLiteStatusStore(path: path, clock: clock)

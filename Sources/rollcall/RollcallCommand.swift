@@ -84,12 +84,10 @@ struct RollcallCommand: ParsableCommand {
         print("listening on \(configuration.listen.host):\(boundPort)")
         fflush(stdout)
         server.wait()
-        if let sqlite = store as? SQLiteStatusStore {
-            do {
-                try sqlite.close()
-            } catch {
-                FileHandle.standardError.write(Data("rollcall: storage error at shutdown: \(error)\n".utf8))
-            }
+        do {
+            try store.close()
+        } catch {
+            FileHandle.standardError.write(Data("rollcall: storage error at shutdown: \(error)\n".utf8))
         }
     }
 }

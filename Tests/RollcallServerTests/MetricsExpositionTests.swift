@@ -74,15 +74,19 @@ struct MetricsExpositionTests {
         #expect(page.value("rollcall_request_duration_seconds_bucket{op=\"join\",le=\"+Inf\"}") == 1)
     }
 
-    @Test("ops the protocol does not name share op=\"other\"; undecodable requests keep op=\"invalid\"")
+    @Test("op labels: the core's (an Op, invalid, unknown) kept, any other name shares op=\"other\"")
     func requestOpLabels() throws {
         let exposition = MetricsExposition()
         exposition.histograms.requestHandled(op: "made-up-1", nanoseconds: 1)
         exposition.histograms.requestHandled(op: "made-up-2", nanoseconds: 1)
         exposition.histograms.requestHandled(op: "invalid", nanoseconds: 1)
+        exposition.histograms.requestHandled(op: "unknown", nanoseconds: 1)
+        exposition.histograms.requestHandled(op: "getOnlineUsers", nanoseconds: 1)
         let page = try ExpositionPage(render(exposition, MetricsSnapshot()))
         #expect(page.value("rollcall_request_duration_seconds_count{op=\"other\"}") == 2)
         #expect(page.value("rollcall_request_duration_seconds_count{op=\"invalid\"}") == 1)
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"unknown\"}") == 1)
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"getOnlineUsers\"}") == 1)
         #expect(!page.text.contains("made-up"))
     }
 

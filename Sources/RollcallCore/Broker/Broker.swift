@@ -26,6 +26,10 @@ public final class Broker {
     var nextSessionNumber: UInt64 = 0
     /// Counters for `/metrics`.
     public internal(set) var metrics = BrokerMetrics()
+    /// Where request times and fan-out sizes go (histograms in `/metrics`); nil: nowhere.
+    public var instrumentation: (any BrokerInstrumentation)? {
+        didSet { outbox.instrumentation = instrumentation }
+    }
 
     /// A broker with the given configuration, clock, durable store and authenticator.
     public init(
@@ -61,19 +65,26 @@ public final class Broker {
         return outbox.drain()
     }
 
-    /// The earliest moment something is due; the transport sends `.tick` then.
+    /// The earliest moment something is due, in monotonic milliseconds of the injected clock
+    /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
         [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline]
             .compactMap { $0 }.min()
     }
 
-    /// Current time from the injected clock.
+    /// How the durable store's writes are doing (`/healthz`, `/metrics`).
+    public var storageHealth: StorageHealth { userStatus.store.health }
+
+    /// Wall time from the injected clock (for timestamps only).
     public var now: Timestamp { clock.now }
+
+    /// Monotonic time from the injected clock: what ``nextDeadline`` is measured against.
+    public var monotonicNow: Timestamp { clock.monotonic }
 
     // MARK: - Connections
 
     private func connectionOpened(_ connection: ConnectionID) {
-        let now = clock.now
+        let now = clock.monotonic
         connections[connection] = ConnectionState(
             openedAt: now,
             requests: TokenBucket(
@@ -107,9 +118,16 @@ public final class Broker {
     private func received(_ bytes: [UInt8], on connection: ConnectionID) {
         guard var state = connections[connection] else { return }
         metrics.requests += 1
+        let started = instrumentation == nil ? 0 : clock.monotonicNanoseconds
+        var opLabel = "invalid"
+        defer {
+            if let instrumentation {
+                instrumentation.requestHandled(op: opLabel, nanoseconds: clock.monotonicNanoseconds &- started)
+            }
+        }
         let mark = outbox.actions.count
         // Every frame costs a token, decodable or not, so a flood of garbage is limited too.
-        let admitted = state.requests.take(now: clock.now)
+        let admitted = state.requests.take(now: clock.monotonic)
         connections[connection] = state
         let request: Request
         switch Request.decode(bytes) {
@@ -123,6 +141,7 @@ public final class Broker {
             }
             return
         }
+        opLabel = request.op?.rawValue ?? "unknown"
         if case .failure(let retry) = admitted {
             reply(to: connection, id: request.id, .failure(.rateLimited("too many requests", retry)), at: mark)
             return
@@ -134,14 +153,15 @@ public final class Broker {
             outcome = .failure(error)
         }
         reply(to: connection, id: request.id, outcome, at: mark)
-        if case .success = outcome, request.op == "login", let session = directory.session(on: connection) {
-            userStatus.sessionLoggedIn(session)
-        }
-        if case .success = outcome, request.op == "logout" {
+        switch (request.op, outcome) {
+        case (.login, .success):
+            if let session = directory.session(on: connection) { userStatus.sessionLoggedIn(session) }
+        case (.logout, .success):
             close(connection, .logout, reason: "logout")
-        }
-        if case .failure(let error) = outcome, error.code == .unauthorized, request.op == "login" {
+        case (.login, .failure(let error)) where error.code == .unauthorized:
             close(connection, .unauthorized, reason: "unauthorized")
+        default:
+            break
         }
     }
 
@@ -159,36 +179,58 @@ public final class Broker {
 
     private func dispatch(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON {
         let session = directory.session(on: connection)
-        if request.op == "login" {
+        if request.op == .login {
             guard session == nil else { throw BrokerError(.alreadyLoggedIn, "this connection is already logged in") }
-            return try login(request, on: connection)
+            return try login(LoginRequest(request), on: connection)
         }
         guard let session else {
             throw BrokerError(.notLoggedIn, "the first request must be login")
         }
-        switch request.op {
-        case "logout":
+        guard let op = request.op else {
+            throw BrokerError(.unknownOp, "unknown op \"\(request.opName)\"")
+        }
+        let limits = configuration.state
+        switch op {
+        case .login:
+            preconditionFailure("handled above")
+        case .logout:
             end(session, .logout)
             return [:]
-        case "ping":
+        case .ping:
             return ["serverTime": .number(JSONNumber(Int(clock.now)))]
-        case _ where PresenceEngine.ops.contains(request.op):
-            return try presence.handle(request, from: session, grant: grant(of: session))
-        case _ where UserStatusEngine.ops.contains(request.op):
-            return try userStatus.handle(request, from: session)
-        default:
-            throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
+        case .join:
+            return try presence.join(JoinRequest(request, limits: limits), from: session, grant: grant(of: session))
+        case .leave:
+            return try presence.leave(LeaveRequest(request), from: session)
+        case .publish:
+            return try presence.publish(PublishRequest(request), from: session, grant: grant(of: session))
+        case .setState:
+            return try presence.setState(SetStateRequest(request, limits: limits), from: session, grant: grant(of: session))
+        case .removeState:
+            return try presence.removeState(RemoveStateRequest(request), from: session)
+        case .getState:
+            return try presence.getState(GetStateRequest(request))
+        case .getOnlineUsers:
+            return try presence.getOnlineUsers(GetOnlineUsersRequest(request))
+        case .getUserChannels:
+            return try presence.getUserChannels(GetUserChannelsRequest(request))
+        case .setCustomStatus:
+            return try userStatus.setCustomStatus(SetCustomStatusRequest(request), from: session)
+        case .getUserStatus:
+            return try userStatus.getUserStatus(GetUserStatusRequest(request), from: session)
+        case .subscribeUserStatus:
+            return try userStatus.subscribe(SubscribeUserStatusRequest(request), from: session)
+        case .unsubscribeUserStatus:
+            return try userStatus.unsubscribe(UnsubscribeUserStatusRequest(request), from: session)
+        case .getSubscriptions:
+            return try userStatus.getSubscriptions(GetSubscriptionsRequest(request), from: session)
         }
     }
-
-    /// Every op of protocol v1.
-    public static let knownOps: Set<String> = Set(["login", "logout", "ping"])
-        .union(PresenceEngine.ops).union(UserStatusEngine.ops)
 
     // MARK: - Timers
 
     private func fireDueTimers() {
-        let now = clock.now
+        let now = clock.monotonic
         for connection in loginDeadlines.popDue(now: now) where directory.session(on: connection) == nil {
             guard connections[connection] != nil else { continue }
             close(connection, .loginTimeout, reason: "login timeout")
@@ -217,6 +259,7 @@ public final class Broker {
 
 /// Per-connection bookkeeping, before and after login.
 struct ConnectionState {
+    /// Monotonic milliseconds.
     let openedAt: Timestamp
     var requests: TokenBucket
 }

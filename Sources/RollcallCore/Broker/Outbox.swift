@@ -6,6 +6,8 @@ public final class Outbox {
     public internal(set) var actions: [Action] = []
     /// Counts events handed out, for metrics.
     public internal(set) var eventsQueued = 0
+    /// Where fan-out sizes go (the broker's ``Broker/instrumentation``).
+    weak var instrumentation: (any BrokerInstrumentation)?
 
     init() {}
 
@@ -15,6 +17,20 @@ public final class Outbox {
         guard let connection = session.connection else { return }
         actions.append(.send(connection, bytes))
         eventsQueued += 1
+    }
+
+    /// Queues one event's `bytes` for every session in `sessions` (held ones are skipped, as
+    /// by ``send(_:to:)-(_,Session)``) and reports the fan-out size.
+    func broadcast(_ bytes: [UInt8], to sessions: some Sequence<Session>) {
+        fanOut { for session in sessions { send(bytes, to: session) } }
+    }
+
+    /// Runs `queueEvent`, which sends one event to its recipients, and reports how many
+    /// sessions it was queued for.
+    func fanOut(_ queueEvent: () -> Void) {
+        let before = eventsQueued
+        queueEvent()
+        instrumentation?.eventFannedOut(recipients: eventsQueued - before)
     }
 
     /// Queues `bytes` for a connection.

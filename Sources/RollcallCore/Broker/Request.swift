@@ -4,8 +4,11 @@ import RollcallProtocol
 public struct Request: Sendable {
     /// The client's id (number or string), or `null` when absent.
     public let id: JSON
-    /// The operation name.
-    public let op: String
+    /// The op, decoded once; nil for a name the protocol does not have (`UNKNOWN_OP` once
+    /// the session is logged in).
+    public let op: Op?
+    /// The operation name as sent.
+    public let opName: String
     /// All members of the frame (including `id` and `op`).
     public let arguments: JSONObject
 
@@ -33,7 +36,7 @@ public struct Request: Sendable {
         guard case .string(let op) = opValue else {
             return .failure(RequestDecodingError(id: id, error: BrokerError(.invalidRequest, "op must be a string")))
         }
-        return .success(Request(id: id, op: op, arguments: object))
+        return .success(Request(id: id, op: Op(rawValue: op), opName: op, arguments: object))
     }
 }
 

@@ -29,7 +29,7 @@ struct ChannelSubscriber {
 }
 
 /// The `presence` and `messages` flags of a join.
-struct JoinFlags: Equatable {
+struct JoinFlags: Equatable, Sendable {
     var presence: Bool
     var messages: Bool
 }

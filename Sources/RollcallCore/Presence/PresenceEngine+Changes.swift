@@ -108,7 +108,7 @@ extension PresenceEngine {
         if case .removed(let kind) = change { removal = kind }
         channel.notePending(user, wasPresent: wasPresent, state: previousState, removal: removal)
         if !flushes.isScheduled(channel.key) {
-            flushes.schedule(channel.key, at: clock.now + configuration.presence.intervalSeconds.milliseconds)
+            flushes.schedule(channel.key, at: clock.monotonic + configuration.presence.intervalSeconds.milliseconds)
         }
     }
 
@@ -125,9 +125,7 @@ extension PresenceEngine {
         let bytes = PresenceEvents.change(
             change.eventType, channel: channel.key, publisher: user, state: state,
             occupancy: channel.occupancy, mode: .announce, seq: channel.seq, timestamp: clock.now)
-        for session in channel.presenceSubscribers.values where session.userId != user {
-            outbox.send(bytes, to: session)
-        }
+        outbox.broadcast(bytes, to: channel.presenceSubscribers.values.lazy.filter { $0.userId != user })
     }
 
     /// Sends the channel's pending net change as one `interval` event (nothing when the
@@ -160,9 +158,7 @@ extension PresenceEngine {
         channel.snapshotRoster = nil
         let bytes = PresenceEvents.interval(
             channel: channel.key, change: change, occupancy: channel.occupancy, seq: channel.seq, timestamp: clock.now)
-        for session in channel.presenceSubscribers.values {
-            outbox.send(bytes, to: session)
-        }
+        outbox.broadcast(bytes, to: channel.presenceSubscribers.values)
     }
 
     // MARK: - Snapshots

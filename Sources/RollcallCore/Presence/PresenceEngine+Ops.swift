@@ -3,15 +3,10 @@ import RollcallProtocol
 /// The request handlers. Each validates everything first and throws before changing state.
 extension PresenceEngine {
     /// `join {channel, channelType?, presence?, messages?, state?}` → `{occupancy, mode}`.
-    func join(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
-        let flags = JoinFlags(
-            presence: try request.optionalBool("presence") ?? true,
-            messages: try request.optionalBool("messages") ?? true)
-        var update: StateUpdate?
-        if let object = try request.optionalObject("state") {
-            update = try StateUpdate(object, limits: configuration.state)
-        }
+    func join(_ request: JoinRequest, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
+        let key = request.channel
+        let flags = request.flags
+        let update = request.state
         try checkGrant(grant, key)
         let alreadyJoined = session.presence.joined[key] != nil
         if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
@@ -45,8 +40,8 @@ extension PresenceEngine {
     }
 
     /// `leave {channel, channelType?}` → `{}`; `NOT_IN_CHANNEL` when this session did not join.
-    func leave(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
+    func leave(_ request: LeaveRequest, from session: Session) throws(BrokerError) -> JSON {
+        let key = request.channel
         guard session.presence.joined[key] != nil, let channel = channels[key] else {
             throw BrokerError(.notInChannel, "this session has not joined \(key.type.rawValue) channel \(key.name)")
         }
@@ -55,11 +50,10 @@ extension PresenceEngine {
     }
 
     /// `publish {channel, channelType?, message}` → `{recipients}` (live sessions sent to).
-    func publish(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
-        guard let message = request.arguments["message"] else { throw BrokerError(.invalidRequest, "missing message") }
+    func publish(_ request: PublishRequest, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
+        let key = request.channel
         try checkGrant(grant, key)
-        let encoded = message.encoded()
+        let encoded = request.encodedMessage
         guard encoded.count <= configuration.limits.maxMessageBytes else {
             throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
         }
@@ -71,20 +65,18 @@ extension PresenceEngine {
         if let channel, !channel.messageSubscribers.isEmpty {
             let bytes = PresenceEvents.message(
                 channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
-            for (number, recipient) in channel.messageSubscribers where number != session.number {
-                if recipient.connection != nil { recipients += 1 }
-                outbox.send(bytes, to: recipient)
-            }
+            let others = channel.messageSubscribers.lazy.filter { $0.key != session.number }.map(\.value)
+            recipients = others.reduce(0) { $0 + ($1.connection != nil ? 1 : 0) }
+            outbox.broadcast(bytes, to: others)
         }
         return .object(["recipients": .int(recipients)])
     }
 
     /// `setState {channel, channelType?, state}` → `{state}` (full merged state), or
     /// `{state, pending: true}` when the user is not a member: held by this session until it joins.
-    func setState(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
-        guard let object = try request.optionalObject("state") else { throw BrokerError(.invalidRequest, "missing state") }
-        let update = try StateUpdate(object, limits: configuration.state)
+    func setState(_ request: SetStateRequest, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
+        let key = request.channel
+        let update = request.update
         try checkGrant(grant, key)
         if let channel = channels[key], let member = channel.members[session.userId] {
             let state = try update.merged(into: member.state, limits: configuration.state)
@@ -102,9 +94,9 @@ extension PresenceEngine {
 
     /// `removeState {channel, channelType?, keys}` → `{state}`. Without membership it edits the
     /// state held for the join (`pending: true`); with neither it returns an empty state.
-    func removeState(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
-        guard let keys = try request.optionalStringArray("keys") else { throw BrokerError(.invalidRequest, "missing keys") }
+    func removeState(_ request: RemoveStateRequest, from session: Session) throws(BrokerError) -> JSON {
+        let key = request.channel
+        let keys = request.keys
         if let channel = channels[key], let member = channel.members[session.userId] {
             var state = member.state
             for stateKey in keys { state.remove(stateKey) }
@@ -120,9 +112,9 @@ extension PresenceEngine {
     }
 
     /// `getState {channel, channelType?, userId}` → `{userId, state}`, or `USER_NOT_PRESENT`.
-    func getState(_ request: Request) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
-        let user = try request.name("userId")
+    func getState(_ request: GetStateRequest) throws(BrokerError) -> JSON {
+        let key = request.channel
+        let user = request.userId
         guard let member = channels[key]?.members[user] else {
             throw BrokerError(.userNotPresent, "\(user) is not in \(key.type.rawValue) channel \(key.name)")
         }
@@ -131,20 +123,12 @@ extension PresenceEngine {
 
     /// `getOnlineUsers {channel, channelType?, includeUserId?, includeState?, page?, pageSize?}`
     /// → `{totalOccupancy, users, nextPage}`; one page costs O(pageSize + log n).
-    func getOnlineUsers(_ request: Request) throws(BrokerError) -> JSON {
-        let key = try request.channelKey()
-        let includeUserId = try request.optionalBool("includeUserId") ?? true
-        let includeState = try request.optionalBool("includeState") ?? false
-        let pageSize = try request.optionalInteger("pageSize", in: 1...1000) ?? 100
-        let page = try request.optionalString("page")
-        if includeState, !includeUserId {
-            throw BrokerError(.invalidArgument, "includeState needs includeUserId")
-        }
-        var cursor: Name?
-        if let page, !page.isEmpty {
-            guard let decoded = PageCursor.decode(page) else { throw BrokerError(.invalidArgument, "page is not a valid cursor") }
-            cursor = decoded
-        }
+    func getOnlineUsers(_ request: GetOnlineUsersRequest) throws(BrokerError) -> JSON {
+        let key = request.channel
+        let includeUserId = request.includeUserId
+        let includeState = request.includeState
+        let pageSize = request.pageSize
+        let cursor = request.after
         let channel = channels[key]
         let total = JSON.int(channel?.occupancy ?? 0)
         guard includeUserId, let channel else {
@@ -169,9 +153,8 @@ extension PresenceEngine {
     }
 
     /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index.
-    func getUserChannels(_ request: Request) throws(BrokerError) -> JSON {
-        let user = try request.name("userId")
-        return userChannels.listing(of: user)
+    func getUserChannels(_ request: GetUserChannelsRequest) throws(BrokerError) -> JSON {
+        userChannels.listing(of: request.userId)
     }
 
     private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {

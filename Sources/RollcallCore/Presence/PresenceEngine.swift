@@ -34,11 +34,6 @@ import RollcallProtocol
 /// - schedules a channel's interval flush `intervalSeconds` after its first pending change;
 /// - restarts `seq` when a channel is deleted (no member left) and created again.
 public final class PresenceEngine {
-    /// The ops this engine answers.
-    public static let ops: Set<String> = [
-        "join", "leave", "publish", "setState", "removeState", "getState", "getOnlineUsers", "getUserChannels",
-    ]
-
     let configuration: Configuration
     let clock: BrokerClock
     let outbox: Outbox
@@ -53,21 +48,6 @@ public final class PresenceEngine {
         self.configuration = configuration
         self.clock = clock
         self.outbox = outbox
-    }
-
-    /// Answers one of ``ops`` for a logged-in session; events go to the outbox.
-    func handle(_ request: Request, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
-        switch request.op {
-        case "join": return try join(request, from: session, grant: grant)
-        case "leave": return try leave(request, from: session)
-        case "publish": return try publish(request, from: session, grant: grant)
-        case "setState": return try setState(request, from: session, grant: grant)
-        case "removeState": return try removeState(request, from: session)
-        case "getState": return try getState(request)
-        case "getOnlineUsers": return try getOnlineUsers(request)
-        case "getUserChannels": return try getUserChannels(request)
-        default: throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
-        }
     }
 
     /// The session ended for good: `leave` (logout/close) or `timeout` (hold expired) in each
@@ -100,7 +80,7 @@ public final class PresenceEngine {
 
     /// Sends the interval events that are due.
     func fireDueTimers() {
-        for key in flushes.popDue(now: clock.now) {
+        for key in flushes.popDue(now: clock.monotonic) {
             guard let channel = channels[key] else { continue }
             flush(channel)
             deleteIfDead(channel)

@@ -71,7 +71,7 @@ func byteOrder(_ a: String, _ b: String) -> Int {
 }
 
 /// A validated `state` argument: its entries in request order (a repeated key: last wins).
-struct StateUpdate {
+struct StateUpdate: Sendable {
     let entries: [(key: String, value: String)]
 
     /// Validates every entry of `object` against the per-entry limits.

@@ -2,16 +2,13 @@ import RollcallProtocol
 
 extension Broker {
     /// `login {userId, platform?, token?, customStatus?, presenceTimeout?, resumeToken?}`.
-    func login(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON {
-        let userId = try request.name("userId")
-        let platformName = try request.optionalString("platform") ?? Platform.other.rawValue
-        guard let platform = Platform(rawValue: platformName) else {
-            throw BrokerError(.invalidArgument, "platform must be one of " + Platform.allCases.map(\.rawValue).joined(separator: ", "))
-        }
-        let token = try request.optionalString("token")
-        let customStatus = try request.optionalString("customStatus")
-        let timeoutSeconds = try request.optionalNumber("presenceTimeout")
-        let resumeToken = try request.optionalString("resumeToken")
+    func login(_ request: LoginRequest, on connection: ConnectionID) throws(BrokerError) -> JSON {
+        let userId = request.userId
+        let platform = request.platform
+        let token = request.token
+        let customStatus = request.customStatus
+        let timeoutSeconds = request.presenceTimeoutSeconds
+        let resumeToken = request.resumeToken
         if let customStatus { try userStatus.validateCustomStatus(customStatus) }
 
         let grant: Grant
@@ -109,7 +106,7 @@ extension Broker {
         directory.detach(session)
         session.heldSince = clock.now
         heldSessions[session.number] = session
-        holdDeadlines.schedule(session.number, at: clock.now + session.presenceTimeoutMs)
+        holdDeadlines.schedule(session.number, at: clock.monotonic + session.presenceTimeoutMs)
         metrics.sessionEnds["held_\(cause.rawValue)", default: 0] += 1
     }
 

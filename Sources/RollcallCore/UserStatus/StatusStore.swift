@@ -6,7 +6,10 @@
 /// - ``load()`` once, when the engine starts: everything durable, as it was read when the
 ///   store was opened (opening is where a backend validates its file and throws);
 /// - ``write(_:)`` on the hot path: write-behind, must return at once without I/O;
-/// - ``flush()`` at shutdown: commits everything queued before returning.
+/// - ``flush()`` at shutdown: commits everything queued before returning;
+/// - ``close()`` after the last flush: stops the backend's own threads and closes its files;
+/// - ``health``, read by `/healthz` and `/metrics`: whether durable writes are failing now,
+///   and the counts of failures and dropped changes. A backend never swallows a failure.
 ///
 /// The store never interprets the data; rules such as "online at load reads offline" live in
 /// ``UserStatusEngine`` so that every backend behaves the same.
@@ -18,6 +21,39 @@ public protocol StatusStore: AnyObject {
     func write(_ change: StatusChange)
     /// Commits every queued change before returning (synchronous; called at shutdown).
     func flush() throws(StatusStoreError)
+    /// Flushes, then releases the backend (threads, files); later calls do nothing.
+    func close() throws(StatusStoreError)
+    /// How durable writes are doing now. Cheap; safe to read from the service thread.
+    var health: StorageHealth { get }
+}
+
+/// How a store's durable writes are doing, for `/healthz` (503 while ``failure`` is set) and
+/// `/metrics`.
+public struct StorageHealth: Sendable, Equatable {
+    /// The latest commit's error while commits keep failing; nil once one succeeds.
+    public var failure: StatusStoreError?
+    /// Wall time of the first failure of the current streak; nil while healthy.
+    public var failingSince: Timestamp?
+    /// Commits that failed, since start.
+    public var writeFailures: Int
+    /// Changes dropped because the retry queue was full (oldest first), since start.
+    public var droppedWrites: Int
+    /// Changes queued and not committed yet.
+    public var pendingWrites: Int
+
+    /// A store with nothing wrong and nothing waiting.
+    public static let healthy = StorageHealth(failure: nil, failingSince: nil, writeFailures: 0, droppedWrites: 0, pendingWrites: 0)
+
+    public init(failure: StatusStoreError?, failingSince: Timestamp?, writeFailures: Int, droppedWrites: Int, pendingWrites: Int) {
+        self.failure = failure
+        self.failingSince = failingSince
+        self.writeFailures = writeFailures
+        self.droppedWrites = droppedWrites
+        self.pendingWrites = pendingWrites
+    }
+
+    /// True while the latest commit succeeded (or nothing was committed yet).
+    public var isHealthy: Bool { failure == nil }
 }
 
 /// The whole durable state, as handed to the engine at start.
@@ -167,6 +203,11 @@ public final class MemoryStatusStore: StatusStore {
     }
 
     public func flush() throws(StatusStoreError) {}
+
+    public func close() throws(StatusStoreError) {}
+
+    /// Memory never fails.
+    public var health: StorageHealth { .healthy }
 }
 
 /// `(subscriber, target)`, the identity of a subscription.

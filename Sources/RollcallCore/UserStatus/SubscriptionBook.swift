@@ -51,22 +51,24 @@ struct SubscriptionBook {
         return max(now, latest + 1)
     }
 
-    /// Adds a new subscription (the caller checked it does not exist).
-    mutating func add(_ subscriber: Name, _ target: Name, createdAt: Timestamp, expiresAt: Timestamp) {
+    /// Adds a new subscription (the caller checked it does not exist). `expiresAt` is wall
+    /// time (shown and stored); `deadline` is when it lapses on the monotonic clock.
+    mutating func add(_ subscriber: Name, _ target: Name, createdAt: Timestamp, expiresAt: Timestamp, deadline: Timestamp) {
         latestCreatedAt[subscriber] = max(latestCreatedAt[subscriber] ?? createdAt, createdAt)
         nextOrder += 1
         bySubscriber[subscriber, default: [:]][target] = Entry(createdAt: createdAt, expiresAt: expiresAt, order: nextOrder)
         bySubscriberOrder[subscriber, default: []].append((target, nextOrder))
         byTarget[target, default: []].insert(subscriber)
-        expiries.schedule(SubscriptionKey(subscriber: subscriber, target: target), at: expiresAt)
+        expiries.schedule(SubscriptionKey(subscriber: subscriber, target: target), at: deadline)
         count += 1
     }
 
-    /// Moves an existing subscription's expiry; its creation time and order stay.
-    mutating func renew(_ subscriber: Name, _ target: Name, expiresAt: Timestamp) {
+    /// Moves an existing subscription's expiry (wall `expiresAt`, monotonic `deadline`); its
+    /// creation time and order stay.
+    mutating func renew(_ subscriber: Name, _ target: Name, expiresAt: Timestamp, deadline: Timestamp) {
         guard bySubscriber[subscriber]?[target] != nil else { return }
         bySubscriber[subscriber]?[target]?.expiresAt = expiresAt
-        expiries.schedule(SubscriptionKey(subscriber: subscriber, target: target), at: expiresAt)
+        expiries.schedule(SubscriptionKey(subscriber: subscriber, target: target), at: deadline)
     }
 
     /// Removes a subscription; returns false when there was none.
@@ -99,16 +101,16 @@ struct SubscriptionBook {
         return nil
     }
 
-    /// Removes and returns every subscription expired at `now`.
-    mutating func removeExpired(now: Timestamp) -> [SubscriptionKey] {
-        let due = expiries.popDue(now: now)
+    /// Removes and returns every subscription whose monotonic deadline has come.
+    mutating func removeExpired(monotonicNow: Timestamp) -> [SubscriptionKey] {
+        let due = expiries.popDue(now: monotonicNow)
         for key in due {
             remove(key.subscriber, key.target)
         }
         return due
     }
 
-    /// The earliest expiry.
+    /// The earliest expiry, in monotonic milliseconds.
     mutating func nextExpiry() -> Timestamp? { expiries.nextDeadline() }
 
     private mutating func compactOrderIfMostlyStale(_ subscriber: Name) {

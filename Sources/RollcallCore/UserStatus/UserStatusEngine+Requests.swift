@@ -13,32 +13,17 @@ enum StatusLimits {
 }
 
 extension UserStatusEngine {
-    /// Answers one of ``ops``. Every check that can fail runs before anything changes.
-    func handle(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        switch request.op {
-        case "setCustomStatus": return try setCustomStatus(request, from: session)
-        case "getUserStatus": return try getUserStatus(request, from: session)
-        case "subscribeUserStatus": return try subscribe(request, from: session)
-        case "unsubscribeUserStatus": return try unsubscribe(request, from: session)
-        case "getSubscriptions": return try getSubscriptions(request, from: session)
-        default: throw BrokerError(.unknownOp, "unknown op \"\(request.op)\"")
-        }
-    }
-
     // MARK: - setCustomStatus
 
     /// `setCustomStatus {customStatus: string | null}` → `{status: record}`.
-    private func setCustomStatus(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        guard request.arguments["customStatus"] != nil else {
-            throw BrokerError(.invalidRequest, "missing customStatus (a string, or null to clear)")
-        }
-        let value = try request.optionalString("customStatus")
+    func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session) throws(BrokerError) -> JSON {
+        let value = request.customStatus
         if let value { try validateCustomStatus(value) }
         let userId = session.userId
         let now = clock.now
         let perSecond = configuration.userStatus.customStatusPerSecond
         try take(from: &customStatusBuckets, userId, capacity: max(1, perSecond), perSecond: perSecond,
-                 now: now, what: "setCustomStatus")
+                 now: clock.monotonic, what: "setCustomStatus")
         let wanted = (value?.isEmpty ?? true) ? nil : value
         var user = users[userId] ?? StoredUserStatus(userId: userId, status: .online)
         if !sameText(wanted, user.customStatus) {
@@ -52,8 +37,8 @@ extension UserStatusEngine {
 
     /// `getUserStatus {userIds ≤ 500}` → `{statuses, failed}`. Asking only about oneself is
     /// free; asking about anyone else takes one `queryRate` token.
-    private func getUserStatus(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        let batch = try userIds(request, required: true, limit: StatusLimits.getUserStatusIds)
+    func getUserStatus(_ request: GetUserStatusRequest, from session: Session) throws(BrokerError) -> JSON {
+        let batch = request.userIds
         if batch.valid.contains(where: { $0 != session.userId }) {
             try takeQueryToken(session.userId)
         }
@@ -66,16 +51,14 @@ extension UserStatusEngine {
     // MARK: - subscribeUserStatus
 
     /// `subscribeUserStatus {userIds ≤ 100, duration?}` → `{statuses, failed}`.
-    private func subscribe(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        let batch = try userIds(request, required: true, limit: StatusLimits.subscribeIds)
-        let duration = try request.optionalNumber("duration") ?? StatusLimits.defaultDurationSeconds
-        guard StatusLimits.durationSeconds.contains(duration) else {
-            throw BrokerError(.invalidArgument, "duration must be 60...2592000 seconds")
-        }
+    func subscribe(_ request: SubscribeUserStatusRequest, from session: Session) throws(BrokerError) -> JSON {
+        let batch = request.userIds
+        let duration = request.durationSeconds
         let me = session.userId
         try takeQueryToken(me)
         let now = clock.now
         let expiresAt = now + duration.milliseconds
+        let deadline = clock.monotonic + duration.milliseconds
         let limits = configuration.userStatus
         var failed = batch.failed
         var statuses: [JSON] = []
@@ -84,7 +67,7 @@ extension UserStatusEngine {
             if target == me {
                 failed.append(Self.failure(target.string, .cannotSubscribeSelf))
             } else if let existing = book.entry(me, target) {
-                book.renew(me, target, expiresAt: expiresAt)
+                book.renew(me, target, expiresAt: expiresAt, deadline: deadline)
                 store.write(.upsertSubscription(StoredSubscription(
                     subscriber: me, target: target, createdAt: existing.createdAt, expiresAt: expiresAt)))
                 statuses.append(record(of: target).json)
@@ -92,7 +75,7 @@ extension UserStatusEngine {
                 failed.append(Self.failure(target.string, .targetSubscriberLimit))
             } else {
                 let createdAt = book.creationTime(for: me, now: now)
-                book.add(me, target, createdAt: createdAt, expiresAt: expiresAt)
+                book.add(me, target, createdAt: createdAt, expiresAt: expiresAt, deadline: deadline)
                 store.write(.upsertSubscription(StoredSubscription(
                     subscriber: me, target: target, createdAt: createdAt, expiresAt: expiresAt)))
                 added.append(target)
@@ -121,8 +104,8 @@ extension UserStatusEngine {
     // MARK: - unsubscribeUserStatus
 
     /// `unsubscribeUserStatus {userIds? ≤ 100}` → `{failed}`; absent or empty: all.
-    private func unsubscribe(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        let batch = try userIds(request, required: false, limit: StatusLimits.unsubscribeIds)
+    func unsubscribe(_ request: UnsubscribeUserStatusRequest, from session: Session) throws(BrokerError) -> JSON {
+        let batch = request.userIds
         let me = session.userId
         try takeQueryToken(me)
         let targets = batch.isEmpty ? book.subscriptions(of: me).keys.sorted() : batch.valid
@@ -140,10 +123,10 @@ extension UserStatusEngine {
     /// `getSubscriptions {userIds? ≤ 200, page?, pageSize? 1..200}` →
     /// `{subscriptions: [{userId, expiresAt, status}], nextPage, failed}`.
     /// Without `userIds`, pages go in byte order of userId; `nextPage` is an opaque cursor.
-    private func getSubscriptions(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        let batch = try userIds(request, required: false, limit: StatusLimits.getSubscriptionsIds)
-        let pageSize = try request.optionalInteger("pageSize", in: StatusLimits.pageSizes) ?? StatusLimits.defaultPageSize
-        let cursor = try request.optionalString("page")
+    func getSubscriptions(_ request: GetSubscriptionsRequest, from session: Session) throws(BrokerError) -> JSON {
+        let batch = request.userIds
+        let pageSize = request.pageSize
+        let cursor = request.page
         let me = session.userId
         let mine = book.subscriptions(of: me)
         var listed: [Name] = []
@@ -176,34 +159,6 @@ extension UserStatusEngine {
 
     // MARK: - Helpers
 
-    /// A parsed `userIds` argument: valid ids (deduplicated, in request order) and the
-    /// invalid ones as `failed` entries.
-    struct UserIdBatch {
-        var valid: [Name] = []
-        var failed: [JSON] = []
-        var isEmpty: Bool { valid.isEmpty && failed.isEmpty }
-    }
-
-    private func userIds(_ request: Request, required: Bool, limit: Int) throws(BrokerError) -> UserIdBatch {
-        guard let raw = try request.optionalStringArray("userIds") else {
-            if required { throw BrokerError(.invalidRequest, "missing userIds") }
-            return UserIdBatch()
-        }
-        guard raw.count <= limit else {
-            throw BrokerError(.tooManyUsers, "at most \(limit) userIds per call")
-        }
-        var batch = UserIdBatch()
-        var seen = Set<Name>()
-        for string in raw {
-            if let name = Name(string) {
-                if seen.insert(name).inserted { batch.valid.append(name) }
-            } else {
-                batch.failed.append(Self.failure(string, .invalidArgument))
-            }
-        }
-        return batch
-    }
-
     static func failure(_ userId: String, _ code: ErrorCode) -> JSON {
         .object(["userId": .string(userId), "code": .string(code.rawValue)])
     }
@@ -211,7 +166,7 @@ extension UserStatusEngine {
     private func takeQueryToken(_ userId: Name) throws(BrokerError) {
         let rate = configuration.userStatus.queryRate
         try take(from: &queryBuckets, userId, capacity: Double(rate.calls), perSecond: Double(rate.calls) / rate.perSeconds,
-                 now: clock.now, what: "user status queries")
+                 now: clock.monotonic, what: "user status queries")
     }
 
     private func take(from buckets: inout [Name: TokenBucket], _ userId: Name, capacity: Double, perSecond: Double,

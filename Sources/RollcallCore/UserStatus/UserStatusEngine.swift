@@ -14,11 +14,6 @@ import RollcallProtocol
 /// - at start, users stored as `online` (the broker died under them) read `offline` as of
 ///   the store's last-alive time; expired custom statuses and subscriptions are dropped.
 public final class UserStatusEngine {
-    /// The ops this engine answers.
-    public static let ops: Set<String> = [
-        "setCustomStatus", "getUserStatus", "subscribeUserStatus", "unsubscribeUserStatus", "getSubscriptions",
-    ]
-
     let configuration: Configuration
     let clock: BrokerClock
     let outbox: Outbox
@@ -155,7 +150,7 @@ public final class UserStatusEngine {
 
     // MARK: - Timers
 
-    /// Earliest expiry due (subscriptions and custom statuses).
+    /// Earliest expiry due (subscriptions and custom statuses), in monotonic milliseconds.
     var nextDeadline: Timestamp? {
         [book.nextExpiry(), customStatusExpiries.nextDeadline()].compactMap { $0 }.min()
     }
@@ -164,11 +159,12 @@ public final class UserStatusEngine {
     /// that subscribers and all the user's sessions hear about.
     func fireDueTimers() {
         let now = clock.now
-        for key in book.removeExpired(now: now) {
+        for key in book.removeExpired(monotonicNow: clock.monotonic) {
             store.write(.deleteSubscription(subscriber: key.subscriber, target: key.target))
         }
-        for userId in customStatusExpiries.popDue(now: now) {
-            guard var user = users[userId], let expiresAt = user.customStatusExpiresAt, expiresAt <= now else { continue }
+        // The timers are monotonic: a wall-clock step after they were armed moves none of them.
+        for userId in customStatusExpiries.popDue(now: clock.monotonic) {
+            guard var user = users[userId], user.customStatusExpiresAt != nil else { continue }
             setCustomStatus(nil, on: &user, now: now)
             commit(user, changed: true, now: now, except: nil)
         }
@@ -193,7 +189,7 @@ public final class UserStatusEngine {
         if value != nil {
             let expiresAt = now + configuration.userStatus.customStatusTtlSeconds.milliseconds
             user.customStatusExpiresAt = expiresAt
-            customStatusExpiries.schedule(user.userId, at: expiresAt)
+            customStatusExpiries.schedule(user.userId, at: clock.monotonicDeadline(forWallTime: expiresAt))
         } else {
             user.customStatusExpiresAt = nil
             customStatusExpiries.cancel(user.userId)
@@ -218,13 +214,15 @@ public final class UserStatusEngine {
         store.write(.upsertUser(user))
         guard changed else { return }
         let bytes = StatusEvents.userStatus([UserStatusRecord(stored: user, platforms: platforms(of: user.userId))])
-        for subscriber in book.subscribers(of: user.userId) {
-            for session in directory.sessions(of: subscriber) {
+        outbox.fanOut {
+            for subscriber in book.subscribers(of: user.userId) {
+                for session in directory.sessions(of: subscriber) {
+                    outbox.send(bytes, to: session)
+                }
+            }
+            for session in directory.sessions(of: user.userId) where session !== except {
                 outbox.send(bytes, to: session)
             }
-        }
-        for session in directory.sessions(of: user.userId) where session !== except {
-            outbox.send(bytes, to: session)
         }
     }
 
@@ -258,7 +256,7 @@ public final class UserStatusEngine {
                     user.lastUpdateTime = max(user.lastUpdateTime, expiresAt)
                     rewritten = true
                 } else {
-                    customStatusExpiries.schedule(user.userId, at: expiresAt)
+                    customStatusExpiries.schedule(user.userId, at: clock.monotonicDeadline(forWallTime: expiresAt))
                 }
             }
             users[user.userId] = user
@@ -272,7 +270,8 @@ public final class UserStatusEngine {
                 store.write(.deleteSubscription(subscriber: subscription.subscriber, target: subscription.target))
             } else if book.entry(subscription.subscriber, subscription.target) == nil {
                 book.add(subscription.subscriber, subscription.target,
-                         createdAt: subscription.createdAt, expiresAt: subscription.expiresAt)
+                         createdAt: subscription.createdAt, expiresAt: subscription.expiresAt,
+                         deadline: clock.monotonicDeadline(forWallTime: subscription.expiresAt))
             }
         }
     }

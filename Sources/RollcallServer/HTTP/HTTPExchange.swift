@@ -8,7 +8,7 @@ enum HTTPExchange {
     /// `closeAfter` the connection then closes (the request's body was not read).
     case writing(body: [UInt8], closeAfter: Bool)
     /// The response is out and the connection is closing: the rest of the request body is
-    /// read and dropped until it ends or ``BrokerServer/lingerSeconds`` pass, so the kernel
+    /// read and dropped until it ends or ``ConnectionLifecycle/lingerSeconds`` pass, so the kernel
     /// does not reset the connection over unread input before the peer has read the answer.
     case discardingBody
 }

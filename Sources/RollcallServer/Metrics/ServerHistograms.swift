@@ -49,11 +49,12 @@ final class ServerHistograms: BrokerInstrumentation {
             buckets: Self.recipientBuckets)
     }
 
-    /// The handling-time series of `op`; ops the protocol does not name share `op="other"`, so a
-    /// client cannot grow the page with made-up op names.
+    /// The handling-time series of `op`: the core names an ``Op``, `invalid` (not decodable) or
+    /// `unknown` (an op the protocol does not name); anything else shares `op="other"`, so the
+    /// page cannot grow with made-up names.
     private func requestDuration(_ op: String) -> DurationHistogram {
         if let histogram = requestDurations[op] { return histogram }  // one hash on the usual path
-        let label = op == "invalid" || Broker.knownOps.contains(op) ? op : "other"
+        let label = op == "invalid" || op == "unknown" || Op(rawValue: op) != nil ? op : "other"
         if let histogram = requestDurations[label] { return histogram }
         let histogram = registry.makeDurationHistogram(
             descriptor: .named(Self.requestDurationName, help: "Time the core took to handle a request, by op"),

@@ -1,0 +1,114 @@
+import RollcallProtocol
+
+// The presence ops' arguments, decoded and validated from a request frame before any state
+// is read (PROTOCOL §4). Plain values, independent of sessions, so that any presence engine
+// (in memory, or on a shared store) can take them. Wrong JSON types are `INVALID_REQUEST`,
+// values out of range `INVALID_ARGUMENT` or the op's own code, in the order they are listed.
+
+/// `join {channel, channelType?, presence?, messages?, state?}`.
+struct JoinRequest: Sendable {
+    let channel: ChannelKey
+    let flags: JoinFlags
+    let state: StateUpdate?
+
+    init(_ request: Request, limits: Configuration.State) throws(BrokerError) {
+        channel = try request.channelKey()
+        flags = JoinFlags(
+            presence: try request.optionalBool("presence") ?? true,
+            messages: try request.optionalBool("messages") ?? true)
+        state = try request.optionalObject("state").map { (object) throws(BrokerError) in try StateUpdate(object, limits: limits) }
+    }
+}
+
+/// `leave {channel, channelType?}`.
+struct LeaveRequest: Sendable {
+    let channel: ChannelKey
+
+    init(_ request: Request) throws(BrokerError) {
+        channel = try request.channelKey()
+    }
+}
+
+/// `publish {channel, channelType?, message}`; the message is encoded once, here. Its size
+/// is checked by the engine, after the token's channel grant (`FORBIDDEN` comes first).
+struct PublishRequest: Sendable {
+    let channel: ChannelKey
+    let encodedMessage: [UInt8]
+
+    init(_ request: Request) throws(BrokerError) {
+        channel = try request.channelKey()
+        guard let message = request.arguments["message"] else { throw BrokerError(.invalidRequest, "missing message") }
+        encodedMessage = message.encoded()
+    }
+}
+
+/// `setState {channel, channelType?, state}`.
+struct SetStateRequest: Sendable {
+    let channel: ChannelKey
+    let update: StateUpdate
+
+    init(_ request: Request, limits: Configuration.State) throws(BrokerError) {
+        channel = try request.channelKey()
+        guard let object = try request.optionalObject("state") else { throw BrokerError(.invalidRequest, "missing state") }
+        update = try StateUpdate(object, limits: limits)
+    }
+}
+
+/// `removeState {channel, channelType?, keys}`.
+struct RemoveStateRequest: Sendable {
+    let channel: ChannelKey
+    let keys: [String]
+
+    init(_ request: Request) throws(BrokerError) {
+        channel = try request.channelKey()
+        guard let keys = try request.optionalStringArray("keys") else { throw BrokerError(.invalidRequest, "missing keys") }
+        self.keys = keys
+    }
+}
+
+/// `getState {channel, channelType?, userId}`.
+struct GetStateRequest: Sendable {
+    let channel: ChannelKey
+    let userId: Name
+
+    init(_ request: Request) throws(BrokerError) {
+        channel = try request.channelKey()
+        userId = try request.name("userId")
+    }
+}
+
+/// `getOnlineUsers {channel, channelType?, includeUserId?, includeState?, page?, pageSize?}`.
+struct GetOnlineUsersRequest: Sendable {
+    let channel: ChannelKey
+    let includeUserId: Bool
+    let includeState: Bool
+    let pageSize: Int
+    /// The user the page starts after (decoded `page`), nil for the first page.
+    let after: Name?
+
+    init(_ request: Request) throws(BrokerError) {
+        channel = try request.channelKey()
+        includeUserId = try request.optionalBool("includeUserId") ?? true
+        includeState = try request.optionalBool("includeState") ?? false
+        pageSize = try request.optionalInteger("pageSize", in: 1...1000) ?? 100
+        let page = try request.optionalString("page")
+        if includeState, !includeUserId {
+            throw BrokerError(.invalidArgument, "includeState needs includeUserId")
+        }
+        var after: Name?
+        if let page, !page.isEmpty {
+            guard let decoded = PageCursor.decode(page) else { throw BrokerError(.invalidArgument, "page is not a valid cursor") }
+            after = decoded
+        }
+        self.after = after
+    }
+}
+
+/// `getUserChannels {userId}`.
+struct GetUserChannelsRequest: Sendable {
+    let userId: Name
+
+    init(_ request: Request) throws(BrokerError) {
+        userId = try request.name("userId")
+    }
+}

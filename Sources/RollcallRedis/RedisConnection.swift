@@ -1,0 +1,219 @@
+import DequeModule
+import RollcallEventLoop
+
+/// The command connection: pipelined commands on one hiredis context driven by the broker's
+/// libev loop, with a watchdog and reconnects. Use it on the loop's thread only.
+///
+/// - At connect `AUTH` and `SELECT` (from the endpoint) and a `PING` go first; the connection
+///   is ``RedisConnectionState/connected`` once the `PING` answers.
+/// - Replies complete in the order commands were sent.
+/// - Watchdog: when the oldest command has waited ``RedisTimings/timeoutSeconds`` the link is
+///   declared down, every pending completion fails with ``RedisError/Code/timeout``, and a new
+///   link is made (hiredis 0.14 has no command timeout of its own).
+/// - While down, ``send(_:completion:)`` fails at once with ``RedisError/Code/unavailable``
+///   and a `retryAfterMs` hint; reconnects run from a timer with exponential backoff.
+public final class RedisConnection {
+    /// A command's outcome: the reply, or why there is none (an error reply is
+    /// ``RedisError/Code/errorReply`` with Redis' line as the message).
+    public typealias Completion = (Result<RedisReply, RedisError>) -> Void
+
+    /// Where this connection goes.
+    public let endpoint: RedisEndpoint
+    /// Timeout and backoff.
+    public let timings: RedisTimings
+    /// Called on each change between connected and disconnected (not for every failed retry).
+    public var onStateChange: ((RedisConnectionState) -> Void)?
+    /// The current state.
+    public private(set) var state: RedisConnectionState = .disconnected(RedisError(.unavailable, "not connected yet"))
+
+    private struct Pending {
+        let deadline: Double
+        let completion: Completion
+    }
+
+    private let loop: EventLoop
+    private var link: RedisLink?
+    private var isReady = false
+    private var isClosed = false
+    private var pending = Deque<Pending>()
+    private var backoff: Backoff
+    private var reconnectAt: Double?
+    private var reportedConnected: Bool?
+    private var watchdog: LoopTimer!
+    private var reconnectTimer: LoopTimer!
+
+    /// A connection to `endpoint` on `loop`; nothing happens until ``start()``.
+    public init(endpoint: RedisEndpoint, loop: EventLoop, timings: RedisTimings = RedisTimings()) {
+        self.endpoint = endpoint
+        self.loop = loop
+        self.timings = timings
+        backoff = Backoff(initial: timings.initialBackoffSeconds, maximum: timings.maxBackoffSeconds)
+        watchdog = LoopTimer(loop: loop) { [unowned self] in self.watchdogFired() }
+        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in
+            self.reconnectAt = nil
+            self.connect()
+        }
+    }
+
+    /// Starts the first connect (set the handlers first).
+    public func start() {
+        guard link == nil, reconnectAt == nil, !isClosed else { return }
+        connect()
+    }
+
+    /// Sends one command (binary-safe arguments, e.g. `["SET", key, value]`). The completion
+    /// runs on the loop's thread; at once when the connection is down.
+    public func send(_ arguments: [[UInt8]], completion: @escaping Completion) {
+        guard isReady, link != nil else {
+            completion(.failure(unavailableError))
+            return
+        }
+        enqueue(arguments, completion)
+    }
+
+    /// ``send(_:completion:)`` with text arguments (UTF-8).
+    public func send(_ arguments: [String], completion: @escaping Completion) {
+        send(arguments.map { Array($0.utf8) }, completion: completion)
+    }
+
+    /// Milliseconds until the next connect attempt is likely to have succeeded: the hint for
+    /// an `UNAVAILABLE` answer's `retryAfterMs`.
+    public var retryAfterMs: Int {
+        let remaining = (reconnectAt ?? loop.now) - loop.now
+        return max(1, Int(((remaining + timings.initialBackoffSeconds) * 1000).rounded(.up)))
+    }
+
+    /// Closes the connection for good: pending completions fail with ``RedisError/Code/closed``.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        reconnectTimer.cancel()
+        reconnectAt = nil
+        drop(RedisError(.closed, "the connection was closed"))
+    }
+
+    deinit {
+        link?.delegate = nil
+        link?.close()
+    }
+
+    // MARK: Link management
+
+    private var unavailableError: RedisError {
+        let why: String
+        if case .disconnected(let reason) = state { why = reason.message } else { why = "connecting" }
+        return RedisError(.unavailable, "Redis at \(endpoint) is unavailable (\(why))", retryAfterMs: retryAfterMs)
+    }
+
+    private func connect() {
+        guard !isClosed else { return }
+        let link: RedisLink
+        do {
+            link = try RedisLink(endpoint: endpoint, loop: loop)
+        } catch {
+            failedAttempt(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
+            return
+        }
+        link.delegate = self
+        self.link = link
+        if let password = endpoint.password {
+            let words = ["AUTH"] + (endpoint.user.map { [$0] } ?? []) + [password]
+            handshake(words, on: link, step: "AUTH")
+        }
+        if endpoint.database != 0 {
+            handshake(["SELECT", String(endpoint.database)], on: link, step: "SELECT \(endpoint.database)")
+        }
+        enqueue([Array("PING".utf8)]) { [unowned self] result in
+            guard link === self.link else { return }
+            switch result {
+            case .success:
+                isReady = true
+                backoff.reset()
+                report(.connected)
+            case .failure(let error):
+                drop(RedisError(.handshakeRefused, "PING at connect: \(error.message)"))
+            }
+        }
+    }
+
+    private func handshake(_ words: [String], on link: RedisLink, step: String) {
+        enqueue(words.map { Array($0.utf8) }) { [unowned self] result in
+            guard link === self.link, case .failure(let error) = result else { return }
+            drop(RedisError(.handshakeRefused, "\(step) at connect: \(error.message)"))
+        }
+    }
+
+    private func enqueue(_ arguments: [[UInt8]], _ completion: @escaping Completion) {
+        guard let link, link.send(arguments) else {
+            completion(.failure(unavailableError))
+            return
+        }
+        let now = loop.now
+        pending.append(Pending(deadline: now + timings.timeoutSeconds, completion: completion))
+        if pending.count == 1 { watchdog.schedule(after: timings.timeoutSeconds) }
+    }
+
+    private func watchdogFired() {
+        guard let oldest = pending.first else { return }
+        let now = loop.now
+        if oldest.deadline > now + 0.001 {
+            watchdog.schedule(after: oldest.deadline - now)
+            return
+        }
+        drop(RedisError(.timeout, "Redis at \(endpoint) did not answer within \(timings.timeoutSeconds) s"))
+    }
+
+    /// Takes the current link down: fails every pending completion with `error`, reports the
+    /// state and schedules a reconnect.
+    private func drop(_ error: RedisError) {
+        guard let link else {
+            if !isClosed { report(.disconnected(error)) }
+            return
+        }
+        self.link = nil
+        link.delegate = nil
+        link.close()
+        isReady = false
+        watchdog.cancel()
+        let orphans = pending
+        pending.removeAll()
+        failedAttempt(error)
+        for orphan in orphans { orphan.completion(.failure(error)) }
+    }
+
+    private func failedAttempt(_ error: RedisError) {
+        if !isClosed {
+            let delay = backoff.take()
+            reconnectAt = loop.now + delay
+            reconnectTimer.schedule(after: delay)
+        }
+        report(.disconnected(error))
+    }
+
+    private func report(_ newState: RedisConnectionState) {
+        state = newState
+        guard reportedConnected != newState.isConnected else { return }
+        reportedConnected = newState.isConnected
+        onStateChange?(newState)
+    }
+}
+
+extension RedisConnection: RedisLinkDelegate {
+    func link(_ link: RedisLink, received reply: RedisReply) {
+        guard link === self.link else { return }
+        guard let oldest = pending.popFirst() else {
+            drop(RedisError(.protocolViolation, "a reply for no command"))
+            return
+        }
+        if case .error(let line) = reply {
+            oldest.completion(.failure(RedisError(.errorReply, line)))
+        } else {
+            oldest.completion(.success(reply))
+        }
+    }
+
+    func link(_ link: RedisLink, failed error: RedisError) {
+        guard link === self.link else { return }
+        drop(error)
+    }
+}

@@ -1,0 +1,250 @@
+import RollcallEventLoop
+
+/// The pub/sub connection: its own hiredis context in subscribed mode, on the same loop.
+/// Use it on the loop's thread only.
+///
+/// - ``subscribe(_:)`` / ``unsubscribe(_:)`` change the channel set (binary names); the set
+///   outlives links: after any loss a new link subscribes every channel again, then
+///   ``onResubscribed`` runs (compare what may have been missed then).
+/// - Probe: hiredis 0.14 gives no callback for a `PING` on a subscribed context, so every
+///   ``RedisTimings/probeIntervalSeconds`` the subscriber `PUBLISH`es a token, through the
+///   command connection, to a channel only this link is subscribed to. No receiver, or no
+///   message within ``RedisTimings/timeoutSeconds``: the link is declared down and replaced.
+public final class RedisSubscriber {
+    /// A message on a subscribed channel: `(channel, payload)`.
+    public var onMessage: ((_ channel: [UInt8], _ payload: [UInt8]) -> Void)?
+    /// Called on each change between connected and disconnected.
+    public var onStateChange: ((RedisConnectionState) -> Void)?
+    /// Called each time a link is up with every channel of the set subscribed — after the
+    /// first connect and after every reconnect. Messages published while no link was
+    /// subscribed are lost: compare state (e.g. `seq`s) here.
+    public var onResubscribed: (() -> Void)?
+    /// The channels subscribed (or to be subscribed once a link is up).
+    public private(set) var channels: Set<[UInt8]> = []
+    /// The current state.
+    public private(set) var state: RedisConnectionState = .disconnected(RedisError(.unavailable, "not connected yet"))
+
+    /// Where this subscriber goes.
+    public let endpoint: RedisEndpoint
+    /// Timeout, backoff and probe interval.
+    public let timings: RedisTimings
+    /// The connection probes are published through.
+    public let publisher: RedisConnection
+
+    private let loop: EventLoop
+    private let probePrefix: [UInt8]
+    private var link: RedisLink?
+    private var isReady = false
+    private var isClosed = false
+    private var probeChannel: [UInt8] = []
+    private var outstandingProbe: [UInt8]?
+    private var probeCount = 0
+    private var backoff: Backoff
+    private var reconnectAt: Double?
+    private var reportedConnected: Bool?
+    /// Handshake deadline, then probe interval and probe deadline.
+    private var probeTimer: LoopTimer!
+    private var reconnectTimer: LoopTimer!
+    /// Channels per `SUBSCRIBE` command when a link subscribes the whole set.
+    private static let channelsPerCommand = 512
+
+    /// A subscriber to `endpoint` on `loop` that probes through `publisher` (a connection to
+    /// the same Redis); probe channels are named `probeChannelPrefix` + a random id per link
+    /// (put the cluster's `keyPrefix` in it). Nothing happens until ``start()``.
+    public init(endpoint: RedisEndpoint, loop: EventLoop, publisher: RedisConnection,
+                probeChannelPrefix: String = "rollcall:probe:", timings: RedisTimings = RedisTimings()) {
+        self.endpoint = endpoint
+        self.loop = loop
+        self.publisher = publisher
+        self.timings = timings
+        probePrefix = Array(probeChannelPrefix.utf8)
+        backoff = Backoff(initial: timings.initialBackoffSeconds, maximum: timings.maxBackoffSeconds)
+        probeTimer = LoopTimer(loop: loop) { [unowned self] in self.probeTimerFired() }
+        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in
+            self.reconnectAt = nil
+            self.connect()
+        }
+    }
+
+    /// Starts the first connect (set the handlers first).
+    public func start() {
+        guard link == nil, reconnectAt == nil, !isClosed else { return }
+        connect()
+    }
+
+    /// Adds `channel` to the set and subscribes it on the current link, if any.
+    public func subscribe(_ channel: [UInt8]) {
+        guard channels.insert(channel).inserted, let link else { return }
+        link.send([Array("SUBSCRIBE".utf8), channel])
+    }
+
+    /// Removes `channel` from the set and unsubscribes it on the current link, if any.
+    public func unsubscribe(_ channel: [UInt8]) {
+        guard channels.remove(channel) != nil, let link else { return }
+        link.send([Array("UNSUBSCRIBE".utf8), channel])
+    }
+
+    /// ``subscribe(_:)`` with a text name (UTF-8).
+    public func subscribe(_ channel: String) { subscribe(Array(channel.utf8)) }
+
+    /// ``unsubscribe(_:)`` with a text name (UTF-8).
+    public func unsubscribe(_ channel: String) { unsubscribe(Array(channel.utf8)) }
+
+    /// Closes the subscriber for good.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        reconnectTimer.cancel()
+        reconnectAt = nil
+        drop(RedisError(.closed, "the subscriber was closed"))
+    }
+
+    deinit {
+        link?.delegate = nil
+        link?.close()
+    }
+
+    /// Test hook: unsubscribes every channel on the live link behind the subscriber's back,
+    /// as if Redis had dropped the subscriptions while the TCP connection stayed up. Only
+    /// the probe can notice this.
+    func dropSubscriptionsSilently() {
+        link?.send([Array("UNSUBSCRIBE".utf8)])
+    }
+
+    // MARK: Link management
+
+    private func connect() {
+        guard !isClosed else { return }
+        let link: RedisLink
+        do {
+            link = try RedisLink(endpoint: endpoint, loop: loop)
+        } catch {
+            failedAttempt(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
+            return
+        }
+        link.delegate = self
+        self.link = link
+        outstandingProbe = nil
+        probeChannel = probePrefix + Array(Self.randomID().utf8)
+        if let password = endpoint.password {
+            link.send([Array("AUTH".utf8)] + (endpoint.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
+        }
+        var batch: [[UInt8]] = []
+        for channel in channels {
+            batch.append(channel)
+            if batch.count == Self.channelsPerCommand {
+                link.send([Array("SUBSCRIBE".utf8)] + batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        if !batch.isEmpty { link.send([Array("SUBSCRIBE".utf8)] + batch) }
+        // Confirmations come in order: the probe channel's says every channel before it is in.
+        link.send([Array("SUBSCRIBE".utf8), probeChannel])
+        probeTimer.schedule(after: timings.timeoutSeconds)
+    }
+
+    private func established() {
+        isReady = true
+        backoff.reset()
+        probeTimer.schedule(after: timings.probeIntervalSeconds)
+        report(.connected)
+        onResubscribed?()
+    }
+
+    private func probeTimerFired() {
+        guard let link else { return }
+        guard isReady else {
+            drop(RedisError(.timeout, "subscribing at \(endpoint) took longer than \(timings.timeoutSeconds) s"))
+            return
+        }
+        if outstandingProbe != nil {
+            drop(RedisError(.timeout, "the probe message did not arrive within \(timings.timeoutSeconds) s"))
+            return
+        }
+        probeCount += 1
+        let token = Array(String(probeCount).utf8)
+        outstandingProbe = token
+        probeTimer.schedule(after: timings.timeoutSeconds)
+        publisher.send([Array("PUBLISH".utf8), probeChannel, token]) { [weak self] result in
+            guard let self, link === self.link, self.outstandingProbe == token else { return }
+            switch result {
+            case .success(.integer(0)):
+                self.drop(RedisError(.subscriptionLost, "no subscriber on this link's probe channel"))
+            case .success:
+                break
+            case .failure:
+                // The command connection is down (its own watchdog reports that): skip this round.
+                self.outstandingProbe = nil
+                self.probeTimer.schedule(after: self.timings.probeIntervalSeconds)
+            }
+        }
+    }
+
+    private func drop(_ error: RedisError) {
+        guard let link else {
+            if !isClosed { report(.disconnected(error)) }
+            return
+        }
+        self.link = nil
+        link.delegate = nil
+        link.close()
+        isReady = false
+        outstandingProbe = nil
+        probeTimer.cancel()
+        failedAttempt(error)
+    }
+
+    private func failedAttempt(_ error: RedisError) {
+        if !isClosed {
+            let delay = backoff.take()
+            reconnectAt = loop.now + delay
+            reconnectTimer.schedule(after: delay)
+        }
+        report(.disconnected(error))
+    }
+
+    private func report(_ newState: RedisConnectionState) {
+        state = newState
+        guard reportedConnected != newState.isConnected else { return }
+        reportedConnected = newState.isConnected
+        onStateChange?(newState)
+    }
+
+    private static func randomID() -> String {
+        (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
+    }
+}
+
+extension RedisSubscriber: RedisLinkDelegate {
+    func link(_ link: RedisLink, received reply: RedisReply) {
+        guard link === self.link else { return }
+        guard let elements = reply.elements, elements.count >= 3,
+              case .bulk(let kindBytes) = elements[0], case .bulk(let channel) = elements[1]
+        else {
+            if !isReady, case .status = reply { return }  // AUTH's OK
+            let detail = if case .error(let line) = reply { line } else { "\(reply)" }
+            drop(RedisError(isReady ? .protocolViolation : .handshakeRefused, "unexpected reply on the pub/sub link: \(detail)"))
+            return
+        }
+        switch String(decoding: kindBytes, as: UTF8.self) {
+        case "message":
+            guard case .bulk(let payload) = elements[2] else { return }
+            if channel == probeChannel {
+                guard payload == outstandingProbe else { return }
+                outstandingProbe = nil
+                probeTimer.schedule(after: timings.probeIntervalSeconds)
+            } else if channels.contains(channel) {
+                onMessage?(channel, payload)
+            }
+        case "subscribe":
+            if channel == probeChannel, !isReady { established() }
+        default:
+            break
+        }
+    }
+
+    func link(_ link: RedisLink, failed error: RedisError) {
+        guard link === self.link else { return }
+        drop(error)
+    }
+}

@@ -1,0 +1,24 @@
+import RollcallCore
+
+/// The transport's state for one WebSocket connection. Lives on the service thread only.
+///
+/// lws keeps just the key (``rollcall_pss_t``) in its per-connection space; everything else
+/// is here. An idle connection costs this object plus empty collections (no buffers).
+final class ConnectionRecord {
+    /// The core's handle.
+    let id: ConnectionID
+    /// The lws connection.
+    let wsi: OpaquePointer
+    /// What the core asked to send and the socket has not taken yet.
+    var outbound = OutboundQueue()
+    /// The message being reassembled from lws' chunks (empty between messages).
+    var assembler = MessageAssembler()
+    /// Where the connection is between open and closed, and its heartbeat.
+    var lifecycle: ConnectionLifecycle
+
+    init(id: ConnectionID, wsi: OpaquePointer, now: Int64) {
+        self.id = id
+        self.wsi = wsi
+        self.lifecycle = ConnectionLifecycle(openedAt: now)
+    }
+}
