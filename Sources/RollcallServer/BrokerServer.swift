@@ -116,6 +116,15 @@ public final class BrokerServer {
         timer.initialize(to: rollcall_timer_t())
         stopFlag = .allocate(capacity: 1)
         stopFlag.initialize(to: rollcall_stop_flag_t())
+        broker.instrumentation = exposition.histograms
+        healthCheck.add { [broker] in Self.storageFailure(broker.storageHealth) }
+    }
+
+    /// The `/healthz` reason while durable writes fail (nil while they succeed).
+    static func storageFailure(_ health: StorageHealth) -> String? {
+        guard let failure = health.failure else { return nil }
+        return "storage: durable writes failing (\(health.writeFailures) failed commits, "
+            + "\(health.pendingWrites) changes waiting, \(health.droppedWrites) dropped): \(failure.message)"
     }
 
     deinit {

@@ -44,6 +44,13 @@ struct HTTPTests {
         // The login and join replies went out in frames, each recorded.
         #expect(try (broker.metric("rollcall_frame_out_bytes_count") ?? 0) >= 2)
         #expect(try (broker.metric("rollcall_outbound_queue_bytes_at_write_count") ?? 0) >= 1)
+        // The core's side: handling time per op, and fan-out sizes (bob's join went to alice).
+        let bob = try broker.session("bob")
+        #expect(try bob.request("join", ["channel": "lobby"]).ok)
+        #expect(try broker.metric("rollcall_request_duration_seconds_count{op=\"login\"}") == 2)
+        #expect(try broker.metric("rollcall_request_duration_seconds_count{op=\"join\"}") == 2)
+        #expect(try (broker.metric("rollcall_event_recipients_count") ?? 0) >= 1)
+        #expect(try (broker.metric("rollcall_event_recipients_sum") ?? 0) >= 1)
     }
 
     @Test("HEAD answers the headers of GET without the body")

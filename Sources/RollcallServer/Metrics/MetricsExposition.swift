@@ -47,6 +47,11 @@ final class MetricsExposition {
         series.gauge("rollcall_interval_flushes_pending",
                      "Channels in interval mode with changes waiting for their next interval event", s.intervalFlushesPending)
         series.gauge("rollcall_subscriptions", "User-status subscriptions held", s.subscriptions)
+        series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
+        series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)
+        series.counter("rollcall_storage_dropped_writes_total",
+                       "Durable changes dropped because the retry queue was full (oldest first)", total: s.storage.droppedWrites)
+        series.gauge("rollcall_storage_pending_writes", "Durable changes queued and not committed yet", s.storage.pendingWrites)
         series.counter("rollcall_logins_total", "Successful logins, resumes included", total: core.logins)
         series.counter("rollcall_resumes_total", "Sessions resumed with a resume token", total: core.resumes)
         series.counter("rollcall_requests_total", "Requests received", total: core.requests)

@@ -22,6 +22,8 @@ struct MetricsSnapshot {
     var channels = 0
     var intervalFlushesPending = 0
     var subscriptions = 0
+    /// How the durable store's writes are doing.
+    var storage = StorageHealth.healthy
     /// The connection cap (``ConnectionCap``) and the descriptors the connections hold now.
     var connectionCap = 0
     var descriptorsInUse = 0
@@ -45,6 +47,7 @@ extension MetricsSnapshot {
         channels = broker.channelCount
         intervalFlushesPending = broker.pendingIntervalFlushes
         subscriptions = broker.subscriptionCount
+        storage = broker.storageHealth
         self.connectionCap = connectionCap
         self.descriptorsInUse = descriptorsInUse
     }
