@@ -33,7 +33,7 @@ public enum Authenticators {
     }
 
     /// Bytes of secret RFC 7518 §3.2 requires for HS256 (the size of the hash output).
-    public static let recommendedSecretBytes = 32
+    static let recommendedSecretBytes = 32
 
     /// Things the broker should log as warnings at start (none are fatal): currently a jwt
     /// secret shorter than ``recommendedSecretBytes``. Messages never contain the secret.

@@ -1,24 +1,24 @@
 /// `auth.mode: jwt` (PROTOCOL §3): a login needs an HS256 token whose `sub` is its `userId`;
 /// the token's `channels` claim, if any, becomes the session's ``Grant``. Every refusal is
 /// `UNAUTHORIZED` with a message naming the claim or the reason (see ``JWTRefusal``).
-public struct JWTAuthenticator: LoginAuthenticator, Sendable {
+struct JWTAuthenticator: LoginAuthenticator, Sendable {
     /// Clock skew tolerated on `exp` and `nbf` when the configuration does not say: 30 s.
-    public static let defaultClockSkewSeconds = 30.0
+    static let defaultClockSkewSeconds = 30.0
 
     /// The token checker.
-    public let verifier: JWTVerifier
+    let verifier: JWTVerifier
 
     /// Accepts tokens signed with `secret`, tolerating `clockSkewSeconds` of clock difference.
     public init(secret: String, clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds) {
         verifier = JWTVerifier(secret: secret, clockSkewSeconds: clockSkewSeconds)
     }
 
-    public func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
+    func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
         grant(userId: userId, token: token, now: now).mapError(\.brokerError)
     }
 
     /// The grant for `userId` with `token` at `now`, or why it is refused.
-    public func grant(userId: Name, token: String?, now: Timestamp) -> Result<Grant, JWTRefusal> {
+    func grant(userId: Name, token: String?, now: Timestamp) -> Result<Grant, JWTRefusal> {
         guard let token else { return .failure(.missingToken) }
         return verifier.verify(token, now: now).flatMap { claims in
             // Byte-exact, as every user id comparison (not String's canonical equivalence).

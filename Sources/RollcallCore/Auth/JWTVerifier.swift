@@ -10,14 +10,14 @@ import RollcallProtocol
 /// claims set parsed: a JSON object with string `sub`, numeric `exp`, optional numeric
 /// `nbf` and `iat`, optional `channels` array of strings. A header or claims set that names
 /// a member twice is refused rather than guessed at.
-public struct JWTVerifier: Sendable {
+struct JWTVerifier: Sendable {
     /// The only accepted `alg`.
-    public static let algorithm = "HS256"
+    static let algorithm = "HS256"
 
     /// The secret's bytes (a `SymmetricKey` is made per check: the type is not `Sendable`).
     private let secret: [UInt8]
     /// Allowed difference between the broker's clock and the issuer's, in milliseconds.
-    public let clockSkewMs: Int64
+    let clockSkewMs: Int64
 
     /// A verifier for tokens signed with the UTF-8 bytes of `secret`, tolerating
     /// `clockSkewSeconds` of clock difference on `exp` and `nbf` (clamped to 0…86400;
@@ -29,7 +29,7 @@ public struct JWTVerifier: Sendable {
     }
 
     /// The claims of `token` if it is well formed, correctly signed and valid at `now`.
-    public func verify(_ token: String, now: Timestamp) -> Result<JWTClaims, JWTRefusal> {
+    func verify(_ token: String, now: Timestamp) -> Result<JWTClaims, JWTRefusal> {
         let segments = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard segments.count == 3 else {
             return .failure(.malformed("expected 3 dot-separated parts, found \(segments.count)"))

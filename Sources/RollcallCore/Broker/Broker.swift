@@ -13,9 +13,9 @@ public final class Broker {
     /// Logged-in sessions, live and held.
     public let directory = SessionDirectory()
     /// Channel presence (PROTOCOL §4).
-    public let presence: PresenceEngine
+    let presence: PresenceEngine
     /// User status and subscriptions (PROTOCOL §6).
-    public let userStatus: UserStatusEngine
+    let userStatus: UserStatusEngine
     let authenticator: any LoginAuthenticator
     var random: any RandomNumberGenerator
 
@@ -267,7 +267,7 @@ struct ConnectionState {
 /// Counters the core keeps for `/metrics`.
 public struct BrokerMetrics: Sendable {
     /// Connections ever opened.
-    public var connectionsOpened = 0
+    var connectionsOpened = 0
     /// Requests received (decodable or not).
     public var requests = 0
     /// Successful logins (including resumes).

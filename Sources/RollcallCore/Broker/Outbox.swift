@@ -1,11 +1,11 @@
 import RollcallProtocol
 
 /// Collects the actions one inbound event produces, in order.
-public final class Outbox {
+final class Outbox {
     /// The actions so far.
     public internal(set) var actions: [Action] = []
     /// Counts events handed out, for metrics.
-    public internal(set) var eventsQueued = 0
+    internal(set) var eventsQueued = 0
     /// Where fan-out sizes go (the broker's ``Broker/instrumentation``).
     weak var instrumentation: (any BrokerInstrumentation)?
 

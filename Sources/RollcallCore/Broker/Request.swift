@@ -1,14 +1,14 @@
 import RollcallProtocol
 
 /// One decoded request frame: `{"id":…, "op":…, …arguments}`.
-public struct Request: Sendable {
+struct Request: Sendable {
     /// The client's id (number or string), or `null` when absent.
     public let id: JSON
     /// The op, decoded once; nil for a name the protocol does not have (`UNKNOWN_OP` once
     /// the session is logged in).
     public let op: Op?
     /// The operation name as sent.
-    public let opName: String
+    let opName: String
     /// All members of the frame (including `id` and `op`).
     public let arguments: JSONObject
 
@@ -41,7 +41,7 @@ public struct Request: Sendable {
 }
 
 /// A frame that is not a valid request, with whatever id could be read from it.
-public struct RequestDecodingError: Error, Sendable {
+struct RequestDecodingError: Error, Sendable {
     /// The id to echo (`null` when unreadable).
     public let id: JSON
     /// The error to reply with.
@@ -59,14 +59,14 @@ extension Request {
     }
 
     /// An optional string (absent or null: nil).
-    public func optionalString(_ key: String) throws(BrokerError) -> String? {
+    func optionalString(_ key: String) throws(BrokerError) -> String? {
         guard let value = arguments[key], !value.isNull else { return nil }
         guard case .string(let s) = value else { throw BrokerError(.invalidRequest, "\(key) must be a string") }
         return s
     }
 
     /// An optional boolean (absent or null: nil).
-    public func optionalBool(_ key: String) throws(BrokerError) -> Bool? {
+    func optionalBool(_ key: String) throws(BrokerError) -> Bool? {
         guard let value = arguments[key], !value.isNull else { return nil }
         guard case .bool(let b) = value else { throw BrokerError(.invalidRequest, "\(key) must be a boolean") }
         return b
@@ -77,7 +77,7 @@ extension Request {
     /// A literal beyond `Double`'s range (`1e400`, 400 digits) is still a number — the right
     /// JSON type — and comes back as ±infinity, so that callers reject it as out of range
     /// (`INVALID_ARGUMENT`) or clamp it, like any other too-large value.
-    public func optionalNumber(_ key: String) throws(BrokerError) -> Double? {
+    func optionalNumber(_ key: String) throws(BrokerError) -> Double? {
         guard let value = arguments[key], !value.isNull else { return nil }
         guard case .number(let n) = value, let d = n.doubleValue, !d.isNaN else {
             throw BrokerError(.invalidRequest, "\(key) must be a number")
@@ -86,7 +86,7 @@ extension Request {
     }
 
     /// An optional whole number within `range` (absent or null: nil).
-    public func optionalInteger(_ key: String, in range: ClosedRange<Int>) throws(BrokerError) -> Int? {
+    func optionalInteger(_ key: String, in range: ClosedRange<Int>) throws(BrokerError) -> Int? {
         guard let d = try optionalNumber(key) else { return nil }
         guard d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
             throw BrokerError(.invalidArgument, "\(key) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
@@ -95,14 +95,14 @@ extension Request {
     }
 
     /// An optional object (absent or null: nil).
-    public func optionalObject(_ key: String) throws(BrokerError) -> JSONObject? {
+    func optionalObject(_ key: String) throws(BrokerError) -> JSONObject? {
         guard let value = arguments[key], !value.isNull else { return nil }
         guard case .object(let o) = value else { throw BrokerError(.invalidRequest, "\(key) must be an object") }
         return o
     }
 
     /// An optional array of strings (absent or null: nil).
-    public func optionalStringArray(_ key: String) throws(BrokerError) -> [String]? {
+    func optionalStringArray(_ key: String) throws(BrokerError) -> [String]? {
         guard let value = arguments[key], !value.isNull else { return nil }
         guard case .array(let items) = value else { throw BrokerError(.invalidRequest, "\(key) must be an array of strings") }
         var strings: [String] = []

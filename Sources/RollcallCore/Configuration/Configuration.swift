@@ -36,7 +36,7 @@ public struct Configuration: Sendable, Equatable {
         /// Allow `mode: none` on a non-loopback address. Default false.
         public var allowInsecure = false
         /// Seconds of clock difference tolerated on a token's `exp` and `nbf`. Default 30.
-        public var clockSkewSeconds = 30.0
+        var clockSkewSeconds = 30.0
         public init() {}
     }
 
@@ -105,7 +105,7 @@ public struct Configuration: Sendable, Equatable {
         /// Seconds a custom status lives. Default 86400.
         public var customStatusTtlSeconds = 86400.0
         /// Clear the custom status when the user goes offline. Default false.
-        public var clearCustomStatusOnOffline = false
+        var clearCustomStatusOnOffline = false
         /// `setCustomStatus` calls per second per user. Default 1.
         public var customStatusPerSecond = 1.0
         /// Subscriptions a user may hold; the earliest are dropped past it. Default 3000.

@@ -26,11 +26,11 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var code: Code
     /// Dotted path of the key concerned, e.g. `presence.maxInstantEvents`; empty when the
     /// problem is the whole document or file.
-    public var keyPath: String
+    var keyPath: String
     /// What is wrong, without the key path.
     public var message: String
     /// For ``Code/unknownKey``: the nearest known key at the same level, as a full path.
-    public var suggestion: String?
+    var suggestion: String?
     /// The file the configuration came from, when it came from one.
     public var file: String?
 

@@ -12,7 +12,7 @@ import RollcallProtocol
 /// the table of keys in `ConfigurationKey+All.swift` and the rules in `ConfigurationRule.swift`.
 public enum ConfigurationLoader {
     /// Every key path the configuration has, e.g. `presence.maxInstantEvents`, in PROTOCOL §8 order.
-    public static var keyPaths: [String] { ConfigurationKey.all.map(\.path) }
+    static var keyPaths: [String] { ConfigurationKey.all.map(\.path) }
 
     /// Reads one JSON object: starts from the defaults and sets every key present.
     ///

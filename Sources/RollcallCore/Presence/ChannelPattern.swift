@@ -1,7 +1,7 @@
 /// Glob patterns of a token's `channels` claim (PROTOCOL §3): `*` matches any run of
 /// characters (including none), `?` exactly one character; everything else matches itself.
 /// Characters are Unicode scalars, compared exactly.
-public enum ChannelPattern {
+enum ChannelPattern {
     /// True when `name` matches `pattern`.
     public static func matches(_ pattern: String, _ name: String) -> Bool {
         let p = Array(pattern.unicodeScalars), s = Array(name.unicodeScalars)

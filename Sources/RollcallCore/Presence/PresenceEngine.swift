@@ -33,7 +33,7 @@ import RollcallProtocol
 ///   the rule above); the `nextPage` of a truncated snapshot is a `getOnlineUsers` cursor;
 /// - schedules a channel's interval flush `intervalSeconds` after its first pending change;
 /// - restarts `seq` when a channel is deleted (no member left) and created again.
-public final class PresenceEngine {
+final class PresenceEngine {
     let configuration: Configuration
     let clock: BrokerClock
     let outbox: Outbox

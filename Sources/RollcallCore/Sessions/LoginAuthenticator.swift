@@ -1,10 +1,10 @@
 /// What a login is allowed to do, from its token.
 public struct Grant: Sendable, Equatable {
     /// Glob patterns (`room:*`) limiting `join`, `publish` and `setState`; nil allows every channel.
-    public var channelPatterns: [String]?
+    var channelPatterns: [String]?
 
     /// A grant with no channel limit.
-    public static let unlimited = Grant(channelPatterns: nil)
+    static let unlimited = Grant(channelPatterns: nil)
 
     public init(channelPatterns: [String]?) { self.channelPatterns = channelPatterns }
 }
@@ -16,9 +16,9 @@ public protocol LoginAuthenticator {
 }
 
 /// `auth.mode: none`: every user id is accepted, with no channel limit.
-public struct OpenAuthenticator: LoginAuthenticator {
+struct OpenAuthenticator: LoginAuthenticator {
     public init() {}
-    public func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
+    func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
         .success(.unlimited)
     }
 }

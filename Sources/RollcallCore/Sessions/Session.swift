@@ -10,19 +10,19 @@ public final class Session {
     /// Device family.
     public let platform: Platform
     /// When it logged in.
-    public let startedAt: Timestamp
+    let startedAt: Timestamp
     /// The live connection; nil while held.
     public internal(set) var connection: ConnectionID?
     /// How long it is held after an abnormal drop.
-    public internal(set) var presenceTimeoutMs: Int64
+    internal(set) var presenceTimeoutMs: Int64
     /// The single-use token that resumes it while held (stored as 128 bits, see ``ResumeToken``).
     var token: ResumeToken
     /// The token as sent to the client: 32 lowercase hex digits.
     public var resumeToken: String { token.text }
     /// When it was dropped abnormally; nil while live.
-    public internal(set) var heldSince: Timestamp?
+    internal(set) var heldSince: Timestamp?
     /// What its token allows.
-    public internal(set) var grant = Grant.unlimited
+    internal(set) var grant = Grant.unlimited
     /// Channel presence bookkeeping for this session.
     var presence = SessionPresence()
 
@@ -39,11 +39,11 @@ public final class Session {
     }
 
     /// True while dropped and waiting to be resumed or timed out.
-    public var isHeld: Bool { connection == nil }
+    var isHeld: Bool { connection == nil }
 }
 
 /// How a session ended for good.
-public enum SessionEnd: Sendable, Equatable {
+enum SessionEnd: Sendable, Equatable {
     /// `logout`: leave everywhere, user status `loggedOut` if it was the last session.
     case logout
     /// Close frame (or broker-initiated protocol-fault / session-limit close): leave everywhere, `offline`.

@@ -73,7 +73,7 @@ public final class ManualClock: BrokerClock {
     public func advance(bySeconds delta: Double) { advance(byMilliseconds: Int64((delta * 1000).rounded())) }
 
     /// Only the wall clock jumps (forward or back); monotonic time does not move.
-    public func stepWallClock(byMilliseconds delta: Int64) { now += delta }
+    func stepWallClock(byMilliseconds delta: Int64) { now += delta }
 }
 
 extension BrokerClock {

@@ -1,9 +1,9 @@
 /// A token bucket: `capacity` tokens, refilled at `ratePerSecond`. Time comes from the caller.
-public struct TokenBucket: Sendable, Equatable {
+struct TokenBucket: Sendable, Equatable {
     /// Most tokens the bucket holds.
     public let capacity: Double
     /// Tokens added per second.
-    public let ratePerSecond: Double
+    let ratePerSecond: Double
     private var tokens: Double
     private var updatedAt: Timestamp
 
@@ -35,7 +35,7 @@ public struct TokenBucket: Sendable, Equatable {
 }
 
 /// How long to wait before retrying.
-public struct RetryAfter: Error, Sendable, Equatable {
+struct RetryAfter: Error, Sendable, Equatable {
     /// Milliseconds.
     public let milliseconds: Int
 }

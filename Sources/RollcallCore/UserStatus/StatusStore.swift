@@ -211,7 +211,7 @@ public final class MemoryStatusStore: StatusStore {
 }
 
 /// `(subscriber, target)`, the identity of a subscription.
-public struct SubscriptionKey: Hashable, Sendable {
+struct SubscriptionKey: Hashable, Sendable {
     /// Who subscribed.
     public let subscriber: Name
     /// Whose status they follow.

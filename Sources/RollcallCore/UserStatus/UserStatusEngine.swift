@@ -13,7 +13,7 @@ import RollcallProtocol
 ///   longest possible hold window;
 /// - at start, users stored as `online` (the broker died under them) read `offline` as of
 ///   the store's last-alive time; expired custom statuses and subscriptions are dropped.
-public final class UserStatusEngine {
+final class UserStatusEngine {
     let configuration: Configuration
     let clock: BrokerClock
     let outbox: Outbox
@@ -33,7 +33,7 @@ public final class UserStatusEngine {
     var pendingCatchUp: [UInt64: Timestamp] = [:]
 
     /// The error of the last ``shutdown()`` flush, if it failed (for the executable to report).
-    public private(set) var lastFlushError: StatusStoreError?
+    private(set) var lastFlushError: StatusStoreError?
 
     init(configuration: Configuration, clock: BrokerClock, outbox: Outbox, directory: SessionDirectory,
          store: any StatusStore) {

@@ -16,14 +16,14 @@ public enum OnlineStatus: String, Sendable, Equatable, CaseIterable {
 ///
 /// A user never seen reads `loggedOut`, `customStatus: null`, `platforms: []` and all three
 /// times `0`. No custom status is written as `null`.
-public struct UserStatusRecord: Sendable, Equatable {
+struct UserStatusRecord: Sendable, Equatable {
     /// The durable part.
     public var stored: StoredUserStatus
     /// Sorted, distinct platforms of the user's live and held sessions.
     public var platforms: [Platform]
 
     /// The record of a user the broker has never seen.
-    public static func neverSeen(_ userId: Name) -> UserStatusRecord {
+    static func neverSeen(_ userId: Name) -> UserStatusRecord {
         UserStatusRecord(stored: StoredUserStatus(userId: userId, status: .loggedOut), platforms: [])
     }
 
