@@ -3,7 +3,13 @@ import PackageDescription
 
 /// Targets that talk to libwebsockets' C callbacks keep the Swift 5 language mode:
 /// all their state is confined to one service thread, which the compiler cannot see.
-let cBridgeSettings: [SwiftSetting] = [.swiftLanguageMode(.v5), .unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+/// No unsafe flags here: SwiftPM refuses them in a package consumed by version, and these
+/// settings reach the `RollcallClient` product (Tests/consumer proves it builds by version).
+let cBridgeSettings: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+
+/// The broker's transport and executable only: `-Ounchecked` in release builds, kept because
+/// it measurably cuts the broker's instructions (BENCHMARKS.md, "Compiler flags").
+let brokerSettings: [SwiftSetting] = cBridgeSettings + [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
 
 let package = Package(
     name: "Rollcall",
@@ -62,7 +68,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
-            swiftSettings: cBridgeSettings
+            swiftSettings: brokerSettings
         ),
         .target(
             name: "RollcallClient",
@@ -81,7 +87,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: cBridgeSettings
+            swiftSettings: brokerSettings
         ),
         .executableTarget(
             name: "rollcall-cli",
