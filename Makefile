@@ -65,10 +65,16 @@ test-browser: browser-deps
 ## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
 ## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.
 ## A crash or a violated invariant (a precondition) fails; no fuzzer toolchain needed.
-test-fuzz-replay:
+## The replayer is rebuilt only when a source it is made of is newer (after `make build` it is
+## current: a no-op `swift build` costs 15-20 s on a busy machine).
+FUZZ_REPLAYER := .build/debug/rollcall-fuzz
+$(FUZZ_REPLAYER): Package.swift $(shell find Fuzz/Sources Sources/RollcallCore Sources/RollcallProtocol -name '*.swift' 2>/dev/null)
 	swift build --product rollcall-fuzz
+	@touch $@
+
+test-fuzz-replay: $(FUZZ_REPLAYER)
 	@count=$$(ls Fuzz/corpus | wc -l); \
-	.build/debug/rollcall-fuzz Fuzz/corpus/* && \
+	$(FUZZ_REPLAYER) Fuzz/corpus/* && \
 	echo "test-fuzz-replay: PASS: $$count corpus inputs replayed, every invariant held"
 
 ## RollcallClient as a versioned dependency: Tests/consumer depends on a tagged clone of the

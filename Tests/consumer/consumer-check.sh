@@ -37,4 +37,4 @@ grep -q "Rollcall.*1\.1\.0" "$workdir/consumer/Package.resolved" 2>/dev/null || 
     fail "Package.resolved does not pin Rollcall at 1.1.0"
 output=$("$workdir/consumer/.build/debug/rollcall-consumer") || fail "the consumer did not run"
 echo "$output"
-echo "test-consumer: PASS: RollcallClient builds as a versioned dependency (.package(url:from: \"1.1.0\"))"
+echo "test-consumer: PASS: RollcallClient builds as a versioned dependency (.package(url:from: \"1.1.0\")), ${SECONDS} s"
