@@ -10,7 +10,8 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps build run test test-browser fuzz test-asan test-tsan leak-check soak release bench clean
+.PHONY: deps browser-deps build run test test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+	leak-check soak release bench clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -47,10 +48,13 @@ build: deps
 run: build
 	.build/debug/rollcall --config $(CONFIG)
 
-## Build (the integration tests start the real rollcall binary), then run every test:
-## the Swift suites, then the browser demo in headless Chromium.
+## Build (the integration tests start the real rollcall binary), then run every test: the
+## Swift suites, the fuzz corpus replay, the versioned-dependency check of RollcallClient, then
+## the browser demo in headless Chromium. `.ci/run` is exactly this.
 test: build
 	swift test
+	$(MAKE) test-fuzz-replay
+	$(MAKE) test-consumer
 	$(MAKE) test-browser
 
 ## Drive the browser demo (examples/web) in two headless Chromium sessions against the
@@ -58,6 +62,27 @@ test: build
 test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
+
+## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
+## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.
+## A crash or a violated invariant (a precondition) fails; no fuzzer toolchain needed.
+## The replayer is rebuilt only when a source it is made of is newer (after `make build` it is
+## current: a no-op `swift build` costs 15-20 s on a busy machine).
+FUZZ_REPLAYER := .build/debug/rollcall-fuzz
+$(FUZZ_REPLAYER): Package.swift $(shell find Fuzz/Sources Sources/RollcallCore Sources/RollcallProtocol -name '*.swift' 2>/dev/null)
+	swift build --product rollcall-fuzz
+	@touch $@
+
+test-fuzz-replay: $(FUZZ_REPLAYER)
+	@count=$$(ls Fuzz/corpus | wc -l); \
+	$(FUZZ_REPLAYER) Fuzz/corpus/* && \
+	echo "test-fuzz-replay: PASS: $$count corpus inputs replayed, every invariant held"
+
+## RollcallClient as a versioned dependency: Tests/consumer depends on a tagged clone of the
+## current commit with .package(url:from:), which SwiftPM refuses if the client's closure has
+## unsafe flags (Tests/consumer/consumer-check.sh).
+test-consumer:
+	Tests/consumer/consumer-check.sh
 
 ## libFuzzer over frame decoding and request dispatch (Fuzz/, docs/testing.md) for
 ## $(FUZZ_SECONDS) seconds. New inputs go to .build-fuzz/corpus (the committed seeds in
@@ -90,7 +115,10 @@ test-tsan: deps
 ## Leaks: the release broker under valgrind memcheck while a short soak churns sessions, then
 ## SIGTERM; fails when anything is definitely or indirectly lost (Tests/leak/leak-check.sh).
 leak-check: release
-	@command -v valgrind >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends valgrind
+	@missing=""; for tool in valgrind:valgrind objcopy:binutils; do \
+		command -v $${tool%%:*} >/dev/null || missing="$$missing $${tool#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi
 	Tests/leak/leak-check.sh
 
 ## Soak: SOAK_SESSIONS sessions with churn for SOAK_SECONDS against a release broker; fails
