@@ -1,14 +1,14 @@
 /// Sizes of the broker's state, read by `/metrics`.
 extension Broker {
     /// Sessions held after an abnormal drop, waiting to be resumed or to time out.
-    public var heldSessionCount: Int { heldSessions.count }
+    package var heldSessionCount: Int { heldSessions.count }
 
     /// Channels that exist now (a channel exists while it has a member or a pending change).
-    public var channelCount: Int { presence.channels.count }
+    package var channelCount: Int { presence.channels.count }
 
     /// Channels with an interval flush pending (channels in interval mode with changes).
-    public var pendingIntervalFlushes: Int { presence.flushes.count }
+    package var pendingIntervalFlushes: Int { presence.flushes.count }
 
     /// User-status subscriptions held now (all subscribers, not yet expired).
-    public var subscriptionCount: Int { userStatus.book.count }
+    package var subscriptionCount: Int { userStatus.book.count }
 }

@@ -25,7 +25,7 @@ public final class Broker {
     var heldSessions: [UInt64: Session] = [:]
     var nextSessionNumber: UInt64 = 0
     /// Counters for `/metrics`.
-    public internal(set) var metrics = BrokerMetrics()
+    package internal(set) var metrics = BrokerMetrics()
     /// Where request times and fan-out sizes go (histograms in `/metrics`); nil: nowhere.
     public var instrumentation: (any BrokerInstrumentation)? {
         didSet { outbox.instrumentation = instrumentation }
@@ -265,17 +265,17 @@ struct ConnectionState {
 }
 
 /// Counters the core keeps for `/metrics`.
-public struct BrokerMetrics: Sendable {
+package struct BrokerMetrics: Sendable {
     /// Connections ever opened.
     var connectionsOpened = 0
     /// Requests received (decodable or not).
-    public var requests = 0
+    package var requests = 0
     /// Successful logins (including resumes).
-    public var logins = 0
+    package var logins = 0
     /// Sessions resumed with a token.
-    public var resumes = 0
+    package var resumes = 0
     /// Error replies by code.
-    public var errors: [ErrorCode: Int] = [:]
+    package var errors: [ErrorCode: Int] = [:]
     /// Sessions ended, by how.
-    public var sessionEnds: [String: Int] = [:]
+    package var sessionEnds: [String: Int] = [:]
 }

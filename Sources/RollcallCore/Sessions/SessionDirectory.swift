@@ -20,10 +20,10 @@ public final class SessionDirectory {
     }
 
     /// Number of live (connected) sessions.
-    public var liveCount: Int { byConnection.count }
+    package var liveCount: Int { byConnection.count }
 
     /// Number of users with at least one session.
-    public var userCount: Int { byUser.count }
+    package var userCount: Int { byUser.count }
 
     /// Every session, live and held.
     public var all: [Session] { byUser.values.flatMap(\.list) }

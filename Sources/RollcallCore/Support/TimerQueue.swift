@@ -3,7 +3,7 @@ import HeapModule
 /// Deadlines keyed by `Key`, earliest first. Re-arming a key replaces its deadline;
 /// cancelled and replaced entries are dropped lazily when they reach the top, so every
 /// operation is O(log n) and nothing is ever scanned.
-public struct TimerQueue<Key: Hashable> {
+package struct TimerQueue<Key: Hashable> {
     private struct Entry: Comparable {
         let deadline: Timestamp
         let generation: UInt64
@@ -16,10 +16,10 @@ public struct TimerQueue<Key: Hashable> {
     private var live: [Key: UInt64] = [:]
     private var nextGeneration: UInt64 = 0
 
-    public init() {}
+    package init() {}
 
     /// Arms (or re-arms) `key` to fire at `deadline`.
-    public mutating func schedule(_ key: Key, at deadline: Timestamp) {
+    package mutating func schedule(_ key: Key, at deadline: Timestamp) {
         nextGeneration &+= 1
         live[key] = nextGeneration
         heap.insert(Entry(deadline: deadline, generation: nextGeneration, key: key))
@@ -27,19 +27,19 @@ public struct TimerQueue<Key: Hashable> {
     }
 
     /// Disarms `key`.
-    public mutating func cancel(_ key: Key) { live[key] = nil }
+    package mutating func cancel(_ key: Key) { live[key] = nil }
 
     /// True when `key` is armed.
-    public func isScheduled(_ key: Key) -> Bool { live[key] != nil }
+    package func isScheduled(_ key: Key) -> Bool { live[key] != nil }
 
     /// The earliest live deadline.
-    public mutating func nextDeadline() -> Timestamp? {
+    package mutating func nextDeadline() -> Timestamp? {
         dropStaleTop()
         return heap.min?.deadline
     }
 
     /// Removes and returns every key due at or before `now`, earliest first.
-    public mutating func popDue(now: Timestamp) -> [Key] {
+    package mutating func popDue(now: Timestamp) -> [Key] {
         var due: [Key] = []
         while true {
             dropStaleTop()
@@ -52,7 +52,7 @@ public struct TimerQueue<Key: Hashable> {
     }
 
     /// Number of armed keys.
-    public var count: Int { live.count }
+    package var count: Int { live.count }
 
     private mutating func dropStaleTop() {
         while let top = heap.min, live[top.key] != top.generation { heap.removeMin() }

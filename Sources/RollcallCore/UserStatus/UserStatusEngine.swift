@@ -54,7 +54,7 @@ final class UserStatusEngine {
     }
 
     /// Number of subscriptions held by all users.
-    public var subscriptionCount: Int { book.count }
+    package var subscriptionCount: Int { book.count }
 
     func platforms(of userId: Name) -> [Platform] {
         let sessions = directory.sessions(of: userId)
