@@ -47,7 +47,7 @@ private let everyKeyChanged = """
                     "maxChannelsPerSession": 24, "maxSessionsPerUser": 25,
                     "maxOutboundBytes": 29, "maxBatchBytes": 26.0,
                     "loginTimeoutSeconds": 3.75,
-                    "requestsPerSecond": 27.5, "requestBurst": 28},
+                    "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
       "log":       {"level": "trace"}
     }
@@ -74,6 +74,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.maxChannelsPerSession = 24; c.limits.maxSessionsPerUser = 25
     c.limits.maxOutboundBytes = 29; c.limits.maxBatchBytes = 26
     c.limits.loginTimeoutSeconds = 3.75; c.limits.requestsPerSecond = 27.5; c.limits.requestBurst = 28
+    c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
     c.log.level = "trace"
     return c
@@ -303,6 +304,7 @@ struct ConfigurationRefusalTests {
               keyPath: "limits.maxSessionsPerUser", mentions: "to 2147483647"),
         .init(json: #"{"limits": {"requestsPerSecond": 0}}"#, code: .outOfRange, keyPath: "limits.requestsPerSecond", mentions: "greater than 0"),
         .init(json: #"{"limits": {"requestBurst": 0}}"#, code: .outOfRange, keyPath: "limits.requestBurst", mentions: "from 1"),
+        .init(json: #"{"limits": {"heldMessageBytes": -1}}"#, code: .outOfRange, keyPath: "limits.heldMessageBytes", mentions: "from 0"),
         .init(json: #"{"limits": {"loginTimeoutSeconds": 0}}"#, code: .outOfRange, keyPath: "limits.loginTimeoutSeconds", mentions: "greater than 0"),
         // Rules between keys.
         .init(json: #"{"heartbeat": {"intervalSeconds": 30, "timeoutSeconds": 30}}"#, code: .conflict,

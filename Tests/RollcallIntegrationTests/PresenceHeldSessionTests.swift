@@ -28,7 +28,7 @@ struct PresenceHeldSessionTests {
         #expect(try bob.presenceEventsAfterBarrier().isEmpty, "one timeout, no leave: \(event)")
     }
 
-    @Test("a held member counts in occupancy but not in recipients; after resume it receives events again")
+    @Test("a held member counts in occupancy but not in recipients; after resume it gets the kept message and events again")
     func heldMemberAndResume() throws {
         let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 60]])
         let bob = try broker.session("bob")
@@ -46,7 +46,9 @@ struct PresenceHeldSessionTests {
         let second = try broker.connect()
         #expect(try second.login(userId: "alice", resumeToken: token)["resumed"]?.boolValue == true)
         _ = try second.presenceEvent("snapshot", channel: "lobby")
-        #expect(try second.eventsAfterBarrier().filter { $0.name == "message" }.isEmpty, "messages during the hold are lost")
+        // PROTOCOL 1.1 §5: the message sent during the hold is kept and delivered at the resume.
+        let kept = try second.eventsAfterBarrier().filter { $0.name == "message" }
+        #expect(kept.map { $0["message"] } == ["while away"])
         #expect(try bob.channelOp("setState", "lobby", ["state": ["k": "v"]]).ok)
         #expect(try second.presenceEvent("stateChanged", channel: "lobby", publisher: "bob")["state"] == ["k": "v"])
         #expect(try bob.channelOp("publish", "lobby", ["message": "welcome back"])["recipients"]?.numberValue?.intValue == 1)

@@ -19,6 +19,16 @@ final class Outbox {
         eventsQueued += 1
     }
 
+    /// Queues a `message` event for the session; while it is held the event is kept for its
+    /// resume instead, up to `heldLimit` bytes (PROTOCOL §5).
+    func sendMessage(_ bytes: [UInt8], to session: Session, heldLimit: Int) {
+        guard session.connection != nil else {
+            session.heldMessages.keep(bytes, limit: heldLimit)
+            return
+        }
+        send(bytes, to: session)
+    }
+
     /// Queues one event's `bytes` for every session in `sessions` (held ones are skipped, as
     /// by ``send(_:to:)-(_,Session)``) and reports the fan-out size.
     func broadcast(_ bytes: [UInt8], to sessions: some Sequence<Session>) {

@@ -137,6 +137,9 @@ public struct Configuration: Sendable, Equatable {
         public var requestsPerSecond = 100.0
         /// Burst of requests per session. Default 200.
         public var requestBurst = 200
+        /// Encoded `message` events kept for a held session until its resume (1.1); 0 keeps
+        /// none. Default 65536.
+        public var heldMessageBytes = 65536
         public init() {}
     }
 

@@ -62,6 +62,7 @@ extension ConfigurationKey {
             .number("limits.loginTimeoutSeconds", \.limits.loginTimeoutSeconds, durations),
             .number("limits.requestsPerSecond", \.limits.requestsPerSecond, rates),
             .integer("limits.requestBurst", \.limits.requestBurst, counts),
+            .integer("limits.heldMessageBytes", \.limits.heldMessageBytes, 0...2_147_483_647),
 
             .optionalString("storage.path", \.storage.path),
 

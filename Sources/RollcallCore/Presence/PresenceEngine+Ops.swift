@@ -67,7 +67,8 @@ extension PresenceEngine {
                 channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
             let others = channel.messageSubscribers.lazy.filter { $0.key != session.number }.map(\.value)
             recipients = others.reduce(0) { $0 + ($1.connection != nil ? 1 : 0) }
-            outbox.broadcast(bytes, to: others)
+            let heldLimit = configuration.limits.heldMessageBytes
+            outbox.fanOut { for recipient in others { outbox.sendMessage(bytes, to: recipient, heldLimit: heldLimit) } }
         }
         return .object(["recipients": .int(recipients)])
     }

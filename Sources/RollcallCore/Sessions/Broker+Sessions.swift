@@ -51,11 +51,14 @@ extension Broker {
         metrics.logins += 1
         metrics.resumes += 1
         let channels = presence.sessionResumed(session)
+        // The messages kept while it was held go right after the snapshots, in order.
+        let held = session.heldMessages.takeAll()
+        for event in held.events { outbox.send(event, to: session) }
         userStatus.sessionResumed(session, customStatus: customStatus)
-        return loginResult(session, resumed: true, channels: channels)
+        return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
 
-    private func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?) -> JSON {
+    private func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
         let limits = configuration.limits
         let state = configuration.state
         var limitMembers: [(key: String, value: JSON)] = []
@@ -83,6 +86,7 @@ extension Broker {
         result["presenceTimeout"] = .number(JSONNumber(Double(session.presenceTimeoutMs) / 1000))
         result["limits"] = .object(JSONObject(limitMembers))
         if let channels { result["channels"] = .array(channels) }
+        if let messagesDropped { result["messagesDropped"] = .int(messagesDropped) }
         return .object(result)
     }
 

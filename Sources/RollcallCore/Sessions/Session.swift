@@ -25,6 +25,8 @@ public final class Session {
     internal(set) var grant = Grant.unlimited
     /// Channel presence bookkeeping for this session.
     var presence = SessionPresence()
+    /// `message` events that arrived while held, for the resume.
+    var heldMessages = HeldMessages()
 
     init(number: UInt64, userId: Name, platform: Platform, startedAt: Timestamp,
          connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken) {
