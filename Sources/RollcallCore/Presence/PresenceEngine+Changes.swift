@@ -56,6 +56,7 @@ extension PresenceEngine {
                 channel.members[user] = member
             } else {
                 channel.members[user] = nil
+                stateExpiries.forget(StateExpiries.Member(channel: channel.key, user: user))
                 channel.order.remove(user)
                 userChannels.remove(channel.key, for: user)
                 if let kind {
@@ -67,6 +68,16 @@ extension PresenceEngine {
             }
         }
         deleteIfDead(channel)
+    }
+
+    /// Removes the state keys whose TTL ran out: one state change per member, with every key
+    /// due at this moment (keys set together expire together).
+    func expireStateKeys() {
+        for (member, keys) in stateExpiries.popDue(now: clock.monotonic) {
+            guard let channel = channels[member.channel], var state = channel.members[member.user]?.state else { continue }
+            for key in keys { state.remove(key) }
+            setMemberState(member.user, to: state, in: channel)
+        }
     }
 
     /// Sets a member's state (the caller validated it) and reports a change.

@@ -16,6 +16,7 @@ extension PresenceEngine {
         let existing = channels[key]?.members[user]
         var state = existing?.state ?? .empty
         let pending = session.presence.pendingStates[key]
+        let pendingTTLs = session.presence.pendingTTLs[key]
         if pending != nil || update != nil {
             for entry in pending?.entries ?? [] { state.set(entry.key, entry.value) }
             for entry in update?.entries ?? [] { state.set(entry.key, entry.value) }
@@ -26,6 +27,7 @@ extension PresenceEngine {
         channel.subscribe(session, flags: flags)
         session.presence.joined[key] = flags
         session.presence.pendingStates[key] = nil
+        session.presence.pendingTTLs[key] = nil
         if var member = existing {
             if !alreadyJoined {
                 member.sessionCount += 1
@@ -34,6 +36,15 @@ extension PresenceEngine {
             setMemberState(user, to: state, in: channel)
         } else {
             addMember(user, state: state, to: channel)
+        }
+        // A pending state's TTL starts now; the join's own keys set or clear theirs.
+        let member = StateExpiries.Member(channel: key, user: user)
+        let now = clock.monotonic
+        for (stateKey, ttl) in pendingTTLs ?? [:] where channel.members[user]?.state.contains(stateKey) == true {
+            stateExpiries.set(stateKey, of: member, deadline: now + ttl)
+        }
+        for entry in update?.entries ?? [] {
+            stateExpiries.set(entry.key, of: member, deadline: request.ttlMs.map { now + $0 })
         }
         if flags.presence { sendSnapshot(of: channel, to: session) }
         return .object(["occupancy": .int(channel.occupancy), "mode": .string(channel.mode.rawValue)])
@@ -82,6 +93,9 @@ extension PresenceEngine {
         if let channel = channels[key], let member = channel.members[session.userId] {
             let state = try update.merged(into: member.state, limits: configuration.state)
             setMemberState(session.userId, to: state, in: channel)
+            let expiring = StateExpiries.Member(channel: key, user: session.userId)
+            let deadline = request.ttlMs.map { clock.monotonic + $0 }
+            for entry in update.entries { stateExpiries.set(entry.key, of: expiring, deadline: deadline) }
             return .object(["state": state.json])
         }
         let held = session.presence.pendingStates[key]
@@ -90,6 +104,9 @@ extension PresenceEngine {
         }
         let state = try update.merged(into: held ?? .empty, limits: configuration.state)
         session.presence.pendingStates[key] = state.isEmpty ? nil : state
+        var ttls = session.presence.pendingTTLs[key] ?? [:]
+        for entry in update.entries { ttls[entry.key] = request.ttlMs }
+        session.presence.pendingTTLs[key] = state.isEmpty || ttls.isEmpty ? nil : ttls
         return .object(["state": state.json, "pending": true])
     }
 
@@ -102,11 +119,14 @@ extension PresenceEngine {
             var state = member.state
             for stateKey in keys { state.remove(stateKey) }
             setMemberState(session.userId, to: state, in: channel)
+            stateExpiries.clear(keys, of: StateExpiries.Member(channel: key, user: session.userId))
             return .object(["state": state.json])
         }
         if var held = session.presence.pendingStates[key] {
             for stateKey in keys { held.remove(stateKey) }
             session.presence.pendingStates[key] = held.isEmpty ? nil : held
+            for stateKey in keys { session.presence.pendingTTLs[key]?[stateKey] = nil }
+            if held.isEmpty || session.presence.pendingTTLs[key]?.isEmpty == true { session.presence.pendingTTLs[key] = nil }
             return .object(["state": held.json, "pending": true])
         }
         return .object(["state": PresenceState.empty.json])

@@ -41,6 +41,8 @@ final class PresenceEngine {
     var channels: [ChannelKey: Channel] = [:]
     var userChannels = UserChannelIndex()
     var flushes = TimerQueue<ChannelKey>()
+    /// Deadlines of state keys set with `ttlSeconds`.
+    var stateExpiries = StateExpiries()
     /// Names per chunk of the member lists (small only in tests).
     var memberChunkCapacity = 256
 
@@ -75,11 +77,14 @@ final class PresenceEngine {
         return joined.map { $0.key.json }
     }
 
-    /// Earliest interval flush due.
-    var nextDeadline: Timestamp? { flushes.nextDeadline() }
+    /// Earliest interval flush or state-key expiry due.
+    var nextDeadline: Timestamp? {
+        [flushes.nextDeadline(), stateExpiries.nextDeadline()].compactMap { $0 }.min()
+    }
 
     /// Sends the interval events that are due.
     func fireDueTimers() {
+        expireStateKeys()
         for key in flushes.popDue(now: clock.monotonic) {
             guard let channel = channels[key] else { continue }
             flush(channel)
@@ -97,4 +102,6 @@ struct SessionPresence {
     var joined: [ChannelKey: JoinFlags] = [:]
     /// States set before joining, for channels the user is not a member of.
     var pendingStates: [ChannelKey: PresenceState] = [:]
+    /// TTLs (milliseconds) of pending state keys set with `ttlSeconds`: they start at the join.
+    var pendingTTLs: [ChannelKey: [String: Int64]] = [:]
 }

@@ -5,11 +5,22 @@ import RollcallProtocol
 // (in memory, or on a shared store) can take them. Wrong JSON types are `INVALID_REQUEST`,
 // values out of range `INVALID_ARGUMENT` or the op's own code, in the order they are listed.
 
-/// `join {channel, channelType?, presence?, messages?, state?}`.
+/// `ttlSeconds` of `setState` and `join` (1.1): 0.1 to 86400 seconds, as milliseconds.
+private func stateTTL(_ request: Request) throws(BrokerError) -> Int64? {
+    guard let seconds = try request.optionalNumber("ttlSeconds") else { return nil }
+    guard seconds >= 0.1, seconds <= 86_400 else {
+        throw BrokerError(.invalidArgument, "ttlSeconds must be 0.1...86400 seconds")
+    }
+    return seconds.milliseconds
+}
+
+/// `join {channel, channelType?, presence?, messages?, state?, ttlSeconds?}`.
 struct JoinRequest: Sendable {
     let channel: ChannelKey
     let flags: JoinFlags
     let state: StateUpdate?
+    /// TTL of the keys in `state`, in milliseconds.
+    let ttlMs: Int64?
 
     init(_ request: Request, limits: Configuration.State) throws(BrokerError) {
         channel = try request.channelKey()
@@ -17,6 +28,7 @@ struct JoinRequest: Sendable {
             presence: try request.optionalBool("presence") ?? true,
             messages: try request.optionalBool("messages") ?? true)
         state = try request.optionalObject("state").map { (object) throws(BrokerError) in try StateUpdate(object, limits: limits) }
+        ttlMs = try stateTTL(request)
     }
 }
 
@@ -42,15 +54,18 @@ struct PublishRequest: Sendable {
     }
 }
 
-/// `setState {channel, channelType?, state}`.
+/// `setState {channel, channelType?, state, ttlSeconds?}`.
 struct SetStateRequest: Sendable {
     let channel: ChannelKey
     let update: StateUpdate
+    /// TTL of the keys set, in milliseconds; nil clears their deadlines.
+    let ttlMs: Int64?
 
     init(_ request: Request, limits: Configuration.State) throws(BrokerError) {
         channel = try request.channelKey()
         guard let object = try request.optionalObject("state") else { throw BrokerError(.invalidRequest, "missing state") }
         update = try StateUpdate(object, limits: limits)
+        ttlMs = try stateTTL(request)
     }
 }
 

@@ -25,6 +25,9 @@ struct PresenceState: Equatable {
         }
     }
 
+    /// True when `key` has a value.
+    func contains(_ key: String) -> Bool { position(of: key).1 }
+
     /// Removes `key`; false when it was absent.
     @discardableResult
     mutating func remove(_ key: String) -> Bool {
