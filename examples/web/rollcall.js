@@ -368,10 +368,18 @@ export class RollcallClient extends Emitter {
 
   /**
    * Merges keys into this user's state in a channel; resolves with the full state.
+   * With `options.ttlSeconds` (protocol 1.1) the broker removes the keys set by this call
+   * that many seconds later (typing indicators: `setState(ch, {typing: "1"}, "message", {ttlSeconds: 3})`).
+   * @param {string} channel
+   * @param {Record<string,string>} state
+   * @param {"message"|"stream"} [channelType]
+   * @param {{ttlSeconds?: number}} [options]
    * @returns {Promise<{state: Record<string,string>, pending?: boolean}>}
    */
-  setState(channel, state, channelType = "message") {
-    return this.#send("setState", { channel, channelType, state }, (reply) => this.#selfState(channel, channelType, reply));
+  setState(channel, state, channelType = "message", options = {}) {
+    const args = { channel, channelType, state };
+    if (options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
+    return this.#send("setState", args, (reply) => this.#selfState(channel, channelType, reply));
   }
 
   /**
