@@ -163,6 +163,10 @@ public final class RollcallSession: @unchecked Sendable {
             connection.onClose = { [weak self] info in
                 let failedToOpen = once.run { continuation.resume(returning: .failure(.connection(.connectFailed(info.description)))) }
                 connection.runCloseWatchers(info)
+                // The handlers capture the connection: release them to end the cycle.
+                connection.onEvent = nil
+                connection.onOpen = nil
+                connection.onClose = nil
                 if !failedToOpen { self?.lost(connection) }
             }
             connection.start()
