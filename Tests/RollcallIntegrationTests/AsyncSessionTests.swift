@@ -23,6 +23,12 @@ private final class StateLog: @unchecked Sendable {
     var states: [RollcallSession.ConnectionState] { lock.withLock { seen } }
 }
 
+/// A broker for these tests: a generous login timeout, since under a parallel `swift test`
+/// blocking tests may hold the cooperative threads a suspended login waits for.
+private func asyncBroker(_ config: [String: Any] = [:]) throws -> BrokerProcess {
+    try BrokerProcess(config: BrokerProcess.merge(["limits": ["loginTimeoutSeconds": 120]], config))
+}
+
 /// The async API (`RollcallSession`) end to end against the real binary.
 @Suite("Async session", .serialized)
 struct AsyncSessionTests {
@@ -30,7 +36,7 @@ struct AsyncSessionTests {
 
     /// Churn by several blocking clients, then: the async session's roster equals `getOnlineUsers`.
     private func rosterMatchesListingAfterChurn(config: [String: Any]) async throws {
-        let broker = try BrokerProcess(config: config)
+        let broker = try asyncBroker(config)
         let watcher = RollcallSession(url: broker.url())
         try await watcher.connect()
         let login = try await watcher.login(userId: "watcher")
@@ -75,7 +81,7 @@ struct AsyncSessionTests {
 
     @Test("an error reply is a typed error with the protocol code")
     func typedErrors() async throws {
-        let broker = try BrokerProcess()
+        let broker = try asyncBroker()
         let session = RollcallSession(url: broker.url())
         try await session.connect()
         try await session.login(userId: "alice")
@@ -94,7 +100,7 @@ struct AsyncSessionTests {
 
     @Test("a cut connection reconnects and resumes silently: others see no leave, the roster comes back")
     func reconnectAndResume() async throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 30]])
+        let broker = try asyncBroker(["presence": ["timeoutSeconds": 30]])
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         _ = try bob.presenceEvent("snapshot", channel: "lobby")
@@ -122,7 +128,7 @@ struct AsyncSessionTests {
 
     @Test("while the broker is down the session backs off and keeps trying")
     func backoffWhileTheBrokerIsDown() async throws {
-        let broker = try BrokerProcess()
+        let broker = try asyncBroker()
         let session = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.2))
         let log = StateLog(session)
         try await session.connect()
