@@ -149,7 +149,9 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
-        .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore"]),
+        .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore", "RollcallClient"]),
+        // The client library's pure parts (the roster), without sockets.
+        .testTarget(name: "RollcallClientTests", dependencies: ["RollcallClient", "RollcallProtocol"]),
         // The transport's pure parts (connection lifecycle, HTTP routing, metrics), without sockets.
         .testTarget(
             name: "RollcallServerTests",

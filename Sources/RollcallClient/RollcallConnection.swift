@@ -60,6 +60,8 @@ public final class RollcallConnection: @unchecked Sendable {
     var replyHandler: ((Reply) -> Void)?
     var closeHandler: ((CloseInfo) -> Void)?
     var openHandler: (() -> Void)?
+    var closeWatchers: [Int: (CloseInfo) -> Void] = [:]
+    var nextWatcherToken = 0
 
     // Service-thread state:
     var wsi: OpaquePointer?
@@ -158,6 +160,7 @@ public final class RollcallConnection: @unchecked Sendable {
     public var counters: Counters { cond.withLock { counts } }
 
     /// Every object received so far, in order, when created with `recordTranscript`.
+    @_spi(Testing)
     public var transcript: [JSONObject] { cond.withLock { transcriptObjects } }
 
     /// Waits for the handshake to finish.
@@ -255,6 +258,7 @@ public final class RollcallConnection: @unchecked Sendable {
 
     /// Registers interest in the reply with this id before sending something raw that will
     /// cause it (e.g. `.null` for an unparsable frame), so ``waitForReply(id:timeout:)`` finds it.
+    @_spi(Testing)
     public func expectReply(id: JSON) {
         cond.withLock { _ = awaited.insert(Self.key(id)) }
     }
@@ -357,6 +361,7 @@ public final class RollcallConnection: @unchecked Sendable {
     }
 
     /// Ends the TCP connection abruptly, without a close frame, after what is queued.
+    @_spi(Testing)
     public func drop() {
         enqueue(.drop)
     }
@@ -373,19 +378,23 @@ public final class RollcallConnection: @unchecked Sendable {
         }
     }
 
-    // MARK: Raw escape hatches (hostile tests)
+    // MARK: Raw escape hatches (hostile tests; `@_spi(Testing) import RollcallClient`)
 
     /// Sends `bytes` as one text message, unchecked (may be invalid UTF-8 or not JSON).
+    @_spi(Testing)
     public func sendRawText(_ bytes: [UInt8]) { enqueue(.text(bytes)) }
 
     /// Sends `text` as one text message, unchecked.
+    @_spi(Testing)
     public func sendRawText(_ text: String) { enqueue(.text(Array(text.utf8))) }
 
     /// Sends `bytes` as one binary message.
+    @_spi(Testing)
     public func sendBinary(_ bytes: [UInt8]) { enqueue(.binary(bytes)) }
 
     /// Sends `bytes` as one message split into fragments of at most `fragmentSize` bytes
     /// (first a text/binary frame without FIN, then continuation frames).
+    @_spi(Testing)
     public func sendFragmented(_ bytes: [UInt8], fragmentSize: Int, binary: Bool = false) {
         precondition(fragmentSize > 0)
         var start = 0
@@ -401,11 +410,13 @@ public final class RollcallConnection: @unchecked Sendable {
     /// Stops reading from the socket (lws rx flow control): the broker's output piles up in
     /// the kernel buffers and then in the broker, as with a stalled consumer. Pings are not
     /// answered while paused.
+    @_spi(Testing)
     public func pauseReading() {
         runtime.post { [self] in if let wsi { _ = lws_rx_flow_control(wsi, 0) } }
     }
 
     /// Resumes reading after ``pauseReading()``.
+    @_spi(Testing)
     public func resumeReading() {
         runtime.post { [self] in if let wsi { _ = lws_rx_flow_control(wsi, 1) } }
     }

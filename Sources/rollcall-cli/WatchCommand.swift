@@ -35,7 +35,7 @@ struct Watch: ParsableCommand {
         let reply = try session.call("join", [
             "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
         ])
-        var model = RosterModel(channel: channel)
+        var model = Roster(channel: channel, channelType: stream ? "stream" : "message")
         var recentLines: [String] = []
         if global.json {
             Output.line(reply.description)
@@ -55,18 +55,26 @@ struct Watch: ParsableCommand {
                 continue
             }
             if global.json { Output.line(event.description) }
-            let changes = model.apply(event)
-            if changes.isEmpty { continue }
-            while let page = model.pendingPage {
-                let users = try session.call("getOnlineUsers", [
-                    "channel": .string(channel), "channelType": channelType(stream), "includeState": true,
-                    "page": .string(page), "pageSize": 1000,
-                ])
-                model.addPage(users["users"]?.arrayValue ?? [], next: users["nextPage"]?.stringValue)
+            var changes: [RosterChange] = []
+            var outcome = model.apply(event) { changes.append($0) }
+            if outcome == .ignored { continue }
+            while outcome != .applied {
+                var read: JSONObject = ["channel": .string(channel), "channelType": channelType(stream), "includeState": true, "pageSize": 1000]
+                if case .fetchPage(let page) = outcome { read["page"] = .string(page) }
+                let users = try session.call("getOnlineUsers", .object(read))
+                let list = users["users"]?.arrayValue ?? [], next = users["nextPage"]?.stringValue
+                if case .needsResync = outcome {
+                    outcome = model.resync(users: list, seq: users["seq"]?.numberValue?.intValue, nextPage: next)
+                    changes.append(.replaced(members: model.count))
+                } else {
+                    outcome = model.merge(page: list, nextPage: next)
+                }
             }
+            changes.removeAll { if case .unexpected = $0 { true } else { false } }
+            if changes.isEmpty { continue }
             if global.json { continue }
             let clock = style.dim("[\(Output.time(event["timestamp"]?.numberValue?.intValue).suffix(13))]")
-            let lines = changes.map { "\(clock) \(RosterView.describe($0, style: style, showState: state))" }
+            let lines = changes.map { "\(clock) \(RosterView.describe($0, in: model, style: style, showState: state))" }
             if live {
                 recentLines = Array((recentLines + lines).suffix(recent))
                 Output.raw(RosterView.screen(model, recent: recentLines, style: style, showState: state, maxMembers: maxMembers))
@@ -88,35 +96,42 @@ enum RosterView {
     static let showCursor = "\u{1B}[?25h"
 
     /// `join bob mood=happy`, `leave bob`, `timeout bob`, `snapshot: 3 member(s)`.
-    static func describe(_ change: RosterModel.Change, style: Style, showState: Bool) -> String {
+    static func describe(_ change: RosterChange, in model: Roster, style: Style, showState: Bool) -> String {
         switch change {
-        case .snapshot(let count): "\(style.presenceType("snapshot")): \(count) member(s)"
-        case .joined(let id, let state): "\(style.presenceType("join")) \(style.bold(id))" + (showState ? " \(Output.state(state))" : "")
+        case .replaced(let count): "\(style.presenceType("snapshot")): \(count) member(s)"
+        case .joined(let id): "\(style.presenceType("join")) \(style.bold(id))" + (showState ? " \(stateText(model.members[id]))" : "")
         case .left(let id): "\(style.presenceType("leave")) \(style.bold(id))"
         case .timedOut(let id): "\(style.presenceType("timeout")) \(style.bold(id))"
-        case .stateChanged(let id, let state): "\(style.presenceType("stateChanged")) \(style.bold(id)) \(Output.state(state))"
+        case .stateChanged(let id): "\(style.presenceType("stateChanged")) \(style.bold(id)) \(stateText(model.members[id]))"
+        case .unexpected(let what): style.dim(what)
         }
+    }
+
+    /// A member's state as `{k: v}` text.
+    static func stateText(_ member: RosterMember?) -> String {
+        let pairs = (member?.state ?? [:]).sorted { $0.key < $1.key }.map { (key: $0.key, value: JSON.string($0.value)) }
+        return Output.state(.object(JSONObject(pairs)))
     }
 
     /// `roster: 3 member(s), occupancy 3, mode announce, seq 7: alice, bob, carol`
     /// (at most 20 names).
-    static func summary(_ model: RosterModel, style: Style, showState: Bool) -> String {
-        let roster = model.roster
-        var names = roster.prefix(20).map { style.bold($0.id) + (showState ? " (\(Output.state($0.state)))" : "") }
+    static func summary(_ model: Roster, style: Style, showState: Bool) -> String {
+        let roster = model.sortedMembers
+        var names = roster.prefix(20).map { style.bold($0.userId) + (showState ? " (\(stateText($0)))" : "") }
         if roster.count > 20 { names.append("… \(roster.count - 20) more") }
         return "roster: \(roster.count) member(s), occupancy \(model.occupancy), mode \(modeText(model.mode, style)), seq \(model.seq.map(String.init) ?? "?")"
             + (names.isEmpty ? "" : ": " + names.joined(separator: ", "))
     }
 
     /// The whole terminal screen: header, members, recent events.
-    static func screen(_ model: RosterModel, recent: [String], style: Style, showState: Bool, maxMembers: Int) -> String {
+    static func screen(_ model: Roster, recent: [String], style: Style, showState: Bool, maxMembers: Int) -> String {
         var lines = [
             "\(style.bold(model.channel))  mode \(modeText(model.mode, style))  occupancy \(style.bold(String(model.occupancy)))  seq \(model.seq.map(String.init) ?? "?")  \(style.dim("(Ctrl-C to leave)"))",
             "",
         ]
-        let roster = model.roster
+        let roster = model.sortedMembers
         for member in roster.prefix(maxMembers) {
-            lines.append("  \(style.green("●")) \(style.bold(member.id))" + (showState ? "  \(style.dim(Output.state(member.state)))" : ""))
+            lines.append("  \(style.green("●")) \(style.bold(member.userId))" + (showState ? "  \(style.dim(stateText(member)))" : ""))
         }
         if roster.count > maxMembers { lines.append(style.dim("  … and \(roster.count - maxMembers) more")) }
         if roster.isEmpty { lines.append(style.dim("  (nobody)")) }

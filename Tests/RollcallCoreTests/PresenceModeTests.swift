@@ -1,4 +1,5 @@
 @testable import RollcallCore
+import RollcallClient
 import RollcallProtocol
 import Testing
 
@@ -172,12 +173,12 @@ import Testing
         ])
         #expect(snapshot.int("occupancy") == 5)
         #expect(snapshot.int("seq") == 4)
-        var roster = RosterModel(viewer: "u6")
-        roster.apply(snapshot)
+        var roster = Roster(of: snapshot)
+        var problems = roster.applyChecked(snapshot, viewer: "u6")
         harness.advance(seconds: 1)
-        for event in u6.events() { roster.apply(event) }
-        #expect(roster.problems.isEmpty)
-        #expect(roster.members == (try onlineUsers(u6)))
+        for event in u6.events() { problems += roster.applyChecked(event, viewer: "u6") }
+        #expect(problems.isEmpty)
+        #expect(roster.statesByUser == (try onlineUsers(u6)))
     }
 
     @Test func aLargeSnapshotIsTruncatedWithACursor() throws {

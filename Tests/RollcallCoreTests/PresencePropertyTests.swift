@@ -1,4 +1,5 @@
 @testable import RollcallCore
+import RollcallClient
 import RollcallProtocol
 import Testing
 
@@ -24,7 +25,7 @@ import Testing
 private final class SimulatedSession {
     var client: HarnessClient
     var joined: [String: (presence: Bool, messages: Bool)] = [:]
-    var rosters: [String: RosterModel] = [:]
+    var rosters: [String: Roster] = [:]
     init(client: HarnessClient) { self.client = client }
     var userId: String { client.userId }
 }
@@ -263,12 +264,12 @@ private struct Simulation {
                     continue
                 }
                 let truth = listings[key] ?? [:]
-                if Set(roster.members.keys) != Set(truth.keys) {
-                    problems.append("\(session.userId) sees \(roster.members.keys.sorted()) in \(key), listing \(truth.keys.sorted())")
+                if Set(roster.statesByUser.keys) != Set(truth.keys) {
+                    problems.append("\(session.userId) sees \(roster.statesByUser.keys.sorted()) in \(key), listing \(truth.keys.sorted())")
                     continue
                 }
-                for (user, state) in truth where user != session.userId && roster.members[user] != state {
-                    problems.append("\(session.userId) sees \(user) in \(key) with \(roster.members[user] ?? [:]), listing \(state)")
+                for (user, state) in truth where user != session.userId && roster.statesByUser[user] != state {
+                    problems.append("\(session.userId) sees \(user) in \(key) with \(roster.statesByUser[user] ?? [:]), listing \(state)")
                 }
             }
         }
@@ -309,7 +310,7 @@ private final class EventRouter {
             if type == "snapshot" {
                 // A channel deleted and created again starts its seq over.
                 if let highest = log[key]?.keys.max(), seq < highest { log[key] = [:] }
-                session.rosters[key] = RosterModel(viewer: session.userId)
+                session.rosters[key] = Roster(of: event)
             } else {
                 log[key, default: [:]][seq] = type == "interval" ? "*" : (event.string("publisher") ?? "?")
             }
@@ -325,8 +326,7 @@ private final class EventRouter {
                     }
                 }
             }
-            session.rosters[key]!.apply(event)
-            problems += session.rosters[key]!.drainProblems()
+            problems += session.rosters[key]!.applyChecked(event, viewer: session.userId)
         case "message":
             if session.joined[key]?.messages != true {
                 problems.append("message to \(session.userId) without messages in \(key)")
@@ -335,14 +335,5 @@ private final class EventRouter {
         default:
             break  // user status events are not this suite's business
         }
-    }
-}
-
-extension RosterModel {
-    /// Takes the problems found so far.
-    mutating func drainProblems() -> [String] {
-        let found = problems
-        clearProblems()
-        return found
     }
 }

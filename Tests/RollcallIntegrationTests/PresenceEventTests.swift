@@ -1,5 +1,5 @@
 import Foundation
-import RollcallClient
+@_spi(Testing) import RollcallClient
 import RollcallProtocol
 import Testing
 

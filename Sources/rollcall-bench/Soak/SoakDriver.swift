@@ -1,5 +1,5 @@
 import Foundation
-import RollcallClient
+@_spi(Testing) import RollcallClient
 import RollcallProtocol
 
 /// Owns the soak sessions: one slot per simulated user, driven from one thread; client

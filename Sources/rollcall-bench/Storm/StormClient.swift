@@ -1,4 +1,5 @@
 import Foundation
+import RollcallClient
 
 /// One storm participant's view of the channel, fed from its connection's raw event lines
 /// on a client service thread and read by the driver: the roster, when it last became the
@@ -7,60 +8,44 @@ final class StormClient: @unchecked Sendable {
     /// The user number (`storm-<number>`).
     let number: Int
     private let lock = NSLock()
-    private var roster: StormRoster
-    private let scanner: PresenceScanner
-    private var lastSeq: Int?
+    private var roster: PresenceRoster<StormMembers>
+    private let userNumber: UserNumberReader
     private var finalSince: Double?
 
     private(set) var presenceEvents = 0
     private(set) var presenceBytes = 0
-    private(set) var eventsByKind: [PresenceScanner.Kind: Int] = [:]
-    private(set) var seqGaps = 0
+    private(set) var eventsByKind: [PresenceKind: Int] = [:]
     private(set) var occupancyMismatches = 0
-    private(set) var truncatedSnapshots = 0
-    private(set) var foreignUsers = 0
 
-    init(number: Int, expected: UserSet, expectedCount: Int, scanner: PresenceScanner) {
+    init(number: Int, channel: String, expected: UserSet, expectedCount: Int, userNumber: UserNumberReader) {
         self.number = number
-        roster = StormRoster(expected: expected, expectedCount: expectedCount)
-        self.scanner = scanner
+        roster = PresenceRoster(channel: channel, members: StormMembers(expected: expected, expectedCount: expectedCount))
+        self.userNumber = userNumber
     }
 
     /// Applies one raw event line (called on the connection's service thread).
     func receive(_ line: UnsafeRawBufferPointer) {
         let now = MonotonicSeconds.now
         lock.lock(); defer { lock.unlock() }
-        let wasFinal = roster.isFinal
-        var foreign = 0
-        guard let summary = scanner.scan(line, edit: { edit in
-            switch edit {
-            case .clear: roster.clear()
-            case .add(let user): roster.set(user, present: true)
-            case .remove(let user): roster.set(user, present: false)
-            case .foreign: foreign += 1
-            }
-        }), let kind = summary.kind else { return }
+        let wasFinal = roster.members.isFinal
+        let truncatedBefore = roster.truncatedSnapshots
+        let outcome = roster.apply(line: line, user: userNumber.number)
+        guard outcome != .ignored, let kind = roster.lastKind else { return }
         presenceEvents += 1
         presenceBytes += line.count
         eventsByKind[kind, default: 0] += 1
-        foreignUsers += foreign
-        if summary.truncated { truncatedSnapshots += 1 }
-        // seq: a snapshot sets it; every later event must be exactly one more.
-        if let seq = summary.seq {
-            if kind != .snapshot, let lastSeq, seq != lastSeq + 1 { seqGaps += 1 }
-            lastSeq = seq
-        }
-        if kind != .stateChanged, let occupancy = summary.occupancy, occupancy != roster.count, !summary.truncated {
+        // The roster counts seq gaps (an event whose seq is not the last plus 1) and truncated snapshots.
+        if kind != .stateChanged, roster.occupancy != roster.count, roster.truncatedSnapshots == truncatedBefore {
             occupancyMismatches += 1
         }
-        if roster.isFinal, !wasFinal { finalSince = now } else if !roster.isFinal { finalSince = nil }
+        if roster.members.isFinal, !wasFinal { finalSince = now } else if !roster.members.isFinal { finalSince = nil }
     }
 
     /// When the roster last became the final set (monotonic seconds), nil when it is not.
     var reachedFinalAt: Double? { lock.lock(); defer { lock.unlock() }; return finalSince }
 
     /// True when the roster is the final set now.
-    var isFinal: Bool { lock.lock(); defer { lock.unlock() }; return roster.isFinal }
+    var isFinal: Bool { lock.lock(); defer { lock.unlock() }; return roster.members.isFinal }
 
     /// Number of users in the roster now.
     var rosterCount: Int { lock.lock(); defer { lock.unlock() }; return roster.count }
@@ -68,9 +53,9 @@ final class StormClient: @unchecked Sendable {
     /// The counts above, read together.
     var tallies: StormTallies {
         lock.lock(); defer { lock.unlock() }
-        return StormTallies(events: presenceEvents, bytes: presenceBytes, byKind: eventsByKind, seqGaps: seqGaps,
-                            occupancyMismatches: occupancyMismatches, truncatedSnapshots: truncatedSnapshots,
-                            foreignUsers: foreignUsers)
+        return StormTallies(events: presenceEvents, bytes: presenceBytes, byKind: eventsByKind, seqGaps: roster.seqGaps,
+                            occupancyMismatches: occupancyMismatches, truncatedSnapshots: roster.truncatedSnapshots,
+                            foreignUsers: roster.foreignUsers)
     }
 }
 
@@ -78,7 +63,7 @@ final class StormClient: @unchecked Sendable {
 struct StormTallies {
     var events = 0
     var bytes = 0
-    var byKind: [PresenceScanner.Kind: Int] = [:]
+    var byKind: [PresenceKind: Int] = [:]
     var seqGaps = 0
     var occupancyMismatches = 0
     var truncatedSnapshots = 0
@@ -93,5 +78,24 @@ struct StormTallies {
         occupancyMismatches += other.occupancyMismatches
         truncatedSnapshots += other.truncatedSnapshots
         foreignUsers += other.foreignUsers
+    }
+}
+
+/// Reads `<prefix><number>` user ids (at most 9 digits) as their number; nil for others.
+struct UserNumberReader: Sendable {
+    let prefix: [UInt8]
+
+    init(prefix: String) { self.prefix = Array(prefix.utf8) }
+
+    func number(_ id: UnsafeRawBufferPointer) -> Int? {
+        guard id.count > prefix.count, id.count - prefix.count <= 9 else { return nil }
+        for index in 0..<prefix.count where id[index] != prefix[index] { return nil }
+        var value = 0
+        for index in prefix.count..<id.count {
+            let digit = Int(id[index]) - 48
+            guard digit >= 0, digit <= 9 else { return nil }
+            value = value * 10 + digit
+        }
+        return value
     }
 }

@@ -101,9 +101,9 @@ final class StormDriver {
     private func logIn(_ pool: LoadPool) throws {
         let expected = plan.finalSet
         let expectedCount = expected.count
-        let scanner = PresenceScanner(userPrefix: StormPlan.userPrefix)
+        let reader = UserNumberReader(prefix: StormPlan.userPrefix)
         clients = (0..<plan.users).map {
-            StormClient(number: $0, expected: expected, expectedCount: expectedCount, scanner: scanner)
+            StormClient(number: $0, channel: plan.channel, expected: expected, expectedCount: expectedCount, userNumber: reader)
         }
         let counters = counters, watching = watching, clients = clients
         let opened = pool.openLoggedIn(count: plan.users, label: label, timeout: 60 + Double(plan.users) / 100,

@@ -1,5 +1,5 @@
 import Foundation
-import RollcallClient
+@_spi(Testing) import RollcallClient
 import RollcallProtocol
 
 /// A well-behaved client joined to one channel with presence and messages, holding the

@@ -1,3 +1,5 @@
+import RollcallClient
+
 /// A fixed set of user numbers `0..<capacity` as a bitset.
 struct UserSet {
     private(set) var words: [UInt64]
@@ -34,13 +36,14 @@ struct UserSet {
     var members: [Int] { (0..<capacity).filter { contains($0) } }
 }
 
-/// One client's roster of a channel (user numbers from its snapshot and events), compared
-/// at every change with the set the bench expects at the end: `mismatches` counts users in
-/// exactly one of the two, so equality is known in O(1) after each edit.
-struct StormRoster {
+/// One storm client's members (user numbers) as a ``RosterStorage`` for the client library's
+/// roster, compared at every change with the set the bench expects at the end: `mismatches`
+/// counts users in exactly one of the two, so equality is known in O(1) after each edit.
+struct StormMembers: RosterStorage {
     private(set) var members: UserSet
     /// The final set every remaining client must reach.
     let expected: UserSet
+    private let expectedCount: Int
     /// Users in `members` xor `expected`.
     private(set) var mismatches: Int
     /// Number of members.
@@ -48,28 +51,29 @@ struct StormRoster {
 
     init(expected: UserSet, expectedCount: Int) {
         self.expected = expected
+        self.expectedCount = expectedCount
         members = UserSet(capacity: expected.capacity)
         mismatches = expectedCount
-        self.expectedCount = expectedCount
     }
 
-    private let expectedCount: Int
-
-    /// True when the roster is exactly the expected final set.
+    /// True when the members are exactly the expected final set.
     var isFinal: Bool { mismatches == 0 }
 
-    /// A snapshot begins: the roster is emptied.
-    mutating func clear() {
+    mutating func removeAll() {
         members.removeAll()
         count = 0
         mismatches = expectedCount
     }
 
-    /// Adds or removes a user (idempotent).
-    mutating func set(_ user: Int, present: Bool) {
-        guard members.set(user, present) else { return }
+    @discardableResult mutating func insert(_ user: Int) -> Bool { set(user, present: true) }
+
+    @discardableResult mutating func remove(_ user: Int) -> Bool { set(user, present: false) }
+
+    private mutating func set(_ user: Int, present: Bool) -> Bool {
+        guard members.set(user, present) else { return false }
         count += present ? 1 : -1
         // The user now agrees with `expected` iff expected == present.
         mismatches += expected.contains(user) == present ? -1 : 1
+        return true
     }
 }

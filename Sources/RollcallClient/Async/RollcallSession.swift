@@ -1,0 +1,299 @@
+import Foundation
+import RollcallProtocol
+
+/// The async/await client: typed requests, an `AsyncStream` of events, a ``Roster`` per
+/// presence-enabled channel, and automatic reconnect with backoff and resume by token.
+///
+/// Built on ``RollcallConnection`` (libwebsockets on the runtime's service thread): async
+/// calls suspend and are resumed from the connection's callbacks; no caller thread blocks.
+///
+/// After a connection is lost without a close from this side, the session waits a
+/// ``ReconnectPolicy`` delay, reconnects and logs in with the last `resumeToken`. When the
+/// broker still held the session (`resumed: true`) its channels are kept and each roster is
+/// replaced by the snapshot that follows; otherwise the session joins its channels again.
+public final class RollcallSession: @unchecked Sendable {
+    /// The connection's life cycle, as seen on ``states``.
+    public enum ConnectionState: Sendable, Equatable {
+        /// Opening the first connection.
+        case connecting
+        /// Connected (and logged in again after a reconnect).
+        case online
+        /// The connection was lost; attempt `attempt` (0-based) is waiting or under way.
+        case reconnecting(attempt: Int)
+        /// Closed for good (``close()``, a refused resume, or reconnect disabled).
+        case closed
+    }
+
+    /// The broker's URL.
+    public let url: String
+    /// When to reconnect.
+    public let reconnect: ReconnectPolicy
+    /// Every event received, in order (presence events already applied to ``roster(of:)``).
+    public let events: AsyncStream<Event>
+    /// Every connection state change.
+    public let states: AsyncStream<ConnectionState>
+
+    private let runtime: ClientRuntime
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let stateSink: AsyncStream<ConnectionState>.Continuation
+    let lock = NSLock()
+    // Guarded by `lock`:
+    var connection: RollcallConnection?
+    private var loginRequest: Requests.Login?
+    private var resumeToken: String?
+    private var joins: [ChannelRef: Requests.Join] = [:]
+    private var rosters: [ChannelRef: Roster] = [:]
+    private var current: ConnectionState = .connecting
+    private var latestLogin: LoginResult?
+    private var closing = false
+
+    /// A session that has not connected yet.
+    public init(url: String, reconnect: ReconnectPolicy = ReconnectPolicy(), runtime: ClientRuntime = .shared) {
+        self.url = url
+        self.reconnect = reconnect
+        self.runtime = runtime
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+        (states, stateSink) = AsyncStream.makeStream(of: ConnectionState.self)
+    }
+
+    /// The current connection state.
+    public var state: ConnectionState { lock.withLock { current } }
+
+    /// The result of the latest login, the automatic ones after a reconnect included
+    /// (`resumed` tells whether the broker still held the session).
+    public var lastLogin: LoginResult? { lock.withLock { latestLogin } }
+
+    /// The roster of a channel joined with presence, kept from its snapshot and events.
+    public func roster(of channel: ChannelRef) -> Roster? { lock.withLock { rosters[channel] } }
+
+    /// Opens the WebSocket.
+    public func connect() async throws(RollcallError) {
+        setState(.connecting)
+        let opened = await open()
+        switch opened {
+        case .success(let connection): lock.withLock { self.connection = connection }
+        case .failure(let error): throw error
+        }
+    }
+
+    /// Logs in; the login (and later its `resumeToken`) is remembered for reconnects.
+    @discardableResult
+    public func login(userId: String, platform: String? = nil, token: String? = nil, customStatus: String? = nil,
+                      presenceTimeout: Double? = nil) async throws(RollcallError) -> LoginResult {
+        let request = Requests.Login(userId: userId, platform: platform, token: token, customStatus: customStatus,
+                                     presenceTimeout: presenceTimeout)
+        let result = try await send(request)
+        lock.withLock {
+            loginRequest = request
+            resumeToken = result.resumeToken
+            latestLogin = result
+        }
+        setState(.online)
+        return result
+    }
+
+    /// Joins a channel; with `presence` its ``roster(of:)`` is kept. Joined again after a
+    /// reconnect that could not resume.
+    @discardableResult
+    public func join(_ channel: ChannelRef, presence: Bool = true, messages: Bool = true,
+                     state: [String: String]? = nil) async throws(RollcallError) -> JoinResult {
+        let request = Requests.Join(channel, presence: presence, messages: messages, state: state)
+        lock.withLock {
+            joins[channel] = request
+            if presence, rosters[channel] == nil { rosters[channel] = Roster(channel: channel.channel, channelType: channel.channelType) }
+        }
+        return try await send(request)
+    }
+
+    /// Leaves a channel and forgets its roster.
+    public func leave(_ channel: ChannelRef) async throws(RollcallError) {
+        lock.withLock {
+            joins[channel] = nil
+            rosters[channel] = nil
+        }
+        _ = try await send(Requests.Leave(channel))
+    }
+
+    /// Sends any typed request and waits for its reply (without blocking a thread).
+    public func send<Request: RollcallRequest>(_ request: Request) async throws(RollcallError) -> Request.Result {
+        guard let connection = lock.withLock({ connection }) else { throw .connection(.closed(Self.notConnected)) }
+        noteOwnChange(request)
+        let reply: Result<Reply, RollcallError> = await withCheckedContinuation { continuation in
+            let once = Once()
+            let watcher = connection.addCloseWatcher { info in
+                once.run { continuation.resume(returning: .failure(.connection(.closed(info)))) }
+            }
+            connection.send(Request.op, .object(request.arguments)) { reply in
+                connection.removeCloseWatcher(watcher)
+                once.run { continuation.resume(returning: .success(reply)) }
+            }
+        }
+        let answer = try reply.get()
+        guard answer.ok else { throw RollcallError(reply: answer) }
+        guard let result = Request.decode(answer.result) else {
+            throw .unexpectedResult(op: Request.op, result: answer.result.compactString)
+        }
+        return result
+    }
+
+    /// Closes the connection (close frame 1000) and stops reconnecting; the streams finish.
+    public func close() {
+        let connection = lock.withLock { () -> RollcallConnection? in
+            closing = true
+            return self.connection
+        }
+        connection?.close()
+        setState(.closed)
+        eventSink.finish()
+        stateSink.finish()
+    }
+
+    // MARK: Connection
+
+    private static let notConnected = CloseInfo(code: nil, reason: "not connected", closedByServer: false, dropped: true)
+
+    /// Opens one connection with the session's handlers; resumes when it is open or failed.
+    private func open() async -> Result<RollcallConnection, RollcallError> {
+        let connection: RollcallConnection
+        do { connection = try RollcallConnection(url: url, runtime: runtime) } catch { return .failure(.connection(error)) }
+        return await withCheckedContinuation { continuation in
+            let once = Once()
+            connection.onEvent = { [weak self] event in self?.received(event, on: connection) }
+            connection.onOpen = { once.run { continuation.resume(returning: .success(connection)) } }
+            connection.onClose = { [weak self] info in
+                let failedToOpen = once.run { continuation.resume(returning: .failure(.connection(.connectFailed(info.description)))) }
+                connection.runCloseWatchers(info)
+                // The handlers capture the connection: release them to end the cycle.
+                connection.onEvent = nil
+                connection.onOpen = nil
+                connection.onClose = nil
+                if !failedToOpen { self?.lost(connection) }
+            }
+            connection.start()
+        }
+    }
+
+    /// Service thread: applies presence events to the rosters, fetches pages, re-reads after
+    /// a gap, and hands the event on.
+    private func received(_ event: Event, on connection: RollcallConnection) {
+        if event.name == "presence", let name = event["channel"]?.stringValue {
+            let channel = ChannelRef(name, type: event["channelType"]?.stringValue ?? "message")
+            let outcome = lock.withLock { rosters[channel]?.apply(event) }
+            if let outcome { follow(outcome, channel: channel, on: connection) }
+        }
+        eventSink.yield(event)
+    }
+
+    /// Reads what a roster asked for (a page or a re-read), on the service thread, in order with events.
+    private func follow(_ outcome: RosterOutcome, channel: ChannelRef, on connection: RollcallConnection) {
+        let page: String?
+        switch outcome {
+        case .fetchPage(let next): page = next
+        case .needsResync: page = nil
+        case .applied, .ignored: return
+        }
+        let request = Requests.GetOnlineUsers(channel, includeState: true, page: page, pageSize: 1000)
+        connection.send(Requests.GetOnlineUsers.op, .object(request.arguments)) { [weak self] reply in
+            guard let self, reply.ok, let users = Requests.GetOnlineUsers.decode(reply.result) else { return }
+            let next = self.lock.withLock { () -> RosterOutcome? in
+                if page == nil { return self.rosters[channel]?.resync(users: users.users, seq: users.seq, nextPage: users.nextPage) }
+                return self.rosters[channel]?.merge(page: users.users, nextPage: users.nextPage)
+            }
+            if let next { self.follow(next, channel: channel, on: connection) }
+        }
+    }
+
+    /// Events about the own user are not sent to it but step the channel's seq.
+    private func noteOwnChange(_ request: some RollcallRequest) {
+        let channel: ChannelRef? = switch request {
+        case let setState as Requests.SetState: setState.channel
+        case let removeState as Requests.RemoveState: removeState.channel
+        default: nil
+        }
+        guard let channel else { return }
+        lock.withLock { rosters[channel]?.allowSkippedSeq() }
+    }
+
+    /// The connection ended; reconnect unless this side closed it.
+    private func lost(_ connection: RollcallConnection) {
+        let retry = lock.withLock { () -> Bool in
+            guard self.connection === connection else { return false }
+            self.connection = nil
+            return !closing && reconnect.enabled && loginRequest != nil
+        }
+        guard retry else {
+            if !lock.withLock({ closing }) { close() }
+            return
+        }
+        scheduleReconnect(attempt: 0)
+    }
+
+    private func scheduleReconnect(attempt: Int) {
+        setState(.reconnecting(attempt: attempt))
+        let delay = reconnect.delay(attempt: attempt)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, !self.lock.withLock({ self.closing }) else { return }
+            Task { await self.reconnectOnce(attempt: attempt) }
+        }
+    }
+
+    /// One attempt: open, log in with the last resume token, re-join when not resumed.
+    private func reconnectOnce(attempt: Int) async {
+        guard case .success(let connection) = await open() else { return scheduleReconnect(attempt: attempt + 1) }
+        let (login, channels) = lock.withLock { () -> (Requests.Login?, [Requests.Join]) in
+            self.connection = connection
+            var login = loginRequest
+            login?.resumeToken = resumeToken
+            return (login, Array(joins.values))
+        }
+        guard let login else { return }
+        do {
+            let result = try await send(login)
+            lock.withLock {
+                resumeToken = result.resumeToken
+                latestLogin = result
+            }
+            if !result.resumed {
+                for join in channels { _ = try await send(join) }
+            }
+            setState(.online)
+        } catch {
+            if case .server = error { close() } // a refused login will be refused again
+            // a lost connection reports itself through onClose and schedules the next attempt
+        }
+    }
+
+    private func setState(_ state: ConnectionState) {
+        let changed = lock.withLock { () -> Bool in
+            guard current != state, current != .closed else { return false }
+            current = state
+            return true
+        }
+        if changed { stateSink.yield(state) }
+    }
+}
+
+/// Runs a closure at most once across threads; `run` returns whether this call ran it.
+final class Once: @unchecked Sendable {
+    let lock = NSLock()
+    private var done = false
+
+    @discardableResult
+    func run(_ body: () -> Void) -> Bool {
+        let first = lock.withLock { () -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { body() }
+        return first
+    }
+}
+
+extension RollcallSession {
+    /// Cuts the current connection without a close frame, as a network failure would (the
+    /// session then reconnects and resumes).
+    @_spi(Testing)
+    public func dropConnection() {
+        lock.withLock { connection }?.drop()
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+@_spi(Testing) import RollcallClient
+import RollcallProtocol
+import Testing
+
+/// Waits (polling every 20 ms) until `condition` holds or `timeout` seconds pass.
+private func eventuallyAsync(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await condition()
+}
+
+/// Collects a session's state changes as they come.
+private final class StateLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [RollcallSession.ConnectionState] = []
+    init(_ session: RollcallSession) {
+        Task { for await state in session.states { self.lock.withLock { self.seen.append(state) } } }
+    }
+    var states: [RollcallSession.ConnectionState] { lock.withLock { seen } }
+}
+
+/// A broker for these tests: a generous login timeout, since under a parallel `swift test`
+/// blocking tests may hold the cooperative threads a suspended login waits for.
+private func asyncBroker(_ config: [String: Any] = [:]) throws -> BrokerProcess {
+    try BrokerProcess(config: BrokerProcess.merge(["limits": ["loginTimeoutSeconds": 120]], config))
+}
+
+/// The async API (`RollcallSession`) end to end against the real binary.
+@Suite("Async session", .serialized)
+struct AsyncSessionTests {
+    private let lobby = ChannelRef("lobby")
+
+    /// Churn by several blocking clients, then: the async session's roster equals `getOnlineUsers`.
+    private func rosterMatchesListingAfterChurn(config: [String: Any]) async throws {
+        let broker = try asyncBroker(config)
+        let watcher = RollcallSession(url: broker.url())
+        try await watcher.connect()
+        let login = try await watcher.login(userId: "watcher")
+        #expect(login.userId == "watcher" && !login.resumed)
+        let joined = try await watcher.join(lobby, messages: false)
+        #expect(joined.occupancy == 1)
+        var others: [RollcallConnection] = []
+        for n in 0..<8 {
+            let other = try broker.session("user\(n)")
+            #expect(try other.join("lobby", state: ["n": "\(n)"]).ok)
+            others.append(other)
+        }
+        for n in [1, 4, 6] { #expect(try others[n].channelOp("leave", "lobby").ok) }
+        #expect(try others[2].channelOp("setState", "lobby", ["state": ["n": "two"]]).ok)
+        let listed = await eventuallyAsync {
+            guard let page = try? await watcher.send(Requests.GetOnlineUsers(self.lobby)),
+                  let roster = watcher.roster(of: self.lobby) else { return false }
+            return roster.sortedMembers.map(\.userId) == page.userIds
+                && roster.sortedMembers.map(\.state) == page.users.map { Self.state($0["state"]) }
+        }
+        #expect(listed)
+        #expect(watcher.roster(of: lobby)?.members["user2"]?.state == ["n": "two"])
+        #expect(watcher.roster(of: lobby)?.isStale == false)
+        watcher.close()
+    }
+
+    private static func state(_ json: JSON?) -> [String: String] {
+        var map: [String: String] = [:]
+        for member in json?.objectValue?.members ?? [] { map[member.key] = member.value.stringValue }
+        return map
+    }
+
+    @Test("login, join and a roster that equals getOnlineUsers after churn (announce mode)")
+    func rosterInAnnounceMode() async throws {
+        try await rosterMatchesListingAfterChurn(config: [:])
+    }
+
+    @Test("the same in interval mode (maxInstantEvents 3, intervalSeconds 0.2)")
+    func rosterInIntervalMode() async throws {
+        try await rosterMatchesListingAfterChurn(config: ["presence": ["maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2]])
+    }
+
+    @Test("an error reply is a typed error with the protocol code")
+    func typedErrors() async throws {
+        let broker = try asyncBroker()
+        let session = RollcallSession(url: broker.url())
+        try await session.connect()
+        try await session.login(userId: "alice")
+        do {
+            _ = try await session.send(Requests.GetState(lobby, userId: "nobody"))
+            Issue.record("getState of a user not present succeeded")
+        } catch {
+            guard case .server(let code, let text, _, let retry) = error else { Issue.record("\(error)"); return }
+            #expect(code == .userNotPresent && text == "USER_NOT_PRESENT" && retry == nil)
+            #expect(error.code == "USER_NOT_PRESENT")
+        }
+        let serverTime = try await session.send(Requests.Ping())
+        #expect(serverTime > 0)
+        session.close()
+    }
+
+    @Test("a cut connection reconnects and resumes silently: others see no leave, the roster comes back")
+    func reconnectAndResume() async throws {
+        let broker = try asyncBroker(["presence": ["timeoutSeconds": 30]])
+        let bob = try broker.session("bob")
+        #expect(try bob.join("lobby").ok)
+        _ = try bob.presenceEvent("snapshot", channel: "lobby")
+        let alice = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.5))
+        let log = StateLog(alice)
+        try await alice.connect()
+        try await alice.login(userId: "alice")
+        try await alice.join(lobby)
+        _ = try bob.presenceEvent("join", channel: "lobby", publisher: "alice")
+        #expect(await eventuallyAsync { alice.roster(of: self.lobby)?.count == 2 })
+
+        alice.dropConnection()
+        #expect(await eventuallyAsync { log.states.contains(.reconnecting(attempt: 0)) })
+        #expect(await eventuallyAsync { log.states.last == .online && alice.state == .online })
+        #expect(alice.lastLogin?.resumed == true)
+        #expect(alice.lastLogin?.channels == [lobby])
+        #expect(try bob.presenceEventsAfterBarrier().isEmpty, "resumed without leave or timeout")
+        let members = await eventuallyAsync { alice.roster(of: self.lobby)?.sortedMembers.map(\.userId) == ["alice", "bob"] }
+        #expect(members)
+        // Still a member: a publish reaches bob.
+        let recipients = try await alice.send(Requests.Publish(lobby, message: "back"))
+        #expect(recipients == 1)
+        alice.close()
+    }
+
+    @Test("while the broker is down the session backs off and keeps trying")
+    func backoffWhileTheBrokerIsDown() async throws {
+        let broker = try asyncBroker()
+        let session = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.2))
+        let log = StateLog(session)
+        try await session.connect()
+        try await session.login(userId: "carol")
+        broker.kill()
+        #expect(await eventuallyAsync(timeout: 15) { log.states.contains(.reconnecting(attempt: 3)) })
+        #expect(session.state != .online)
+        session.close()
+        #expect(session.state == .closed)
+    }
+
+    @Test("backoff delays grow, are capped and jittered")
+    func backoffPolicy() {
+        let policy = ReconnectPolicy(initialDelay: 0.1, maxDelay: 1, multiplier: 2)
+        #expect(policy.ceiling(attempt: 0) == 0.1)
+        #expect(policy.ceiling(attempt: 3) == 0.8)
+        #expect(policy.ceiling(attempt: 30) == 1)
+        #expect(policy.delay(attempt: 3, random: 0) == 0.4)
+        #expect(policy.delay(attempt: 3, random: 1) == 0.8)
+    }
+}
