@@ -167,7 +167,13 @@ private struct Simulation {
     private mutating func setState() {
         guard let session = pickLive() else { return }
         let channel = pickChannel()
-        let reply = session.client.send("setState", Self.arguments(channel) + [("state", randomState())])
+        var arguments = Self.arguments(channel) + [("state", randomState())]
+        // A third of the keys are set with a TTL (PROTOCOL 1.1), so expiries interleave with
+        // everything else, in both modes and before joins (pending states).
+        if Int.random(in: 0..<3, using: &random) == 0 {
+            arguments.append(("ttlSeconds", .number(JSONNumber(Double(Int.random(in: 1...20, using: &random)) / 10))))
+        }
+        let reply = session.client.send("setState", arguments)
         if reply["ok"] != true, reply["error"]?.string("code") != "TOO_MANY_PENDING_STATES" {
             problems.append("setState failed: \(reply.compactString)")
         }
