@@ -18,7 +18,7 @@ struct TemporaryDirectory {
 private func name(_ s: String) -> Name { Name(s)! }
 
 /// Waits (polling, with a deadline) until `condition` holds.
-private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
+func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: seconds)
     while Date() < deadline {
         if condition() { return true }

@@ -28,15 +28,6 @@ struct StorageFailureTests {
         }
     }
 
-    private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
-
     @Test("a failing commit is counted, keeps its changes for a retry, shows in health, and recovers")
     func failureAndRecovery() throws {
         let dir = try TemporaryDirectory()
