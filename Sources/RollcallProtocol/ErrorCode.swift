@@ -23,6 +23,8 @@ public enum ErrorCode: String, Sendable, CaseIterable, Hashable {
     case targetSubscriberLimit = "TARGET_SUBSCRIBER_LIMIT"
     case rateLimited = "RATE_LIMITED"
     case `internal` = "INTERNAL"
+    /// 1.1: a store the answer needs is unreachable (cluster mode, §9); the server API answers 503.
+    case unavailable = "UNAVAILABLE"
 }
 
 /// WebSocket close codes the broker uses (PROTOCOL §7).
@@ -37,10 +39,14 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case invalidUTF8 = 1007
     /// A message exceeded `limits.maxFrameBytes`.
     case frameTooBig = 1009
+    /// 1.1: service restart (the cluster's data was lost, §9); log in again.
+    case serviceRestart = 1012
     /// The outbound queue exceeded `limits.maxOutboundBytes`.
     case slowConsumer = 1013
     /// Bad or expired token.
     case unauthorized = 4401
+    /// 1.1: disconnected by the server API's `disconnectUser` (§10); the reason is the caller's.
+    case disconnectedByServer = 4403
     /// No login within `limits.loginTimeoutSeconds`.
     case loginTimeout = 4408
     /// Too many sessions for this user; the oldest is closed.

@@ -32,6 +32,11 @@ public final class BrokerServer {
     var records = ConnectionTable()
     var nextKey: UInt64 = 0
     var httpExchanges: [UInt64: HTTPExchange] = [:]
+    /// Server API requests handed to the core and not yet answered, by request id.
+    var apiExchanges: [APIRequestID: PendingAPIExchange] = [:]
+    var nextAPIRequestNumber: UInt64 = 0
+    /// The server API's bearer keys (PROTOCOL §10).
+    let apiKeys: ServerAPIKeys
     lazy var router = makeRouter()
     var healthCheck = HealthCheck()
     /// `/metrics` and the histograms (one registry per server).
@@ -99,13 +104,18 @@ public final class BrokerServer {
 
     /// A server for `configuration`, with the durable `store` and an optional authenticator
     /// (nil: the core's default for `auth.mode`). Nothing is bound until ``start()``.
+    ///
+    /// The server API's keys are `api.keys` and the variable `api.keyEnv` names in
+    /// `environment` (default: the process environment).
     public init(
         configuration: Configuration,
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
-        logger: Logger = Logger(label: "rollcall")
+        logger: Logger = Logger(label: "rollcall"),
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
         self.configuration = configuration
+        self.apiKeys = ServerAPIKeys(configuration.api, environment: environment)
         self.logger = logger
         self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)

@@ -59,6 +59,8 @@ final class StatusHarness {
                 }
             case .close(let connection, let code, _):
                 closes.append((connection, code))
+            case .respond:
+                break
             }
         }
     }

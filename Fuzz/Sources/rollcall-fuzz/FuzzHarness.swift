@@ -108,6 +108,8 @@ struct BrokerDrive {
             case .close(let connection, _, _):
                 closed.insert(connection)
                 open.remove(connection)
+            case .respond:
+                preconditionFailure("a server API answer without a server API request")
             }
         }
         return (replies, closed)

@@ -26,6 +26,8 @@ public final class Broker {
     var nextSessionNumber: UInt64 = 0
     /// Counters for `/metrics`.
     package internal(set) var metrics = BrokerMetrics()
+    /// This node's id in the server API's `getInfo` (PROTOCOL §10). Default `standalone`.
+    public var nodeId = Broker.standaloneNodeId
     /// Where request times and fan-out sizes go (histograms in `/metrics`); nil: nowhere.
     public var instrumentation: (any BrokerInstrumentation)? {
         didSet { outbox.instrumentation = instrumentation }
@@ -61,6 +63,8 @@ public final class Broker {
             fireDueTimers()
         case .shutdown:
             shutdown()
+        case .api(let id, let op, let body):
+            serverAPIRequest(id, op: op, body: body)
         }
         return outbox.drain()
     }
@@ -270,6 +274,8 @@ package struct BrokerMetrics: Sendable {
     var connectionsOpened = 0
     /// Requests received (decodable or not).
     package var requests = 0
+    /// Server API requests handed in by the transport (key already checked).
+    package var apiRequests = 0
     /// Successful logins (including resumes).
     package var logins = 0
     /// Sessions resumed with a token.

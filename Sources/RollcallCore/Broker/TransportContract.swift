@@ -41,6 +41,11 @@ public enum InboundEvent: Sendable {
     case tick
     /// SIGTERM/SIGINT: end every session (`offline`), then the transport closes with 1001.
     case shutdown
+    /// A server API request (PROTOCOL §10), `POST /api/v1/<op>` with its JSON body, whose
+    /// key the transport already checked. The core answers with ``Action/respond(_:status:body:)``
+    /// for the same id, in this or a later `handle` call; the transport keeps the exchange
+    /// open until then.
+    case api(APIRequestID, op: String, body: [UInt8])
 }
 
 /// What the core asks the transport to do, in order.
@@ -51,4 +56,8 @@ public enum Action: Sendable, Equatable {
     /// Flush what is queued, then close with this code. The core has already ended the
     /// session; the transport's later `.ended` for it is ignored.
     case close(ConnectionID, CloseCode, reason: String)
+    /// Answer the server API request `id` with an HTTP `status` and this JSON body
+    /// (`{"ok":true,"result":…}` or `{"ok":false,"error":…}`). The transport drops it when
+    /// the client hung up meanwhile.
+    case respond(APIRequestID, status: Int, body: [UInt8])
 }

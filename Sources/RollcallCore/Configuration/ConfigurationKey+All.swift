@@ -67,6 +67,9 @@ extension ConfigurationKey {
             .optionalString("storage.path", \.storage.path),
 
             .string("log.level", \.log.level, oneOf: logLevels),
+
+            .strings("api.keys", \.api.keys),
+            .optionalString("api.keyEnv", \.api.keyEnv),
         ]
     }
 }

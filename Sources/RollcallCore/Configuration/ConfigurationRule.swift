@@ -43,6 +43,13 @@ struct ConfigurationRule {
                       !LoopbackHost.contains(configuration.listen.host) else { return nil }
                 return "\"none\" on the non-loopback listen.host \(configuration.listen.host) needs auth.allowInsecure: true"
             },
+            ConfigurationRule(path: "api.keys") { configuration, _ in
+                configuration.api.keys.lazy.compactMap(ServerAPIKeys.problem(with:)).first
+            },
+            ConfigurationRule(path: "api.keyEnv") { configuration, environment in
+                guard let name = configuration.api.keyEnv, let value = environment[name], !value.isEmpty else { return nil }
+                return ServerAPIKeys.problem(with: value).map { "the environment variable \(name): \($0)" }
+            },
         ]
     }
 

@@ -17,6 +17,15 @@ public struct HTTPRoute {
         }
     }
 
+    /// How a route answers a request: now, or by handing it to the server, which answers
+    /// later on the same exchange (the server API's requests go into the broker's core).
+    public enum Answer: Sendable, Equatable {
+        /// This response, now.
+        case response(HTTPResponse)
+        /// The server answers later; the exchange stays open until it does.
+        case handOff(HTTPRequest)
+    }
+
     /// The paths the route takes.
     public let path: PathMatch
     /// The methods the route takes; GET implies HEAD (the same answer without its body).
@@ -24,7 +33,7 @@ public struct HTTPRoute {
     /// The largest body the route reads, in bytes (0: it takes no body).
     public let bodyLimit: Int
     /// Answers a request whose method is allowed and whose body is within the limit.
-    public let handle: (HTTPRequest) -> HTTPResponse
+    public let answer: (HTTPRequest) -> Answer
     /// Words a refusal (405, 413) for this route.
     public let refuse: (HTTPRefusal) -> HTTPResponse
 
@@ -34,10 +43,19 @@ public struct HTTPRoute {
         refuse: @escaping (HTTPRefusal) -> HTTPResponse = { $0.plainResponse },
         handle: @escaping (HTTPRequest) -> HTTPResponse
     ) {
+        self.init(path, methods: methods, bodyLimit: bodyLimit, refuse: refuse, answer: { .response(handle($0)) })
+    }
+
+    /// A route whose answers may be handed off to the server (``Answer/handOff(_:)``).
+    public init(
+        _ path: PathMatch, methods: Set<HTTPMethod>, bodyLimit: Int = 0,
+        refuse: @escaping (HTTPRefusal) -> HTTPResponse = { $0.plainResponse },
+        answer: @escaping (HTTPRequest) -> Answer
+    ) {
         self.path = path
         self.methods = methods
         self.bodyLimit = max(0, bodyLimit)
-        self.handle = handle
+        self.answer = answer
         self.refuse = refuse
     }
 
