@@ -49,7 +49,8 @@ private let everyKeyChanged = """
                     "loginTimeoutSeconds": 3.75,
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
-      "log":       {"level": "trace"}
+      "log":       {"level": "trace"},
+      "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"}
     }
     """
 
@@ -77,6 +78,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
     c.log.level = "trace"
+    c.api.keys = ["key-one-0123456789", "key-two-0123456789"]; c.api.keyEnv = "OTHER_API_KEY"
     return c
 }
 
