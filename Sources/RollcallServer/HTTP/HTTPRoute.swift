@@ -9,10 +9,12 @@ public struct HTTPRoute {
         /// Every path starting with this prefix (e.g. `/api/v1/`).
         case prefix(String)
 
+        /// Compared byte by byte: `String`'s `==` and `hasPrefix` compare characters, so a
+        /// combining mark right after `/api/v1/` would make the prefix not match.
         func matches(_ path: String) -> Bool {
             switch self {
-            case .exact(let exact): path == exact
-            case .prefix(let prefix): path.hasPrefix(prefix)
+            case .exact(let exact): path.utf8.elementsEqual(exact.utf8)
+            case .prefix(let prefix): path.utf8.starts(with: prefix.utf8)
             }
         }
     }

@@ -36,7 +36,7 @@ public enum ServerAPIRoute {
 
     /// The op a request names (`/api/v1/publish` → `publish`).
     public static func op(of request: HTTPRequest) -> String {
-        String(request.path.dropFirst(prefix.count))
+        String(decoding: request.path.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
     }
 
     /// The answer while no API key is configured.
