@@ -249,6 +249,40 @@ struct ServerAPICoreTests {
         #expect(result?["nodes"] == [["nodeId": "node-7", "sessions": 2]])
     }
 
+    @Test("random bodies for every op: exactly one answer each, a JSON object, 200 or 400 (404 for unknown ops)")
+    func randomBodies() throws {
+        let harness = makeHarness()
+        let bob = try harness.login("bob")
+        try bob.ok("join", [("channel", "room")])
+        var generator = SystemRandomNumberGenerator()
+        let names: [JSON] = ["room", "bob", "", "é", .string(String(repeating: "x", count: 129)), 1, .null, true, ["a"], ["k": "v"]]
+        let keys = ["channel", "channelType", "message", "publisher", "userId", "userIds", "includeUserId", "includeState",
+                    "page", "pageSize", "prefix", "reason"]
+        let ops = ServerAPIOp.allCases.map(\.rawValue) + ["join", "bogus"]
+        for round in 0..<600 {
+            let op = ops.randomElement(using: &generator)!
+            var body = JSONObject()
+            for key in keys where Bool.random(using: &generator) {
+                body[key] = names.randomElement(using: &generator)!
+            }
+            let bytes: [UInt8] = round % 10 == 0
+                ? (0..<Int.random(in: 0...12, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                : JSON.object(body).encoded()
+            let answer = harness.apiRaw(op, bytes)
+            #expect(answer.body["ok"]?.boolValue != nil, "\(op) \(String(decoding: bytes, as: UTF8.self))")
+            if ServerAPIOp(rawValue: op) == nil {
+                #expect(answer.status == 404)
+            } else if answer.status != 200 {
+                #expect(answer.status == 400, "\(op): \(answer.body.compactString)")
+                let code = answer.body["error"]?["code"]?.stringValue
+                #expect(code.flatMap(ErrorCode.init(rawValue:)) != nil)
+            }
+        }
+        // The broker is still consistent: bob is (or was disconnected) as the answers say.
+        let info = harness.api("getInfo").body["result"]
+        #expect(info?["sessions"]?.numberValue?.intValue ?? -1 <= 1)
+    }
+
     @Test("status codes: UNAUTHORIZED 401, UNKNOWN_OP 404, UNAVAILABLE 503, INTERNAL 500, the rest 400")
     func statusMapping() {
         #expect(ServerAPIAnswer.status(for: .unauthorized) == 401)
