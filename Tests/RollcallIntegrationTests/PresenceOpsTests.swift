@@ -222,9 +222,9 @@ struct PresenceOpsTests {
         let plain = try reader.channelOp("getOnlineUsers", "hall", ["pageSize": 2])
         #expect(plain["users"]?.arrayValue?.first == ["userId": "Zoe"], "no state unless asked")
         let countOnly = try reader.channelOp("getOnlineUsers", "hall", ["includeUserId": false])
-        #expect(countOnly.result == ["totalOccupancy": 7, "users": [], "nextPage": nil])
+        #expect(countOnly.result == ["totalOccupancy": 7, "seq": 7, "users": [], "nextPage": nil], "seq: seven joins (1.1)")
         let unknown = try reader.channelOp("getOnlineUsers", "nowhere")
-        #expect(unknown.result == ["totalOccupancy": 0, "users": [], "nextPage": nil])
+        #expect(unknown.result == ["totalOccupancy": 0, "seq": 0, "users": [], "nextPage": nil])
         #expect(try reader.channelOp("getOnlineUsers", "hall", stream: true)["totalOccupancy"]?.numberValue?.intValue == 0)
     }
 

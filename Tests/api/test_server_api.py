@@ -207,6 +207,8 @@ def test_the_key_may_come_from_the_environment():
 
 def test_every_documented_status_was_seen():
     """Runs last (file order): every op's 200, and every error status of the document."""
+    if not SEEN:
+        pytest.skip("run with the rest of the file: it checks what the other tests saw")
     statuses = {(path, method, status) for path, method, status in SEEN}
     for op in OPS:
         assert (f"/api/v1/{op}", "post", 200) in statuses, op
