@@ -215,3 +215,21 @@ def test_every_documented_status_was_seen():
     seen_codes = {status for _, _, status in statuses}
     for status in [200, 400, 401, 404, 405, 413]:
         assert status in seen_codes, status
+
+
+def test_a_body_on_a_method_that_takes_none_closes_the_connection_after_the_answer(broker, key):
+    """OPTIONS/DELETE/GET with a body: answered 405 without reading it, then the connection
+    closes (its unread bytes once sent lws into a busy loop on the next request)."""
+    for method in [b"OPTIONS", b"DELETE", b"GET"]:
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as raw:
+            raw.sendall(method + b" /api/v1/getInfo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+            data = b""
+            while True:
+                chunk = raw.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 405"), data
+    api = CheckedBroker(broker)
+    for _ in range(3):
+        assert api.ok("getInfo")["sessions"] == 0
