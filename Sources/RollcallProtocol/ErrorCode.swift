@@ -23,6 +23,8 @@ public enum ErrorCode: String, Sendable, CaseIterable, Hashable {
     case targetSubscriberLimit = "TARGET_SUBSCRIBER_LIMIT"
     case rateLimited = "RATE_LIMITED"
     case `internal` = "INTERNAL"
+    /// The cluster's store (Redis) cannot be reached (1.1, PROTOCOL §9); carries `retryAfterMs`.
+    case unavailable = "UNAVAILABLE"
 }
 
 /// WebSocket close codes the broker uses (PROTOCOL §7).
@@ -45,4 +47,6 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case loginTimeout = 4408
     /// Too many sessions for this user; the oldest is closed.
     case sessionLimit = 4409
+    /// The cluster's data was lost (Redis restarted empty): log in again (1.1, PROTOCOL §9).
+    case serviceRestart = 1012
 }

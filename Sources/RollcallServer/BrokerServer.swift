@@ -4,6 +4,7 @@ import Logging
 import RollcallCore
 import RollcallProtocol
 import RollcallEventLoop
+import RollcallCluster
 
 /// The libwebsockets transport: one lws context serviced by one dedicated thread that owns
 /// the ``Broker`` outright (no locks on the hot path).
@@ -57,6 +58,10 @@ public final class BrokerServer {
     let staticFiles: StaticFiles
     let writer: WriteBuffer
     let heartbeat: HeartbeatPolicy
+    /// Cluster mode: the link to Redis on this thread's loop (nil on one node).
+    var clusterLink: ClusterLink?
+    /// This node's id in a cluster.
+    public let nodeId: String
 
     // MARK: Shared with C and other threads
     let timer: UnsafeMutablePointer<rollcall_timer_t>
@@ -103,11 +108,14 @@ public final class BrokerServer {
         configuration: Configuration,
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
-        logger: Logger = Logger(label: "rollcall")
+        logger: Logger = Logger(label: "rollcall"),
+        nodeId: String? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
-        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator)
+        let nodeId = nodeId ?? configuration.cluster.nodeId ?? BrokerServer.randomNodeId()
+        self.nodeId = nodeId
+        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator, nodeId: nodeId)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
         self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
         self.heartbeat = HeartbeatPolicy(
@@ -118,6 +126,12 @@ public final class BrokerServer {
         stopFlag.initialize(to: rollcall_stop_flag_t())
         broker.instrumentation = exposition.histograms
         healthCheck.add { [broker] in Self.storageFailure(broker.storageHealth) }
+        healthCheck.add { [unowned self] in clusterLink?.healthProblem }
+    }
+
+    /// A new random node id (`cluster.nodeId` null): 12 lowercase hex digits.
+    public static func randomNodeId() -> String {
+        String(UInt64.random(in: 0...0xFFFF_FFFF_FFFF), radix: 16)
     }
 
     /// The `/healthz` reason while durable writes fail (nil while they succeed).
@@ -223,6 +237,8 @@ public final class BrokerServer {
         rollcall_install_stop_signals(nil, nil)
         contextForStopRequests = nil
         lifecycle.unlock()
+        clusterLink?.close()
+        clusterLink = nil
         lws_sul_cancel(&timer.pointee.sul)
         lws_context_destroy(context)
         context = nil
@@ -318,6 +334,23 @@ public final class BrokerServer {
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
         }
         timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        if configuration.cluster.isEnabled {
+            guard let eventLoop else {
+                lws_context_destroy(created)
+                context = nil
+                return .failure(ServerError(.listenFailed, "cluster mode needs libwebsockets' libev loop (unset ROLLCALL_EVENT_LOOP)"))
+            }
+            do {
+                let link = try ClusterLink(configuration: configuration, nodeId: nodeId, loop: eventLoop, logger: logger)
+                link.deliver = { [unowned self] event in feed(event) }
+                link.start()
+                clusterLink = link
+            } catch {
+                lws_context_destroy(created)
+                context = nil
+                return .failure(ServerError(.listenFailed, "\(error)"))
+            }
+        }
         logger.info("listening", metadata: [
             "host": "\(host)", "port": "\(bound)", "tls": "\(tls.certFile != nil)",
             "connectionCap": "\(connectionCap.limit)", "descriptorLimit": "\(connectionCap.descriptorLimit)",

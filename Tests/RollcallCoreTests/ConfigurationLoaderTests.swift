@@ -49,7 +49,9 @@ private let everyKeyChanged = """
                     "loginTimeoutSeconds": 3.75,
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
-      "log":       {"level": "trace"}
+      "log":       {"level": "trace"},
+      "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
+                    "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2}
     }
     """
 
@@ -77,6 +79,8 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
     c.log.level = "trace"
+    c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
+    c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
     return c
 }
 

@@ -83,6 +83,8 @@ final class SessionTestBench {
                 inbox[connection, default: []].append(value)
             case .close(let connection, let code, _):
                 closes[connection] = code
+            case .store, .listen, .unlisten:
+                preconditionFailure("a standalone broker asked the cluster store")
             }
         }
     }

@@ -59,6 +59,8 @@ final class StatusHarness {
                 }
             case .close(let connection, let code, _):
                 closes.append((connection, code))
+            case .store, .listen, .unlisten:
+                Issue.record("a standalone broker asked the cluster store")
             }
         }
     }

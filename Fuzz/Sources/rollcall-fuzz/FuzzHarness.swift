@@ -108,6 +108,8 @@ struct BrokerDrive {
             case .close(let connection, _, _):
                 closed.insert(connection)
                 open.remove(connection)
+            case .store, .listen, .unlisten:
+                preconditionFailure("a standalone broker never asks the cluster store")
             }
         }
         return (replies, closed)

@@ -41,6 +41,14 @@ public enum InboundEvent: Sendable {
     case tick
     /// SIGTERM/SIGINT: end every session (`offline`), then the transport closes with 1001.
     case shutdown
+    /// Cluster mode: the replies to the commands of ``Action/store(_:_:)`` (one per command,
+    /// in order), or why none came.
+    case storeReplied(StoreTicket, Result<[StoreReply], StoreFailure>)
+    /// Cluster mode: a message on a pub/sub channel the core asked to hear (``Action/listen(_:)``).
+    case storeMessage(channel: [UInt8], payload: [UInt8])
+    /// Cluster mode: the pub/sub link came back after a loss and every channel is heard again;
+    /// events published meanwhile may be missing.
+    case storeResubscribed
 }
 
 /// What the core asks the transport to do, in order.
@@ -51,4 +59,11 @@ public enum Action: Sendable, Equatable {
     /// Flush what is queued, then close with this code. The core has already ended the
     /// session; the transport's later `.ended` for it is ignored.
     case close(ConnectionID, CloseCode, reason: String)
+    /// Cluster mode: run these commands on the store in order and feed the replies back as
+    /// ``InboundEvent/storeReplied(_:_:)`` with the same ticket.
+    case store(StoreTicket, [StoreCommand])
+    /// Cluster mode: start hearing a pub/sub channel (``InboundEvent/storeMessage(channel:payload:)``).
+    case listen([UInt8])
+    /// Cluster mode: stop hearing a pub/sub channel.
+    case unlisten([UInt8])
 }

@@ -67,6 +67,12 @@ extension ConfigurationKey {
             .optionalString("storage.path", \.storage.path),
 
             .string("log.level", \.log.level, oneOf: logLevels),
+
+            .optionalString("cluster.redis", \.cluster.redis),
+            .string("cluster.keyPrefix", \.cluster.keyPrefix),
+            .optionalString("cluster.nodeId", \.cluster.nodeId),
+            .number("cluster.heartbeatSeconds", \.cluster.heartbeatSeconds, .from(0.05, upTo: 60)),
+            .number("cluster.nodeTimeoutSeconds", \.cluster.nodeTimeoutSeconds, .from(0.2, upTo: 3600)),
         ]
     }
 }

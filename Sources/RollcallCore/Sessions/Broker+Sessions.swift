@@ -29,7 +29,8 @@ extension Broker {
         nextSessionNumber += 1
         let session = Session(
             number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
-            connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random))
+            connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random),
+            idPrefix: sessionIdPrefix)
         session.grant = grant
         directory.add(session)
         // The newcomer is in before the oldest goes, so the user never reads offline in between.
@@ -50,10 +51,21 @@ extension Broker {
         loginDeadlines.cancel(connection)
         metrics.logins += 1
         metrics.resumes += 1
-        let channels = presence.sessionResumed(session)
         // The messages kept while it was held go right after the snapshots, in order.
         let held = session.heldMessages.takeAll()
-        for event in held.events { outbox.send(event, to: session) }
+        let channels: [JSON]
+        if let clusterPresence {
+            // Cluster mode: the snapshots come from Redis after the reply; the connection's
+            // requests wait until they and the held messages are out.
+            connections[connection]?.awaitsStore = true
+            channels = clusterPresence.sessionResumed(session) { [self] in
+                for event in held.events { outbox.send(event, to: session) }
+                resumeQueuedRequests(on: connection)
+            }
+        } else {
+            channels = presence.sessionResumed(session)
+            for event in held.events { outbox.send(event, to: session) }
+        }
         userStatus.sessionResumed(session, customStatus: customStatus)
         return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
@@ -121,7 +133,13 @@ extension Broker {
         }
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        presence.sessionEnded(session, how)
+        if let clusterPresence {
+            // Until nodes hand their sessions over (docs/cluster.md), a node that shuts down
+            // ends its sessions as timed out, so every other node's roster stays exact.
+            clusterPresence.sessionEnded(session, how == .shutdown ? .timedOut : how)
+        } else {
+            presence.sessionEnded(session, how)
+        }
         directory.remove(session)
         userStatus.sessionEnded(session, how)
         metrics.sessionEnds["\(how)", default: 0] += 1

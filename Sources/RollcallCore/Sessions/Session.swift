@@ -29,9 +29,9 @@ public final class Session {
     var heldMessages = HeldMessages()
 
     init(number: UInt64, userId: Name, platform: Platform, startedAt: Timestamp,
-         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken) {
+         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken, idPrefix: String = "") {
         self.number = number
-        self.sessionId = "s\(number)-\(token.text.prefix(6))"
+        self.sessionId = "\(idPrefix)s\(number)-\(token.text.prefix(6))"
         self.userId = userId
         self.platform = platform
         self.startedAt = startedAt

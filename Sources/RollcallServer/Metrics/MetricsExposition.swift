@@ -47,6 +47,10 @@ final class MetricsExposition {
         series.gauge("rollcall_interval_flushes_pending",
                      "Channels in interval mode with changes waiting for their next interval event", s.intervalFlushesPending)
         series.gauge("rollcall_subscriptions", "User-status subscriptions held", s.subscriptions)
+        if let cluster = s.cluster {
+            series.gauge("rollcall_cluster_nodes", "Live nodes of the cluster this node sees, itself included", cluster.nodes)
+            series.gauge("rollcall_redis_connected", "1 while this node reaches the cluster's Redis, else 0", cluster.redisConnected ? 1 : 0)
+        }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)
         series.counter("rollcall_storage_dropped_writes_total",

@@ -27,6 +27,8 @@ struct MetricsSnapshot {
     /// The connection cap (``ConnectionCap``) and the descriptors the connections hold now.
     var connectionCap = 0
     var descriptorsInUse = 0
+    /// Cluster mode: nodes seen alive (this one included) and whether Redis is connected; nil on one node.
+    var cluster: (nodes: Int, redisConnected: Bool)?
 }
 
 extension MetricsSnapshot {

@@ -50,6 +50,8 @@ final class PresenceHarness {
                 }
             case .close(let connection, let code, _):
                 closes[connection] = code
+            case .store, .listen, .unlisten:
+                Issue.record("a standalone broker asked the cluster store")
             }
         }
     }

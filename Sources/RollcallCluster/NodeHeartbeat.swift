@@ -1,0 +1,49 @@
+import RollcallCore
+import RollcallEventLoop
+import RollcallRedis
+
+/// A node's heartbeat (PROTOCOL §9): every `cluster.heartbeatSeconds` it writes Redis' time
+/// into the cluster's node set and counts the nodes heard within `nodeTimeoutSeconds`.
+final class NodeHeartbeat {
+    let nodeId: String
+    let keyPrefix: String
+    let intervalSeconds: Double
+    let timeoutMs: Int64
+    /// The number of live nodes after each beat.
+    var onCount: ((Int) -> Void)?
+    private var timer: LoopTimer!
+    private weak var connection: RedisConnection?
+
+    /// Writes the beat and counts live nodes, in one step with Redis' clock.
+    static let beat = RedisScript("""
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        redis.call('ZADD', ARGV[1], now, ARGV[2])
+        redis.call('HSET', ARGV[3], 'lastHeartbeat', now)
+        return redis.call('ZCOUNT', ARGV[1], now - tonumber(ARGV[4]), '+inf')
+        """)
+
+    init(configuration: Configuration, nodeId: String, loop: EventLoop) {
+        self.nodeId = nodeId
+        keyPrefix = configuration.cluster.keyPrefix
+        intervalSeconds = configuration.cluster.heartbeatSeconds
+        timeoutMs = Int64((configuration.cluster.nodeTimeoutSeconds * 1000).rounded())
+        timer = LoopTimer(loop: loop) { [unowned self] in self.fire() }
+    }
+
+    func start(on connection: RedisConnection) {
+        self.connection = connection
+        fire()
+    }
+
+    func stop() { timer.cancel() }
+
+    private func fire() {
+        timer.schedule(after: intervalSeconds)
+        guard let connection, connection.state.isConnected else { return }
+        let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs)]
+        Self.beat.run(on: connection, keys: [], arguments: arguments) { [weak self] result in
+            if case .success(let reply) = result, let count = reply.integer { self?.onCount?(Int(count)) }
+        }
+    }
+}
