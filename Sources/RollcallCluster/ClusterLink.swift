@@ -30,6 +30,7 @@ public final class ClusterLink {
     let heartbeat: NodeHeartbeat
     private var scripts: [StoreScript: RedisScript] = [:]
     private var subscribedOnce = false
+    private var hadOutage = false
 
     /// A link for `configuration.cluster` on `loop`. Throws ``ClusterError`` for a bad `cluster.redis`.
     public init(configuration: Configuration, nodeId: String, loop: EventLoop, logger: Logger) throws(ClusterError) {
@@ -72,10 +73,15 @@ public final class ClusterLink {
         commands.onStateChange = { [weak self] state in
             guard let self else { return }
             switch state {
-            case .connected: logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
-            case .disconnected(let error): logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
+            case .connected:
+                logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
+                if hadOutage { markGrace() }
+            case .disconnected(let error):
+                hadOutage = true
+                logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
             }
         }
+        subscriber.subscribe(configuration.cluster.keyPrefix + "n:" + nodeId)
         subscriber.onMessage = { [weak self] channel, payload in
             self?.deliver?(.storeMessage(channel: channel, payload: payload))
         }
@@ -103,6 +109,17 @@ public final class ClusterLink {
         default:
             break
         }
+    }
+
+    /// Back after an outage: every node gets a full `nodeTimeoutSeconds` to heartbeat again
+    /// before anyone is declared dead (the reaper measures from `P meta` `grace`).
+    private func markGrace() {
+        let script = RedisScript("""
+            local clock = redis.call('TIME')
+            redis.call('HSET', ARGV[1], 'grace', tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+            return 1
+            """)
+        script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta"]) { _ in }
     }
 
     /// Stops heartbeats and closes both connections.

@@ -42,6 +42,15 @@ public enum ClusterStartCheck {
             end
           end
         end
+        -- An earlier run with this id left sessions: held now with no node, never resurrected.
+        for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
+          local skey = prefix .. 's:' .. id
+          local held = tonumber(redis.call('HGET', skey, 'heldUntil') or '0')
+          if held == 0 then held = now + tonumber(redis.call('HGET', skey, 'timeout') or '0') end
+          redis.call('HSET', skey, 'node', '', 'heldUntil', held)
+          redis.call('ZADD', prefix .. 'held', held, id)
+        end
+        redis.call('DEL', prefix .. 'ns:' .. node)
         local key = prefix .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)

@@ -220,7 +220,8 @@ public final class BrokerServer {
             if phase == .accepting, rollcall_stop_requested(stopFlag) != 0 {
                 beginShutdown()
             }
-            if case .draining(let deadline) = phase, records.isEmpty || MonotonicClock.now >= deadline {
+            if case .draining(let deadline) = phase,
+               (records.isEmpty && !broker.awaitsStore) || MonotonicClock.now >= deadline {
                 break
             }
             if let eventLoop {

@@ -138,7 +138,7 @@ final class ClusterPresence {
             throw BrokerError(.notInChannel, "this session has not joined \(key.type.rawValue) channel \(key.name)")
         }
         removeLocally(session, from: key)
-        store.call([removal(of: session, from: key, kind: .leave)]) { [self] result in
+        store.call([removal(sessionId: session.sessionId, user: session.userId, from: key, kind: .leave)]) { [self] result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
@@ -148,31 +148,33 @@ final class ClusterPresence {
         }
     }
 
-    /// The session ended for good: `leave` or `timeout` in each of its channels where it was
-    /// its user's last session (nothing on shutdown: the node hands its sessions over).
-    func sessionEnded(_ session: Session, _ how: SessionEnd) {
+    /// Takes an ending session out of every local channel view (no store call) and returns
+    /// the channels it had joined.
+    func forgetLocally(_ session: Session) -> [ChannelKey] {
         let joined = session.presence.joined.keys.sorted()
+        for key in joined { removeLocally(session, from: key) }
         session.presence = SessionPresence()
-        guard !joined.isEmpty else { return }
-        var commands: [StoreCommand] = []
-        for key in joined {
-            removeLocally(session, from: key)
-            switch how {
-            case .logout, .closed: commands.append(removal(of: session, from: key, kind: .leave))
-            case .timedOut: commands.append(removal(of: session, from: key, kind: .timeout))
-            case .shutdown: commands.append(removal(of: session, from: key, kind: nil))
-            }
-        }
-        store.call(commands) { [self] result in
+        return joined
+    }
+
+    /// The commands that take a session out of `channels` in Redis: `leave` or `timeout`
+    /// where it was its user's last session there, nothing at all for `kind` nil.
+    func leaveCommands(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind?) -> [StoreCommand] {
+        channels.map { removal(sessionId: sessionId, user: user, from: $0, kind: kind) }
+    }
+
+    /// Runs `leaveCommands` and arms the interval flushes they report.
+    func leave(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind?) {
+        guard !channels.isEmpty else { return }
+        store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
             guard case .success(let replies) = result else { return }
-            for (key, reply) in zip(joined, replies) { scheduleFlush(key, dueAndNow: reply[1]) }
+            for (key, reply) in zip(channels, replies) { scheduleFlush(key, dueAndNow: reply[1]) }
         }
     }
 
     /// The store command that takes `session` out of `channel` (`kind` nil: silently).
-    private func removal(of session: Session, from key: ChannelKey, kind: RemovalKind?) -> StoreCommand {
+    private func removal(sessionId: String, user: Name, from key: ChannelKey, kind: RemovalKind?) -> StoreCommand {
         let channelKeys = keys.channel(key)
-        let user = session.userId
         let code: String, head: [UInt8]
         switch kind {
         case .leave?: code = "l"; head = PresenceEvents.head("leave", channel: key, publisher: user, state: nil)
@@ -180,9 +182,9 @@ final class ClusterPresence {
         case nil: code = "-"; head = []
         }
         return .script(PresenceScripts.leave, arguments: channelArguments(key, channelKeys, intervalHead: false) + [
-            Array(user.string.utf8), Array(session.sessionId.utf8), Array(code.utf8), head, PresenceEvents.encodedName(user),
+            Array(user.string.utf8), Array(sessionId.utf8), Array(code.utf8), head, PresenceEvents.encodedName(user),
             Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
-            Array(keys.sessionChannels(session.sessionId).utf8),
+            Array(keys.sessionChannels(sessionId).utf8),
         ])
     }
 
