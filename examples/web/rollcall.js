@@ -710,7 +710,15 @@ export class RollcallClient extends Emitter {
         }
       };
       socket.onmessage = (message) => this.#receive(message.data);
+      let ended = false;
+      // Node 20's WebSocket (undici, --experimental-websocket) reports a failed connection
+      // attempt with `error` only, never `close`: a socket that errs before it opened is over.
+      socket.onerror = () => {
+        if (socket.readyState !== WebSocket.OPEN) socket.onclose({ code: 1006, reason: "connection failed" });
+      };
       socket.onclose = (event) => {
+        if (ended) return; // once per socket (browsers send `close` after that `error`)
+        ended = true;
         if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
         if (this.#socket !== socket) return; // close() already reported it
         this.#socket = null;
