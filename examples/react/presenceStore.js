@@ -186,20 +186,22 @@ export function createPresenceStore(client, channel, options = {}) {
 
     /**
      * Says "typing" (throttled; the key expires by itself) or, with `false`, stops at once.
+     * Best effort, for event handlers: the promise never rejects (it resolves with the state
+     * result, or null when the request failed).
      * @param {boolean} [typing]
      * @returns {Promise<unknown> | null} the request, or null when throttled
      */
     setTyping(typing = true) {
       if (!typing) {
         lastTypingAt = -Infinity;
-        return client.removeState(channel, [TYPING_KEY], channelType);
+        return client.removeState(channel, [TYPING_KEY], channelType).catch(() => null);
       }
       const now = Date.now();
       if (now - lastTypingAt < typingThrottleMs) return null;
       lastTypingAt = now;
-      return client.setState(channel, { [TYPING_KEY]: "1" }, channelType, { ttlSeconds: typingTtlSeconds }).catch((failure) => {
+      return client.setState(channel, { [TYPING_KEY]: "1" }, channelType, { ttlSeconds: typingTtlSeconds }).catch(() => {
         lastTypingAt = -Infinity; // the next keystroke tries again
-        throw failure;
+        return null;
       });
     },
   };
