@@ -134,3 +134,47 @@ describe("held messages over limits.heldMessageBytes", () => {
     assert.deepEqual(messages.events.map((m) => m.message.n), [...Array(kept).keys()], "the oldest ones, in order");
   });
 });
+
+describe("replies lost in a cut connection", () => {
+  /** @type {Broker} */ let broker;
+  /** @type {CuttableProxy} */ let proxy;
+  const pool = new ClientPool();
+
+  before(async () => {
+    broker = await Broker.start();
+  });
+  after(async () => {
+    pool.closeAll();
+    await proxy?.close();
+    await broker.dispose();
+  });
+
+  test("a join whose reply was lost is undone after the resume; a lost leave's channel is joined again", async () => {
+    proxy = await CuttableProxy.start(broker.port);
+    const ida = await pool.open(proxy.url, "ida");
+    const jon = await pool.open(broker.url, "jon");
+    const jonLost = await jon.join("room:lost-join");
+    const jonKept = await jon.join("room:lost-leave");
+    await ida.join("room:lost-leave");
+    await eventually(() => jonKept.members.has("ida") && jonLost.seq !== null);
+
+    // The broker carries out a join and a leave, but ida never reads the replies.
+    proxy.muted = true;
+    const join = ida.join("room:lost-join");
+    const leave = ida.leave("room:lost-leave");
+    await eventually(() => jonLost.members.has("ida") && !jonKept.members.has("ida"), { message: "the broker did both" });
+    const resumed = nextEvent(ida, "login");
+    proxy.cut();
+    proxy.muted = false;
+    await assert.rejects(join, (error) => error.code === "DISCONNECTED");
+    await assert.rejects(leave, (error) => error.code === "DISCONNECTED");
+    assert.equal((await resumed).resumed, true);
+    assert.deepEqual((await resumed).channels, [{ channel: "room:lost-join", channelType: "message" }]);
+
+    // What ida's app was told stands: not in lost-join (left again), in lost-leave (joined again).
+    await eventually(() => !jonLost.members.has("ida") && jonKept.members.has("ida"), { message: "the client repaired both" });
+    assert.deepEqual((await jon.getUserChannels("ida")).channels, [{ channel: "room:lost-leave", channelType: "message" }]);
+    assert.deepEqual([...ida.rosters.keys()], ["message\u0000room:lost-leave"]);
+    await eventually(() => ida.rosters.get("message\u0000room:lost-leave").members.has("jon"));
+  });
+});

@@ -348,6 +348,7 @@ export class RollcallClient extends Emitter {
   #nextId = 1;
   #pending = new Map(); // id → {resolve, reject, onReply}
   #joins = new Map(); // channelKey → join arguments (to join again after a failed resume)
+  #lostJoins = new Set(); // channelKeys of join() calls that failed with DISCONNECTED (left after a resume)
   #backoff;
   #attempt = 0;
   #retryTimer = null;
@@ -383,8 +384,8 @@ export class RollcallClient extends Emitter {
 
   /**
    * Joins a channel and returns its roster (filled by the snapshot that follows).
-   * @param {string} channel
    * With `options.ttlSeconds` (1.1) the keys of `options.state` expire like `setState`'s.
+   * @param {string} channel
    * @param {{channelType?: string, presence?: boolean, messages?: boolean, state?: Record<string,string>, ttlSeconds?: number}} [options]
    * @returns {Promise<Roster>}
    */
@@ -414,6 +415,7 @@ export class RollcallClient extends Emitter {
       return roster;
     } catch (error) {
       if (created) this.rosters.delete(key);
+      if (created && error.code === "DISCONNECTED") this.#lostJoins.add(key); // the broker may have done it
       throw error;
     }
   }
@@ -699,9 +701,9 @@ export class RollcallClient extends Emitter {
           this.#attempt = 0;
           this.session = result;
           this.#setState("online", {});
+          // Before the `login` event, so that a handler's own requests come after these.
+          this.#rejoin(result.resumed ? result.channels ?? [] : null);
           this.emit("login", result);
-          if (!result.resumed) this.#rejoin(null);
-          else this.#rejoin(result.channels ?? []);
           resolve(result);
         } catch (error) {
           this.#closing = this.#closing || this.#firstLogin || error.code === "UNAUTHORIZED";
@@ -749,12 +751,18 @@ export class RollcallClient extends Emitter {
   /**
    * After a login that did not resume (`resumedChannels` null): join every channel again,
    * with this user's last state (without the keys that were set with a TTL: they would not
-   * expire any more). After a resume: join again only the channels the held session was not
-   * in (a join that was under way when the connection dropped).
+   * expire any more). After a resume: join again the channels the held session was not in
+   * (a leave whose reply was lost), and leave those this client does not know (a join whose
+   * reply was lost: its promise rejected with `DISCONNECTED`).
    * @param {{channel: string, channelType: string}[] | null} resumedChannels
    */
   #rejoin(resumedChannels) {
     const kept = new Set((resumedChannels ?? []).map((c) => channelKey(c.channel, c.channelType ?? "message")));
+    for (const { channel, channelType = "message" } of resumedChannels ?? []) {
+      const key = channelKey(channel, channelType);
+      if (this.#lostJoins.has(key) && !this.#joins.has(key)) this.#send("leave", { channel, channelType }, null).catch(() => {});
+    }
+    this.#lostJoins.clear();
     for (const [key, flags] of this.#joins) {
       if (kept.has(key)) continue;
       const roster = this.rosters.get(key);

@@ -7,6 +7,8 @@ import { connect, createServer } from "node:net";
 export class CuttableProxy {
   /** New connections are accepted and closed at once while true. */
   refusing = false;
+  /** While true, what the broker sends is dropped (the client's requests still get through). */
+  muted = false;
   #sockets = new Set();
   #server;
 
@@ -60,7 +62,9 @@ export class CuttableProxy {
       });
     }
     client.pipe(upstream);
-    upstream.pipe(client);
+    upstream.on("data", (data) => {
+      if (!this.muted) client.write(data);
+    });
   }
 
   /** Drops every open connection at once, both ways (TCP reset; no close frame). */
