@@ -178,3 +178,40 @@ describe("replies lost in a cut connection", () => {
     await eventually(() => ida.rosters.get("message\u0000room:lost-leave").members.has("jon"));
   });
 });
+
+describe("a hold that expired", () => {
+  /** @type {Broker} */ let broker;
+  /** @type {CuttableProxy} */ let proxy;
+  const pool = new ClientPool();
+
+  before(async () => {
+    broker = await Broker.start({ presence: { timeoutSeconds: 0.5 } });
+  });
+  after(async () => {
+    pool.closeAll();
+    await proxy?.close();
+    await broker.dispose();
+  });
+
+  test("others see timeout; the client comes back unresumed and joins again with its state", async () => {
+    proxy = await CuttableProxy.start(broker.port);
+    const kai = await pool.open(proxy.url, "kai");
+    const lea = await pool.open(broker.url, "lea");
+    const kaiRoom = await kai.join("room:expire", { state: { seat: "7" } });
+    const leaRoom = await lea.join("room:expire");
+    await eventually(() => leaRoom.members.has("kai") && kaiRoom.members.has("lea"));
+
+    const timedOut = nextEvent(leaRoom, "change", (c) => c.type === "timeout");
+    proxy.refusing = true;
+    proxy.cut();
+    assert.deepEqual((await timedOut).changes, [{ kind: "timeout", userId: "kai" }]);
+    assert.equal(leaRoom.members.has("kai"), false);
+
+    const login = nextEvent(kai, "login");
+    const rejoined = nextEvent(leaRoom, "change", (c) => c.type === "join");
+    proxy.refusing = false;
+    assert.equal((await login).resumed, false);
+    assert.deepEqual((await rejoined).changes, [{ kind: "join", userId: "kai", state: { seat: "7" } }]);
+    await eventually(() => kaiRoom.seq !== null && kaiRoom.members.has("lea") && kaiRoom.members.get("kai")?.seat === "7");
+  });
+});
