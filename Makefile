@@ -49,10 +49,12 @@ run: build
 	.build/debug/rollcall --config $(CONFIG)
 
 ## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the fuzz corpus replay, the versioned-dependency check of RollcallClient, then
-## the browser demo in headless Chromium. `.ci/run` is exactly this.
+## Swift suites, the JavaScript client's suite (Node), the fuzz corpus replay, the
+## versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
+## `.ci/run` is exactly this.
 test: build
 	swift test
+	$(MAKE) test-js
 	$(MAKE) test-fuzz-replay
 	$(MAKE) test-consumer
 	$(MAKE) test-browser
@@ -62,6 +64,13 @@ test: build
 test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
+
+## The JavaScript client (examples/web/rollcall.js) under Node's own test runner against the
+## real broker (Tests/js; Node 20+, no npm packages). Needs only the broker binary.
+.PHONY: test-js
+test-js:
+	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
+	node --experimental-websocket --test Tests/js/
 
 ## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
 ## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.
