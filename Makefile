@@ -67,8 +67,15 @@ test-browser: browser-deps
 
 ## The JavaScript client (examples/web/rollcall.js) under Node's own test runner against the
 ## real broker (Tests/js; Node 20+, no npm packages). Needs only the broker binary.
-.PHONY: test-js
-test-js:
+## Debian's TypeScript compiler (the .d.ts check) and React (the usePresence hook test).
+JS_PACKAGES := node-typescript node-react node-react-test-renderer
+.PHONY: test-js js-deps
+js-deps:
+	@if command -v dpkg >/dev/null; then missing=""; \
+	for package in $(JS_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; done; \
+	if [ -n "$$missing" ]; then echo "js-deps: installing$$missing"; $(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi; fi
+test-js: js-deps
 	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
 	node --experimental-websocket --test Tests/js/
 
