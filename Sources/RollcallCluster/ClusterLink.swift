@@ -33,7 +33,12 @@ public final class ClusterLink {
     private var hadOutage = false
 
     /// A link for `configuration.cluster` on `loop`. Throws ``ClusterError`` for a bad `cluster.redis`.
-    public init(configuration: Configuration, nodeId: String, loop: EventLoop, logger: Logger) throws(ClusterError) {
+    /// The cluster's epoch when this node joined (`P meta`); a different or missing one
+    /// means Redis lost the cluster's data.
+    public private(set) var epoch: String?
+
+    public init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
+        self.epoch = epoch
         guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
         do {
             endpoint = try RedisEndpoint(parsing: url)
@@ -93,7 +98,11 @@ public final class ClusterLink {
         }
         commands.start()
         subscriber.start()
-        heartbeat.onCount = { [weak self] count in self?.liveNodes = count }
+        heartbeat.onBeat = { [weak self] count, epoch in
+            guard let self else { return }
+            liveNodes = count
+            if epoch != self.epoch { dataLost() }
+        }
         heartbeat.start(on: commands)
     }
 
@@ -120,6 +129,21 @@ public final class ClusterLink {
             return 1
             """)
         script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta"]) { _ in }
+    }
+
+    /// Redis lost the cluster's data (restarted empty): every local session is closed with
+    /// 1012 and the node registers again in a new, empty cluster (PROTOCOL §9).
+    private func dataLost() {
+        logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
+        deliver?(.storeLost)
+        epoch = nil
+        ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let epoch): self.epoch = epoch
+            case .failure(let error): logger.error("cluster: could not register again", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Stops heartbeats and closes both connections.

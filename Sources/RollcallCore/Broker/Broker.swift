@@ -93,6 +93,8 @@ public final class Broker {
             }
         case .storeResubscribed:
             clusterPresence?.resyncEverything()
+        case .storeLost:
+            clusterDataLost()
         }
         return outbox.drain()
     }

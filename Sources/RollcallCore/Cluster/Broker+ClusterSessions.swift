@@ -203,6 +203,24 @@ extension Broker {
               .command(["ZREM", clusterKeys.nodes, clusterNodeId].map(storeArgument))]) { _ in }
     }
 
+    /// Redis lost the cluster's data: every session here ends without a word to anyone and
+    /// its connection closes with 1012, so clients log in again into an empty cluster.
+    func clusterDataLost() {
+        guard let clusterPresence else { return }
+        for session in directory.all {
+            _ = clusterPresence.forgetLocally(session)
+            holdDeadlines.cancel(session.number)
+            heldSessions[session.number] = nil
+            let connection = session.connection
+            directory.remove(session)
+            userStatus.sessionEnded(session, .shutdown)
+            if let connection { close(connection, .serviceRestart, reason: "cluster data lost") }
+        }
+        // Calls in flight were answered by a Redis that no longer has their data.
+        clusterPresence.flushes = TimerQueue()
+        clusterPresence.local.removeAll()
+    }
+
     // MARK: - Reaping and control messages
 
     /// Every `cluster.heartbeatSeconds`: dead nodes' sessions become held, and held sessions
