@@ -230,6 +230,7 @@ extension Broker {
         let now = clock.monotonic
         guard now >= nextReapAt else { return }
         nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
+        clusterPresence?.expireOverdue()
         let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
         call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
