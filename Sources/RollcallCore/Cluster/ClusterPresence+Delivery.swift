@@ -52,9 +52,12 @@ extension ClusterPresence {
             guard fields.count == 2 else { return }
             let publisher = String(decoding: fields[0].dropFirst(), as: UTF8.self)
             let bytes = Array(fields.removeLast())
+            // Held sessions keep their messages in Redis (the publish script), for a resume on
+            // any node; until their hold is recorded there, here.
             let heldLimit = configuration.limits.heldMessageBytes
             outbox.fanOut {
-                for member in channel.members.values where member.flags.messages && member.session.sessionId != publisher {
+                for member in channel.members.values
+                where member.flags.messages && member.session.sessionId != publisher && !member.session.messagesKeptInStore {
                     outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
                 }
             }
