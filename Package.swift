@@ -180,6 +180,15 @@ let package = Package(
             dependencies: ["RollcallRedis", "RollcallEventLoop", "RollcallTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Cluster mode in one process: brokers and ClusterLinks on one loop, one real redis-server.
+        .testTarget(
+            name: "RollcallClusterTests",
+            dependencies: [
+                "RollcallCore", "RollcallCluster", "RollcallRedis", "RollcallEventLoop", "RollcallTestSupport",
+                "RollcallClient", "RollcallProtocol", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "RollcallIntegrationTests",
             dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
