@@ -49,7 +49,10 @@ private let everyKeyChanged = """
                     "loginTimeoutSeconds": 3.75,
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
-      "log":       {"level": "trace"}
+      "log":       {"level": "trace"},
+      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET",
+                    "events": ["channel"], "batchMaxEvents": 31, "batchMaxDelaySeconds": 0.25,
+                    "timeoutSeconds": 2.5, "retryMaxSeconds": 33, "queueMaxEvents": 34, "caFile": "ca.pem"}
     }
     """
 
@@ -77,6 +80,10 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
     c.log.level = "trace"
+    c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
+    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.events = ["channel"]
+    c.webhooks.batchMaxEvents = 31; c.webhooks.batchMaxDelaySeconds = 0.25; c.webhooks.timeoutSeconds = 2.5
+    c.webhooks.retryMaxSeconds = 33; c.webhooks.queueMaxEvents = 34; c.webhooks.caFile = "ca.pem"
     return c
 }
 

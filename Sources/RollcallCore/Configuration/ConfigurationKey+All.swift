@@ -67,6 +67,17 @@ extension ConfigurationKey {
             .optionalString("storage.path", \.storage.path),
 
             .string("log.level", \.log.level, oneOf: logLevels),
+
+            .optionalString("webhooks.url", \.webhooks.url),
+            .optionalString("webhooks.secret", \.webhooks.secret),
+            .optionalString("webhooks.secretEnv", \.webhooks.secretEnv),
+            .strings("webhooks.events", \.webhooks.events),
+            .integer("webhooks.batchMaxEvents", \.webhooks.batchMaxEvents, 1...10_000),
+            .number("webhooks.batchMaxDelaySeconds", \.webhooks.batchMaxDelaySeconds, .from(0, upTo: 3600)),
+            .number("webhooks.timeoutSeconds", \.webhooks.timeoutSeconds, .from(0.1, upTo: 3600)),
+            .number("webhooks.retryMaxSeconds", \.webhooks.retryMaxSeconds, .from(0, upTo: 604_800)),
+            .integer("webhooks.queueMaxEvents", \.webhooks.queueMaxEvents, 1...100_000_000),
+            .optionalString("webhooks.caFile", \.webhooks.caFile),
         ]
     }
 }

@@ -43,7 +43,7 @@ struct ConfigurationRule {
                       !LoopbackHost.contains(configuration.listen.host) else { return nil }
                 return "\"none\" on the non-loopback listen.host \(configuration.listen.host) needs auth.allowInsecure: true"
             },
-        ]
+        ] + webhookRules
     }
 
     private static func seconds(_ value: Double) -> String { JSONNumber(value).literal }
