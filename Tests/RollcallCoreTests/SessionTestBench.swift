@@ -83,6 +83,8 @@ final class SessionTestBench {
                 inbox[connection, default: []].append(value)
             case .close(let connection, let code, _):
                 closes[connection] = code
+            case .notifyBackend:
+                break
             }
         }
     }

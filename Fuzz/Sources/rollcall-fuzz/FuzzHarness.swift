@@ -108,6 +108,8 @@ struct BrokerDrive {
             case .close(let connection, _, _):
                 closed.insert(connection)
                 open.remove(connection)
+            case .notifyBackend(let event):
+                precondition(event.bytes.starts(with: Array(#"{"event":"#.utf8)), "backend event is not an event object")
             }
         }
         return (replies, closed)

@@ -51,4 +51,8 @@ public enum Action: Sendable, Equatable {
     /// Flush what is queued, then close with this code. The core has already ended the
     /// session; the transport's later `.ended` for it is ignored.
     case close(ConnectionID, CloseCode, reason: String)
+    /// Hand this event to the webhook sender (PROTOCOL §11). Emitted only when
+    /// `webhooks.url` is set and the event's kind is in `webhooks.events`, in the order the
+    /// events happened.
+    case notifyBackend(BackendEvent)
 }
