@@ -30,6 +30,8 @@ extension BrokerServer {
             case .close(let connection, let code, let reason):
                 guard let record = records[connection] else { continue }
                 perform(record.lifecycle.coreClosed(code, reason: reason), for: record)
+            case .notifyBackend(let event):
+                webhookSender?.enqueue(event)
             }
         }
     }
