@@ -308,6 +308,12 @@ import Testing
                 connections[user] = connection
             }
         }
+        // Two members for sure, so the comparison below is never between two empty rosters.
+        for user in ["last-a", "last-b"] {
+            let connection = try broker.session(user)
+            try joinOrFail(connection, "room", state: ["k": user])
+            connections[user] = connection
+        }
         let observer = try broker.session("observer")
         var expected: [String: [String: String]] = [:]
         var roster: [String: [String: String]] = [:]
@@ -318,6 +324,10 @@ import Testing
             return roster == expected
         }
         #expect(matched, "backend roster \(roster) != broker \(expected)")
+        #expect(expected["last-a"] == ["k": "last-a"])
+        if maxInstantEvents == 3 {
+            #expect(deliveredEvents(receiver).contains { $0["type"]?.stringValue == "interval" }, "the churn reached interval mode")
+        }
     }
 
     /// Applies `presence` and `channel` events in order: `vacated` clears the roster and
