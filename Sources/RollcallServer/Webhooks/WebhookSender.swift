@@ -43,6 +43,8 @@ final class WebhookSender {
     private var attempt: Attempt?
     private var inputs: [Input] = []
     private var isHandling = false
+    /// Set by ``stop()``.
+    private var isStopped = false
     private var dropLog = RateLimitedLog(intervalMs: 10_000)
     private var failureLog = RateLimitedLog(intervalMs: 10_000)
 
@@ -129,8 +131,10 @@ final class WebhookSender {
     var counters: WebhookCounters { machine.counters }
     var waitingEvents: Int { machine.waitingEvents }
 
-    /// Stops the timer (the context is about to be destroyed).
+    /// Stops the timer and ignores every later callback (the context is about to be
+    /// destroyed, closing any connection still open: no retry may start then).
     func stop() {
+        isStopped = true
         lws_sul_cancel(&timer.pointee.sul)
         armedAt = nil
     }
@@ -146,6 +150,7 @@ final class WebhookSender {
     /// Feeds the machine one input at a time: inputs that arrive while actions are carried
     /// out (a connect that fails at once) wait their turn, so the machine is never re-entered.
     private func submit(_ input: Input) {
+        guard !isStopped else { return }
         inputs.append(input)
         guard !isHandling else { return }
         isHandling = true
@@ -247,8 +252,22 @@ final class WebhookSender {
     /// lws calls this for every event of a webhook client connection.
     func handleCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?,
                         _ length: Int) -> Int32 {
-        let number = UInt64(UInt(bitPattern: lws_get_opaque_user_data(wsi)))
-        let isCurrent = number != 0 && attempt?.number == number
+        switch reason {
+        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER, LWS_CALLBACK_CLIENT_HTTP_WRITEABLE,
+             LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP, LWS_CALLBACK_RECEIVE_CLIENT_HTTP, LWS_CALLBACK_COMPLETED_CLIENT_HTTP,
+             LWS_CALLBACK_CLIENT_CONNECTION_ERROR, LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
+            guard !isStopped else { return reason == LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER ? -1 : 0 }
+            let number = UInt64(UInt(bitPattern: lws_get_opaque_user_data(wsi)))
+            return clientCallback(wsi, reason, input, length, attempt: number, isCurrent: number != 0 && attempt?.number == number)
+        default:
+            // Vhost-wide reasons (protocol init, EVENT_WAIT_CANCELLED, …) come with a stand-in wsi.
+            return 0
+        }
+    }
+
+    /// One event of a webhook client connection, for attempt `number`.
+    private func clientCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?,
+                                _ length: Int, attempt number: UInt64, isCurrent: Bool) -> Int32 {
         switch reason {
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
             guard isCurrent, let current = attempt, let input else { return -1 }
