@@ -152,6 +152,25 @@ import Testing
         #expect(first.events.count == 3)
     }
 
+    @Test func aLargeBatchArrivesWholeAndSigned() throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let broker = try broker(url: receiver.url, ["events": ["presence"], "batchMaxEvents": 40, "batchMaxDelaySeconds": 60])
+        let big = String(repeating: "x", count: 4000)
+        var sessions: [RollcallConnection] = []
+        for index in 0..<40 {
+            let session = try broker.session("big-\(index)")
+            try joinOrFail(session, "room", state: ["blob": big])
+            sessions.append(session)
+        }
+        #expect(receiver.wait(timeout: 20) { !$0.isEmpty })
+        let request = try #require(receiver.requests.first)
+        #expect(request.body.count > 160_000, "several 16 KiB chunks")
+        #expect(request.events.count == 40)
+        #expect(request.events.allSatisfy { $0["state"]?["blob"]?.stringValue == big })
+        verifySignature(request)
+    }
+
     // MARK: - Retries and drops
 
     @Test func aBatchAnswered500IsRetriedWithTheSameIdAndANewSignature() throws {
