@@ -220,32 +220,30 @@ final class WebhookSender {
         let signature = WebhookSignature.header(secret: settings.secret, sentAt: sentAt, body: body)
         attempt = Attempt(number: number, batchId: batch.id, body: body, signature: signature)
         let url = settings.url
+        // lws copies these strings into the connection's own storage during the call.
+        let texts: [String] = [connectAddress, url.path, url.hostHeader, "POST", "http/1.1"]
+        let strings = texts.map { strdup($0)! }
+        defer { strings.forEach { free($0) } }
         var info = lws_client_connect_info()
         info.context = context
         info.vhost = vhost
-        withExtendedLifetime(
-            (strdup(connectAddress)!, strdup(url.path)!, strdup(url.hostHeader)!, strdup("POST")!, strdup("http/1.1")!)
-        ) { strings in
-            info.address = UnsafePointer(strings.0)
-            info.port = Int32(url.port)
-            info.path = UnsafePointer(strings.1)
-            info.host = UnsafePointer(strings.2)
-            info.method = UnsafePointer(strings.3)
-            info.alpn = UnsafePointer(strings.4)
-            info.local_protocol_name = protocols[0].name
-            info.protocol = protocols[0].name
-            var flags = LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue
-            if url.secure { flags |= LCCSCF_USE_SSL.rawValue }
-            info.ssl_connection = Int32(bitPattern: flags)
-            info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(number))
-            let wsi = lws_client_connect_via_info(&info)
-            free(strings.0); free(strings.1); free(strings.2); free(strings.3); free(strings.4)
-            if let wsi {
-                if attempt?.number == number { attempt?.wsi = wsi }
-            } else if attempt?.number == number {
-                attempt = nil
-                submit(.failed(number, "cannot connect to \(url.hostHeader)"))
-            }
+        info.address = UnsafePointer(strings[0])
+        info.port = Int32(url.port)
+        info.path = UnsafePointer(strings[1])
+        info.host = UnsafePointer(strings[2])
+        info.method = UnsafePointer(strings[3])
+        info.alpn = UnsafePointer(strings[4])
+        info.local_protocol_name = protocols[0].name
+        info.protocol = protocols[0].name
+        var flags = LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue
+        if url.secure { flags |= LCCSCF_USE_SSL.rawValue }
+        info.ssl_connection = Int32(bitPattern: flags)
+        info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(number))
+        if let wsi = lws_client_connect_via_info(&info) {
+            if attempt?.number == number { attempt?.wsi = wsi }
+        } else if attempt?.number == number {
+            attempt = nil
+            submit(.failed(number, "cannot connect to \(url.hostHeader)"))
         }
     }
 
