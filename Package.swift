@@ -191,7 +191,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RollcallIntegrationTests",
-            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
+            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: cBridgeSettings
         ),
     ]

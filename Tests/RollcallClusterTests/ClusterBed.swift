@@ -109,6 +109,8 @@ final class ClusterBed {
             feed(index, .ended(connection, .closeFrame))
         case .store, .listen, .unlisten:
             links[index].perform(action)
+        case .notifyBackend:
+            break
         }
     }
 
