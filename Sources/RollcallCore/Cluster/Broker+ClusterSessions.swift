@@ -43,7 +43,11 @@ extension Broker {
                     startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
                     return
                 }
-                guard connections[connection] != nil else { return }
+                guard connections[connection] != nil else {
+                    // The client went away meanwhile: the session goes back to being held.
+                    call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, clusterNodeId].map(storeArgument))]) { _ in }
+                    return
+                }
                 let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
                 let kept = (events: (reply[7].elements ?? []).compactMap(\.bytes), dropped: Int(reply[8].integer ?? 0))
                 if let local = directory.session(id: sessionId), local.isHeld {

@@ -113,6 +113,20 @@ enum SessionScripts {
         return {dead, ended}
         """)
 
+    /// A claimed session whose new connection closed before the claim came back: held again,
+    /// with no node (the reaper times it out). Arguments: prefix, id, node.
+    static let release = StoreScript(name: "session.release", source: library + """
+        local id, node = ARGV[2], ARGV[3]
+        local key = prefix .. 's:' .. id
+        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
+        local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+        redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
+        redis.call('ZADD', prefix .. 'held', deadline, id)
+        redis.call('SREM', prefix .. 'ns:' .. node, id)
+        markHeld(id)
+        return 'ok'
+        """)
+
     /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
     /// becomes held with no node, resumable anywhere. Arguments: prefix, node.
     static let handOver = StoreScript(name: "session.handOver", source: library + """
