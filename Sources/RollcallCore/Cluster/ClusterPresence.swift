@@ -92,12 +92,11 @@ final class ClusterPresence {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
-        store.call([.command([Array("HGET"), Array(channelKeys.base + ":st"), Array(user.string.utf8)])]) { [self] result in
+        readState(of: user, in: key) { [self] result in
             switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                let current = replies.first?.bytes
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
                 var state = current.flatMap(PresenceState.init(stored:)) ?? .empty
                 let pending = session.presence.pendingStates[key]
                 if pending != nil || request.state != nil {
@@ -241,12 +240,12 @@ final class ClusterPresence {
                                     ttlMs: Int64?, attempt: Int, then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
-        store.call([.command([Array("HGET"), Array(channelKeys.base + ":st"), Array(user.string.utf8)])]) { [self] result in
+        readState(of: user, in: key) { [self] result in
             switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                guard let current = replies.first?.bytes else {
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
+                guard let current else {
                     done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
                     return
                 }
@@ -335,11 +334,11 @@ final class ClusterPresence {
     func getState(_ request: GetStateRequest, then done: @escaping Completion) {
         let key = request.channel
         let user = request.userId
-        store.call([.command([Array("HGET"), Array(keys.channel(key).base + ":st"), Array(user.string.utf8)])]) { result in
+        readState(of: user, in: key) { result in
             switch result {
-            case .failure(let failure): done(.failure(failure.brokerError))
-            case .success(let replies):
-                guard let stored = replies.first?.bytes else {
+            case .failure(let error): done(.failure(error))
+            case .success(let stored):
+                guard let stored else {
                     done(.failure(BrokerError(.userNotPresent, "\(user) is not in \(key.type.rawValue) channel \(key.name)")))
                     return
                 }
@@ -401,6 +400,13 @@ final class ClusterPresence {
     }
 
     // MARK: - Support
+
+    /// A member's state as stored (compact JSON), nil when the user is not a member.
+    func readState(of user: Name, in key: ChannelKey, then done: @escaping (Result<[UInt8]?, BrokerError>) -> Void) {
+        store.call([.command([Array("HGET".utf8), Array((keys.channel(key).base + ":st").utf8), Array(user.string.utf8)])]) { result in
+            done(result.map { $0.first?.bytes }.mapError(\.brokerError))
+        }
+    }
 
     /// Hands what a script produced to the webhook sender (PROTOCOL §11): each event is sent
     /// once, by the node whose script produced it. `p<event>` is a presence event as clients
