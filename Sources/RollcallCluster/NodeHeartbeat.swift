@@ -21,6 +21,11 @@ final class NodeHeartbeat {
     static let beat = RedisScript("""
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        -- Every node silent for the timeout means Redis was out of reach (or stopped), not that
+        -- nodes died: the first beat after such a silence opens a grace window (PROTOCOL §9).
+        local last = tonumber(redis.call('HGET', ARGV[5], 'lastBeat') or '0')
+        if last > 0 and now - last >= tonumber(ARGV[4]) then redis.call('HSET', ARGV[5], 'grace', now) end
+        redis.call('HSET', ARGV[5], 'lastBeat', now)
         local added = redis.call('ZADD', ARGV[1], now, ARGV[2])
         redis.call('HSET', ARGV[3], 'lastHeartbeat', now)
         return {redis.call('ZCOUNT', ARGV[1], now - tonumber(ARGV[4]), '+inf'), redis.call('HGET', ARGV[5], 'epoch') or false, added}

@@ -88,6 +88,11 @@ enum SessionScripts {
     static let reap = StoreScript(name: "session.reap", source: library + """
         local self, timeout, limit = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
         local dead = {}
+        -- Commands a node sent before Redis stopped may run only once it is back, after every
+        -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
+        local last = tonumber(redis.call('HGET', prefix .. 'meta', 'lastBeat') or '0')
+        if last > 0 and now - last >= timeout then redis.call('HSET', prefix .. 'meta', 'grace', now) end
+        redis.call('HSET', prefix .. 'meta', 'lastBeat', now)
         local grace = tonumber(redis.call('HGET', prefix .. 'meta', 'grace') or '0')
         if now - grace >= timeout then
           for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', '-inf', now - timeout)) do
