@@ -182,7 +182,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RollcallIntegrationTests",
-            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
+            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore", "RollcallTestSupport"],
             swiftSettings: cBridgeSettings
         ),
     ]
