@@ -76,9 +76,9 @@ struct PresenceHeldSessionTests {
         #expect(try alice.channelOp("getOnlineUsers", "stage")["users"] == [["userId": "alice"], ["userId": "bob"]])
     }
 
-    @Test("getOnlineUsers paging while others join and leave: users present for the whole scan appear exactly once")
-    func pagingUnderChurn() throws {
-        let broker = try BrokerProcess()
+    @Test("getOnlineUsers paging while others join and leave: users present for the whole scan appear exactly once", arguments: Topology.singleAndCluster)
+    func pagingUnderChurn(topology: Topology) throws {
+        let broker = try topology.start()
         var stayers: [RollcallConnection] = []
         for name in ["b", "d", "f", "h", "j"] {
             let connection = try broker.session(name)

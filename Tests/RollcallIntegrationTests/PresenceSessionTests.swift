@@ -44,9 +44,9 @@ struct PresenceSessionTests {
         #expect(try second.channelOp("publish", "scores", stream: true, ["message": 1]).ok, "still a stream member")
     }
 
-    @Test("a user with two sessions is one member; leaves only when both are gone; own sessions get no presence events")
-    func multiSessionUser() throws {
-        let broker = try BrokerProcess()
+    @Test("a user with two sessions is one member; leaves only when both are gone; own sessions get no presence events", arguments: Topology.singleAndCluster)
+    func multiSessionUser(topology: Topology) throws {
+        let broker = try topology.start()
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         _ = try bob.presenceEvent("snapshot", channel: "lobby")

@@ -36,7 +36,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// is connected to Redis and sees all the others (`rollcall_cluster_nodes`).
     init(config: [String: Any] = [:], routing: Routing = .direct, nodeCount: Int = 3, formTimeout: TimeInterval = 15) throws {
         self.routing = routing
-        redis = try RedisServer()
+        redis = try Self.retried { try RedisServer() }
         keyPrefix = "t" + UUID().uuidString.prefix(8).lowercased() + ":"
         sharedConfig = BrokerProcess.merge(config, ["cluster": [
             "redis": redis.url(), "keyPrefix": keyPrefix, "heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1,
@@ -45,7 +45,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
             try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index))
         }
         do {
-            proxy = try NginxProxy(upstreamPorts: nodeProcesses.map(\.port))
+            proxy = try Self.retried { [nodeProcesses] in try NginxProxy(upstreamPorts: nodeProcesses.map(\.port)) }
         } catch {
             for node in nodeProcesses { node.kill() }
             throw error
@@ -158,6 +158,15 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     }
 
     deinit { stopAll() }
+
+    /// `start` again (up to three tries) when it fails: a free port picked for Redis or nginx
+    /// can be taken by another process (other suites run in parallel) before the server binds it.
+    private static func retried<T>(_ start: () throws -> T) throws -> T {
+        var attempt = 1
+        while true {
+            do { return try start() } catch where attempt < 3 { attempt += 1 }
+        }
+    }
 
     private static func logIn(_ connection: RollcallConnection, _ userId: String) throws -> RollcallConnection {
         let reply = try connection.login(userId: userId, platform: "cli")
