@@ -56,10 +56,12 @@ cluster: build
 	examples/cluster/run-cluster.sh
 
 ## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the fuzz corpus replay, the versioned-dependency check of RollcallClient, then
-## the browser demo in headless Chromium. `.ci/run` is exactly this.
+## Swift suites, the JavaScript client's suite (Node), the fuzz corpus replay, the
+## versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
+## `.ci/run` is exactly this.
 test: build
 	swift test
+	$(MAKE) test-js
 	$(MAKE) test-fuzz-replay
 	$(MAKE) test-consumer
 	$(MAKE) test-browser
@@ -69,6 +71,20 @@ test: build
 test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
+
+## The JavaScript client (examples/web/rollcall.js) under Node's own test runner against the
+## real broker (Tests/js; Node 20+, no npm packages). Needs only the broker binary.
+## Debian's TypeScript compiler (the .d.ts check) and React (the usePresence hook test).
+JS_PACKAGES := node-typescript node-react node-react-test-renderer
+.PHONY: test-js js-deps
+js-deps:
+	@if command -v dpkg >/dev/null; then missing=""; \
+	for package in $(JS_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; done; \
+	if [ -n "$$missing" ]; then echo "js-deps: installing$$missing"; $(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi; fi
+test-js: js-deps
+	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
+	node --experimental-websocket --test Tests/js/
 
 ## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
 ## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.

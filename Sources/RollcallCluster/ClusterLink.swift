@@ -30,9 +30,15 @@ public final class ClusterLink {
     let heartbeat: NodeHeartbeat
     private var scripts: [StoreScript: RedisScript] = [:]
     private var subscribedOnce = false
+    private var hadOutage = false
 
     /// A link for `configuration.cluster` on `loop`. Throws ``ClusterError`` for a bad `cluster.redis`.
-    public init(configuration: Configuration, nodeId: String, loop: EventLoop, logger: Logger) throws(ClusterError) {
+    /// The cluster's epoch when this node joined (`P meta`); a different or missing one
+    /// means Redis lost the cluster's data.
+    public private(set) var epoch: String?
+
+    public init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
+        self.epoch = epoch
         guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
         do {
             endpoint = try RedisEndpoint(parsing: url)
@@ -72,10 +78,15 @@ public final class ClusterLink {
         commands.onStateChange = { [weak self] state in
             guard let self else { return }
             switch state {
-            case .connected: logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
-            case .disconnected(let error): logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
+            case .connected:
+                logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
+                if hadOutage { markGrace() }
+            case .disconnected(let error):
+                hadOutage = true
+                logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
             }
         }
+        subscriber.subscribe(configuration.cluster.keyPrefix + "n:" + nodeId)
         subscriber.onMessage = { [weak self] channel, payload in
             self?.deliver?(.storeMessage(channel: channel, payload: payload))
         }
@@ -87,7 +98,11 @@ public final class ClusterLink {
         }
         commands.start()
         subscriber.start()
-        heartbeat.onCount = { [weak self] count in self?.liveNodes = count }
+        heartbeat.onBeat = { [weak self] count, epoch in
+            guard let self else { return }
+            liveNodes = count
+            if epoch != self.epoch { dataLost() }
+        }
         heartbeat.start(on: commands)
     }
 
@@ -102,6 +117,32 @@ public final class ClusterLink {
             subscriber.unsubscribe(channel)
         default:
             break
+        }
+    }
+
+    /// Back after an outage: every node gets a full `nodeTimeoutSeconds` to heartbeat again
+    /// before anyone is declared dead (the reaper measures from `P meta` `grace`).
+    private func markGrace() {
+        let script = RedisScript("""
+            local clock = redis.call('TIME')
+            redis.call('HSET', ARGV[1], 'grace', tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+            return 1
+            """)
+        script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta"]) { _ in }
+    }
+
+    /// Redis lost the cluster's data (restarted empty): every local session is closed with
+    /// 1012 and the node registers again in a new, empty cluster (PROTOCOL §9).
+    private func dataLost() {
+        logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
+        deliver?(.storeLost)
+        epoch = nil
+        ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let epoch): self.epoch = epoch
+            case .failure(let error): logger.error("cluster: could not register again", metadata: ["error": "\(error)"])
+            }
         }
     }
 

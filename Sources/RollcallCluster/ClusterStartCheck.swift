@@ -42,6 +42,15 @@ public enum ClusterStartCheck {
             end
           end
         end
+        -- An earlier run with this id left sessions: held now with no node, never resurrected.
+        for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
+          local skey = prefix .. 's:' .. id
+          local held = tonumber(redis.call('HGET', skey, 'heldUntil') or '0')
+          if held == 0 then held = now + tonumber(redis.call('HGET', skey, 'timeout') or '0') end
+          redis.call('HSET', skey, 'node', '', 'heldUntil', held)
+          redis.call('ZADD', prefix .. 'held', held, id)
+        end
+        redis.call('DEL', prefix .. 'ns:' .. node)
         local key = prefix .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)
@@ -49,6 +58,26 @@ public enum ClusterStartCheck {
         redis.call('ZADD', prefix .. 'nodes', now, node)
         return {'ok', redis.call('HGET', meta, 'epoch')}
         """)
+
+    /// The register script's arguments for this node.
+    static func arguments(configuration: Configuration, nodeId: String) -> [String] {
+        var arguments = [
+            configuration.cluster.keyPrefix, format, UUID().uuidString.lowercased(), nodeId,
+            String(Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded())),
+        ]
+        for name in Configuration.sharedClusterSections {
+            arguments += [name, configuration.canonicalSection(name) ?? ""]
+        }
+        return arguments
+    }
+
+    /// After Redis lost the data: registers the node again on a running link.
+    static func registerAgain(configuration: Configuration, nodeId: String, on connection: RedisConnection,
+                              then done: @escaping (Result<String, ClusterError>) -> Void) {
+        register.run(on: connection, keys: [], arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+            done(interpret(result, configuration: configuration))
+        }
+    }
 
     /// Runs the checks; throws ``ClusterError`` naming `cluster.keyPrefix`, the differing
     /// section, or an unreachable Redis. Returns the cluster's epoch.
@@ -75,24 +104,24 @@ public enum ClusterStartCheck {
         while outcome == nil, Date() < deadline {
             if !sent, connection.state.isConnected {
                 sent = true
-                var arguments = [
-                    configuration.cluster.keyPrefix, format, UUID().uuidString.lowercased(), nodeId,
-                    String(Int((timeout * 1000).rounded())),
-                ]
-                for name in Configuration.sharedClusterSections {
-                    arguments += [name, configuration.canonicalSection(name) ?? ""]
-                }
-                register.run(on: connection, keys: [], arguments: arguments) { outcome = $0 }
+                register.run(on: connection, keys: [], arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
             }
             tick.schedule(after: 0.01)
             loop.runOnce()
         }
-        switch outcome {
-        case nil:
+        guard let outcome else {
             throw ClusterError(.unreachable, "cluster.redis: no answer from \(endpoint) within \(timeout) s (cluster.nodeTimeoutSeconds)")
-        case .failure(let error)?:
-            throw ClusterError(.unreachable, "cluster.redis: \(endpoint): \(error)")
-        case .success(let reply)?:
+        }
+        return try interpret(outcome, configuration: configuration).get()
+    }
+
+    /// The register script's answer: the epoch, or why the node must not serve.
+    private static func interpret(_ outcome: Result<RedisReply, RedisError>, configuration: Configuration) -> Result<String, ClusterError> {
+        Result { () throws(ClusterError) -> String in
+        switch outcome {
+        case .failure(let error):
+            throw ClusterError(.unreachable, "cluster.redis: \(error)")
+        case .success(let reply):
             let words = reply.elements?.map { $0.text ?? "" } ?? []
             switch words.first {
             case "ok":
@@ -105,6 +134,7 @@ public enum ClusterStartCheck {
             default:
                 throw ClusterError(.unreachable, "cluster.redis: unexpected answer to the start check")
             }
+        }
         }
     }
 }

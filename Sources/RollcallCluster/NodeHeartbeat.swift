@@ -9,8 +9,9 @@ final class NodeHeartbeat {
     let keyPrefix: String
     let intervalSeconds: Double
     let timeoutMs: Int64
-    /// The number of live nodes after each beat.
-    var onCount: ((Int) -> Void)?
+    /// After each beat: the number of live nodes, and the cluster's epoch (`P meta`; nil
+    /// when Redis has none, i.e. it lost the cluster's data).
+    var onBeat: ((Int, String?) -> Void)?
     private var timer: LoopTimer!
     private weak var connection: RedisConnection?
 
@@ -20,7 +21,7 @@ final class NodeHeartbeat {
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         redis.call('ZADD', ARGV[1], now, ARGV[2])
         redis.call('HSET', ARGV[3], 'lastHeartbeat', now)
-        return redis.call('ZCOUNT', ARGV[1], now - tonumber(ARGV[4]), '+inf')
+        return {redis.call('ZCOUNT', ARGV[1], now - tonumber(ARGV[4]), '+inf'), redis.call('HGET', ARGV[5], 'epoch')}
         """)
 
     init(configuration: Configuration, nodeId: String, loop: EventLoop) {
@@ -41,9 +42,10 @@ final class NodeHeartbeat {
     private func fire() {
         timer.schedule(after: intervalSeconds)
         guard let connection, connection.state.isConnected else { return }
-        let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs)]
+        let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs), keyPrefix + "meta"]
         Self.beat.run(on: connection, keys: [], arguments: arguments) { [weak self] result in
-            if case .success(let reply) = result, let count = reply.integer { self?.onCount?(Int(count)) }
+            guard case .success(let reply) = result, let elements = reply.elements, let count = elements.first?.integer else { return }
+            self?.onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil)
         }
     }
 }

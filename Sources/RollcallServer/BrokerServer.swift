@@ -62,6 +62,8 @@ public final class BrokerServer {
     var clusterLink: ClusterLink?
     /// This node's id in a cluster.
     public let nodeId: String
+    /// The cluster's epoch when this node joined (from ``ClusterStartCheck``).
+    public let clusterEpoch: String?
 
     // MARK: Shared with C and other threads
     let timer: UnsafeMutablePointer<rollcall_timer_t>
@@ -109,8 +111,10 @@ public final class BrokerServer {
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
         logger: Logger = Logger(label: "rollcall"),
-        nodeId: String? = nil
+        nodeId: String? = nil,
+        clusterEpoch: String? = nil
     ) {
+        self.clusterEpoch = clusterEpoch
         self.configuration = configuration
         self.logger = logger
         let nodeId = nodeId ?? configuration.cluster.nodeId ?? BrokerServer.randomNodeId()
@@ -220,7 +224,8 @@ public final class BrokerServer {
             if phase == .accepting, rollcall_stop_requested(stopFlag) != 0 {
                 beginShutdown()
             }
-            if case .draining(let deadline) = phase, records.isEmpty || MonotonicClock.now >= deadline {
+            if case .draining(let deadline) = phase,
+               (records.isEmpty && !broker.awaitsStore) || MonotonicClock.now >= deadline {
                 break
             }
             if let eventLoop {
@@ -341,7 +346,7 @@ public final class BrokerServer {
                 return .failure(ServerError(.listenFailed, "cluster mode needs libwebsockets' libev loop (unset ROLLCALL_EVENT_LOOP)"))
             }
             do {
-                let link = try ClusterLink(configuration: configuration, nodeId: nodeId, loop: eventLoop, logger: logger)
+                let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: clusterEpoch, loop: eventLoop, logger: logger)
                 link.deliver = { [unowned self] event in feed(event) }
                 link.start()
                 clusterLink = link

@@ -53,10 +53,11 @@ struct RollcallCommand: ParsableCommand {
             return handler
         }
         let nodeId = configuration.cluster.nodeId ?? BrokerServer.randomNodeId()
+        var epoch: String?
         if configuration.cluster.isEnabled {
             // Before serving: the prefix is ours, and the shared sections equal the running nodes'.
             do {
-                try ClusterStartCheck.run(configuration: configuration, nodeId: nodeId)
+                epoch = try ClusterStartCheck.run(configuration: configuration, nodeId: nodeId)
             } catch {
                 FileHandle.standardError.write(Data("rollcall: cluster error: \(error)\n".utf8))
                 throw ExitCode(1)
@@ -85,7 +86,7 @@ struct RollcallCommand: ParsableCommand {
             logger.warning("auth.mode is none on a non-loopback address (auth.allowInsecure): anyone who can reach \(configuration.listen.host) can log in as anyone")
         }
         let server = BrokerServer(configuration: configuration, store: store, authenticator: authenticator, logger: logger,
-                                  nodeId: nodeId)
+                                  nodeId: nodeId, clusterEpoch: epoch)
         let boundPort: Int
         do {
             boundPort = try server.start()

@@ -29,6 +29,12 @@ public final class Broker {
     /// Cluster mode: what waits for each store call's replies.
     var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
     var nextStoreTicket: UInt64 = 0
+    /// Cluster mode: this node's id.
+    let clusterNodeId: String
+    /// Cluster mode: when the reaper runs next (monotonic ms).
+    var nextReapAt: Timestamp = 0
+    /// Cluster mode: messages kept for a resumed session, sent after its snapshots.
+    var resumedMessages: [UInt64: [[UInt8]]] = [:]
     /// Prefix of every session id (cluster mode: the node id and a dot, so ids are unique in the cluster).
     let sessionIdPrefix: String
     /// Counters for `/metrics`.
@@ -48,6 +54,7 @@ public final class Broker {
         nodeId: String? = nil
     ) {
         self.configuration = configuration
+        self.clusterNodeId = nodeId ?? "node"
         self.sessionIdPrefix = configuration.cluster.isEnabled ? (nodeId ?? "node") + "." : ""
         self.clock = clock
         self.random = random
@@ -59,6 +66,7 @@ public final class Broker {
             clusterPresence = ClusterPresence(
                 configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
                 clock: clock, outbox: outbox, store: self)
+            directory.indexesIds = true
         }
     }
 
@@ -78,9 +86,15 @@ public final class Broker {
         case .storeReplied(let ticket, let result):
             storeCalls.removeValue(forKey: ticket)?(result)
         case .storeMessage(let channel, let payload):
-            clusterPresence?.deliver(channel: channel, payload: payload)
+            if clusterPresence != nil, channel.elementsEqual(controlChannel.utf8) {
+                handleControl(payload)
+            } else {
+                clusterPresence?.deliver(channel: channel, payload: payload)
+            }
         case .storeResubscribed:
             clusterPresence?.resyncEverything()
+        case .storeLost:
+            clusterDataLost()
         }
         return outbox.drain()
     }
@@ -89,7 +103,8 @@ public final class Broker {
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
         [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
-         clusterPresence?.flushes.nextDeadline()]
+         clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
+         clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
     }
 
@@ -220,6 +235,10 @@ public final class Broker {
         let session = directory.session(on: connection)
         if request.op == .login {
             guard session == nil else { throw BrokerError(.alreadyLoggedIn, "this connection is already logged in") }
+            if clusterPresence != nil {
+                try clusterLogin(LoginRequest(request), on: connection, id: request.id)
+                return nil
+            }
             return try login(LoginRequest(request), on: connection)
         }
         guard let session else {
@@ -283,6 +302,8 @@ public final class Broker {
         }
         presence.fireDueTimers()
         clusterPresence?.fireDueFlushes()
+        clusterPresence?.fireDueExpiries()
+        reapIfDue()
         userStatus.fireDueTimers()
     }
 
@@ -293,6 +314,7 @@ public final class Broker {
         for session in directory.all {
             end(session, .shutdown)
         }
+        if clusterPresence != nil { handOverSessions() }
         for connection in open {
             close(connection, .shutdown, reason: "shutdown")
         }

@@ -49,6 +49,9 @@ public enum InboundEvent: Sendable {
     /// Cluster mode: the pub/sub link came back after a loss and every channel is heard again;
     /// events published meanwhile may be missing.
     case storeResubscribed
+    /// Cluster mode: Redis lost the cluster's data (restarted empty): every session closes
+    /// with 1012, without events about the lost members (PROTOCOL §9).
+    case storeLost
 }
 
 /// What the core asks the transport to do, in order.

@@ -10,6 +10,9 @@ extension Broker: StoreCaller {
         outbox.actions.append(.store(ticket, commands))
     }
 
+    /// True while a store call waits for its replies (shutdown lets the hand-over finish).
+    public var awaitsStore: Bool { !storeCalls.isEmpty }
+
     func listen(_ channel: String) { outbox.actions.append(.listen(Array(channel.utf8))) }
 
     func unlisten(_ channel: String) { outbox.actions.append(.unlisten(Array(channel.utf8))) }

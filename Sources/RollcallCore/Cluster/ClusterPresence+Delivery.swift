@@ -180,6 +180,17 @@ extension ClusterPresence {
         for key in local.keys.sorted() { resync(key) }
     }
 
+    /// A session taken over from another node (or from a node that died): its channels and
+    /// flags as Redis has them join the local views, each waiting for a snapshot.
+    func adopt(_ session: Session, channels: [(ChannelKey, JoinFlags)]) {
+        for (key, flags) in channels {
+            session.presence.joined[key] = flags
+            let channel = localChannel(key)
+            channel.members[session.number] = LocalChannel.Member(session: session, flags: flags, baseline: nil)
+            if flags.presence { channel.waiting += 1 }
+        }
+    }
+
     /// A held session was resumed: a fresh snapshot for each presence-enabled channel (the
     /// session missed events while held), then `finished` (held messages go after them).
     func sessionResumed(_ session: Session, then finished: @escaping () -> Void) -> [JSON] {

@@ -5,18 +5,11 @@ extension Broker {
     func login(_ request: LoginRequest, on connection: ConnectionID) throws(BrokerError) -> JSON {
         let userId = request.userId
         let platform = request.platform
-        let token = request.token
         let customStatus = request.customStatus
         let timeoutSeconds = request.presenceTimeoutSeconds
         let resumeToken = request.resumeToken
-        if let customStatus { try userStatus.validateCustomStatus(customStatus) }
 
-        let grant: Grant
-        switch authenticator.authenticate(userId: userId, token: token, now: clock.now) {
-        case .success(let granted): grant = granted
-        case .failure(let error): throw error
-        }
-
+        let grant = try authenticateLogin(request)
         let requestedTimeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
         let now = clock.now
 
@@ -41,11 +34,20 @@ extension Broker {
         return loginResult(session, resumed: false, channels: nil)
     }
 
-    private func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
-                        customStatus: String?) -> JSON {
+    /// Checks the login's custom status and token; the grant the token gives.
+    func authenticateLogin(_ request: LoginRequest) throws(BrokerError) -> Grant {
+        if let customStatus = request.customStatus { try userStatus.validateCustomStatus(customStatus) }
+        switch authenticator.authenticate(userId: request.userId, token: request.token, now: clock.now) {
+        case .success(let granted): return granted
+        case .failure(let error): throw error
+        }
+    }
+
+    func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
+                customStatus: String?, token: ResumeToken? = nil) -> JSON {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        directory.attach(session, to: connection, newToken: ResumeToken(using: &random))
+        directory.attach(session, to: connection, newToken: token ?? ResumeToken(using: &random))
         session.presenceTimeoutMs = presenceTimeoutMs
         session.grant = grant
         loginDeadlines.cancel(connection)
@@ -54,14 +56,11 @@ extension Broker {
         // The messages kept while it was held go right after the snapshots, in order.
         let held = session.heldMessages.takeAll()
         let channels: [JSON]
-        if let clusterPresence {
-            // Cluster mode: the snapshots come from Redis after the reply; the connection's
-            // requests wait until they and the held messages are out.
-            connections[connection]?.awaitsStore = true
-            channels = clusterPresence.sessionResumed(session) { [self] in
-                for event in held.events { outbox.send(event, to: session) }
-                resumeQueuedRequests(on: connection)
-            }
+        if clusterPresence != nil {
+            // Cluster mode: the snapshots come from Redis after the reply, then the kept
+            // messages (see `clusterLogin`).
+            channels = session.presence.joined.keys.sorted().map(\.json)
+            resumedMessages[session.number] = Array(held.events)
         } else {
             channels = presence.sessionResumed(session)
             for event in held.events { outbox.send(event, to: session) }
@@ -70,7 +69,7 @@ extension Broker {
         return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
 
-    private func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
+    func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
         let limits = configuration.limits
         let state = configuration.state
         var limitMembers: [(key: String, value: JSON)] = []
@@ -123,6 +122,7 @@ extension Broker {
         session.heldSince = clock.now
         heldSessions[session.number] = session
         holdDeadlines.schedule(session.number, at: clock.monotonic + session.presenceTimeoutMs)
+        if clusterPresence != nil { clusterSessionHeld(session) }
         metrics.sessionEnds["held_\(cause.rawValue)", default: 0] += 1
     }
 
@@ -133,10 +133,8 @@ extension Broker {
         }
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        if let clusterPresence {
-            // Until nodes hand their sessions over (docs/cluster.md), a node that shuts down
-            // ends its sessions as timed out, so every other node's roster stays exact.
-            clusterPresence.sessionEnded(session, how == .shutdown ? .timedOut : how)
+        if clusterPresence != nil {
+            clusterSessionEnded(session, how)
         } else {
             presence.sessionEnded(session, how)
         }

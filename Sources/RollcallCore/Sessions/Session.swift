@@ -29,9 +29,10 @@ public final class Session {
     var heldMessages = HeldMessages()
 
     init(number: UInt64, userId: Name, platform: Platform, startedAt: Timestamp,
-         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken, idPrefix: String = "") {
+         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken, idPrefix: String = "",
+         sessionId: String? = nil) {
         self.number = number
-        self.sessionId = "\(idPrefix)s\(number)-\(token.text.prefix(6))"
+        self.sessionId = sessionId ?? "\(idPrefix)s\(number)-\(token.text.prefix(6))"
         self.userId = userId
         self.platform = platform
         self.startedAt = startedAt

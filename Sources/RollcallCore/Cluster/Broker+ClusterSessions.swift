@@ -1,0 +1,266 @@
+import Crypto
+import RollcallProtocol
+
+/// Sessions in cluster mode (PROTOCOL §9; ``SessionScripts``): every session is recorded in
+/// Redis, so `maxSessionsPerUser` holds across nodes, a held session resumes on any node,
+/// a dead node's sessions are held and then time out, and SIGTERM hands sessions over.
+/// The connection itself, its rate limits and its timers stay on the node it is on.
+extension Broker {
+    /// This node's control channel: `adopted <id>` (another node resumed a session held
+    /// here) and `end <id> <close code>` (end a local session and close it with that code).
+    var controlChannel: String { clusterKeys.prefix + "n:" + clusterNodeId }
+
+    var clusterKeys: ClusterKeys { clusterPresence!.keys }
+
+    /// The hash a resume token is known by in Redis (the token itself never leaves the node).
+    static func tokenHash(_ token: ResumeToken) -> String {
+        SHA256.hash(data: Array(token.text.utf8)).prefix(16).map { byte in
+            (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+
+    // MARK: - Login
+
+    /// `login` in cluster mode: a resume by token on any node, else a new session recorded in
+    /// Redis (closing the user's oldest sessions over the limit, on whichever node).
+    func clusterLogin(_ request: LoginRequest, on connection: ConnectionID, id: JSON) throws(BrokerError) {
+        let grant = try authenticateLogin(request)
+        let requestedTimeoutMs = request.presenceTimeoutSeconds.map { min(300, max(5, $0)).milliseconds }
+        let newToken = ResumeToken(using: &random)
+        let answer = loginAnswer(on: connection, id: id)
+        guard let resumeText = request.resumeToken, let oldToken = ResumeToken(resumeText) else {
+            startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
+            return
+        }
+        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, clusterNodeId, Self.tokenHash(newToken)]
+        call([.script(SessionScripts.claim, arguments: arguments.map(storeArgument))]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                answer(.failure(failure.brokerError), nil)
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                guard reply.outcome == "ok", let sessionId = reply[1].text else {
+                    startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
+                    return
+                }
+                guard connections[connection] != nil else { return }
+                let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
+                if let local = directory.session(id: sessionId), local.isHeld {
+                    answer(.success(resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                           customStatus: request.customStatus, token: newToken)), local)
+                    return
+                }
+                let session = adoptSession(sessionId, user: request.userId, platform: Platform(rawValue: reply[2].text ?? "") ?? .other,
+                                           on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)
+                let channels = zip(reply[5].elements ?? [], reply[6].elements ?? []).compactMap { id, flags -> (ChannelKey, JoinFlags)? in
+                    guard let key = id.text.flatMap(ClusterKeys.channel(fromId:)) else { return nil }
+                    let text = flags.text ?? "--"
+                    return (key, JoinFlags(presence: text.contains("p"), messages: text.contains("m")))
+                }
+                clusterPresence!.adopt(session, channels: channels)
+                answer(.success(resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                       customStatus: request.customStatus, token: newToken)), session)
+            }
+        }
+    }
+
+    /// A session another node held (or a dead node left), now on this connection.
+    private func adoptSession(_ sessionId: String, user: Name, platform: Platform, on connection: ConnectionID, timeoutMs: Int64,
+                              token: ResumeToken, grant: Grant) -> Session {
+        nextSessionNumber += 1
+        // `startedAt` only orders a user's sessions on this node; Redis keeps the real start.
+        let session = Session(number: nextSessionNumber, userId: user, platform: platform,
+                              startedAt: clock.now, connection: connection, presenceTimeoutMs: timeoutMs, token: token,
+                              sessionId: sessionId)
+        session.grant = grant
+        directory.add(session)
+        userStatus.sessionStarted(session, customStatus: nil)
+        return session
+    }
+
+    /// A new session: recorded in Redis, then the user's oldest sessions over the limit end
+    /// with 4409 wherever they are, then the login answers.
+    private func startClusterSession(_ request: LoginRequest, on connection: ConnectionID, grant: Grant, timeoutMs: Int64?,
+                                     token: ResumeToken, then answer: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
+        guard connections[connection] != nil else { return }
+        let timeoutMs = timeoutMs ?? configuration.presence.timeoutSeconds.milliseconds
+        nextSessionNumber += 1
+        let session = Session(
+            number: nextSessionNumber, userId: request.userId, platform: request.platform, startedAt: clock.now,
+            connection: connection, presenceTimeoutMs: timeoutMs, token: token, idPrefix: sessionIdPrefix)
+        session.grant = grant
+        let arguments = [
+            clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, clusterNodeId,
+            String(timeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
+        ]
+        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument))]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                answer(.failure(failure.brokerError), nil)
+            case .success(let replies):
+                guard connections[connection] != nil else {
+                    endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
+                    return
+                }
+                directory.add(session)
+                loginDeadlines.cancel(connection)
+                metrics.logins += 1
+                userStatus.sessionStarted(session, customStatus: request.customStatus)
+                let excess = replies.first?.elements ?? []
+                var index = 0
+                while index + 1 < excess.count {
+                    endOverTheLimit(excess[index].text ?? "", node: excess[index + 1].text ?? "")
+                    index += 2
+                }
+                answer(.success(loginResult(session, resumed: false, channels: nil)), session)
+            }
+        }
+    }
+
+    /// One of a user's sessions over `maxSessionsPerUser`: closed with 4409 by the node that
+    /// has it, or ended here when no node has it (held after its node stopped).
+    private func endOverTheLimit(_ sessionId: String, node: String) {
+        if node == clusterNodeId {
+            guard let session = directory.session(id: sessionId) else { return }
+            let connection = session.connection
+            end(session, .closed)
+            if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
+        } else if !node.isEmpty {
+            call([.command(["PUBLISH", clusterKeys.prefix + "n:" + node, "end \(sessionId) \(CloseCode.sessionLimit.rawValue)"].map(storeArgument))]) { _ in }
+        } else {
+            endRemotely(sessionId)
+        }
+    }
+
+    /// Ends a session no node has: its record, then its channels (`leave`).
+    private func endRemotely(_ sessionId: String) {
+        call([.command(["HGET", clusterKeys.prefix + "s:" + sessionId, "user"].map(storeArgument)),
+              .command(["SMEMBERS", clusterKeys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
+            guard case .success(let replies) = result, let user = replies.first?.text else { return }
+            let channels = (replies.last?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "")
+        }
+    }
+
+    /// The answer to a deferred login: the reply, then the catch-up, or close 4401 after `UNAUTHORIZED`.
+    private func loginAnswer(on connection: ConnectionID, id: JSON) -> (Result<JSON, BrokerError>, Session?) -> Void {
+        { [self] outcome, session in
+            guard connections[connection] != nil else { return }
+            reply(to: connection, id: id, outcome, at: outbox.actions.count)
+            if case .failure(let error) = outcome, error.code == .unauthorized {
+                close(connection, .unauthorized, reason: "unauthorized")
+                return
+            }
+            if case .success = outcome, let session {
+                userStatus.sessionLoggedIn(session)
+                if let held = resumedMessages.removeValue(forKey: session.number) {
+                    // A resume: fresh snapshots from Redis, then the kept messages, then the queue.
+                    _ = clusterPresence!.sessionResumed(session) { [self] in
+                        for event in held { outbox.send(event, to: session) }
+                        resumeQueuedRequests(on: connection)
+                    }
+                    return
+                }
+            }
+            resumeQueuedRequests(on: connection)
+        }
+    }
+
+    // MARK: - Ends, holds, hand-over
+
+    /// A local session ended for good: its record in Redis (only if this node still owns
+    /// it), then its channels.
+    func clusterSessionEnded(_ session: Session, _ how: SessionEnd) {
+        let channels = clusterPresence!.forgetLocally(session)
+        switch how {
+        case .shutdown:
+            // The node hands every session over at once (``handOverSessions()``).
+            return
+        case .timedOut:
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout)
+        case .logout, .closed:
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave)
+        }
+    }
+
+    /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its channels.
+    func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil) {
+        let arguments = [clusterKeys.prefix, sessionId, node ?? clusterNodeId]
+        call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
+            guard case .success(let replies) = result, replies.first?.text == "ok" else { return }
+            clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
+        }
+    }
+
+    /// An abnormal drop: the session is held here and, in Redis, resumable on any node.
+    func clusterSessionHeld(_ session: Session) {
+        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, clusterNodeId].map(storeArgument))]) { _ in }
+    }
+
+    /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
+    func handOverSessions() {
+        call([.script(SessionScripts.handOver, arguments: [clusterKeys.prefix, clusterNodeId].map(storeArgument)),
+              .command(["ZREM", clusterKeys.nodes, clusterNodeId].map(storeArgument))]) { _ in }
+    }
+
+    /// Redis lost the cluster's data: every session here ends without a word to anyone and
+    /// its connection closes with 1012, so clients log in again into an empty cluster.
+    func clusterDataLost() {
+        guard let clusterPresence else { return }
+        for session in directory.all {
+            _ = clusterPresence.forgetLocally(session)
+            holdDeadlines.cancel(session.number)
+            heldSessions[session.number] = nil
+            let connection = session.connection
+            directory.remove(session)
+            userStatus.sessionEnded(session, .shutdown)
+            if let connection { close(connection, .serviceRestart, reason: "cluster data lost") }
+        }
+        // Calls in flight were answered by a Redis that no longer has their data.
+        clusterPresence.flushes = TimerQueue()
+        clusterPresence.local.removeAll()
+    }
+
+    // MARK: - Reaping and control messages
+
+    /// Every `cluster.heartbeatSeconds`: dead nodes' sessions become held, and held sessions
+    /// with no node whose hold ended time out (PROTOCOL §9).
+    func reapIfDue() {
+        guard clusterPresence != nil else { return }
+        let now = clock.monotonic
+        guard now >= nextReapAt else { return }
+        nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
+        clusterPresence?.expireOverdue()
+        let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
+        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument))]) { [self] result in
+            guard case .success(let replies) = result, let reply = replies.first else { return }
+            for ended in reply[1].elements ?? [] {
+                guard let sessionId = ended[0].text, let user = ended[1].text else { continue }
+                let channels = (ended[2].elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+                clusterPresence!.leave(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .timeout)
+            }
+        }
+    }
+
+    /// A message on this node's control channel.
+    func handleControl(_ payload: [UInt8]) {
+        let words = String(decoding: payload, as: UTF8.self).split(separator: " ").map(String.init)
+        guard words.count >= 2, let session = directory.session(id: words[1]) else { return }
+        switch words[0] {
+        case "adopted":
+            // Resumed on another node: this node's copy goes without a word.
+            guard session.isHeld else { return }
+            holdDeadlines.cancel(session.number)
+            heldSessions[session.number] = nil
+            _ = clusterPresence!.forgetLocally(session)
+            directory.remove(session)
+        case "end":
+            let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
+            let connection = session.connection
+            end(session, .closed)
+            if let connection { close(connection, code, reason: code == .sessionLimit ? "too many sessions for this user" : "disconnected") }
+        default:
+            return
+        }
+    }
+}
