@@ -16,6 +16,10 @@ protocol BrokerUnderTest: AnyObject {
     /// Opens a WebSocket and logs in as `userId`; throws unless the login succeeds. In a
     /// cluster each call lands on another node.
     func session(_ userId: String, recordTranscript: Bool) throws -> RollcallConnection
+
+    /// A sample of `/metrics`, e.g. `rollcall_sessions{state="held"}`; in a cluster the sum
+    /// over the running nodes (nil when no node has it).
+    func metric(_ sample: String) throws -> Int?
 }
 
 extension BrokerUnderTest {

@@ -110,6 +110,12 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         try Self.logIn(try connect(node: index, recordTranscript: recordTranscript), userId)
     }
 
+    /// The sum of a `/metrics` sample over the running nodes; nil when none has it.
+    func metric(_ sample: String) throws -> Int? {
+        let values = try lock.withLock { nodeProcesses }.filter(\.isRunning).compactMap { try $0.metric(sample) }
+        return values.isEmpty ? nil : values.reduce(0, +)
+    }
+
     /// Sends `signal` to node `index`; for SIGKILL and SIGTERM waits (up to 10 s) for the exit.
     func kill(node index: Int, signal: Int32 = SIGKILL) {
         let process = node(index)
