@@ -7,7 +7,8 @@ import Glibc
 
 /// A Rollcall cluster for one test (PROTOCOL §9): its own `redis-server` on a free loopback port
 /// (no persistence, own temp dir), three `rollcall` nodes `n1`…`n3` with the test's config plus a
-/// `cluster` section (a key prefix unique to this cluster, fast heartbeats), each on its own
+/// `cluster` section (a key prefix unique to this cluster; `heartbeatSeconds` 0.2 and
+/// `nodeTimeoutSeconds` 1 unless the test's config sets them), each on its own
 /// port, and nginx round-robin in front of them. Everything is killed when the value goes away
 /// (``stopAll()``), whether the test passed or not.
 final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
@@ -38,9 +39,9 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         self.routing = routing
         redis = try Self.retried { try RedisServer() }
         keyPrefix = "t" + UUID().uuidString.prefix(8).lowercased() + ":"
-        sharedConfig = BrokerProcess.merge(config, ["cluster": [
-            "redis": redis.url(), "keyPrefix": keyPrefix, "heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1,
-        ]])
+        // Fast heartbeats unless the test says otherwise; Redis and the prefix are the harness's.
+        let timing: [String: Any] = ["cluster": ["heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1]]
+        sharedConfig = BrokerProcess.merge(BrokerProcess.merge(timing, config), ["cluster": ["redis": redis.url(), "keyPrefix": keyPrefix]])
         nodeProcesses = try Self.startInParallel(count: nodeCount) { [sharedConfig] index in
             try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index))
         }
