@@ -69,4 +69,8 @@ public enum Action: Sendable, Equatable {
     case listen([UInt8])
     /// Cluster mode: stop hearing a pub/sub channel.
     case unlisten([UInt8])
+    /// Hand this event to the webhook sender (PROTOCOL §11). Emitted only when
+    /// `webhooks.url` is set and the event's kind is in `webhooks.events`, in the order the
+    /// events happened.
+    case notifyBackend(BackendEvent)
 }

@@ -208,6 +208,7 @@ final class ClusterPresence {
         let channelKeys = keys.channel(key)
         let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
             Array(session.sessionId.utf8), Array(session.userId.string.utf8), Array(key.type == .stream ? "1".utf8 : "0".utf8), bytes,
+            Array(keys.prefix.utf8), Array(String(configuration.limits.heldMessageBytes).utf8),
         ]
         store.call([.script(PresenceScripts.publish, arguments: arguments)]) { result in
             switch result {

@@ -53,7 +53,10 @@ enum PresenceScripts {
         local flags = redis.call('HGET', ch.sessions, session)
         if not flags then return {'notin'} end
         redis.call('HDEL', ch.sessions, session)
-        if countsForMessages(flags) then redis.call('HINCRBY', ch.base, 'ml', -1) end
+        -- A held session was already out of the live count.
+        if countsForMessages(flags) and redis.call('SREM', ch.base .. ':hm', session) == 0 then
+          redis.call('HINCRBY', ch.base, 'ml', -1)
+        end
         redis.call('SREM', sessionChannels, ch.id)
         if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow()} end
         redis.call('HDEL', ch.counts, user)
@@ -98,10 +101,23 @@ enum PresenceScripts {
 
     static let publish = StoreScript(name: "presence.publish", source: library + """
         local session, user, requireMember, payload = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+        local prefix, heldLimit = ARGV[13], tonumber(ARGV[14])
         if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
         local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
         if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
         redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. payload)
+        -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
+        for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
+          if held ~= session then
+            local used = tonumber(redis.call('GET', prefix .. 'hmb:' .. held) or '0')
+            if used + #payload <= heldLimit then
+              redis.call('RPUSH', prefix .. 'hm:' .. held, payload)
+              redis.call('INCRBY', prefix .. 'hmb:' .. held, #payload)
+            else
+              redis.call('INCR', prefix .. 'hmd:' .. held)
+            end
+          end
+        end
         return {'ok', live}
         """)
 
