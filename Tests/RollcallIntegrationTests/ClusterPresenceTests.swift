@@ -334,8 +334,7 @@ struct ClusterPresenceTests {
         #expect(roster.seq == base + 3, "\(seen)")
     }
 
-    @Test("a node whose Redis subscription is cut while nothing happens sends nothing once back (seq unchanged)",
-          .disabled("cluster: after CLIENT KILL TYPE pubsub with no change in between, the node sends a fresh snapshot with the unchanged seq; §9 says it sends nothing where the seqs are equal — issue #12"))
+    @Test("a node whose Redis subscription is cut while nothing happens sends nothing once back (seq unchanged)")
     func quietCutSendsNothing() throws {
         let (cluster, alice, bob, base) = try Self.twoMembersOnTwoNodes()
         let subscribed = Self.subscriptions(cluster)

@@ -143,7 +143,6 @@ struct ClusterSessionTests {
     }
 
     @Test("a session held on n2 is not a recipient; the message it missed is delivered when it resumes (on n2 or n3)",
-          .disabled("cluster: a held session is counted in publish recipients (1, not 0), and the message kept for it is lost when it resumes on another node (kept on the same node) — issue #12"),
           arguments: [1, 2])
     func heldSessionKeepsMessagesAcrossNodes(resumeNode: Int) throws {
         let cluster = try ClusterProcess(config: ["presence": ["timeoutSeconds": 60]])

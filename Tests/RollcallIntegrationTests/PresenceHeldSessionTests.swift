@@ -28,9 +28,7 @@ struct PresenceHeldSessionTests {
         #expect(try bob.presenceEventsAfterBarrier().isEmpty, "one timeout, no leave: \(event)")
     }
 
-    // Single-node only: on a cluster the held session is counted in recipients and the kept
-    // message is lost (ClusterSessionTests.heldSessionKeepsMessagesAcrossNodes, disabled).
-    @Test("a held member counts in occupancy but not in recipients; after resume it gets the kept message and events again", arguments: [Topology.single])
+    @Test("a held member counts in occupancy but not in recipients; after resume it gets the kept message and events again", arguments: Topology.singleAndCluster)
     func heldMemberAndResume(topology: Topology) throws {
         let broker = try topology.start(config: ["presence": ["timeoutSeconds": 60]])
         let bob = try broker.session("bob")
