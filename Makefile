@@ -1,16 +1,17 @@
 # Rollcall — build, run and test. `make run` and `make test` first install the Debian
 # packages the build and the tests need (only those missing; the TLS tests run `openssl` and
 # `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
-# hiredis and libev, and its tests start their own redis-server), then build with SwiftPM
+# hiredis and libev, and its tests start their own redis-server; the cluster tests and
+# `make cluster` put Debian's nginx in front of three nodes), then build with SwiftPM
 # (debug build, so `make run` and `make test` share one build in .build/debug).
 
-PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server
+PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server nginx
 BROWSER_PACKAGES := chromium chromium-driver
 PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps build run test test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+.PHONY: deps browser-deps build run cluster test test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
 	leak-check soak release bench clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -47,6 +48,12 @@ build: deps
 ## Build, then run the broker on $(CONFIG).
 run: build
 	.build/debug/rollcall --config $(CONFIG)
+
+## Build, then run a local three-node cluster until Ctrl-C: redis-server on 127.0.0.1:6390 (in
+## .build-cluster/, not the system service), nodes on 8081-8083 with config.cluster.json, nginx
+## round-robin on 8080 in front (examples/cluster/run-cluster.sh, docs/cluster.md).
+cluster: build
+	examples/cluster/run-cluster.sh
 
 ## Build (the integration tests start the real rollcall binary), then run every test: the
 ## Swift suites, the JavaScript client's suite (Node), the fuzz corpus replay, the
@@ -163,4 +170,4 @@ bench: release
 	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release
+	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster

@@ -191,7 +191,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RollcallIntegrationTests",
-            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "RollcallClient", "RollcallProtocol", "RollcallCore", "RollcallTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: cBridgeSettings
         ),
     ]
