@@ -164,7 +164,7 @@ BENCH_OUT ?= .build-release/bench
 BENCH     := .build-release/release/rollcall-bench
 bench: release
 	mkdir -p $(BENCH_OUT)
-	for scenario in listing fanout latency connect idle storm; do \
+	for scenario in listing fanout latency connect idle storm cluster; do \
 		$(BENCH) $$scenario --quick --json $(BENCH_OUT)/$$scenario.json --plot $(BENCH_OUT)/$$scenario.svg || exit 1; \
 	done
 	@echo "bench: results in $(BENCH_OUT)"
