@@ -116,11 +116,19 @@ struct ClusterReport {
             if let rosters = pause.rostersAfterResume {
                 result.metrics.append(BenchMetric("Redis back (SIGCONT) → every roster = getOnlineUsers", rosters, "s"))
             }
+            if let truth = pause.truthAfterResume {
+                result.metrics.append(BenchMetric("Redis back (SIGCONT) → every roster = the true membership", truth, "s"))
+            }
+            result.metrics.append(BenchMetric("Redis back: members closed during the stop still listed", Double(pause.staleMembers.count), "",
+                                              atMost: 0))
             result.notes.append("Redis back: redis-server SIGSTOP for \(f(pause.pauseSeconds)) s with \(pause.members) members and one "
                                 + "watcher per node in a channel, \(pause.closedDuringPause) members closing their connections while it is "
                                 + "stopped; /healthz while stopped: \(pause.statusesWhilePaused); after SIGCONT: every node 200 after "
-                                + "\(f(pause.healthyAfterResume)) s, every watcher's roster = getOnlineUsers (= the members left) after "
-                                + "\(f(pause.rostersAfterResume)) s.")
+                                + "\(f(pause.healthyAfterResume)) s, every watcher's roster = its node's getOnlineUsers after "
+                                + "\(f(pause.rostersAfterResume)) s, both = the members left after "
+                                + (pause.truthAfterResume.map { "\(f($0)) s" } ?? "— (not within 30 s)") + "; "
+                                + (pause.staleMembers.isEmpty ? "no stale members." : "still listed at the end although closed "
+                                   + "during the stop: \(pause.staleMembers)."))
         }
     }
 }

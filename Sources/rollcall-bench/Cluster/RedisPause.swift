@@ -11,9 +11,14 @@ struct RedisPauseOutcome: Codable {
     let closedDuringPause: Int
     /// Seconds from SIGCONT until every node answered 200 (nil: not within the wait).
     var healthyAfterResume: Double?
-    /// Seconds from SIGCONT until every watcher's roster equalled its node's getOnlineUsers,
-    /// and that list was the expected membership (nil: not within the wait).
+    /// Seconds from SIGCONT until every watcher's roster equalled its node's getOnlineUsers
+    /// (nil: not within the wait).
     var rostersAfterResume: Double?
+    /// Seconds from SIGCONT until, moreover, that list was the true membership (the closed
+    /// members gone; nil: not within the wait).
+    var truthAfterResume: Double?
+    /// Members still listed (by roster or getOnlineUsers, any node) that closed during the pause, at the end.
+    var staleMembers: [String] = []
     /// /healthz statuses seen just before SIGCONT.
     var statusesWhilePaused: [Int] = []
 }
@@ -55,12 +60,16 @@ enum RedisPause {
         let deadline = resumedAt + 30
         var expected = Set((0..<nodeCount).map { "pause-watcher-\($0)" })
         for index in closing..<members { expected.insert("pause-\(index)") }
-        while MonotonicSeconds.now < deadline, outcome.rostersAfterResume == nil {
+        while MonotonicSeconds.now < deadline, outcome.truthAfterResume == nil {
             if outcome.healthyAfterResume == nil, group.healthStatuses().allSatisfy({ $0 == 200 }) {
                 outcome.healthyAfterResume = MonotonicSeconds.now - resumedAt
             }
-            if outcome.healthyAfterResume != nil, rostersMatch(watchers, rosters, channel: channel, expected: expected) {
+            if outcome.healthyAfterResume != nil, outcome.rostersAfterResume == nil,
+               rostersMatch(watchers, rosters, channel: channel, expected: nil) {
                 outcome.rostersAfterResume = MonotonicSeconds.now - resumedAt
+            }
+            if outcome.rostersAfterResume != nil, rostersMatch(watchers, rosters, channel: channel, expected: expected) {
+                outcome.truthAfterResume = MonotonicSeconds.now - resumedAt
             }
             usleep(20_000)
         }
@@ -70,23 +79,25 @@ enum RedisPause {
                                                                timeout: .seconds(2))
                 let listed = Set((page?["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue })
                 let mine = roster.userIds
+                outcome.staleMembers = Array(Set(outcome.staleMembers).union(mine.union(listed).subtracting(expected))).sorted()
                 print("cluster: redis back: watcher \(index): roster \(mine.count) (extra \(mine.subtracting(expected).sorted()), "
                       + "missing \(expected.subtracting(mine).sorted())), getOnlineUsers \(page == nil ? "no answer" : "\(listed.count)") "
                       + "(extra \(listed.subtracting(expected).sorted()), missing \(expected.subtracting(listed).sorted()))")
             }
         }
         print("cluster: redis back: healthz 200 everywhere after \(outcome.healthyAfterResume.map { BenchMetric.format($0) } ?? "—") s, "
-              + "rosters = getOnlineUsers after \(outcome.rostersAfterResume.map { BenchMetric.format($0) } ?? "—") s "
+              + "rosters = getOnlineUsers after \(outcome.rostersAfterResume.map { BenchMetric.format($0) } ?? "—") s, "
+              + "= the true membership after \(outcome.truthAfterResume.map { BenchMetric.format($0) } ?? "—") s "
               + "(healthz while stopped: \(outcome.statusesWhilePaused))")
         return outcome
     }
 
-    /// True when every watcher's roster equals `getOnlineUsers` asked on its own connection, and
-    /// both equal `expected` (the closed members gone).
+    /// True when every watcher's roster equals `getOnlineUsers` asked on its own connection
+    /// (and, when given, `expected`).
     private static func rostersMatch(_ watchers: SpreadSessions, _ rosters: [WatchedRoster], channel: String,
-                                     expected: Set<String>) -> Bool {
+                                     expected: Set<String>?) -> Bool {
         for (index, roster) in rosters.enumerated() {
-            guard roster.userIds == expected,
+            guard expected == nil || roster.userIds == expected,
                   let page = try? watchers.sessions[index].call("getOnlineUsers", ["channel": .string(channel), "pageSize": 1000],
                                                                 timeout: .seconds(1)) else { return false }
             let listed = Set((page["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue })
