@@ -37,10 +37,12 @@ struct ClusterReport {
         guard !costs.isEmpty else { return }
         var redisTable = ["| setup | op | ops | failed | Redis CPU µs/op (schedstat) | evalsha calls/op | evalsha µs/op | hget calls/op | hget µs/op | command µs/op (evalsha … all cmdstats) | ceiling ops/s (1e6 ÷ CPU µs) |",
                           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        var brokerTable = ["| setup | op | ops | broker CPU µs/op (all nodes) | Redis CPU µs/op |", "| --- | --- | ---: | ---: | ---: |"]
+        var brokerTable = ["| setup | op | ops | broker CPU µs/op (all nodes) | of which kernel | Redis CPU µs/op |",
+                           "| --- | --- | ---: | ---: | ---: | ---: |"]
         for cost in costs {
             let ops = Double(max(1, cost.ops))
-            brokerTable.append("| \(cost.setup) | \(cost.op) | \(cost.ops) | \(f(cost.brokerMicrosPerOp)) | \(f(cost.redisMicrosPerOp)) |")
+            brokerTable.append("| \(cost.setup) | \(cost.op) | \(cost.ops) | \(f(cost.brokerMicrosPerOp)) | "
+                               + "\(cost.brokerSystemShare.map { "\(Int(($0 * 100).rounded())) %" } ?? "—") | \(f(cost.redisMicrosPerOp)) |")
             result.metrics.append(BenchMetric("\(cost.setup): broker CPU per \(cost.op)", cost.brokerMicrosPerOp, "µs"))
             guard let redisMicros = cost.redisMicrosPerOp else { continue }
             let ceiling = redisMicros > 0 ? 1e6 / redisMicros : .infinity
@@ -57,7 +59,7 @@ struct ClusterReport {
                             + "Redis runs every script on one thread, so 1e6 ÷ (Redis CPU µs per op) ops/s is the most the "
                             + "whole cluster can do of that op alone, whatever the number of nodes.\n\n"
                             + redisTable.joined(separator: "\n"))
-        result.notes.append("Broker CPU per op (all nodes added up, idle subtracted).\n\n" + brokerTable.joined(separator: "\n"))
+        result.notes.append("Broker CPU per op (all nodes added up, schedstat, idle subtracted; the kernel share from /proc/PID/stat ticks).\n\n" + brokerTable.joined(separator: "\n"))
     }
 
     private func addLatency(_ result: inout BenchResult) {

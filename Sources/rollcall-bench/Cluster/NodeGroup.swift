@@ -57,6 +57,14 @@ final class NodeGroup {
     /// CPU seconds (user + system, from schedstat) of every node still running, added up.
     var cpuSeconds: Double { nodes.reduce(0) { $0 + (ThreadCPU.seconds(pid: $1.pid) ?? 0) } }
 
+    /// User and system CPU of every node still running, added up (/proc/PID/stat, clock ticks).
+    var cpuTimes: CPUTimes {
+        nodes.reduce(CPUTimes()) { sum, node in
+            let times = CPUTimes.read(pid: node.pid) ?? CPUTimes()
+            return CPUTimes(user: sum.user + times.user, system: sum.system + times.system)
+        }
+    }
+
     /// `GET /healthz` status of each node (nil: no answer).
     func healthStatuses() -> [Int?] {
         nodes.map { node in LoopbackHTTP(url: node.url)?.get("/healthz", timeoutSeconds: 1)?.status }

@@ -13,6 +13,8 @@ struct OpCost: Codable {
     let seconds: Double
     /// Broker CPU seconds, idle cost removed.
     let brokerCPU: Double
+    /// Share of the broker's CPU (idle included) spent in the kernel, from /proc/PID/stat ticks.
+    var brokerSystemShare: Double?
     /// redis-server CPU seconds (schedstat), idle cost removed (nil without Redis).
     let redisCPU: Double?
     /// `cmdstat_evalsha` (idle calls and usec removed): the scripts, including the commands they call.
@@ -110,6 +112,7 @@ final class OpCostRun {
                        _ arguments: @escaping (Int, Int) -> JSON) -> OpCost {
         redis?.command(["CONFIG", "RESETSTAT"])
         let broker0 = group.cpuSeconds, redis0 = redis?.cpuSeconds ?? 0, start = MonotonicSeconds.now
+        let times0 = group.cpuTimes
         var ok = 0, failed = 0
         let all = Array(0..<sessionCount)
         for round in 0..<rounds {
@@ -120,6 +123,7 @@ final class OpCostRun {
         spread.waitQuiet()
         let elapsed = MonotonicSeconds.now - start
         let broker = group.cpuSeconds - broker0 - idle.broker * elapsed
+        let times = group.cpuTimes - times0
         var cost = OpCost(setup: setup, op: op, ops: ok, failed: failed, seconds: elapsed, brokerCPU: broker,
                           redisCPU: nil, evalshaCalls: nil, evalshaUsec: nil, hgetCalls: nil, hgetUsec: nil, otherUsec: nil)
         if let redis {
@@ -133,6 +137,7 @@ final class OpCostRun {
                           otherUsec: Double(stats.usec(excluding: ["evalsha", "info", "config"]))
                               - idle.usecExcluding(["evalsha", "info", "config"], over: elapsed))
         }
+        if times.total > 0 { cost.brokerSystemShare = times.system / times.total }
         print("cluster: cost \(setup) \(op): \(ok) ok, \(failed) failed in \(fmt(elapsed)) s; broker \(fmt(cost.brokerMicrosPerOp)) µs/op"
               + (cost.redisMicrosPerOp.map { ", redis \(fmt($0)) µs/op (schedstat)" } ?? "")
               + (cost.evalshaMicrosPerOp.map { ", evalsha \(fmt($0)) µs/op" } ?? ""))

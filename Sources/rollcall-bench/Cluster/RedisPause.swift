@@ -73,7 +73,7 @@ enum RedisPause {
             }
             usleep(20_000)
         }
-        if outcome.rostersAfterResume == nil {
+        if outcome.truthAfterResume == nil {
             for (index, roster) in rosters.enumerated() {
                 let page = try? watchers.sessions[index].call("getOnlineUsers", ["channel": .string(channel), "pageSize": 1000],
                                                                timeout: .seconds(2))
