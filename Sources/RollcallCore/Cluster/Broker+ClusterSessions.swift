@@ -92,13 +92,17 @@ extension Broker {
             clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, clusterNodeId,
             String(timeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
         ]
+        // The user's inbox is heard before the session exists, so no event of it is missed.
+        clusterUserStatus!.hearInbox(of: request.userId)
         call([.script(SessionScripts.start, arguments: arguments.map(storeArgument)),
               clusterUserStatus!.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
             switch result {
             case .failure(let failure):
+                clusterUserStatus!.stopHearingIfUnused(request.userId)
                 answer(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard connections[connection] != nil else {
+                    clusterUserStatus!.stopHearingIfUnused(request.userId)
                     endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
                     return
                 }

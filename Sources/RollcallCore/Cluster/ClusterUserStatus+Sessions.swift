@@ -19,7 +19,7 @@ extension ClusterUserStatus {
     /// A new session is in the directory and its start command replied `reply`: the node
     /// hears the user's inbox, and the catch-up waits for the login reply.
     func sessionStarted(_ session: Session, reply: StoreReply) {
-        hearInboxIfNeeded(of: session.userId)
+        hearInbox(of: session.userId)
         let records = Self.catchUp(reply)
         if !records.isEmpty { pendingCatchUp[session.number] = StatusEvents.userStatus(records) }
     }
@@ -34,7 +34,7 @@ extension ClusterUserStatus {
     /// status may change the record, and the session gets the changes of the longest possible
     /// hold window as its catch-up (as one node), once Redis answers.
     func sessionResumed(_ session: Session, customStatus: String?) {
-        hearInboxIfNeeded(of: session.userId)
+        hearInbox(of: session.userId)
         let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
         let window = max(300, configuration.presence.timeoutSeconds).milliseconds
         let arguments = [
@@ -71,8 +71,14 @@ extension ClusterUserStatus {
     /// local session the node stops hearing the user's inbox.
     func sessionLeftNode(_ session: Session) {
         pendingCatchUp[session.number] = nil
-        let channel = inboxChannel(of: session.userId)
-        guard directory.sessions(of: session.userId).isEmpty, inboxes.removeValue(forKey: channel) != nil else { return }
+        stopHearingIfUnused(session.userId)
+    }
+
+    /// Stops hearing the user's inbox when this node has no session of the user (a login
+    /// that failed, or the last local session gone).
+    func stopHearingIfUnused(_ user: Name) {
+        let channel = inboxChannel(of: user)
+        guard directory.sessions(of: user).isEmpty, inboxes.removeValue(forKey: channel) != nil else { return }
         store.unlisten(String(decoding: channel, as: UTF8.self))
     }
 
@@ -101,7 +107,8 @@ extension ClusterUserStatus {
     /// True when `channel` is a user's inbox (``deliver(channel:payload:)`` handles it).
     func isInbox(_ channel: [UInt8]) -> Bool { channel.starts(with: Array((keys.prefix + "uu:").utf8)) }
 
-    func hearInboxIfNeeded(of user: Name) {
+    /// Starts hearing the user's inbox (once; a no-op while heard).
+    func hearInbox(of user: Name) {
         let channel = inboxChannel(of: user)
         guard inboxes[channel] == nil else { return }
         inboxes[channel] = user
