@@ -180,6 +180,49 @@ struct ClusterUserStatusTests {
         #expect(try sam.userStatus(of: "bob")["customStatus"] == .null)
     }
 
+    @Test("a session resumed on another node gets the catch-up; its user stays online while it is held")
+    func resumeOnAnotherNode() throws {
+        let cluster = try StatusCluster(nodes: 3, config: ["presence": ["timeoutSeconds": 60]])
+        let watcher = try cluster[2].session("watcher", platform: "cli")
+        #expect(try watcher.subscribe(["sam"]).ok)
+        let first = try cluster[0].connect()
+        let token = try #require(try first.login(userId: "sam", platform: "ios")["resumeToken"]?.stringValue)
+        _ = try watcher.waitForStatus(of: "sam") { $0.statusText == "online" }
+        #expect(try first.subscribe(["bob"]).ok)
+        first.drop()
+        #expect(eventually(timeout: 10) { (try? cluster[0].metric("rollcall_sessions{state=\"held\"}")) == 1 })
+
+        let bob = try cluster[1].session("bob", platform: "web")
+        #expect(try bob.setCustomStatus("Away").ok)
+        let held = try watcher.userStatus(of: "sam")
+        #expect(held.statusText == "online", "a held session counts")
+        #expect(held.platformList == ["ios"])
+
+        let second = try cluster[2].connect()
+        let resumed = try second.login(userId: "sam", platform: "ios", resumeToken: token)
+        #expect(resumed["resumed"]?.boolValue == true, "\(resumed)")
+        let record = try second.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
+        #expect(record.statusText == "online")
+        #expect(try watcher.settledEvents(named: "userStatus").isEmpty, "hold and resume change nothing about sam")
+    }
+
+    @Test("a node killed abruptly: its users go offline when their holds end (clearCustomStatusOnOffline applies)")
+    func nodeKilled() throws {
+        let cluster = try StatusCluster(nodes: 2, config: [
+            "presence": ["timeoutSeconds": 1], "userStatus": ["clearCustomStatusOnOffline": true],
+        ])
+        let sam = try cluster[0].session("sam", platform: "web")
+        #expect(try sam.subscribe(["bob"]).ok)
+        _ = try cluster[1].session("bob", platform: "android", customStatus: "Driving")
+        _ = try sam.waitForStatus(of: "bob") { $0.customStatusText == "Driving" }
+        cluster[1].kill()
+        let record = try sam.waitForStatus(of: "bob", timeout: .seconds(15)) { $0.statusText != "online" }
+        #expect(record.statusText == "offline")
+        #expect(record.platformList.isEmpty)
+        #expect(record["customStatus"] == .null, "cleared on going offline")
+        #expect(record.integer("lastCustomStatusUpdateTime") == record.integer("lastOnlineStatusUpdateTime"))
+    }
+
     @Test("subscriptions and custom statuses survive a restart of every node; held sessions time out to offline")
     func survivesFullRestart() throws {
         let config: [String: Any] = ["presence": ["timeoutSeconds": 1]]
