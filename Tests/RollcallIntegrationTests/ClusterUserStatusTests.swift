@@ -223,6 +223,18 @@ struct ClusterUserStatusTests {
         #expect(record.integer("lastCustomStatusUpdateTime") == record.integer("lastOnlineStatusUpdateTime"))
     }
 
+    @Test("replies and events have the one-node layout (times aside)")
+    func sameLayoutAsOneNode() throws {
+        let single = try BrokerProcess(config: ["userStatus": ["customStatusPerSecond": 1000]])
+        let cluster = try StatusCluster(nodes: 2)
+        let expected = try Self.layoutScenario { _ in single }
+        let actual = try Self.layoutScenario { cluster[$0] }
+        #expect(actual.count == expected.count)
+        for (got, wanted) in zip(actual, expected) {
+            #expect(got == wanted)
+        }
+    }
+
     @Test("subscriptions and custom statuses survive a restart of every node; held sessions time out to offline")
     func survivesFullRestart() throws {
         let config: [String: Any] = ["presence": ["timeoutSeconds": 1]]
@@ -249,6 +261,37 @@ struct ClusterUserStatusTests {
         let record = try aliceAgain.userStatus(of: "bob")
         #expect(record.customStatusText == "Sailing")
         #expect(record.platformList.isEmpty)
+    }
+
+    /// One scenario's replies and events, with times zeroed, for ``sameLayoutAsOneNode()``.
+    static func layoutScenario(_ node: (Int) -> BrokerProcess) throws -> [JSON] {
+        var seen: [JSON] = []
+        let sam = try node(0).session("sam", platform: "web")
+        seen.append(try sam.request("subscribeUserStatus", ["userIds": ["bob", "", "sam", "carol"], "duration": 600]).result)
+        let bob = try node(1).session("bob", platform: "ios", customStatus: "Ü \"q\" \u{1F600} \\ é")
+        seen.append(try sam.waitForStatus(of: "bob") { $0.statusText == "online" })
+        seen.append(try bob.setCustomStatus("tab\there").result)
+        seen.append(try sam.waitForStatus(of: "bob") { $0.customStatusText == "tab\there" })
+        seen.append(try sam.request("getSubscriptions").result)
+        seen.append(try sam.request("getUserStatus", ["userIds": ["bob", "nobody", "sam", "\u{1}"]]).result)
+        seen.append(try sam.request("unsubscribeUserStatus", ["userIds": ["carol", "nobody"]]).result)
+        bob.close()
+        seen.append(try sam.waitForStatus(of: "bob") { $0.statusText == "offline" })
+        return seen.map(zeroingTimes)
+    }
+
+    static func zeroingTimes(_ value: JSON) -> JSON {
+        switch value {
+        case .object(let object):
+            let times: Set<String> = ["lastUpdateTime", "lastOnlineStatusUpdateTime", "lastCustomStatusUpdateTime", "expiresAt"]
+            return .object(JSONObject(object.members.map { member in
+                (member.key, times.contains(member.key) && member.value.numberValue != nil ? .int(0) : zeroingTimes(member.value))
+            }))
+        case .array(let elements):
+            return .array(elements.map(zeroingTimes))
+        default:
+            return value
+        }
     }
 }
 
