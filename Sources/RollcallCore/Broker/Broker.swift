@@ -110,7 +110,8 @@ public final class Broker {
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
         [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
-         clusterPresence?.flushes.nextDeadline(), clusterPresence == nil ? nil : nextReapAt]
+         clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
+         clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
     }
 
@@ -308,6 +309,7 @@ public final class Broker {
         }
         presence.fireDueTimers()
         clusterPresence?.fireDueFlushes()
+        clusterPresence?.fireDueExpiries()
         reapIfDue()
         userStatus.fireDueTimers()
     }

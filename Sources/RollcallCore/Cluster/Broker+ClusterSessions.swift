@@ -45,9 +45,10 @@ extension Broker {
                 }
                 guard connections[connection] != nil else { return }
                 let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
+                let kept = (events: (reply[7].elements ?? []).compactMap(\.bytes), dropped: Int(reply[8].integer ?? 0))
                 if let local = directory.session(id: sessionId), local.isHeld {
                     answer(.success(resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
-                                           customStatus: request.customStatus, token: newToken)), local)
+                                           customStatus: request.customStatus, token: newToken, kept: kept)), local)
                     return
                 }
                 let session = adoptSession(sessionId, user: request.userId, platform: Platform(rawValue: reply[2].text ?? "") ?? .other,
@@ -59,7 +60,7 @@ extension Broker {
                 }
                 clusterPresence!.adopt(session, channels: channels)
                 answer(.success(resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
-                                       customStatus: request.customStatus, token: newToken)), session)
+                                       customStatus: request.customStatus, token: newToken, kept: kept)), session)
             }
         }
     }
@@ -203,7 +204,9 @@ extension Broker {
 
     /// An abnormal drop: the session is held here and, in Redis, resumable on any node.
     func clusterSessionHeld(_ session: Session) {
-        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, clusterNodeId].map(storeArgument))]) { _ in }
+        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, clusterNodeId].map(storeArgument))]) { result in
+            if case .success(let replies) = result, replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
+        }
     }
 
     /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
@@ -239,6 +242,7 @@ extension Broker {
         let now = clock.monotonic
         guard now >= nextReapAt else { return }
         nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
+        clusterPresence?.expireOverdue()
         let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
         call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }

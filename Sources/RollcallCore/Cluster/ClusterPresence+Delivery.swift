@@ -52,9 +52,12 @@ extension ClusterPresence {
             guard fields.count == 2 else { return }
             let publisher = String(decoding: fields[0].dropFirst(), as: UTF8.self)
             let bytes = Array(fields.removeLast())
+            // Held sessions keep their messages in Redis (the publish script), for a resume on
+            // any node; until their hold is recorded there, here.
             let heldLimit = configuration.limits.heldMessageBytes
             outbox.fanOut {
-                for member in channel.members.values where member.flags.messages && member.session.sessionId != publisher {
+                for member in channel.members.values
+                where member.flags.messages && member.session.sessionId != publisher && !member.session.messagesKeptInStore {
                     outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
                 }
             }
@@ -175,9 +178,24 @@ extension ClusterPresence {
         for session in sessions { requestSnapshot(of: key, for: session) }
     }
 
-    /// After a lost pub/sub link: every local channel is read again (PROTOCOL §9).
+    /// After a lost pub/sub link (PROTOCOL §9): each local channel's `seq` in Redis is
+    /// compared with the last one delivered here; where they differ the channel is read again
+    /// (fresh snapshots), where they are equal nothing is sent.
     func resyncEverything() {
-        for key in local.keys.sorted() { resync(key) }
+        let channels = local.keys.sorted()
+        guard !channels.isEmpty else { return }
+        let commands = channels.map { key in StoreCommand.command([Array("HGET".utf8), Array(keys.channel(key).base.utf8), Array("seq".utf8)]) }
+        store.call(commands) { [self] result in
+            guard case .success(let replies) = result else {
+                for key in channels { resync(key) }
+                return
+            }
+            for (key, reply) in zip(channels, replies) {
+                guard let channel = local[key] else { continue }
+                let seq = Int(reply.integer ?? 0)
+                if channel.delivered != seq { resync(key) }
+            }
+        }
     }
 
     /// A session taken over from another node (or from a node that died): its channels and

@@ -26,6 +26,14 @@ final class ClusterPresence {
     var local: [ChannelKey: LocalChannel] = [:]
     /// Interval flushes this node runs (it deferred a change there).
     var flushes = TimerQueue<ChannelKey>()
+    /// State-key expiries this node runs (it set the keys), by channel and user.
+    var expiries = TimerQueue<ExpiringMember>()
+
+    /// A member with TTL keys.
+    struct ExpiringMember: Hashable {
+        let channel: ChannelKey
+        let user: Name
+    }
 
     /// Reads of a changed state before giving up with `INTERNAL`.
     static let maxAttempts = 8
@@ -44,7 +52,6 @@ final class ClusterPresence {
     func join(_ request: JoinRequest, from session: Session, grant: Grant, then done: @escaping Completion) throws(BrokerError) {
         let key = request.channel
         try checkGrant(grant, key)
-        if request.ttlMs != nil { throw Self.ttlUnavailable }
         let alreadyJoined = session.presence.joined[key] != nil
         if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
             throw BrokerError(.tooManyChannels, "a session may join at most \(configuration.limits.maxChannelsPerSession) channels")
@@ -68,6 +75,7 @@ final class ClusterPresence {
                     "occupancy": .int(Int(reply[1].integer ?? 0)), "mode": .string(reply[2].text ?? "announce"),
                 ]))
                 scheduleFlush(key, dueAndNow: reply[4])
+                scheduleExpiry(key, session.userId, earliest: reply[6], dueAndNow: reply[4])
                 if waitsForSnapshot {
                     channel.waiting -= 1
                     let seq = Int(reply[3].integer ?? 0)
@@ -112,7 +120,7 @@ final class ClusterPresence {
                     Array(String(request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0).utf8),
                     Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
                     Array(keys.sessionChannels(session.sessionId).utf8),
-                ]
+                ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
                 store.call([.script(PresenceScripts.join, arguments: arguments)]) { [self] result in
                     switch result {
                     case .failure(let failure):
@@ -200,6 +208,7 @@ final class ClusterPresence {
         let channelKeys = keys.channel(key)
         let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
             Array(session.sessionId.utf8), Array(session.userId.string.utf8), Array(key.type == .stream ? "1".utf8 : "0".utf8), bytes,
+            Array(keys.prefix.utf8), Array(String(configuration.limits.heldMessageBytes).utf8),
         ]
         store.call([.script(PresenceScripts.publish, arguments: arguments)]) { result in
             switch result {
@@ -220,12 +229,11 @@ final class ClusterPresence {
     func changeState(of session: Session, in key: ChannelKey, setting update: StateUpdate?, removing removed: [String],
                      ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
         if let grant { try checkGrant(grant, key) }
-        if ttlMs != nil { throw Self.ttlUnavailable }
-        attemptStateChange(session, key, update, removed, attempt: 1, then: done)
+        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, then: done)
     }
 
     private func attemptStateChange(_ session: Session, _ key: ChannelKey, _ update: StateUpdate?, _ removed: [String],
-                                    attempt: Int, then done: @escaping Completion) {
+                                    ttlMs: Int64?, attempt: Int, then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
         store.call([.command([Array("HGET"), Array(channelKeys.base + ":st"), Array(user.string.utf8)])]) { [self] result in
@@ -234,7 +242,7 @@ final class ClusterPresence {
                 done(.failure(failure.brokerError))
             case .success(let replies):
                 guard let current = replies.first?.bytes else {
-                    done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed) })
+                    done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
                     return
                 }
                 var state = PresenceState(stored: current) ?? .empty
@@ -247,10 +255,13 @@ final class ClusterPresence {
                         return
                     }
                 }
+                // Keys set get their TTL, or lose it without one; removed keys lose theirs.
+                var ttls: [TTLOperation] = removed.map { .clear($0) }
+                for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
                 let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
                     Array(user.string.utf8), current, state.encoded,
                     PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state), PresenceEvents.encodedName(user),
-                ]
+                ] + Self.ttlOperations(ttls)
                 store.call([.script(PresenceScripts.setState, arguments: arguments)]) { [self] result in
                     switch result {
                     case .failure(let failure):
@@ -260,11 +271,14 @@ final class ClusterPresence {
                         switch reply.outcome {
                         case "ok":
                             scheduleFlush(key, dueAndNow: reply[1])
+                            scheduleExpiry(key, user, earliest: reply[2], dueAndNow: reply[1])
                             done(.success(Answer(result: .object(["state": state.json]))))
                         case "notmember":
-                            done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed) })
+                            done(Result { () throws(BrokerError) in
+                                try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
+                            })
                         case "retry" where attempt < Self.maxAttempts:
-                            attemptStateChange(session, key, update, removed, attempt: attempt + 1, then: done)
+                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, then: done)
                         default:
                             done(.failure(Self.unexpected(reply)))
                         }
@@ -276,12 +290,14 @@ final class ClusterPresence {
 
     /// The user is not a member: the state is held by this session for its join (as one node).
     private func changePendingState(of session: Session, in key: ChannelKey, _ update: StateUpdate?,
-                                    _ removed: [String]) throws(BrokerError) -> Answer {
+                                    _ removed: [String], ttlMs: Int64?) throws(BrokerError) -> Answer {
         let held = session.presence.pendingStates[key]
         guard let update else {
             guard var held else { return Answer(result: .object(["state": PresenceState.empty.json])) }
             for stateKey in removed { held.remove(stateKey) }
             session.presence.pendingStates[key] = held.isEmpty ? nil : held
+            for stateKey in removed { session.presence.pendingTTLs[key]?[stateKey] = nil }
+            if held.isEmpty || session.presence.pendingTTLs[key]?.isEmpty == true { session.presence.pendingTTLs[key] = nil }
             return Answer(result: .object(["state": held.json, "pending": true]))
         }
         if held == nil, session.presence.pendingStates.count >= configuration.state.maxPendingChannels {
@@ -289,7 +305,24 @@ final class ClusterPresence {
         }
         let state = try update.merged(into: held ?? .empty, limits: configuration.state)
         session.presence.pendingStates[key] = state.isEmpty ? nil : state
+        // A pending key's TTL starts at the join (as on one node).
+        var ttls = session.presence.pendingTTLs[key] ?? [:]
+        for entry in update.entries { ttls[entry.key] = ttlMs }
+        session.presence.pendingTTLs[key] = state.isEmpty || ttls.isEmpty ? nil : ttls
         return Answer(result: .object(["state": state.json, "pending": true]))
+    }
+
+    /// The TTL operations of a join: a pending key's TTL starts now; the join's own keys set
+    /// or clear theirs.
+    private func joinTTLs(_ request: JoinRequest, pending: [String: Int64]?, state: PresenceState) -> [TTLOperation] {
+        var operations: [TTLOperation] = []
+        for (stateKey, ttl) in (pending ?? [:]).sorted(by: { $0.key < $1.key }) where state.contains(stateKey) {
+            operations.append(.set(stateKey, ttl))
+        }
+        for entry in request.state?.entries ?? [] {
+            operations.append(request.ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key))
+        }
+        return operations
     }
 
     /// `getState`: `USER_NOT_PRESENT` when the user is not a member anywhere in the cluster.
@@ -380,7 +413,28 @@ final class ClusterPresence {
         }
     }
 
-    static let ttlUnavailable = BrokerError(.invalidArgument, "ttlSeconds is not available in cluster mode yet (docs/cluster.md)")
+    /// One change to a state key's deadline, as the presence scripts take it.
+    enum TTLOperation {
+        /// The key expires this many milliseconds from now (Redis' clock).
+        case set(String, Int64)
+        /// The key no longer expires.
+        case clear(String)
+        /// The key expired at this deadline (Redis ms): removed only if it is still that one.
+        case expired(String, Int64)
+    }
+
+    /// The arguments of `operations`: a count, then (key, op, value) triples.
+    static func ttlOperations(_ operations: [TTLOperation]) -> [[UInt8]] {
+        var arguments: [[UInt8]] = [Array(String(operations.count).utf8)]
+        for operation in operations {
+            switch operation {
+            case .set(let key, let ms): arguments += [Array(key.utf8), Array("s".utf8), Array(String(ms).utf8)]
+            case .clear(let key): arguments += [Array(key.utf8), Array("c".utf8), []]
+            case .expired(let key, let deadline): arguments += [Array(key.utf8), Array("x".utf8), Array(String(deadline).utf8)]
+            }
+        }
+        return arguments
+    }
 
     static func unexpected(_ reply: StoreReply) -> BrokerError {
         if case .error(let message) = reply { return BrokerError(.internal, "cluster store: \(message)") }

@@ -20,6 +20,7 @@ enum PresenceScripts {
         if (expected == '' and current) or (expected ~= '' and current ~= string.sub(expected, 2)) then
           return {'retry'}
         end
+        if not checkExpiries(user, 22) then return {'retry'} end
         local oldFlags = redis.call('HGET', ch.sessions, session)
         redis.call('HSET', ch.sessions, session, flags)
         if countsForMessages(oldFlags) ~= countsForMessages(flags) then
@@ -39,8 +40,9 @@ enum PresenceScripts {
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, headChanged)
         end
+        local earliest = applyTTL(user, 22)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow()}
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
         return reply
         """)
@@ -51,7 +53,10 @@ enum PresenceScripts {
         local flags = redis.call('HGET', ch.sessions, session)
         if not flags then return {'notin'} end
         redis.call('HDEL', ch.sessions, session)
-        if countsForMessages(flags) then redis.call('HINCRBY', ch.base, 'ml', -1) end
+        -- A held session was already out of the live count.
+        if countsForMessages(flags) and redis.call('SREM', ch.base .. ':hm', session) == 0 then
+          redis.call('HINCRBY', ch.base, 'ml', -1)
+        end
         redis.call('SREM', sessionChannels, ch.id)
         if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow()} end
         redis.call('HDEL', ch.counts, user)
@@ -59,6 +64,7 @@ enum PresenceScripts {
         redis.call('HDEL', ch.st, user)
         redis.call('ZREM', ch.members, user)
         redis.call('ZREM', userChannels, ch.id)
+        forgetTTL(user)
         if kind == '-' then
           redis.call('HDEL', ch.pending, user)
         else
@@ -76,12 +82,12 @@ enum PresenceScripts {
         local user, expected, newState, head, enc = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
         local current = redis.call('HGET', ch.st, user)
         if not current then return {'notmember'} end
-        if current ~= expected then return {'retry'} end
+        if current ~= expected or not checkExpiries(user, 14) then return {'retry'} end
         if current ~= newState then
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, head)
         end
-        return {'ok', dueAndNow()}
+        return {'ok', dueAndNow(), applyTTL(user, 14)}
         """)
 
     static let flush = StoreScript(name: "presence.flush", source: library + """
@@ -95,10 +101,23 @@ enum PresenceScripts {
 
     static let publish = StoreScript(name: "presence.publish", source: library + """
         local session, user, requireMember, payload = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+        local prefix, heldLimit = ARGV[13], tonumber(ARGV[14])
         if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
         local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
         if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
         redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. payload)
+        -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
+        for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
+          if held ~= session then
+            local used = tonumber(redis.call('GET', prefix .. 'hmb:' .. held) or '0')
+            if used + #payload <= heldLimit then
+              redis.call('RPUSH', prefix .. 'hm:' .. held, payload)
+              redis.call('INCRBY', prefix .. 'hmb:' .. held, #payload)
+            else
+              redis.call('INCR', prefix .. 'hmd:' .. held)
+            end
+          end
+        end
         return {'ok', live}
         """)
 
@@ -115,6 +134,21 @@ enum PresenceScripts {
         local states = {}
         if includeState == '1' and #users > 0 then states = redis.call('HMGET', ch.st, unpack(users)) end
         return {occupancy, seq, users, states, more}
+        """)
+
+    /// What a TTL expiry needs: Redis' time, the member's state and its keys' deadlines
+    /// (flat key, deadline). Arguments 9: the user.
+    static let readExpiries = StoreScript(name: "presence.readExpiries", source: library + """
+        local user = ARGV[9]
+        return {now, redis.call('HGET', ch.st, user) or '', redis.call('HGETALL', ttlKey(user))}
+        """)
+
+    /// Members with TTL keys overdue by more than a second (their node stopped): channel id
+    /// and user, for any node to expire. Arguments: the cluster's TTL due set, most entries.
+    static let overdueExpiries = StoreScript(name: "presence.overdueExpiries", source: """
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - 1000, 'LIMIT', 0, tonumber(ARGV[2]))
         """)
 
     static let snapshot = StoreScript(name: "presence.snapshot", source: library + """
@@ -141,6 +175,56 @@ enum PresenceScripts {
             if x ~= y then return x < y end
           end
           return #a < #b
+        end
+
+        -- Per-key TTLs (1.1): `P c:<id>:ttl:<n>:<user>` holds key -> deadline; the cluster's
+        -- due set (`P due:ttl`) holds `<channel id>\\n<user>` by the member's earliest deadline.
+        local function ttlKey(user) return ch.base .. ':ttl:' .. #user .. ':' .. user end
+        local ttlDue = ch.due .. ':ttl'
+
+        local function earliestTTL(user)
+          local earliest = nil
+          for _, value in ipairs(redis.call('HVALS', ttlKey(user))) do
+            local deadline = tonumber(value)
+            if not earliest or deadline < earliest then earliest = deadline end
+          end
+          if earliest then
+            redis.call('ZADD', ttlDue, earliest, ch.id .. '\\n' .. user)
+          else
+            redis.call('ZREM', ttlDue, ch.id .. '\\n' .. user)
+          end
+          return earliest or 0
+        end
+
+        -- TTL operations from argument `first`: a count, then (key, op, value) triples:
+        -- `s` sets the key's deadline to now + value ms, `c` clears it, `x` clears an expired one.
+        local function applyTTL(user, first)
+          local count = tonumber(ARGV[first] or '0')
+          if count == 0 then return earliestTTL(user) end
+          for i = 0, count - 1 do
+            local key, op, value = ARGV[first + 1 + 3 * i], ARGV[first + 2 + 3 * i], ARGV[first + 3 + 3 * i]
+            if op == 's' then
+              redis.call('HSET', ttlKey(user), key, now + tonumber(value))
+            else
+              redis.call('HDEL', ttlKey(user), key)
+            end
+          end
+          return earliestTTL(user)
+        end
+
+        -- An expiry may only remove keys whose deadline is still the one it read.
+        local function checkExpiries(user, first)
+          local count = tonumber(ARGV[first] or '0')
+          for i = 0, count - 1 do
+            local key, op, value = ARGV[first + 1 + 3 * i], ARGV[first + 2 + 3 * i], ARGV[first + 3 + 3 * i]
+            if op == 'x' and redis.call('HGET', ttlKey(user), key) ~= value then return false end
+          end
+          return true
+        end
+
+        local function forgetTTL(user)
+          redis.call('DEL', ttlKey(user))
+          redis.call('ZREM', ttlDue, ch.id .. '\\n' .. user)
         end
 
         local function countsForMessages(flags)

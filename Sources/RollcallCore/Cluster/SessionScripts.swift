@@ -36,6 +36,7 @@ enum SessionScripts {
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
         redis.call('HSET', key, 'heldUntil', deadline)
         redis.call('ZADD', prefix .. 'held', deadline, id)
+        markHeld(id)
         return 'ok'
         """)
 
@@ -58,10 +59,14 @@ enum SessionScripts {
           if f[3] ~= node then redis.call('PUBLISH', prefix .. 'n:' .. f[3], 'adopted ' .. id) end
         end
         redis.call('SADD', prefix .. 'ns:' .. node, id)
+        markLive(id)
         local channels = redis.call('SMEMBERS', prefix .. 'sc:' .. id)
         local flags = {}
         for i, channel in ipairs(channels) do flags[i] = redis.call('HGET', prefix .. 'c:' .. channel .. ':s', id) or '--' end
-        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags}
+        local messages = redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)
+        local dropped = tonumber(redis.call('GET', prefix .. 'hmd:' .. id) or '0')
+        redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
+        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped}
         """)
 
     /// A session ends for good, on the node that owns it (or any node for one with no node).
@@ -122,7 +127,27 @@ enum SessionScripts {
 
         local function userSessions(user) return prefix .. 'us:' .. #user .. ':' .. user end
 
+        -- A held session keeps its `message` events in `P hm:<id>` (the publish script
+        -- appends them); it no longer counts among a channel's live message sessions.
+        local function markHeld(id)
+          for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
+            local base = prefix .. 'c:' .. channel
+            local flags = redis.call('HGET', base .. ':s', id)
+            if flags and string.find(flags, 'm', 1, true) and redis.call('SADD', base .. ':hm', id) == 1 then
+              redis.call('HINCRBY', base, 'ml', -1)
+            end
+          end
+        end
+
+        local function markLive(id)
+          for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
+            local base = prefix .. 'c:' .. channel
+            if redis.call('SREM', base .. ':hm', id) == 1 then redis.call('HINCRBY', base, 'ml', 1) end
+          end
+        end
+
         local function forget(id, user, node, token)
+          redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
           redis.call('DEL', prefix .. 's:' .. id)
           redis.call('ZREM', userSessions(user), id)
           redis.call('DEL', prefix .. 'tok:' .. token)
@@ -136,7 +161,10 @@ enum SessionScripts {
           for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
             local key = prefix .. 's:' .. id
             local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
-            if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
+            if held == 0 then
+              held = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+              markHeld(id)
+            end
             redis.call('HSET', key, 'node', '', 'heldUntil', held)
             redis.call('ZADD', prefix .. 'held', held, id)
           end

@@ -1,3 +1,4 @@
+import DequeModule
 import RollcallProtocol
 
 extension Broker {
@@ -44,7 +45,7 @@ extension Broker {
     }
 
     func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
-                customStatus: String?, token: ResumeToken? = nil) -> JSON {
+                customStatus: String?, token: ResumeToken? = nil, kept: (events: [[UInt8]], dropped: Int)? = nil) -> JSON {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
         directory.attach(session, to: connection, newToken: token ?? ResumeToken(using: &random))
@@ -54,7 +55,14 @@ extension Broker {
         metrics.logins += 1
         metrics.resumes += 1
         // The messages kept while it was held go right after the snapshots, in order.
-        let held = session.heldMessages.takeAll()
+        // Cluster mode: what arrived before the hold was recorded is here, the rest in Redis
+        // (handed over by the claim).
+        var held = session.heldMessages.takeAll()
+        session.messagesKeptInStore = false
+        if let kept {
+            held.events.append(contentsOf: kept.events)
+            held.dropped += kept.dropped
+        }
         let channels: [JSON]
         if clusterPresence != nil {
             // Cluster mode: the snapshots come from Redis after the reply, then the kept
