@@ -223,6 +223,23 @@ struct ClusterUserStatusTests {
         #expect(record.integer("lastCustomStatusUpdateTime") == record.integer("lastOnlineStatusUpdateTime"))
     }
 
+    @Test("after a node's pub/sub link was cut, its sessions get the records they may have missed")
+    func pubSubLinkCut() throws {
+        let cluster = try StatusCluster(nodes: 2)
+        let sam = try cluster[0].session("sam", platform: "web")
+        #expect(try sam.subscribe(["bob"]).ok)
+        let bob = try cluster[1].session("bob", platform: "ios")
+        #expect(try bob.setCustomStatus("Away").ok)
+        _ = try sam.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
+        #expect(try sam.settledEvents(named: "userStatus").count <= 1)
+
+        _ = try cluster.redis.command(["CLIENT", "KILL", "TYPE", "pubsub"])
+        let record = try sam.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
+        #expect(record.statusText == "online", "bob's current record again, once the link is back")
+        let own = try bob.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
+        #expect(own.platformList == ["ios"], "and the user's own record to its sessions")
+    }
+
     @Test("replies and events have the one-node layout (times aside)")
     func sameLayoutAsOneNode() throws {
         let single = try BrokerProcess(config: ["userStatus": ["customStatusPerSecond": 1000]])
@@ -317,6 +334,20 @@ final class StatusTestRedis: @unchecked Sendable {
             process.send(SIGKILL)
             throw HarnessError("redis-server did not start: \(output.stdoutText) \(output.stderrText)")
         }
+    }
+
+    /// Runs one command with `redis-cli`; returns its output.
+    func command(_ words: [String]) throws -> String {
+        let child = try ChildProcess(executable: "/usr/bin/redis-cli", arguments: ["-p", "\(port)"] + words,
+                                     directory: directory.path)
+        let collected = OutputCollector()
+        collected.attach(stdout: child.stdout, stderr: child.stderr)
+        guard child.waitForExit(timeout: 10) != nil else {
+            child.send(SIGKILL)
+            throw HarnessError("redis-cli \(words) did not finish")
+        }
+        collected.waitForEOF(timeout: 5)
+        return collected.stdoutText
     }
 
     /// `redis://127.0.0.1:PORT`.

@@ -100,6 +100,7 @@ public final class Broker {
             }
         case .storeResubscribed:
             clusterPresence?.resyncEverything()
+            clusterUserStatus?.linkRestored()
         case .storeLost:
             clusterDataLost()
         }

@@ -97,6 +97,38 @@ extension ClusterUserStatus {
         .script(UserStatusScripts.sweep, arguments: [storeArgument(keys.prefix), storeArgument("100")])
     }
 
+    /// The sweep's answer came back: Redis was reachable then.
+    func sweepAnswered() { lastSweptAt = clock.now }
+
+    /// The pub/sub link came back after a loss: inbox messages published meanwhile are gone,
+    /// so every local session gets one `userStatus` event with the records of its user and of
+    /// its targets that changed since the link may have gone down (at least the longest hold
+    /// window, as a resume; records are whole states, a repeat is harmless).
+    func linkRestored() {
+        let users = Set(inboxes.values).sorted()
+        guard !users.isEmpty else { return }
+        let outage = lastSweptAt.map { clock.now - $0 } ?? 0
+        let window = max(max(300, configuration.presence.timeoutSeconds).milliseconds,
+                         outage + 2 * configuration.cluster.nodeTimeoutSeconds.milliseconds)
+        var start = 0
+        while start < users.count {
+            let chunk = Array(users[start..<min(users.count, start + 100)])
+            start += 100
+            let arguments = [storeArgument(keys.prefix), storeArgument(String(window))] + chunk.map { storeArgument($0.string) }
+            store.call([.script(UserStatusScripts.resync, arguments: arguments)]) { [self] result in
+                guard case .success(let replies) = result, let elements = replies.first?.elements else { return }
+                for (user, reply) in zip(chunk, elements) {
+                    let records = Self.catchUp(reply)
+                    guard !records.isEmpty else { continue }
+                    let bytes = StatusEvents.userStatus(records)
+                    outbox.fanOut {
+                        for session in directory.sessions(of: user) { outbox.send(bytes, to: session) }
+                    }
+                }
+            }
+        }
+    }
+
     // MARK: - Inboxes
 
     /// `P uu:<n>:<user>`.

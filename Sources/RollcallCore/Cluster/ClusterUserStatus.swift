@@ -24,6 +24,8 @@ final class ClusterUserStatus {
     var inboxes: [[UInt8]: Name] = [:]
     /// Session number → the catch-up event of a new login, sent right after its reply.
     var pendingCatchUp: [UInt64: [UInt8]] = [:]
+    /// When the last sweep was answered (wall ms): how far back a resync must look.
+    var lastSweptAt: Timestamp?
 
     init(configuration: Configuration, keys: ClusterKeys, clock: BrokerClock, outbox: Outbox, directory: SessionDirectory,
          store: any StoreCaller) {

@@ -193,6 +193,24 @@ enum UserStatusScripts {
         return redis.call('ZRANGEBYSCORE', subxKey(ARGV[2]), '(' .. now, '+inf', 'WITHSCORES')
         """)
 
+    /// After this node's pub/sub link came back (inbox messages may have been lost): per user,
+    /// the records a session of the user may have missed. Arguments: prefix, window ms,
+    /// users…. Returns per user the user's own record if it changed within the window, then
+    /// the subscribed targets that did.
+    static let resync = StoreScript(name: "status.resync", source: library + """
+        local since = now - tonumber(ARGV[2])
+        local out = {}
+        for i = 3, #ARGV do
+          local user = ARGV[i]
+          expireCustom(user)
+          local records = {}
+          if tonumber(redis.call('HGET', stKey(user), 'lu') or '0') > since then records[1] = record(user) end
+          for _, changed in ipairs(changedSince(user, since)) do records[#records + 1] = changed end
+          out[#out + 1] = records
+        end
+        return out
+        """)
+
     /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
     /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
     /// Arguments: prefix, most of each to handle.
