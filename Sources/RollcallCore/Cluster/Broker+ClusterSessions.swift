@@ -198,7 +198,7 @@ extension Broker {
             guard case .success(let replies) = result, replies.first?.text == "ok" else { return }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
             // Presence first, then user status (as one node): commands run in order.
-            call([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)]) { _ in }
+            clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)])
         }
     }
 
@@ -247,6 +247,7 @@ extension Broker {
         call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
             clusterUserStatus!.sweepAnswered()
+            clusterUserStatus!.retryUnansweredEnds()
             var reaped: [(sessionId: String, user: Name)] = []
             for ended in reply[1].elements ?? [] {
                 guard let sessionId = ended[0].text, let user = ended[1].text else { continue }

@@ -63,8 +63,24 @@ extension ClusterUserStatus {
     /// Sessions the reaper took out of Redis (their holds ended with no node): their users'
     /// records follow.
     func sessionsReaped(_ ended: [(sessionId: String, user: Name)]) {
-        guard !ended.isEmpty else { return }
-        store.call(ended.map { endedCommand(user: $0.user, sessionId: $0.sessionId, loggedOut: false) }) { _ in }
+        sendEnds(ended.map { endedCommand(user: $0.user, sessionId: $0.sessionId, loggedOut: false) })
+    }
+
+    /// Runs `status.ended` commands; those Redis did not answer (an outage) are sent again at
+    /// the next reaper tick (``retryUnansweredEnds()``), so a user whose last session ended
+    /// does not stay `online`. The script is idempotent.
+    func sendEnds(_ commands: [StoreCommand]) {
+        guard !commands.isEmpty else { return }
+        store.call(commands) { [self] result in
+            if case .failure = result { unansweredEnds += commands }
+        }
+    }
+
+    /// Every reaper tick: the `status.ended` commands an outage left unanswered, again.
+    func retryUnansweredEnds() {
+        let commands = unansweredEnds
+        unansweredEnds = []
+        sendEnds(commands)
     }
 
     /// A session left this node (ended, or resumed on another node): after the user's last
@@ -89,6 +105,7 @@ extension ClusterUserStatus {
         }
         inboxes.removeAll()
         pendingCatchUp.removeAll()
+        unansweredEnds.removeAll()
     }
 
     /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,

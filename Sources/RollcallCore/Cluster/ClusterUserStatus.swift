@@ -26,6 +26,8 @@ final class ClusterUserStatus {
     var pendingCatchUp: [UInt64: [UInt8]] = [:]
     /// When the last sweep was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
+    /// `status.ended` commands Redis did not answer, sent again at the next reaper tick.
+    var unansweredEnds: [StoreCommand] = []
 
     init(configuration: Configuration, keys: ClusterKeys, clock: BrokerClock, outbox: Outbox, directory: SessionDirectory,
          store: any StoreCaller) {
