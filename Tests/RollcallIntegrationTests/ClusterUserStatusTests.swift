@@ -395,6 +395,12 @@ struct StatusCluster {
         ]
         let merged = BrokerProcess.merge(clusterConfig, config)
         nodes = try (0..<count).map { _ in try BrokerProcess(config: merged) }
+        // A node listens before its links to Redis are up; wait until every node is connected.
+        for node in nodes {
+            guard eventually(timeout: 10, { (try? node.metric("rollcall_redis_connected")) == 1 }) else {
+                throw HarnessError("a node did not connect to Redis: \(node.stderrText)")
+            }
+        }
     }
 
     subscript(index: Int) -> BrokerProcess { nodes[index] }
