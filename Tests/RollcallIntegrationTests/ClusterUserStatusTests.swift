@@ -63,6 +63,7 @@ struct ClusterUserStatusTests {
         let laptop = try cluster[1].session("alice", platform: "macos")
         _ = try phone.waitForStatus(of: "alice") { $0.platformList == ["ios", "macos"] }
 
+        let before = try phone.serverTime()
         let subscribed = try phone.subscribe(["carol", "bob"], duration: 3600)
         #expect(subscribed.ok, "\(subscribed)")
         #expect(Set(subscribed.statuses.compactMap(\.userIdText)) == ["bob", "carol"])
@@ -78,6 +79,8 @@ struct ClusterUserStatusTests {
         let first = try phone.request("getSubscriptions", ["pageSize": 1])
         #expect(first.ok, "\(first)")
         #expect((first["subscriptions"]?.arrayValue ?? []).map(\.userIdText) == ["bob"])
+        let expiresAt = try #require(first["subscriptions"]?.arrayValue?.first?.integer("expiresAt"))
+        #expect(expiresAt >= before + 7_200_000 && expiresAt < before + 7_260_000, "renewed to 7200 s: \(expiresAt)")
         let cursor = try #require(first["nextPage"])
         let second = try laptop.request("getSubscriptions", ["pageSize": 1, "page": cursor])
         #expect((second["subscriptions"]?.arrayValue ?? []).map(\.userIdText) == ["carol"])
