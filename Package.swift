@@ -180,9 +180,18 @@ let package = Package(
             dependencies: ["RollcallRedis", "RollcallEventLoop", "RollcallTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Cluster mode in one process: brokers and ClusterLinks on one loop, one real redis-server.
+        .testTarget(
+            name: "RollcallClusterTests",
+            dependencies: [
+                "RollcallCore", "RollcallCluster", "RollcallRedis", "RollcallEventLoop", "RollcallTestSupport",
+                "RollcallClient", "RollcallProtocol", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "RollcallIntegrationTests",
-            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
+            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: cBridgeSettings
         ),
     ]

@@ -32,6 +32,8 @@ extension BrokerServer {
                 perform(record.lifecycle.coreClosed(code, reason: reason), for: record)
             case .store, .listen, .unlisten:
                 clusterLink?.perform(action)
+            case .notifyBackend(let event):
+                webhookSender?.enqueue(event)
             }
         }
     }

@@ -26,6 +26,9 @@ extension BrokerServer {
             broker: broker, transport: metrics, connections: records.count, accepting: phase == .accepting,
             connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse)
         if let clusterLink { snapshot.cluster = (clusterLink.liveNodes, clusterLink.isConnected) }
+        if let webhookSender {
+            snapshot.webhooks = WebhookMetrics(counters: webhookSender.counters, waitingEvents: webhookSender.waitingEvents)
+        }
         return exposition.render(snapshot)
     }
 

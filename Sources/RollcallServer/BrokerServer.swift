@@ -56,12 +56,18 @@ public final class BrokerServer {
     /// True while new connections are being refused (for one log line per episode).
     var refusingConnections = false
     let staticFiles: StaticFiles
+    /// Posts webhook batches (PROTOCOL §11); nil while `webhooks.url` is null.
+    var webhookSender: WebhookSender?
+    /// Shutdown: the moment (monotonic ms) waiting webhook batches stop being waited for.
+    var webhookDrainDeadline: Int64?
+    /// The node id webhook batches carry as `node`.
+    public let nodeId: String
+    /// Where `webhooks.secretEnv` is read.
+    let environment: [String: String]
     let writer: WriteBuffer
     let heartbeat: HeartbeatPolicy
     /// Cluster mode: the link to Redis on this thread's loop (nil on one node).
     var clusterLink: ClusterLink?
-    /// This node's id in a cluster.
-    public let nodeId: String
     /// The cluster's epoch when this node joined (from ``ClusterStartCheck``).
     public let clusterEpoch: String?
 
@@ -103,22 +109,32 @@ public final class BrokerServer {
     static let receiveChunkBytes = 512
     /// How long shutdown waits for connections to go before destroying the context.
     static let shutdownGraceMs: Int64 = 1000
+    /// How long shutdown waits for waiting webhook batches (PROTOCOL §11 gives them up to 5 s;
+    /// the rest of the 5 s exit budget of §5 is for destroying the context and the store).
+    static let webhookShutdownGraceMs: Int64 = 4500
 
     /// A server for `configuration`, with the durable `store` and an optional authenticator
     /// (nil: the core's default for `auth.mode`). Nothing is bound until ``start()``.
+    ///
+    /// `nodeId` is the `node` of webhook batches (a single node is `standalone`);
+    /// `environment` is where `webhooks.secretEnv` is looked up.
     public init(
         configuration: Configuration,
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
         logger: Logger = Logger(label: "rollcall"),
         nodeId: String? = nil,
-        clusterEpoch: String? = nil
+        clusterEpoch: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
         self.clusterEpoch = clusterEpoch
         self.configuration = configuration
         self.logger = logger
-        let nodeId = nodeId ?? configuration.cluster.nodeId ?? BrokerServer.randomNodeId()
+        // One node: "standalone" (webhook batches carry it); a cluster node: its id.
+        let nodeId = nodeId ?? configuration.cluster.nodeId
+            ?? (configuration.cluster.isEnabled ? BrokerServer.randomNodeId() : "standalone")
         self.nodeId = nodeId
+        self.environment = environment
         self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator, nodeId: nodeId)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
         self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
@@ -225,7 +241,8 @@ public final class BrokerServer {
                 beginShutdown()
             }
             if case .draining(let deadline) = phase,
-               (records.isEmpty && !broker.awaitsStore) || MonotonicClock.now >= deadline {
+               (records.isEmpty && !broker.awaitsStore) || MonotonicClock.now >= deadline,
+               webhooksSettled(now: MonotonicClock.now) {
                 break
             }
             if let eventLoop {
@@ -245,6 +262,10 @@ public final class BrokerServer {
         clusterLink?.close()
         clusterLink = nil
         lws_sul_cancel(&timer.pointee.sul)
+        if let webhookSender, !webhookSender.isIdle {
+            logger.warning("webhook batches left unsent at exit", metadata: ["waitingEvents": "\(webhookSender.waitingEvents)"])
+        }
+        webhookSender?.stop()
         lws_context_destroy(context)
         context = nil
         eventLoop?.destroy()
@@ -259,6 +280,10 @@ public final class BrokerServer {
         logger.info("shutting down", metadata: ["connections": "\(records.count)"])
         phase = .draining(deadline: MonotonicClock.now + Self.shutdownGraceMs)
         feed(.shutdown)
+        if let webhookSender {
+            webhookDrainDeadline = MonotonicClock.now + Self.webhookShutdownGraceMs
+            webhookSender.drain()
+        }
         for record in records.all {
             perform(record.lifecycle.shutdown(), for: record)
         }
@@ -301,6 +326,10 @@ public final class BrokerServer {
         // lws sizes its descriptor table from the soft limit, so raise it first.
         connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
         let tls = configuration.tls
+        if let url = configuration.webhooks.url, (try? WebhookURL(url))?.secure == true {
+            // lws' TLS library set-up for the webhook client's https (the listener stays plain without a cert).
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        }
         if let certFile = tls.certFile, let keyFile = tls.keyFile {
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             info.ssl_cert_filepath = UnsafePointer(cString(certFile))
@@ -355,6 +384,13 @@ public final class BrokerServer {
                 context = nil
                 return .failure(ServerError(.listenFailed, "\(error)"))
             }
+        }
+        do throws(ServerError) {
+            webhookSender = try makeWebhookSender(context: created)
+        } catch {
+            lws_context_destroy(created)
+            context = nil
+            return .failure(error)
         }
         logger.info("listening", metadata: [
             "host": "\(host)", "port": "\(bound)", "tls": "\(tls.certFile != nil)",

@@ -51,7 +51,10 @@ private let everyKeyChanged = """
       "storage":   {"path": "other.db"},
       "log":       {"level": "trace"},
       "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
-                    "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2}
+                    "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2},
+      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET",
+                    "events": ["channel"], "batchMaxEvents": 31, "batchMaxDelaySeconds": 0.25,
+                    "timeoutSeconds": 2.5, "retryMaxSeconds": 33, "queueMaxEvents": 34, "caFile": "ca.pem"}
     }
     """
 
@@ -81,6 +84,10 @@ private var everyKeyChangedConfiguration: Configuration {
     c.log.level = "trace"
     c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
     c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
+    c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
+    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.events = ["channel"]
+    c.webhooks.batchMaxEvents = 31; c.webhooks.batchMaxDelaySeconds = 0.25; c.webhooks.timeoutSeconds = 2.5
+    c.webhooks.retryMaxSeconds = 33; c.webhooks.queueMaxEvents = 34; c.webhooks.caFile = "ca.pem"
     return c
 }
 

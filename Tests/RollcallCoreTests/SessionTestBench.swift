@@ -85,6 +85,8 @@ final class SessionTestBench {
                 closes[connection] = code
             case .store, .listen, .unlisten:
                 preconditionFailure("a standalone broker asked the cluster store")
+            case .notifyBackend:
+                break
             }
         }
     }

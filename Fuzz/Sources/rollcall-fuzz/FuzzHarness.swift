@@ -110,6 +110,8 @@ struct BrokerDrive {
                 open.remove(connection)
             case .store, .listen, .unlisten:
                 preconditionFailure("a standalone broker never asks the cluster store")
+            case .notifyBackend(let event):
+                precondition(event.bytes.starts(with: Array(#"{"event":"#.utf8)), "backend event is not an event object")
             }
         }
         return (replies, closed)

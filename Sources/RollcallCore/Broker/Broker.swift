@@ -9,7 +9,7 @@ public final class Broker {
     /// The configuration it runs with.
     public let configuration: Configuration
     let clock: BrokerClock
-    let outbox = Outbox()
+    let outbox: Outbox
     /// Logged-in sessions, live and held.
     public let directory = SessionDirectory()
     /// Channel presence (PROTOCOL §4).
@@ -61,6 +61,8 @@ public final class Broker {
         self.clock = clock
         self.random = random
         self.authenticator = authenticator ?? OpenAuthenticator()
+        let webhooks = configuration.webhooks
+        self.outbox = Outbox(backendKinds: webhooks.isEnabled ? webhooks.eventKinds : [])
         self.presence = PresenceEngine(configuration: configuration, clock: clock, outbox: outbox)
         self.userStatus = UserStatusEngine(
             configuration: configuration, clock: clock, outbox: outbox, directory: directory, store: store)
@@ -103,6 +105,8 @@ public final class Broker {
             clusterUserStatus?.linkRestored()
         case .storeLost:
             clusterDataLost()
+        case .storeFenced:
+            clusterNodeFenced()
         }
         return outbox.drain()
     }

@@ -218,6 +218,18 @@ extension Broker {
     /// Redis lost the cluster's data: every session here ends without a word to anyone and
     /// its connection closes with 1012, so clients log in again into an empty cluster.
     func clusterDataLost() {
+        dropEverySession(closingWith: .serviceRestart, reason: "cluster data lost")
+        clusterUserStatus?.unansweredEnds.removeAll()
+    }
+
+    /// The other nodes declared this node dead: its sessions belong to no node now, resumable
+    /// anywhere; each connection here closes with 1001 so its client resumes.
+    func clusterNodeFenced() {
+        dropEverySession(closingWith: .shutdown, reason: "node fenced")
+    }
+
+    /// Forgets every local session without touching Redis, and closes its connection.
+    private func dropEverySession(closingWith code: CloseCode, reason: String) {
         guard let clusterPresence else { return }
         for session in directory.all {
             _ = clusterPresence.forgetLocally(session)
@@ -225,11 +237,11 @@ extension Broker {
             heldSessions[session.number] = nil
             let connection = session.connection
             directory.remove(session)
-            if let connection { close(connection, .serviceRestart, reason: "cluster data lost") }
+            if let connection { close(connection, code, reason: reason) }
         }
-        clusterUserStatus?.dataLost()
-        // Calls in flight were answered by a Redis that no longer has their data.
+        clusterUserStatus?.forgetLocalSessions()
         clusterPresence.flushes = TimerQueue()
+        clusterPresence.expiries = TimerQueue()
         clusterPresence.local.removeAll()
     }
 

@@ -74,6 +74,7 @@ final class ClusterPresence {
                 var answer = Answer(result: .object([
                     "occupancy": .int(Int(reply[1].integer ?? 0)), "mode": .string(reply[2].text ?? "announce"),
                 ]))
+                notifyBackend(of: reply[7], in: key)
                 scheduleFlush(key, dueAndNow: reply[4])
                 scheduleExpiry(key, session.userId, earliest: reply[6], dueAndNow: reply[4])
                 if waitsForSnapshot {
@@ -150,6 +151,7 @@ final class ClusterPresence {
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
+                notifyBackend(of: replies.first?[2] ?? .null, in: key)
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
                 done(.success(Answer(result: [:])))
             }
@@ -176,7 +178,10 @@ final class ClusterPresence {
         guard !channels.isEmpty else { return }
         store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
             guard case .success(let replies) = result else { return }
-            for (key, reply) in zip(channels, replies) { scheduleFlush(key, dueAndNow: reply[1]) }
+            for (key, reply) in zip(channels, replies) {
+                notifyBackend(of: reply[2], in: key)
+                scheduleFlush(key, dueAndNow: reply[1])
+            }
         }
     }
 
@@ -270,6 +275,7 @@ final class ClusterPresence {
                         let reply = replies.first ?? .null
                         switch reply.outcome {
                         case "ok":
+                            notifyBackend(of: reply[3], in: key)
                             scheduleFlush(key, dueAndNow: reply[1])
                             scheduleExpiry(key, user, earliest: reply[2], dueAndNow: reply[1])
                             done(.success(Answer(result: .object(["state": state.json]))))
@@ -395,6 +401,26 @@ final class ClusterPresence {
     }
 
     // MARK: - Support
+
+    /// Hands what a script produced to the webhook sender (PROTOCOL §11): each event is sent
+    /// once, by the node whose script produced it. `p<event>` is a presence event as clients
+    /// got it; `o`/`v` the channel's first member arrived / last one went.
+    func notifyBackend(of produced: StoreReply, in key: ChannelKey) {
+        guard outbox.notifiesPresence || outbox.notifiesChannels else { return }
+        for item in produced.elements ?? [] {
+            guard let bytes = item.bytes, let kind = bytes.first else { continue }
+            switch kind {
+            case UInt8(ascii: "p") where outbox.notifiesPresence:
+                outbox.notifyBackend(.presence, Array(bytes.dropFirst()))
+            case UInt8(ascii: "o") where outbox.notifiesChannels:
+                outbox.notifyBackend(.channel, BackendEvents.channel("occupied", channel: key, timestamp: clock.now))
+            case UInt8(ascii: "v") where outbox.notifiesChannels:
+                outbox.notifyBackend(.channel, BackendEvents.channel("vacated", channel: key, timestamp: clock.now))
+            default:
+                continue
+            }
+        }
+    }
 
     /// Arguments 1–8 of every presence script (see ``PresenceScripts``).
     func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> [[UInt8]] {

@@ -98,14 +98,14 @@ extension ClusterUserStatus {
         store.unlisten(String(decoding: channel, as: UTF8.self))
     }
 
-    /// Redis lost the cluster's data: every inbox goes quiet (the sessions are closed).
-    func dataLost() {
+    /// Every local session was dropped (Redis lost the data, or this node was fenced): every
+    /// inbox goes quiet.
+    func forgetLocalSessions() {
         for channel in inboxes.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             store.unlisten(String(decoding: channel, as: UTF8.self))
         }
         inboxes.removeAll()
         pendingCatchUp.removeAll()
-        unansweredEnds.removeAll()
     }
 
     /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,

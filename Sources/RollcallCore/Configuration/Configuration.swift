@@ -189,6 +189,8 @@ public struct Configuration: Sendable, Equatable {
     public var storage = Storage()
     public var log = Log()
     public var cluster = Cluster()
+    /// Webhooks to the application's backend (PROTOCOL §11, 1.1); off while `url` is nil.
+    public var webhooks = Webhooks()
 
     /// Every default.
     public init() {}

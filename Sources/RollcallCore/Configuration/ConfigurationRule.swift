@@ -59,7 +59,7 @@ struct ConfigurationRule {
                 return cluster.nodeTimeoutSeconds >= 2 * cluster.heartbeatSeconds ? nil
                     : "must be at least twice cluster.heartbeatSeconds (\(seconds(cluster.heartbeatSeconds)))"
             },
-        ]
+        ] + webhookRules
     }
 
     private static func seconds(_ value: Double) -> String { JSONNumber(value).literal }

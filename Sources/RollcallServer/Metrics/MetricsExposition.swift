@@ -34,6 +34,22 @@ final class MetricsExposition {
         return page
     }
 
+    /// The webhook series (only while webhooks are on).
+    private func updateWebhooks(_ w: WebhookMetrics) {
+        let c = w.counters
+        series.counter("rollcall_webhook_events_queued_total", "Events handed to the webhook queue", total: c.queued)
+        series.counter("rollcall_webhook_events_delivered_total", "Webhook events acknowledged with a 2xx", total: c.deliveredEvents)
+        series.counter("rollcall_webhook_batches_delivered_total", "Webhook batches acknowledged with a 2xx", total: c.deliveredBatches)
+        series.counter("rollcall_webhook_attempts_failed_total",
+                       "Webhook POSTs that failed (non-2xx, timeout, connection error); each retry counts", total: c.failedAttempts)
+        let dropped = "Webhook events dropped, by reason"
+        series.counter("rollcall_webhook_events_dropped_total", dropped, [("reason", WebhookDropReason.overflow.rawValue)],
+                       total: c.droppedOverflow)
+        series.counter("rollcall_webhook_events_dropped_total", dropped, [("reason", WebhookDropReason.retriesExhausted.rawValue)],
+                       total: c.droppedRetriesExhausted)
+        series.gauge("rollcall_webhook_queue_events", "Webhook events waiting (besides the batch in flight)", w.waitingEvents)
+    }
+
     private func update(_ s: MetricsSnapshot) {
         let t = s.transport, core = s
         series.gauge("rollcall_up", "1 while the broker accepts connections", s.accepting ? 1 : 0)
@@ -93,6 +109,7 @@ final class MetricsExposition {
                        total: t.connectionsRefused)
         series.counter("rollcall_connections_closed_at_accept_total", "Of those, closed as soon as accepted (the 503 band was full)",
                        total: t.connectionsClosedAtAccept)
+        if let webhooks = s.webhooks { updateWebhooks(webhooks) }
         for (status, count) in t.httpResponses {
             series.counter("rollcall_http_responses_total", "HTTP responses, by status", [("status", String(status))], total: count)
         }

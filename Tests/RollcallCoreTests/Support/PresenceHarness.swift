@@ -15,6 +15,8 @@ final class PresenceHarness {
     private var pendingEvents: [ConnectionID: [JSON]] = [:]
     /// Raw bytes of every event, per connection, in order (to check shared encodings).
     private(set) var rawEvents: [ConnectionID: [[UInt8]]] = [:]
+    /// Events handed to the webhook sender, in order.
+    private(set) var backendEvents: [BackendEvent] = []
     /// Close codes the broker sent.
     private(set) var closes: [ConnectionID: CloseCode] = [:]
     /// Called with each event as it arrives (before it is queued for `events`).
@@ -52,6 +54,8 @@ final class PresenceHarness {
                 closes[connection] = code
             case .store, .listen, .unlisten:
                 Issue.record("a standalone broker asked the cluster store")
+            case .notifyBackend(let event):
+                backendEvents.append(event)
             }
         }
     }

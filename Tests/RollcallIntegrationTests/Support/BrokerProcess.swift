@@ -190,6 +190,17 @@ final class OutputCollector: @unchecked Sendable {
     var stdoutText: String { cond.withLock { String(decoding: stdout, as: UTF8.self) } }
     var stderrText: String { cond.withLock { String(decoding: stderr, as: UTF8.self) } }
 
+    /// Waits until stderr contains `text`.
+    func waitForStderr(containing text: String, timeout: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        while !String(decoding: stderr, as: UTF8.self).contains(text) {
+            if !cond.wait(until: deadline) { return String(decoding: stderr, as: UTF8.self).contains(text) }
+        }
+        return true
+    }
+
     /// Waits for a complete stdout line starting with `prefix`.
     func waitForStdoutLine(prefix: String, timeout: TimeInterval) -> String? {
         let deadline = Date(timeIntervalSinceNow: timeout)
