@@ -258,7 +258,7 @@ extension Broker {
         let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
         call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            clusterUserStatus!.sweepAnswered()
+            clusterUserStatus!.sweepAnswered(replies.count > 1 ? replies[1] : .null)
             clusterUserStatus!.retryUnansweredEnds()
             var reaped: [(sessionId: String, user: Name)] = []
             for ended in reply[1].elements ?? [] {

@@ -20,7 +20,7 @@ extension ClusterUserStatus {
     /// hears the user's inbox, and the catch-up waits for the login reply.
     func sessionStarted(_ session: Session, reply: StoreReply) {
         hearInbox(of: session.userId)
-        let records = Self.catchUp(reply)
+        let records = Self.catchUp(unwrapped(reply))
         if !records.isEmpty { pendingCatchUp[session.number] = StatusEvents.userStatus(records) }
     }
 
@@ -43,7 +43,7 @@ extension ClusterUserStatus {
         ]
         store.call([.script(UserStatusScripts.resumed, arguments: arguments)]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            let records = Self.catchUp(reply)
+            let records = Self.catchUp(unwrapped(reply))
             guard !records.isEmpty, session.connection != nil else { return }
             outbox.send(StatusEvents.userStatus(records), to: session)
         }
@@ -72,7 +72,10 @@ extension ClusterUserStatus {
     func sendEnds(_ commands: [StoreCommand]) {
         guard !commands.isEmpty else { return }
         store.call(commands) { [self] result in
-            if case .failure = result { unansweredEnds += commands }
+            switch result {
+            case .failure: unansweredEnds += commands
+            case .success(let replies): for reply in replies { _ = unwrapped(reply) }
+            }
         }
     }
 
@@ -114,8 +117,12 @@ extension ClusterUserStatus {
         .script(UserStatusScripts.sweep, arguments: [storeArgument(keys.prefix), storeArgument("100")])
     }
 
-    /// The sweep's answer came back: Redis was reachable then.
-    func sweepAnswered() { lastSweptAt = clock.now }
+    /// The sweep's answer came back: Redis was reachable then (and the custom statuses it
+    /// cleared go to the backend).
+    func sweepAnswered(_ reply: StoreReply) {
+        lastSweptAt = clock.now
+        _ = unwrapped(reply)
+    }
 
     /// The pub/sub link came back after a loss: inbox messages published meanwhile are gone,
     /// so every local session gets one `userStatus` event with the records of its user and of
@@ -133,7 +140,7 @@ extension ClusterUserStatus {
             start += 100
             let arguments = [storeArgument(keys.prefix), storeArgument(String(window))] + chunk.map { storeArgument($0.string) }
             store.call([.script(UserStatusScripts.resync, arguments: arguments)]) { [self] result in
-                guard case .success(let replies) = result, let elements = replies.first?.elements else { return }
+                guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
                 for (user, reply) in zip(chunk, elements) {
                     let records = Self.catchUp(reply)
                     guard !records.isEmpty else { continue }

@@ -53,9 +53,9 @@ final class ClusterUserStatus {
             storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
             Self.customArgument(value), storeArgument(String(ttlMs)),
         ]
-        store.call([.script(UserStatusScripts.setCustomStatus, arguments: arguments)]) { result in
+        store.call([.script(UserStatusScripts.setCustomStatus, arguments: arguments)]) { [self] result in
             done(result.map { replies in
-                let record = Self.record(replies.first ?? .null) ?? .neverSeen(session.userId)
+                let record = Self.record(unwrapped(replies.first ?? .null)) ?? .neverSeen(session.userId)
                 return ClusterPresence.Answer(result: .object(["status": record.json]))
             }.mapError(\.brokerError))
         }
@@ -96,8 +96,8 @@ final class ClusterUserStatus {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
-                let reply = replies.first ?? .null
-                if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
+                if case .error = replies.first ?? .null { return done(.failure(ClusterPresence.unexpected(replies.first ?? .null))) }
+                let reply = unwrapped(replies.first ?? .null)
                 var outcomes = zip(reply[0].elements ?? [], reply[1].elements ?? []).makeIterator()
                 var failed = batch.failed
                 var statuses: [JSON] = []
@@ -215,19 +215,31 @@ final class ClusterUserStatus {
     /// The records of `users`, in order (never-seen users read `loggedOut`).
     func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
         let arguments = [storeArgument(keys.prefix)] + users.map { storeArgument($0.string) }
-        store.call([.script(UserStatusScripts.records, arguments: arguments)]) { result in
+        store.call([.script(UserStatusScripts.records, arguments: arguments)]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
                 let reply = replies.first ?? .null
                 if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
-                let elements = reply.elements ?? []
+                let elements = unwrapped(reply).elements ?? []
                 done(.success(users.enumerated().map { index, user in
                     (index < elements.count ? Self.record(elements[index]) : nil) ?? .neverSeen(user)
                 }))
             }
         }
+    }
+
+    /// The answer of a script that can change records, `{result, announced records}`: the
+    /// records go to the backend (webhooks) from this node, the one whose script changed them,
+    /// so each change is sent once in the cluster; returns the result.
+    func unwrapped(_ reply: StoreReply) -> StoreReply {
+        if outbox.notifiesUserStatus {
+            for element in reply[1].elements ?? [] {
+                if let record = Self.record(element) { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
+            }
+        }
+        return reply[0]
     }
 
     /// `customStatusTtlSeconds` in ms.

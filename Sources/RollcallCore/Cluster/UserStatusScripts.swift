@@ -12,7 +12,8 @@
 ///   expiresAt: what the sweep (every node's reaper tick) expires;
 /// - pub/sub `P uu:<n>:<user>`: the user's inbox, heard by every node with a session of the user.
 ///
-/// A record goes back to Swift as fields (`{user, status, lu, lo, lc, platforms, customStatus
+/// Scripts that can change a record answer `{result, announced records}` (see
+/// ``ClusterUserStatus/unwrapped(_:)``). A record goes back to Swift as fields (`{user, status, lu, lo, lc, platforms, customStatus
 /// or nil}`) and into an inbox as `U<except session>\n<user>\n<status>\n<lu>\n<lo>\n<lc>\n
 /// <platforms>\n<-, or = and the custom status>`: the node encodes it with the one-node encoder,
 /// so every record has the same bytes as on one node. Platforms come from the user's sessions
@@ -46,8 +47,9 @@ enum UserStatusScripts {
           redis.call('HSET', key, 'lu', int(now))
           announce(user, session)
         end
-        if not f[4] then return {} end
-        return changedSince(user, tonumber(f[4]))
+        local catchUp = {}
+        if f[4] then catchUp = changedSince(user, tonumber(f[4])) end
+        return {catchUp, announced}
         """)
 
     /// A held session resumed (here or on another node). Arguments: prefix, user, session id,
@@ -63,7 +65,7 @@ enum UserStatusScripts {
           redis.call('HSET', key, 'lu', int(now))
           announce(user, session)
         end
-        return changedSince(user, now - window)
+        return {changedSince(user, now - window), announced}
         """)
 
     /// A session ended (after `session.end` or the reaper forgot it; a session still in Redis
@@ -72,7 +74,7 @@ enum UserStatusScripts {
     /// logout, else `offline`; otherwise the platforms may change.
     static let ended = StoreScript(name: "status.ended", source: library + """
         local user, session, how, clear = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-        if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return 'live' end
+        if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return {'live', announced} end
         expireCustom(user)
         local key = stKey(user)
         redis.call('HSET', key, 'le', int(now))
@@ -99,7 +101,7 @@ enum UserStatusScripts {
           redis.call('HSET', key, 'lu', int(now))
           announce(user, '')
         end
-        return 'ok'
+        return {'ok', announced}
         """)
 
     /// `setCustomStatus`. Arguments: prefix, user, session id, `-` (clear) or `=text`, TTL ms.
@@ -116,7 +118,7 @@ enum UserStatusScripts {
           redis.call('HSET', key, 'lu', int(now))
           announce(user, session)
         end
-        return record(user)
+        return {record(user), announced}
         """)
 
     /// `getUserStatus` (and the records of `getSubscriptions`). Arguments: prefix, users….
@@ -124,7 +126,7 @@ enum UserStatusScripts {
     static let records = StoreScript(name: "status.records", source: library + """
         local out = {}
         for i = 2, #ARGV do out[#out + 1] = current(ARGV[i]) end
-        return out
+        return {out, announced}
         """)
 
     /// `subscribeUserStatus`. Arguments: prefix, subscriber, duration ms,
@@ -163,7 +165,7 @@ enum UserStatusScripts {
           removeSubscription(me, earliest)
           evicted[#evicted + 1] = earliest
         end
-        return {codes, records, evicted}
+        return {{codes, records, evicted}, announced}
         """)
 
     /// `unsubscribeUserStatus`. Arguments: prefix, subscriber, `1` for all (else `0`),
@@ -208,7 +210,7 @@ enum UserStatusScripts {
           for _, changed in ipairs(changedSince(user, since)) do records[#records + 1] = changed end
           out[#out + 1] = records
         end
-        return out
+        return {out, announced}
         """)
 
     /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
@@ -231,7 +233,7 @@ enum UserStatusScripts {
             removeSubscription(subscriber, target)
           end
         end
-        return 'ok'
+        return {'ok', announced}
         """)
 
     static let library = """
@@ -273,9 +275,14 @@ enum UserStatusScripts {
           return {user, f[1], f[2], f[3], f[4], f[5], f[6]}
         end
 
+        -- The records this script changed, returned with its answer: the node that ran it sends
+        -- them to the backend (webhooks), so each change is sent once.
+        local announced = {}
+
         -- Tells the user's sessions (but `except`) and every subscriber with a session.
         local function announce(user, except)
           local f = fields(user)
+          announced[#announced + 1] = {user, f[1], f[2], f[3], f[4], f[5], f[6]}
           local payload = 'U' .. except .. '\\n' .. user .. '\\n' .. f[1] .. '\\n' .. int(f[2]) .. '\\n' .. int(f[3]) .. '\\n' ..
             int(f[4]) .. '\\n' .. f[5] .. '\\n' .. (f[6] and ('=' .. f[6]) or '-')
           redis.call('ZREMRANGEBYSCORE', subrKey(user), '-inf', now)
