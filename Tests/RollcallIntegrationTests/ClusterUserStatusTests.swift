@@ -243,6 +243,28 @@ struct ClusterUserStatusTests {
         #expect(own.platformList == ["ios"], "and the user's own record to its sessions")
     }
 
+    @Test("userStatus webhooks: each change is sent once, by the node whose script made it")
+    func webhooksOncePerChange() throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let cluster = try StatusCluster(nodes: 2, config: ["webhooks": [
+            "url": receiver.url, "secret": "cluster-webhook-secret", "events": ["userStatus"], "batchMaxDelaySeconds": 0.05,
+        ]])
+        let alice = try cluster[0].session("alice", platform: "web")
+        let bob = try cluster[1].session("bob", platform: "ios")
+        #expect(try bob.setCustomStatus("Busy").ok)
+        alice.close()
+        func statuses(_ requests: [WebhookReceiver.Request]) -> [JSON] {
+            requests.flatMap(\.events).compactMap { $0["event"]?.stringValue == "userStatus" ? $0["status"] : nil }
+        }
+        #expect(receiver.wait { statuses($0).contains { $0.userIdText == "alice" && $0.statusText == "offline" } })
+        #expect(try bob.setCustomStatus("Done").ok)
+        #expect(receiver.wait { statuses($0).contains { $0.customStatusText == "Done" } })
+        let sent = statuses(receiver.requests).map { "\($0.userIdText ?? "?"):\($0.statusText ?? "?"):\($0.customStatusText ?? "-")" }
+        #expect(sent.sorted() == ["alice:offline:-", "alice:online:-", "bob:online:-", "bob:online:Busy", "bob:online:Done"],
+                "one webhook per change: \(sent)")
+    }
+
     @Test("replies and events have the one-node layout (times aside)")
     func sameLayoutAsOneNode() throws {
         let single = try BrokerProcess(config: ["userStatus": ["customStatusPerSecond": 1000]])
