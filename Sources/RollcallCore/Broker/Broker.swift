@@ -31,8 +31,6 @@ public final class Broker {
     /// Cluster mode: what waits for each store call's replies.
     var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
     var nextStoreTicket: UInt64 = 0
-    /// Cluster mode: this node's id.
-    let clusterNodeId: String
     /// Cluster mode: when the reaper runs next (monotonic ms).
     var nextReapAt: Timestamp = 0
     /// Cluster mode: messages kept for a resumed session, sent after its snapshots.
@@ -41,6 +39,9 @@ public final class Broker {
     let sessionIdPrefix: String
     /// Counters for `/metrics`.
     package internal(set) var metrics = BrokerMetrics()
+    /// This node's id: in the server API's `getInfo` (PROTOCOL §10) and, in cluster mode, in
+    /// Redis and in session ids. Default `standalone`.
+    public let nodeId: String
     /// Where request times and fan-out sizes go (histograms in `/metrics`); nil: nowhere.
     public var instrumentation: (any BrokerInstrumentation)? {
         didSet { outbox.instrumentation = instrumentation }
@@ -56,8 +57,8 @@ public final class Broker {
         nodeId: String? = nil
     ) {
         self.configuration = configuration
-        self.clusterNodeId = nodeId ?? "node"
-        self.sessionIdPrefix = configuration.cluster.isEnabled ? (nodeId ?? "node") + "." : ""
+        self.nodeId = nodeId ?? Broker.standaloneNodeId
+        self.sessionIdPrefix = configuration.cluster.isEnabled ? (nodeId ?? Broker.standaloneNodeId) + "." : ""
         self.clock = clock
         self.random = random
         self.authenticator = authenticator ?? OpenAuthenticator()
@@ -107,6 +108,8 @@ public final class Broker {
             clusterDataLost()
         case .storeFenced:
             clusterNodeFenced()
+        case .api(let id, let op, let body):
+            serverAPIRequest(id, op: op, body: body)
         }
         return outbox.drain()
     }
@@ -351,6 +354,8 @@ package struct BrokerMetrics: Sendable {
     var connectionsOpened = 0
     /// Requests received (decodable or not).
     package var requests = 0
+    /// Server API requests handed in by the transport (key already checked).
+    package var apiRequests = 0
     /// Successful logins (including resumes).
     package var logins = 0
     /// Sessions resumed with a token.

@@ -8,7 +8,7 @@ import RollcallProtocol
 extension Broker {
     /// This node's control channel: `adopted <id>` (another node resumed a session held
     /// here) and `end <id> <close code>` (end a local session and close it with that code).
-    var controlChannel: String { clusterKeys.prefix + "n:" + clusterNodeId }
+    var controlChannel: String { clusterKeys.prefix + "n:" + nodeId }
 
     var clusterKeys: ClusterKeys { clusterPresence!.keys }
 
@@ -34,7 +34,7 @@ extension Broker {
         }
         // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
-        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, clusterNodeId, Self.tokenHash(newToken),
+        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, nodeId, Self.tokenHash(newToken),
                          String(staleMs)]
         call([.script(SessionScripts.claim, arguments: arguments.map(storeArgument))]) { [self] result in
             switch result {
@@ -48,7 +48,7 @@ extension Broker {
                 }
                 guard connections[connection] != nil else {
                     // The client went away meanwhile: the session goes back to being held.
-                    call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, clusterNodeId].map(storeArgument))]) { _ in }
+                    call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, nodeId].map(storeArgument))]) { _ in }
                     return
                 }
                 let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
@@ -97,7 +97,7 @@ extension Broker {
             connection: connection, presenceTimeoutMs: timeoutMs, token: token, idPrefix: sessionIdPrefix)
         session.grant = grant
         let arguments = [
-            clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, clusterNodeId,
+            clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, nodeId,
             String(timeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
         ]
         // The user's inbox is heard before the session exists, so no event of it is missed.
@@ -132,7 +132,7 @@ extension Broker {
     /// One of a user's sessions over `maxSessionsPerUser`: closed with 4409 by the node that
     /// has it, or ended here when no node has it (held after its node stopped).
     private func endOverTheLimit(_ sessionId: String, node: String) {
-        if node == clusterNodeId {
+        if node == nodeId {
             guard let session = directory.session(id: sessionId) else { return }
             let connection = session.connection
             end(session, .closed)
@@ -145,12 +145,13 @@ extension Broker {
     }
 
     /// Ends a session no node has: its record, then its channels (`leave`).
-    private func endRemotely(_ sessionId: String) {
+    func endRemotely(_ sessionId: String, loggedOut: Bool = false) {
         call([.command(["HGET", clusterKeys.prefix + "s:" + sessionId, "user"].map(storeArgument)),
               .command(["SMEMBERS", clusterKeys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, let user = replies.first?.text else { return }
             let channels = (replies.last?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
-            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "")
+            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "",
+                         loggedOut: loggedOut)
         }
     }
 
@@ -200,7 +201,7 @@ extension Broker {
     /// channels, then the user's status follows (`loggedOut` after a logout of the last session).
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
                       loggedOut: Bool = false) {
-        let arguments = [clusterKeys.prefix, sessionId, node ?? clusterNodeId]
+        let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, replies.first?.text == "ok" else { return }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
@@ -211,15 +212,15 @@ extension Broker {
 
     /// An abnormal drop: the session is held here and, in Redis, resumable on any node.
     func clusterSessionHeld(_ session: Session) {
-        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, clusterNodeId].map(storeArgument))]) { result in
+        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, nodeId].map(storeArgument))]) { result in
             if case .success(let replies) = result, replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
         }
     }
 
     /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
     func handOverSessions() {
-        call([.script(SessionScripts.handOver, arguments: [clusterKeys.prefix, clusterNodeId].map(storeArgument)),
-              .command(["ZREM", clusterKeys.nodes, clusterNodeId].map(storeArgument))]) { _ in }
+        call([.script(SessionScripts.handOver, arguments: [clusterKeys.prefix, nodeId].map(storeArgument)),
+              .command(["ZREM", clusterKeys.nodes, nodeId].map(storeArgument))]) { _ in }
     }
 
     /// Redis lost the cluster's data: every session here ends without a word to anyone and
@@ -262,7 +263,7 @@ extension Broker {
         guard now >= nextReapAt else { return }
         nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
         clusterPresence?.expireOverdue()
-        let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
+        let arguments = [clusterKeys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
         call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
             clusterUserStatus!.sweepAnswered(replies.count > 1 ? replies[1] : .null)
@@ -294,10 +295,19 @@ extension Broker {
             clusterUserStatus!.sessionLeftNode(session)
             if let connection { close(connection, .shutdown, reason: "session resumed on another node") }
         case "end":
+            // `end <id> <code>` (4409: as a close frame), or `end <id> 4403 <reason…>` (the
+            // server API's disconnectUser: as logout, with the reason in the close frame).
             let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
             let connection = session.connection
-            end(session, .closed)
-            if let connection { close(connection, code, reason: code == .sessionLimit ? "too many sessions for this user" : "disconnected") }
+            if code == .disconnectedByServer {
+                let text = String(decoding: payload, as: UTF8.self)
+                let reason = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(3).first.map(String.init)
+                end(session, .logout)
+                if let connection { close(connection, code, reason: reason ?? DisconnectUserRequest.defaultReason) }
+            } else {
+                end(session, .closed)
+                if let connection { close(connection, code, reason: "too many sessions for this user") }
+            }
         default:
             return
         }
