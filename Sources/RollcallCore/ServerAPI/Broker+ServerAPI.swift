@@ -10,7 +10,7 @@ import RollcallProtocol
 /// pair lets an answer come later (cluster mode, where some answers need Redis).
 extension Broker {
     /// The node's id in `getInfo`; `standalone` unless the embedder names it.
-    static let standaloneNodeId = "standalone"
+    public static let standaloneNodeId = "standalone"
 
     /// Handles one server API request and queues its answer.
     func serverAPIRequest(_ id: APIRequestID, op name: String, body: [UInt8]) {
