@@ -70,6 +70,9 @@ struct ClusterSessionTests {
         #expect(eventually(timeout: 10) { (try? cluster.node(0).metric("rollcall_cluster_nodes")) == 2 }, "\(cluster.describeNodes())")
         let declaredAfter = Date().timeIntervalSince(killedAt)
         #expect(declaredAfter >= 0.7, "declared dead \(declaredAfter) s after the kill; nodeTimeoutSeconds is 1")
+        // The gauge can drop a moment before the reaper turns the node's sessions into holds; a
+        // resume in between finds no hold and becomes a new session (see the report of issue #12).
+        #expect(eventually(timeout: 10) { (cluster.heldSessionsInRedis() ?? 0) >= 2 }, "alice and carol held")
 
         let again = try cluster.connect(node: 1)
         let resumed = try again.login(userId: "alice", resumeToken: token)
