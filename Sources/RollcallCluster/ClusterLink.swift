@@ -98,10 +98,15 @@ public final class ClusterLink {
         }
         commands.start()
         subscriber.start()
-        heartbeat.onBeat = { [weak self] count, epoch in
+        heartbeat.onBeat = { [weak self] count, epoch, declaredDead in
             guard let self else { return }
             liveNodes = count
-            if epoch != self.epoch { dataLost() }
+            if epoch != self.epoch {
+                dataLost()
+            } else if declaredDead {
+                logger.error("cluster: the other nodes declared this node dead (it was silent too long); its sessions were handed over")
+                deliver?(.storeFenced)
+            }
         }
         heartbeat.start(on: commands)
     }

@@ -480,6 +480,8 @@ export interface ConnectionDetail {
   /** The close code that ended the previous connection (1006: dropped or refused). */
   code?: CloseCodeValue;
   reason?: string;
+  /** With `reconnecting`: the URL the retry dials (the next one when several were given). */
+  url?: string;
 }
 
 /** Options of `join`. */
@@ -532,8 +534,12 @@ export type Op =
  * the held session with its `resumeToken`; joins its channels again when it could not.
  */
 export class RollcallClient extends Emitter<ClientEvents> {
-  constructor(url: string, options: ClientOptions);
+  /** `url`: one URL, or the URLs of a cluster's nodes, tried in turn on each reconnect. */
+  constructor(url: string | readonly string[], options: ClientOptions);
+  /** The URL dialled last. */
   readonly url: string;
+  /** Every URL the client tries, in turn. */
+  readonly urls: readonly string[];
   /** The options, with `platform` and `reconnect` defaults filled in. */
   options: ClientOptions & { platform: Platform; reconnect: boolean };
   state: ConnectionState;
@@ -595,4 +601,5 @@ export class RollcallClient extends Emitter<ClientEvents> {
 }
 
 /** Creates a client and logs in; rejects with the login error. */
-export function connect(url: string, options: ClientOptions): Promise<RollcallClient>;
+/** Opens a client and logs in; several URLs (a cluster's nodes) are tried in turn on each reconnect. */
+export function connect(url: string | readonly string[], options: ClientOptions): Promise<RollcallClient>;

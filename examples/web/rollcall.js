@@ -285,7 +285,9 @@ function compareBytes(ea, eb) {
 
 /**
  * Opens a client and logs in. Resolves once logged in; rejects with the login error.
- * @param {string} url e.g. `ws://127.0.0.1:8080/v1`
+ * @param {string | string[]} url e.g. `ws://127.0.0.1:8080/v1`; several URLs (the nodes of a
+ *   cluster): the first is dialled first, and each reconnect tries the next one, so a session
+ *   resumes on another node when its node stops
  * @param {ClientOptions} options
  * @returns {Promise<RollcallClient>}
  */
@@ -324,12 +326,14 @@ export async function connect(url, options) {
  */
 export class RollcallClient extends Emitter {
   /**
-   * @param {string} url
+   * @param {string | string[]} url one URL, or the URLs of a cluster's nodes (tried in turn)
    * @param {ClientOptions} options
    */
   constructor(url, options) {
     super();
-    /** @type {string} */ this.url = url;
+    /** @type {string[]} every URL to try, in turn */ this.urls = Array.isArray(url) ? [...url] : [url];
+    if (this.urls.length === 0) throw new TypeError("connect needs at least one URL");
+    /** @type {string} the URL dialled last */ this.url = this.urls[0];
     /** @type {ClientOptions} */ this.options = { platform: "web", reconnect: true, ...options };
     /** @type {"idle" | "connecting" | "online" | "reconnecting" | "closed"} */
     this.state = "idle";
@@ -740,7 +744,9 @@ export class RollcallClient extends Emitter {
     const base = Math.min(maxMs, initialMs * factor ** this.#attempt);
     const delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
     this.#attempt += 1;
-    this.#setState("reconnecting", { attempt: this.#attempt, delayMs, code: event.code, reason: event.reason });
+    // Several nodes: the next one (its node may be the one that went away).
+    this.url = this.urls[(this.urls.indexOf(this.url) + 1) % this.urls.length];
+    this.#setState("reconnecting", { attempt: this.#attempt, delayMs, code: event.code, reason: event.reason, url: this.url });
     this.#retryTimer = setTimeout(() => {
       this.#dial("reconnecting").catch(() => {
         /* onclose schedules the next attempt */

@@ -97,6 +97,8 @@ public final class Broker {
             clusterPresence?.resyncEverything()
         case .storeLost:
             clusterDataLost()
+        case .storeFenced:
+            clusterNodeFenced()
         }
         return outbox.drain()
     }

@@ -52,6 +52,10 @@ public enum InboundEvent: Sendable {
     /// Cluster mode: Redis lost the cluster's data (restarted empty): every session closes
     /// with 1012, without events about the lost members (PROTOCOL §9).
     case storeLost
+    /// Cluster mode: the other nodes declared this node dead while it was cut off; its
+    /// sessions are held in Redis with no node, so every connection here closes with 1001 and
+    /// its client resumes (on any node).
+    case storeFenced
 }
 
 /// What the core asks the transport to do, in order.

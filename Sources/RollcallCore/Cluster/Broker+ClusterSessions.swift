@@ -43,7 +43,11 @@ extension Broker {
                     startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
                     return
                 }
-                guard connections[connection] != nil else { return }
+                guard connections[connection] != nil else {
+                    // The client went away meanwhile: the session goes back to being held.
+                    call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, clusterNodeId].map(storeArgument))]) { _ in }
+                    return
+                }
                 let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
                 let kept = (events: (reply[7].elements ?? []).compactMap(\.bytes), dropped: Int(reply[8].integer ?? 0))
                 if let local = directory.session(id: sessionId), local.isHeld {
@@ -209,6 +213,17 @@ extension Broker {
     /// Redis lost the cluster's data: every session here ends without a word to anyone and
     /// its connection closes with 1012, so clients log in again into an empty cluster.
     func clusterDataLost() {
+        dropEverySession(closingWith: .serviceRestart, reason: "cluster data lost")
+    }
+
+    /// The other nodes declared this node dead: its sessions belong to no node now, resumable
+    /// anywhere; each connection here closes with 1001 so its client resumes.
+    func clusterNodeFenced() {
+        dropEverySession(closingWith: .shutdown, reason: "node fenced")
+    }
+
+    /// Forgets every local session without touching Redis, and closes its connection.
+    private func dropEverySession(closingWith code: CloseCode, reason: String) {
         guard let clusterPresence else { return }
         for session in directory.all {
             _ = clusterPresence.forgetLocally(session)
@@ -217,10 +232,10 @@ extension Broker {
             let connection = session.connection
             directory.remove(session)
             userStatus.sessionEnded(session, .shutdown)
-            if let connection { close(connection, .serviceRestart, reason: "cluster data lost") }
+            if let connection { close(connection, code, reason: reason) }
         }
-        // Calls in flight were answered by a Redis that no longer has their data.
         clusterPresence.flushes = TimerQueue()
+        clusterPresence.expiries = TimerQueue()
         clusterPresence.local.removeAll()
     }
 

@@ -252,7 +252,10 @@ extension ClusterPresence {
                 for key in due { flushes.schedule(key, at: clock.monotonic + configuration.presence.intervalSeconds.milliseconds) }
                 return
             }
-            for (key, reply) in zip(due, replies) { scheduleFlush(key, dueAndNow: reply[1]) }
+            for (key, reply) in zip(due, replies) {
+                notifyBackend(of: reply[2], in: key)
+                scheduleFlush(key, dueAndNow: reply[1])
+            }
         }
     }
 }

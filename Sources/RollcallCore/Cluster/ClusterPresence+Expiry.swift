@@ -59,6 +59,7 @@ extension ClusterPresence {
                 }
                 switch reply.outcome {
                 case "ok":
+                    notifyBackend(of: reply[3], in: member.channel)
                     scheduleFlush(member.channel, dueAndNow: reply[1])
                     scheduleExpiry(member.channel, user, earliest: reply[2], dueAndNow: reply[1])
                 case "retry" where attempt < Self.maxAttempts:

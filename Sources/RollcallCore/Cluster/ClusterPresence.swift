@@ -74,6 +74,7 @@ final class ClusterPresence {
                 var answer = Answer(result: .object([
                     "occupancy": .int(Int(reply[1].integer ?? 0)), "mode": .string(reply[2].text ?? "announce"),
                 ]))
+                notifyBackend(of: reply[7], in: key)
                 scheduleFlush(key, dueAndNow: reply[4])
                 scheduleExpiry(key, session.userId, earliest: reply[6], dueAndNow: reply[4])
                 if waitsForSnapshot {
@@ -91,12 +92,11 @@ final class ClusterPresence {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
-        store.call([.command([Array("HGET"), Array(channelKeys.base + ":st"), Array(user.string.utf8)])]) { [self] result in
+        readState(of: user, in: key) { [self] result in
             switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                let current = replies.first?.bytes
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
                 var state = current.flatMap(PresenceState.init(stored:)) ?? .empty
                 let pending = session.presence.pendingStates[key]
                 if pending != nil || request.state != nil {
@@ -150,6 +150,7 @@ final class ClusterPresence {
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
+                notifyBackend(of: replies.first?[2] ?? .null, in: key)
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
                 done(.success(Answer(result: [:])))
             }
@@ -176,7 +177,10 @@ final class ClusterPresence {
         guard !channels.isEmpty else { return }
         store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
             guard case .success(let replies) = result else { return }
-            for (key, reply) in zip(channels, replies) { scheduleFlush(key, dueAndNow: reply[1]) }
+            for (key, reply) in zip(channels, replies) {
+                notifyBackend(of: reply[2], in: key)
+                scheduleFlush(key, dueAndNow: reply[1])
+            }
         }
     }
 
@@ -236,12 +240,12 @@ final class ClusterPresence {
                                     ttlMs: Int64?, attempt: Int, then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
-        store.call([.command([Array("HGET"), Array(channelKeys.base + ":st"), Array(user.string.utf8)])]) { [self] result in
+        readState(of: user, in: key) { [self] result in
             switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                guard let current = replies.first?.bytes else {
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
+                guard let current else {
                     done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
                     return
                 }
@@ -270,6 +274,7 @@ final class ClusterPresence {
                         let reply = replies.first ?? .null
                         switch reply.outcome {
                         case "ok":
+                            notifyBackend(of: reply[3], in: key)
                             scheduleFlush(key, dueAndNow: reply[1])
                             scheduleExpiry(key, user, earliest: reply[2], dueAndNow: reply[1])
                             done(.success(Answer(result: .object(["state": state.json]))))
@@ -329,11 +334,11 @@ final class ClusterPresence {
     func getState(_ request: GetStateRequest, then done: @escaping Completion) {
         let key = request.channel
         let user = request.userId
-        store.call([.command([Array("HGET"), Array(keys.channel(key).base + ":st"), Array(user.string.utf8)])]) { result in
+        readState(of: user, in: key) { result in
             switch result {
-            case .failure(let failure): done(.failure(failure.brokerError))
-            case .success(let replies):
-                guard let stored = replies.first?.bytes else {
+            case .failure(let error): done(.failure(error))
+            case .success(let stored):
+                guard let stored else {
                     done(.failure(BrokerError(.userNotPresent, "\(user) is not in \(key.type.rawValue) channel \(key.name)")))
                     return
                 }
@@ -395,6 +400,33 @@ final class ClusterPresence {
     }
 
     // MARK: - Support
+
+    /// A member's state as stored (compact JSON), nil when the user is not a member.
+    func readState(of user: Name, in key: ChannelKey, then done: @escaping (Result<[UInt8]?, BrokerError>) -> Void) {
+        store.call([.command([Array("HGET".utf8), Array((keys.channel(key).base + ":st").utf8), Array(user.string.utf8)])]) { result in
+            done(result.map { $0.first?.bytes }.mapError(\.brokerError))
+        }
+    }
+
+    /// Hands what a script produced to the webhook sender (PROTOCOL §11): each event is sent
+    /// once, by the node whose script produced it. `p<event>` is a presence event as clients
+    /// got it; `o`/`v` the channel's first member arrived / last one went.
+    func notifyBackend(of produced: StoreReply, in key: ChannelKey) {
+        guard outbox.notifiesPresence || outbox.notifiesChannels else { return }
+        for item in produced.elements ?? [] {
+            guard let bytes = item.bytes, let kind = bytes.first else { continue }
+            switch kind {
+            case UInt8(ascii: "p") where outbox.notifiesPresence:
+                outbox.notifyBackend(.presence, Array(bytes.dropFirst()))
+            case UInt8(ascii: "o") where outbox.notifiesChannels:
+                outbox.notifyBackend(.channel, BackendEvents.channel("occupied", channel: key, timestamp: clock.now))
+            case UInt8(ascii: "v") where outbox.notifiesChannels:
+                outbox.notifyBackend(.channel, BackendEvents.channel("vacated", channel: key, timestamp: clock.now))
+            default:
+                continue
+            }
+        }
+    }
 
     /// Arguments 1–8 of every presence script (see ``PresenceScripts``).
     func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> [[UInt8]] {

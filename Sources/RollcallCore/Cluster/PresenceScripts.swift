@@ -32,6 +32,7 @@ enum PresenceScripts {
         end
         if not current then
           redis.call('ZADD', ch.members, 0, user)
+          if redis.call('ZCARD', ch.members) == 1 then produced[#produced + 1] = 'o' end
           redis.call('HSET', ch.st, user, newState)
           redis.call('ZADD', userChannels, 0, ch.id)
           redis.call('ZADD', allChannels, 0, channelEntry)
@@ -42,7 +43,7 @@ enum PresenceScripts {
         end
         local earliest = applyTTL(user, 22)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest}
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest, produced}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
         return reply
         """)
@@ -58,7 +59,7 @@ enum PresenceScripts {
           redis.call('HINCRBY', ch.base, 'ml', -1)
         end
         redis.call('SREM', sessionChannels, ch.id)
-        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow()} end
+        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow(), produced} end
         redis.call('HDEL', ch.counts, user)
         local before = redis.call('HGET', ch.st, user) or '{}'
         redis.call('HDEL', ch.st, user)
@@ -74,8 +75,9 @@ enum PresenceScripts {
           redis.call('ZREM', allChannels, channelEntry)
           redis.call('ZREM', ch.due, ch.id)
           redis.call('DEL', ch.base, ch.pending)
+          produced[#produced + 1] = 'v'
         end
-        return {'ok', dueAndNow()}
+        return {'ok', dueAndNow(), produced}
         """)
 
     static let setState = StoreScript(name: "presence.setState", source: library + """
@@ -87,14 +89,14 @@ enum PresenceScripts {
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, head)
         end
-        return {'ok', dueAndNow(), applyTTL(user, 14)}
+        return {'ok', dueAndNow(), applyTTL(user, 14), produced}
         """)
 
     static let flush = StoreScript(name: "presence.flush", source: library + """
         local due = redis.call('HGET', ch.base, 'due')
         if due and tonumber(due) <= now then
           flush()
-          return {'flushed', dueAndNow()}
+          return {'flushed', dueAndNow(), produced}
         end
         return {'notdue', dueAndNow()}
         """)
@@ -239,8 +241,13 @@ enum PresenceScripts {
           return ',"occupancy":' .. occupancy .. ',"mode":"' .. mode .. '","seq":' .. seq .. ',"timestamp":' .. now .. '}'
         end
 
+        -- What this script produced, for the calling node's webhooks (each event is sent once,
+        -- by the node that produced it): `p<event>`, `o` (occupied), `v` (vacated).
+        local produced = {}
+
         local function publishPresence(seq, subject, bytes)
           redis.call('PUBLISH', ch.events, 'P' .. seq .. '\\n' .. subject .. '\\n' .. bytes)
+          produced[#produced + 1] = 'p' .. bytes
         end
 
         -- A pending record: wasPresent (1/0), removal (-/l/t), #enc ':' enc, state at the last event.

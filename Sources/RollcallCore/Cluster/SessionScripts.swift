@@ -88,6 +88,11 @@ enum SessionScripts {
     static let reap = StoreScript(name: "session.reap", source: library + """
         local self, timeout, limit = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
         local dead = {}
+        -- Commands a node sent before Redis stopped may run only once it is back, after every
+        -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
+        local last = tonumber(redis.call('HGET', prefix .. 'meta', 'lastBeat') or '0')
+        if last > 0 and now - last >= timeout then redis.call('HSET', prefix .. 'meta', 'grace', now) end
+        redis.call('HSET', prefix .. 'meta', 'lastBeat', now)
         local grace = tonumber(redis.call('HGET', prefix .. 'meta', 'grace') or '0')
         if now - grace >= timeout then
           for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', '-inf', now - timeout)) do
@@ -111,6 +116,20 @@ enum SessionScripts {
           end
         end
         return {dead, ended}
+        """)
+
+    /// A claimed session whose new connection closed before the claim came back: held again,
+    /// with no node (the reaper times it out). Arguments: prefix, id, node.
+    static let release = StoreScript(name: "session.release", source: library + """
+        local id, node = ARGV[2], ARGV[3]
+        local key = prefix .. 's:' .. id
+        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
+        local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+        redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
+        redis.call('ZADD', prefix .. 'held', deadline, id)
+        redis.call('SREM', prefix .. 'ns:' .. node, id)
+        markHeld(id)
+        return 'ok'
         """)
 
     /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
