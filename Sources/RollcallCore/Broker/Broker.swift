@@ -26,6 +26,8 @@ public final class Broker {
     var nextSessionNumber: UInt64 = 0
     /// Cluster mode: channel presence on Redis (nil on one node, where ``presence`` serves).
     var clusterPresence: ClusterPresence?
+    /// Cluster mode: user status on Redis (nil on one node, where ``userStatus`` serves).
+    var clusterUserStatus: ClusterUserStatus?
     /// Cluster mode: what waits for each store call's replies.
     var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
     var nextStoreTicket: UInt64 = 0
@@ -68,6 +70,9 @@ public final class Broker {
             clusterPresence = ClusterPresence(
                 configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
                 clock: clock, outbox: outbox, store: self)
+            clusterUserStatus = ClusterUserStatus(
+                configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
+                clock: clock, outbox: outbox, directory: directory, store: self)
             directory.indexesIds = true
         }
     }
@@ -90,11 +95,14 @@ public final class Broker {
         case .storeMessage(let channel, let payload):
             if clusterPresence != nil, channel.elementsEqual(controlChannel.utf8) {
                 handleControl(payload)
+            } else if let clusterUserStatus, clusterUserStatus.isInbox(channel) {
+                clusterUserStatus.deliver(channel: channel, payload: payload)
             } else {
                 clusterPresence?.deliver(channel: channel, payload: payload)
             }
         case .storeResubscribed:
             clusterPresence?.resyncEverything()
+            clusterUserStatus?.linkRestored()
         case .storeLost:
             clusterDataLost()
         case .storeFenced:

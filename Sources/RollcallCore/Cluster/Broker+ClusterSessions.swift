@@ -79,7 +79,6 @@ extension Broker {
                               sessionId: sessionId)
         session.grant = grant
         directory.add(session)
-        userStatus.sessionStarted(session, customStatus: nil)
         return session
     }
 
@@ -98,19 +97,24 @@ extension Broker {
             clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, clusterNodeId,
             String(timeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
         ]
-        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument))]) { [self] result in
+        // The user's inbox is heard before the session exists, so no event of it is missed.
+        clusterUserStatus!.hearInbox(of: request.userId)
+        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument)),
+              clusterUserStatus!.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
             switch result {
             case .failure(let failure):
+                clusterUserStatus!.stopHearingIfUnused(request.userId)
                 answer(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard connections[connection] != nil else {
+                    clusterUserStatus!.stopHearingIfUnused(request.userId)
                     endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
                     return
                 }
                 directory.add(session)
                 loginDeadlines.cancel(connection)
                 metrics.logins += 1
-                userStatus.sessionStarted(session, customStatus: request.customStatus)
+                clusterUserStatus!.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
                 let excess = replies.first?.elements ?? []
                 var index = 0
                 while index + 1 < excess.count {
@@ -157,7 +161,7 @@ extension Broker {
                 return
             }
             if case .success = outcome, let session {
-                userStatus.sessionLoggedIn(session)
+                clusterUserStatus!.sessionLoggedIn(session)
                 if let held = resumedMessages.removeValue(forKey: session.number) {
                     // A resume: fresh snapshots from Redis, then the kept messages, then the queue.
                     _ = clusterPresence!.sessionResumed(session) { [self] in
@@ -184,16 +188,21 @@ extension Broker {
         case .timedOut:
             endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout)
         case .logout, .closed:
-            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave)
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave,
+                         loggedOut: how == .logout)
         }
     }
 
-    /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its channels.
-    func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil) {
+    /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its
+    /// channels, then the user's status follows (`loggedOut` after a logout of the last session).
+    func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
+                      loggedOut: Bool = false) {
         let arguments = [clusterKeys.prefix, sessionId, node ?? clusterNodeId]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, replies.first?.text == "ok" else { return }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
+            // Presence first, then user status (as one node): commands run in order.
+            clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)])
         }
     }
 
@@ -214,6 +223,7 @@ extension Broker {
     /// its connection closes with 1012, so clients log in again into an empty cluster.
     func clusterDataLost() {
         dropEverySession(closingWith: .serviceRestart, reason: "cluster data lost")
+        clusterUserStatus?.unansweredEnds.removeAll()
     }
 
     /// The other nodes declared this node dead: its sessions belong to no node now, resumable
@@ -231,9 +241,9 @@ extension Broker {
             heldSessions[session.number] = nil
             let connection = session.connection
             directory.remove(session)
-            userStatus.sessionEnded(session, .shutdown)
             if let connection { close(connection, code, reason: reason) }
         }
+        clusterUserStatus?.forgetLocalSessions()
         clusterPresence.flushes = TimerQueue()
         clusterPresence.expiries = TimerQueue()
         clusterPresence.local.removeAll()
@@ -250,13 +260,18 @@ extension Broker {
         nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
         clusterPresence?.expireOverdue()
         let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
-        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument))]) { [self] result in
+        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
+            clusterUserStatus!.sweepAnswered(replies.count > 1 ? replies[1] : .null)
+            clusterUserStatus!.retryUnansweredEnds()
+            var reaped: [(sessionId: String, user: Name)] = []
             for ended in reply[1].elements ?? [] {
                 guard let sessionId = ended[0].text, let user = ended[1].text else { continue }
                 let channels = (ended[2].elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
                 clusterPresence!.leave(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .timeout)
+                reaped.append((sessionId, Name(unchecked: user)))
             }
+            clusterUserStatus!.sessionsReaped(reaped)
         }
     }
 
@@ -272,6 +287,7 @@ extension Broker {
             heldSessions[session.number] = nil
             _ = clusterPresence!.forgetLocally(session)
             directory.remove(session)
+            clusterUserStatus!.sessionLeftNode(session)
         case "end":
             let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
             let connection = session.connection
