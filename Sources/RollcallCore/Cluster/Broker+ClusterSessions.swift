@@ -32,7 +32,10 @@ extension Broker {
             startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
             return
         }
-        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, clusterNodeId, Self.tokenHash(newToken)]
+        // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
+        let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
+        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, clusterNodeId, Self.tokenHash(newToken),
+                         String(staleMs)]
         call([.script(SessionScripts.claim, arguments: arguments.map(storeArgument))]) { [self] result in
             switch result {
             case .failure(let failure):
@@ -281,13 +284,15 @@ extension Broker {
         guard words.count >= 2, let session = directory.session(id: words[1]) else { return }
         switch words[0] {
         case "adopted":
-            // Resumed on another node: this node's copy goes without a word.
-            guard session.isHeld else { return }
+            // Resumed on another node: this node's copy goes without a word (a connection it
+            // still had — this node had stopped beating for a while — closes with 1001).
+            let connection = session.connection
             holdDeadlines.cancel(session.number)
             heldSessions[session.number] = nil
             _ = clusterPresence!.forgetLocally(session)
             directory.remove(session)
             clusterUserStatus!.sessionLeftNode(session)
+            if let connection { close(connection, .shutdown, reason: "session resumed on another node") }
         case "end":
             let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
             let connection = session.connection
