@@ -11,7 +11,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps build run cluster test test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps build run cluster test test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
 	leak-check soak release bench clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -41,6 +41,21 @@ browser-deps:
 	{ echo "browser-deps: pip could not install (externally managed Python?); trying Debian's python3-selenium python3-pytest"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-selenium python3-pytest; }
 
+## What the server API suite (Tests/api) needs from PyPI, installed only when it cannot be
+## imported: pytest, PyYAML, jsonschema, openapi-spec-validator, websockets, schemathesis.
+API_PY_MODULES  := pytest yaml jsonschema openapi_spec_validator websockets schemathesis
+API_PY_PACKAGES := pytest pyyaml jsonschema openapi-spec-validator websockets schemathesis
+api-deps:
+	@$(PYTHON) -c "import $(shell echo $(API_PY_MODULES) | tr ' ' ',')" 2>/dev/null || \
+	$(PYTHON) -m pip install --quiet $(API_PY_PACKAGES) || \
+	$(PYTHON) -m pip install --quiet --break-system-packages $(API_PY_PACKAGES)
+
+## The server API (docs/api.md) against the real broker: every op and error status, each
+## answer validated against docs/api/openapi.yaml, then schemathesis on the live broker.
+test-api: api-deps
+	@[ -x .build/debug/rollcall ] || swift build --product rollcall
+	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/api
+
 ## Build every target (debug).
 build: deps
 	swift build
@@ -56,12 +71,13 @@ cluster: build
 	examples/cluster/run-cluster.sh
 
 ## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the JavaScript client's suite (Node), the fuzz corpus replay, the
-## versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
+## Swift suites, the JavaScript client's suite (Node), the server API suite, the fuzz corpus replay,
+## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
 test: build
 	swift test
 	$(MAKE) test-js
+	$(MAKE) test-api
 	$(MAKE) test-fuzz-replay
 	$(MAKE) test-consumer
 	$(MAKE) test-browser

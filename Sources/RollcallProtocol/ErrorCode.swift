@@ -39,14 +39,16 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case invalidUTF8 = 1007
     /// A message exceeded `limits.maxFrameBytes`.
     case frameTooBig = 1009
+    /// 1.1: service restart (the cluster's data was lost, §9); log in again.
+    case serviceRestart = 1012
     /// The outbound queue exceeded `limits.maxOutboundBytes`.
     case slowConsumer = 1013
     /// Bad or expired token.
     case unauthorized = 4401
+    /// 1.1: disconnected by the server API's `disconnectUser` (§10); the reason is the caller's.
+    case disconnectedByServer = 4403
     /// No login within `limits.loginTimeoutSeconds`.
     case loginTimeout = 4408
     /// Too many sessions for this user; the oldest is closed.
     case sessionLimit = 4409
-    /// The cluster's data was lost (Redis restarted empty): log in again (1.1, PROTOCOL §9).
-    case serviceRestart = 1012
 }

@@ -34,6 +34,8 @@ extension BrokerServer {
                 clusterLink?.perform(action)
             case .notifyBackend(let event):
                 webhookSender?.enqueue(event)
+            case .respond(let id, let status, let body):
+                answerAPIRequest(id, status: status, body: body)
             }
         }
     }

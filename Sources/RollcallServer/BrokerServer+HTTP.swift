@@ -16,7 +16,7 @@ extension BrokerServer {
         router.add(HTTPRoute(.exact("/metrics"), methods: [.get]) { [unowned self] _ in
             HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: .bytes(metricsPage()))
         })
-        router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes))
+        router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes, keys: apiKeys))
         return router
     }
 
@@ -63,7 +63,11 @@ extension BrokerServer {
             fileTransfers.remove(wsi)
             return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
         case LWS_CALLBACK_CLOSED_HTTP:
-            if let pss, pss.pointee.key != 0 { httpExchanges[pss.pointee.key] = nil }
+            if let pss, pss.pointee.key != 0 {
+                // A client that hung up before the core answered: its answer will be dropped.
+                if case .awaitingAnswer(let id)? = httpExchanges[pss.pointee.key] { apiExchanges[id] = nil }
+                httpExchanges[pss.pointee.key] = nil
+            }
             return 0
         default:
             return 0
@@ -79,12 +83,14 @@ extension BrokerServer {
         switch router.begin(method: method, path: path, contentLength: declared ?? (chunked ? nil : 0)) {
         case .respond(let response):
             return send(response, wsi, pss, headOnly: method == .head, closeAfter: unreadBody)
+        case .handOff(let request):
+            return handOff(request, wsi, pss)
         case .readBody(let route, let limit):
             let request = HTTPRequest(
                 method: method, path: path, authorization: Self.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
                 contentType: Self.header(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE))
             guard let declared, declared > 0 else {
-                return send(router.finish(request, on: route), wsi, pss, headOnly: false, closeAfter: false)
+                return deliver(router.finish(request, on: route), wsi, pss)
             }
             pss.pointee.key = newExchangeKey()
             httpExchanges[pss.pointee.key] = .readingBody(request: request, route: route, reader: HTTPBodyReader(limit: limit))
@@ -114,12 +120,43 @@ extension BrokerServer {
                 return send(router.refuseBody(on: route), wsi, pss, headOnly: false, closeAfter: false)
             }
             request.body = body
-            return send(router.finish(request, on: route), wsi, pss, headOnly: false, closeAfter: false)
+            return deliver(router.finish(request, on: route), wsi, pss)
         case .discardingBody?:
             return -1
         default:
             return 0
         }
+    }
+
+    /// A route's answer to a request whose body was read: a response now, or a hand-off.
+    private func deliver(_ answer: HTTPRoute.Answer, _ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
+        switch answer {
+        case .response(let response): send(response, wsi, pss, headOnly: false, closeAfter: false)
+        case .handOff(let request): handOff(request, wsi, pss)
+        }
+    }
+
+    /// Hands a server API request (key already checked) to the core as `.api`; the exchange
+    /// waits for its `.respond` (``answerAPIRequest(_:status:body:)``), which a single broker
+    /// gives during this very feed.
+    private func handOff(_ request: HTTPRequest, _ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
+        nextAPIRequestNumber += 1
+        let id = APIRequestID(nextAPIRequestNumber)
+        if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
+        httpExchanges[pss.pointee.key] = .awaitingAnswer(id)
+        apiExchanges[id] = PendingAPIExchange(wsi: wsi, key: pss.pointee.key)
+        feed(.api(id, op: ServerAPIRoute.op(of: request), body: request.body))
+        return 0
+    }
+
+    /// The core's `.respond`: queues the answer on its exchange and asks for a writable
+    /// callback. Dropped when the client hung up meanwhile (the exchange is gone).
+    func answerAPIRequest(_ id: APIRequestID, status: Int, body: [UInt8]) {
+        guard let pending = apiExchanges.removeValue(forKey: id),
+              case .awaitingAnswer(id)? = httpExchanges[pending.key] else { return }
+        let response = ServerAPIRoute.response(ServerAPIAnswer(status: status, body: body))
+        httpExchanges[pending.key] = .answering(response)
+        lws_callback_on_writable(pending.wsi)
     }
 
     /// Writes the headers now and keeps the body for the writable callback.
@@ -154,6 +191,14 @@ extension BrokerServer {
 
     private func httpWritable(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
         let key = pss.pointee.key
+        if case .answering(let response)? = httpExchanges[key] {
+            guard case .bytes(let bytes) = response.body else { return -1 }
+            metrics.httpResponses[response.status, default: 0] += 1
+            if rollcall_http_write_headers(wsi, UInt32(response.status), response.contentType, bytes.count) != 0 { return -1 }
+            httpExchanges[key] = .writing(body: bytes, closeAfter: false)
+            lws_callback_on_writable(wsi)
+            return 0
+        }
         guard case .writing(let body, let closeAfter)? = httpExchanges[key] else { return 0 }
         if !body.isEmpty {
             writer.reserve(body.count)

@@ -33,6 +33,11 @@ public final class BrokerServer {
     var records = ConnectionTable()
     var nextKey: UInt64 = 0
     var httpExchanges: [UInt64: HTTPExchange] = [:]
+    /// Server API requests handed to the core and not yet answered, by request id.
+    var apiExchanges: [APIRequestID: PendingAPIExchange] = [:]
+    var nextAPIRequestNumber: UInt64 = 0
+    /// The server API's bearer keys (PROTOCOL §10).
+    let apiKeys: ServerAPIKeys
     lazy var router = makeRouter()
     var healthCheck = HealthCheck()
     /// `/metrics` and the histograms (one registry per server).
@@ -118,6 +123,8 @@ public final class BrokerServer {
     ///
     /// `nodeId` is the `node` of webhook batches (a single node is `standalone`);
     /// `environment` is where `webhooks.secretEnv` is looked up.
+    /// The server API's keys are `api.keys` and the variable `api.keyEnv` names in
+    /// `environment` (default: the process environment).
     public init(
         configuration: Configuration,
         store: any StatusStore = MemoryStatusStore(),
@@ -129,6 +136,7 @@ public final class BrokerServer {
     ) {
         self.clusterEpoch = clusterEpoch
         self.configuration = configuration
+        self.apiKeys = ServerAPIKeys(configuration.api, environment: environment)
         self.logger = logger
         // One node: "standalone" (webhook batches carry it); a cluster node: its id.
         let nodeId = nodeId ?? configuration.cluster.nodeId

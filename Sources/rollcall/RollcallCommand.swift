@@ -52,7 +52,9 @@ struct RollcallCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let nodeId = configuration.cluster.nodeId ?? BrokerServer.randomNodeId()
+        // A cluster node needs an id (random when cluster.nodeId is null); one node is "standalone".
+        let nodeId = configuration.cluster.nodeId
+            ?? (configuration.cluster.isEnabled ? BrokerServer.randomNodeId() : Broker.standaloneNodeId)
         var epoch: String?
         if configuration.cluster.isEnabled {
             // Before serving: the prefix is ours, and the shared sections equal the running nodes'.

@@ -109,7 +109,7 @@ final class ClusterBed {
             feed(index, .ended(connection, .closeFrame))
         case .store, .listen, .unlisten:
             links[index].perform(action)
-        case .notifyBackend:
+        case .notifyBackend, .respond:
             break
         }
     }

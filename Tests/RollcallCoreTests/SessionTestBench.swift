@@ -85,7 +85,7 @@ final class SessionTestBench {
                 closes[connection] = code
             case .store, .listen, .unlisten:
                 preconditionFailure("a standalone broker asked the cluster store")
-            case .notifyBackend:
+            case .notifyBackend, .respond:
                 break
             }
         }

@@ -65,6 +65,8 @@ final class StatusHarness {
                 Issue.record("a standalone broker asked the cluster store")
             case .notifyBackend(let event):
                 backendEvents.append(event)
+            case .respond:
+                break
             }
         }
     }

@@ -222,18 +222,9 @@ struct PresenceOpsTests {
         let plain = try reader.channelOp("getOnlineUsers", "hall", ["pageSize": 2])
         #expect(plain["users"]?.arrayValue?.first == ["userId": "Zoe"], "no state unless asked")
         let countOnly = try reader.channelOp("getOnlineUsers", "hall", ["includeUserId": false])
-        #expect(withoutSeq(countOnly.result) == ["totalOccupancy": 7, "users": [], "nextPage": nil])
+        #expect(countOnly.result == ["totalOccupancy": 7, "seq": 7, "users": [], "nextPage": nil], "seq: seven joins (1.1)")
         let unknown = try reader.channelOp("getOnlineUsers", "nowhere")
-        #expect(withoutSeq(unknown.result) == ["totalOccupancy": 0, "users": [], "nextPage": nil])
-        // PROTOCOL §4 (1.1): every listing carries the channel's seq, 0 for an empty channel.
-        // The cluster does; the single broker's getOnlineUsers has no seq yet.
-        withKnownIssue("single broker: getOnlineUsers has no seq (PROTOCOL §4, 1.1)") {
-            #expect(countOnly["seq"] != nil, "\(countOnly)")
-            #expect(unknown["seq"]?.numberValue?.intValue == 0, "\(unknown)")
-            #expect(plain["seq"] != nil, "\(plain)")
-        } when: {
-            topology == .single
-        }
+        #expect(unknown.result == ["totalOccupancy": 0, "seq": 0, "users": [], "nextPage": nil])
         #expect(try reader.channelOp("getOnlineUsers", "hall", stream: true)["totalOccupancy"]?.numberValue?.intValue == 0)
     }
 

@@ -1,4 +1,5 @@
 @testable import RollcallServer
+import RollcallCore
 import Testing
 
 @Suite("HealthCheck")
@@ -68,6 +69,56 @@ struct ServerAPIRouteTests {
         let response = router.respond(to: HTTPRequest(
             method: .post, path: "/api/v1/publish", authorization: "Bearer k", body: Array("{\"a\":1}".utf8)))
         #expect(response.bodyText == "publish Bearer k {\"a\":1}")
+    }
+}
+
+@Suite("ServerAPIRoute with keys")
+struct ServerAPIRouteKeyTests {
+    let key = "route-key-0123456789"
+
+    func makeRouter(keys: [String]) -> HTTPRouter {
+        var api = Configuration.API()
+        api.keys = keys
+        let router = HTTPRouter()
+        router.add(ServerAPIRoute.route(bodyLimit: 16, keys: ServerAPIKeys(api, environment: [:])))
+        return router
+    }
+
+    @Test("an accepted key hands the request off to the server, op and body intact")
+    func acceptedKeyHandsOff() {
+        let request = HTTPRequest(method: .post, path: "/api/v1/getInfo", authorization: "Bearer \(key)", body: Array("{}".utf8))
+        guard case .handOff(let handed) = makeRouter(keys: [key]).answer(to: request) else {
+            Issue.record("not handed off")
+            return
+        }
+        #expect(handed.body == Array("{}".utf8))
+        #expect(ServerAPIRoute.op(of: handed) == "getInfo")
+        #expect(makeRouter(keys: [key]).respond(to: request).status == 500, "respond(to:) cannot answer a hand-off")
+    }
+
+    @Test("a wrong or missing key is 401 JSON; no key configured says the API is off")
+    func refusedKeys() {
+        for authorization in [nil, "Bearer nope-0123456789abcdef", "Basic \(key)"] {
+            let response = makeRouter(keys: [key]).respond(to: HTTPRequest(method: .post, path: "/api/v1/getInfo", authorization: authorization))
+            #expect(response.status == 401)
+            #expect(response.contentType == "application/json")
+            #expect(response.bodyText.contains("\"code\":\"UNAUTHORIZED\""))
+        }
+        let off = makeRouter(keys: []).respond(to: HTTPRequest(method: .post, path: "/api/v1/getInfo", authorization: "Bearer \(key)"))
+        #expect(off.status == 401 && off.bodyText.contains("off"))
+    }
+
+    @Test("the method and the size are checked before the key; a combining mark after the prefix still routes")
+    func orderOfChecks() {
+        let router = makeRouter(keys: [key])
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/api/v1/getInfo")).status == 405)
+        #expect(router.respond(to: HTTPRequest(method: .post, path: "/api/v1/x", body: Array(repeating: 32, count: 17))).status == 413)
+        let combining = HTTPRequest(method: .post, path: "/api/v1/\u{301}x", authorization: "Bearer \(key)")
+        guard case .handOff(let handed) = router.answer(to: combining) else {
+            Issue.record("not routed")
+            return
+        }
+        #expect(ServerAPIRoute.op(of: handed) == "\u{301}x")
     }
 }
 

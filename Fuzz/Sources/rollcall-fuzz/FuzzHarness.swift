@@ -112,6 +112,8 @@ struct BrokerDrive {
                 preconditionFailure("a standalone broker never asks the cluster store")
             case .notifyBackend(let event):
                 precondition(event.bytes.starts(with: Array(#"{"event":"#.utf8)), "backend event is not an event object")
+            case .respond:
+                preconditionFailure("a server API answer without a server API request")
             }
         }
         return (replies, closed)

@@ -26,11 +26,11 @@ public final class Broker {
     var nextSessionNumber: UInt64 = 0
     /// Cluster mode: channel presence on Redis (nil on one node, where ``presence`` serves).
     var clusterPresence: ClusterPresence?
+    /// Cluster mode: user status on Redis (nil on one node, where ``userStatus`` serves).
+    var clusterUserStatus: ClusterUserStatus?
     /// Cluster mode: what waits for each store call's replies.
     var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
     var nextStoreTicket: UInt64 = 0
-    /// Cluster mode: this node's id.
-    let clusterNodeId: String
     /// Cluster mode: when the reaper runs next (monotonic ms).
     var nextReapAt: Timestamp = 0
     /// Cluster mode: messages kept for a resumed session, sent after its snapshots.
@@ -39,6 +39,9 @@ public final class Broker {
     let sessionIdPrefix: String
     /// Counters for `/metrics`.
     package internal(set) var metrics = BrokerMetrics()
+    /// This node's id: in the server API's `getInfo` (PROTOCOL §10) and, in cluster mode, in
+    /// Redis and in session ids. Default `standalone`.
+    public let nodeId: String
     /// Where request times and fan-out sizes go (histograms in `/metrics`); nil: nowhere.
     public var instrumentation: (any BrokerInstrumentation)? {
         didSet { outbox.instrumentation = instrumentation }
@@ -54,8 +57,8 @@ public final class Broker {
         nodeId: String? = nil
     ) {
         self.configuration = configuration
-        self.clusterNodeId = nodeId ?? "node"
-        self.sessionIdPrefix = configuration.cluster.isEnabled ? (nodeId ?? "node") + "." : ""
+        self.nodeId = nodeId ?? Broker.standaloneNodeId
+        self.sessionIdPrefix = configuration.cluster.isEnabled ? (nodeId ?? Broker.standaloneNodeId) + "." : ""
         self.clock = clock
         self.random = random
         self.authenticator = authenticator ?? OpenAuthenticator()
@@ -68,6 +71,9 @@ public final class Broker {
             clusterPresence = ClusterPresence(
                 configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
                 clock: clock, outbox: outbox, store: self)
+            clusterUserStatus = ClusterUserStatus(
+                configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
+                clock: clock, outbox: outbox, directory: directory, store: self)
             directory.indexesIds = true
         }
     }
@@ -90,15 +96,20 @@ public final class Broker {
         case .storeMessage(let channel, let payload):
             if clusterPresence != nil, channel.elementsEqual(controlChannel.utf8) {
                 handleControl(payload)
+            } else if let clusterUserStatus, clusterUserStatus.isInbox(channel) {
+                clusterUserStatus.deliver(channel: channel, payload: payload)
             } else {
                 clusterPresence?.deliver(channel: channel, payload: payload)
             }
         case .storeResubscribed:
             clusterPresence?.resyncEverything()
+            clusterUserStatus?.linkRestored()
         case .storeLost:
             clusterDataLost()
         case .storeFenced:
             clusterNodeFenced()
+        case .api(let id, let op, let body):
+            serverAPIRequest(id, op: op, body: body)
         }
         return outbox.drain()
     }
@@ -343,6 +354,8 @@ package struct BrokerMetrics: Sendable {
     var connectionsOpened = 0
     /// Requests received (decodable or not).
     package var requests = 0
+    /// Server API requests handed in by the transport (key already checked).
+    package var apiRequests = 0
     /// Successful logins (including resumes).
     package var logins = 0
     /// Sessions resumed with a token.

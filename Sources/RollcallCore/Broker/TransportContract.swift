@@ -56,6 +56,11 @@ public enum InboundEvent: Sendable {
     /// sessions are held in Redis with no node, so every connection here closes with 1001 and
     /// its client resumes (on any node).
     case storeFenced
+    /// A server API request (PROTOCOL §10), `POST /api/v1/<op>` with its JSON body, whose
+    /// key the transport already checked. The core answers with ``Action/respond(_:status:body:)``
+    /// for the same id, in this or a later `handle` call; the transport keeps the exchange
+    /// open until then.
+    case api(APIRequestID, op: String, body: [UInt8])
 }
 
 /// What the core asks the transport to do, in order.
@@ -77,4 +82,8 @@ public enum Action: Sendable, Equatable {
     /// `webhooks.url` is set and the event's kind is in `webhooks.events`, in the order the
     /// events happened.
     case notifyBackend(BackendEvent)
+    /// Answer the server API request `id` with an HTTP `status` and this JSON body
+    /// (`{"ok":true,"result":…}` or `{"ok":false,"error":…}`). The transport drops it when
+    /// the client hung up meanwhile.
+    case respond(APIRequestID, status: Int, body: [UInt8])
 }

@@ -17,7 +17,8 @@ extension Broker: StoreCaller {
 
     func unlisten(_ channel: String) { outbox.actions.append(.unlisten(Array(channel.utf8))) }
 
-    /// Hands a presence op to the cluster engine; false for ops answered here as on one node.
+    /// Hands a presence or user-status op to the cluster engines; false for ops answered here
+    /// as on one node.
     func dispatchToCluster(_ op: Op, _ request: Request, session: Session, on connection: ConnectionID,
                            presence: ClusterPresence) throws(BrokerError) -> Bool {
         let limits = configuration.state
@@ -43,6 +44,16 @@ extension Broker: StoreCaller {
             presence.getOnlineUsers(try GetOnlineUsersRequest(request), then: answer)
         case .getUserChannels:
             presence.getUserChannels(try GetUserChannelsRequest(request), then: answer)
+        case .setCustomStatus:
+            try clusterUserStatus!.setCustomStatus(SetCustomStatusRequest(request), from: session, then: answer)
+        case .getUserStatus:
+            try clusterUserStatus!.getUserStatus(GetUserStatusRequest(request), from: session, then: answer)
+        case .subscribeUserStatus:
+            try clusterUserStatus!.subscribe(SubscribeUserStatusRequest(request), from: session, then: answer)
+        case .unsubscribeUserStatus:
+            try clusterUserStatus!.unsubscribe(UnsubscribeUserStatusRequest(request), from: session, then: answer)
+        case .getSubscriptions:
+            try clusterUserStatus!.getSubscriptions(GetSubscriptionsRequest(request), from: session, then: answer)
         default:
             return false
         }

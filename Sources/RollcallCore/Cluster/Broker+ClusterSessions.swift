@@ -8,7 +8,7 @@ import RollcallProtocol
 extension Broker {
     /// This node's control channel: `adopted <id>` (another node resumed a session held
     /// here) and `end <id> <close code>` (end a local session and close it with that code).
-    var controlChannel: String { clusterKeys.prefix + "n:" + clusterNodeId }
+    var controlChannel: String { clusterKeys.prefix + "n:" + nodeId }
 
     var clusterKeys: ClusterKeys { clusterPresence!.keys }
 
@@ -32,7 +32,10 @@ extension Broker {
             startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
             return
         }
-        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, clusterNodeId, Self.tokenHash(newToken)]
+        // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
+        let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
+        let arguments = [clusterKeys.prefix, Self.tokenHash(oldToken), request.userId.string, nodeId, Self.tokenHash(newToken),
+                         String(staleMs)]
         call([.script(SessionScripts.claim, arguments: arguments.map(storeArgument))]) { [self] result in
             switch result {
             case .failure(let failure):
@@ -45,7 +48,7 @@ extension Broker {
                 }
                 guard connections[connection] != nil else {
                     // The client went away meanwhile: the session goes back to being held.
-                    call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, clusterNodeId].map(storeArgument))]) { _ in }
+                    call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, nodeId].map(storeArgument))]) { _ in }
                     return
                 }
                 let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
@@ -79,7 +82,6 @@ extension Broker {
                               sessionId: sessionId)
         session.grant = grant
         directory.add(session)
-        userStatus.sessionStarted(session, customStatus: nil)
         return session
     }
 
@@ -95,22 +97,27 @@ extension Broker {
             connection: connection, presenceTimeoutMs: timeoutMs, token: token, idPrefix: sessionIdPrefix)
         session.grant = grant
         let arguments = [
-            clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, clusterNodeId,
+            clusterKeys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, nodeId,
             String(timeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
         ]
-        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument))]) { [self] result in
+        // The user's inbox is heard before the session exists, so no event of it is missed.
+        clusterUserStatus!.hearInbox(of: request.userId)
+        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument)),
+              clusterUserStatus!.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
             switch result {
             case .failure(let failure):
+                clusterUserStatus!.stopHearingIfUnused(request.userId)
                 answer(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard connections[connection] != nil else {
+                    clusterUserStatus!.stopHearingIfUnused(request.userId)
                     endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
                     return
                 }
                 directory.add(session)
                 loginDeadlines.cancel(connection)
                 metrics.logins += 1
-                userStatus.sessionStarted(session, customStatus: request.customStatus)
+                clusterUserStatus!.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
                 let excess = replies.first?.elements ?? []
                 var index = 0
                 while index + 1 < excess.count {
@@ -125,7 +132,7 @@ extension Broker {
     /// One of a user's sessions over `maxSessionsPerUser`: closed with 4409 by the node that
     /// has it, or ended here when no node has it (held after its node stopped).
     private func endOverTheLimit(_ sessionId: String, node: String) {
-        if node == clusterNodeId {
+        if node == nodeId {
             guard let session = directory.session(id: sessionId) else { return }
             let connection = session.connection
             end(session, .closed)
@@ -138,12 +145,13 @@ extension Broker {
     }
 
     /// Ends a session no node has: its record, then its channels (`leave`).
-    private func endRemotely(_ sessionId: String) {
+    func endRemotely(_ sessionId: String, loggedOut: Bool = false) {
         call([.command(["HGET", clusterKeys.prefix + "s:" + sessionId, "user"].map(storeArgument)),
               .command(["SMEMBERS", clusterKeys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, let user = replies.first?.text else { return }
             let channels = (replies.last?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
-            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "")
+            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "",
+                         loggedOut: loggedOut)
         }
     }
 
@@ -157,7 +165,7 @@ extension Broker {
                 return
             }
             if case .success = outcome, let session {
-                userStatus.sessionLoggedIn(session)
+                clusterUserStatus!.sessionLoggedIn(session)
                 if let held = resumedMessages.removeValue(forKey: session.number) {
                     // A resume: fresh snapshots from Redis, then the kept messages, then the queue.
                     _ = clusterPresence!.sessionResumed(session) { [self] in
@@ -184,36 +192,42 @@ extension Broker {
         case .timedOut:
             endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout)
         case .logout, .closed:
-            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave)
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave,
+                         loggedOut: how == .logout)
         }
     }
 
-    /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its channels.
-    func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil) {
-        let arguments = [clusterKeys.prefix, sessionId, node ?? clusterNodeId]
+    /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its
+    /// channels, then the user's status follows (`loggedOut` after a logout of the last session).
+    func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
+                      loggedOut: Bool = false) {
+        let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, replies.first?.text == "ok" else { return }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
+            // Presence first, then user status (as one node): commands run in order.
+            clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)])
         }
     }
 
     /// An abnormal drop: the session is held here and, in Redis, resumable on any node.
     func clusterSessionHeld(_ session: Session) {
-        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, clusterNodeId].map(storeArgument))]) { result in
+        call([.script(SessionScripts.hold, arguments: [clusterKeys.prefix, session.sessionId, nodeId].map(storeArgument))]) { result in
             if case .success(let replies) = result, replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
         }
     }
 
     /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
     func handOverSessions() {
-        call([.script(SessionScripts.handOver, arguments: [clusterKeys.prefix, clusterNodeId].map(storeArgument)),
-              .command(["ZREM", clusterKeys.nodes, clusterNodeId].map(storeArgument))]) { _ in }
+        call([.script(SessionScripts.handOver, arguments: [clusterKeys.prefix, nodeId].map(storeArgument)),
+              .command(["ZREM", clusterKeys.nodes, nodeId].map(storeArgument))]) { _ in }
     }
 
     /// Redis lost the cluster's data: every session here ends without a word to anyone and
     /// its connection closes with 1012, so clients log in again into an empty cluster.
     func clusterDataLost() {
         dropEverySession(closingWith: .serviceRestart, reason: "cluster data lost")
+        clusterUserStatus?.unansweredEnds.removeAll()
     }
 
     /// The other nodes declared this node dead: its sessions belong to no node now, resumable
@@ -231,9 +245,9 @@ extension Broker {
             heldSessions[session.number] = nil
             let connection = session.connection
             directory.remove(session)
-            userStatus.sessionEnded(session, .shutdown)
             if let connection { close(connection, code, reason: reason) }
         }
+        clusterUserStatus?.forgetLocalSessions()
         clusterPresence.flushes = TimerQueue()
         clusterPresence.expiries = TimerQueue()
         clusterPresence.local.removeAll()
@@ -249,14 +263,19 @@ extension Broker {
         guard now >= nextReapAt else { return }
         nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
         clusterPresence?.expireOverdue()
-        let arguments = [clusterKeys.prefix, clusterNodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
-        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument))]) { [self] result in
+        let arguments = [clusterKeys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
+        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
+            clusterUserStatus!.sweepAnswered(replies.count > 1 ? replies[1] : .null)
+            clusterUserStatus!.retryUnansweredEnds()
+            var reaped: [(sessionId: String, user: Name)] = []
             for ended in reply[1].elements ?? [] {
                 guard let sessionId = ended[0].text, let user = ended[1].text else { continue }
                 let channels = (ended[2].elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
                 clusterPresence!.leave(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .timeout)
+                reaped.append((sessionId, Name(unchecked: user)))
             }
+            clusterUserStatus!.sessionsReaped(reaped)
         }
     }
 
@@ -266,17 +285,29 @@ extension Broker {
         guard words.count >= 2, let session = directory.session(id: words[1]) else { return }
         switch words[0] {
         case "adopted":
-            // Resumed on another node: this node's copy goes without a word.
-            guard session.isHeld else { return }
+            // Resumed on another node: this node's copy goes without a word (a connection it
+            // still had — this node had stopped beating for a while — closes with 1001).
+            let connection = session.connection
             holdDeadlines.cancel(session.number)
             heldSessions[session.number] = nil
             _ = clusterPresence!.forgetLocally(session)
             directory.remove(session)
+            clusterUserStatus!.sessionLeftNode(session)
+            if let connection { close(connection, .shutdown, reason: "session resumed on another node") }
         case "end":
+            // `end <id> <code>` (4409: as a close frame), or `end <id> 4403 <reason…>` (the
+            // server API's disconnectUser: as logout, with the reason in the close frame).
             let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
             let connection = session.connection
-            end(session, .closed)
-            if let connection { close(connection, code, reason: code == .sessionLimit ? "too many sessions for this user" : "disconnected") }
+            if code == .disconnectedByServer {
+                let text = String(decoding: payload, as: UTF8.self)
+                let reason = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(3).first.map(String.init)
+                end(session, .logout)
+                if let connection { close(connection, code, reason: reason ?? DisconnectUserRequest.defaultReason) }
+            } else {
+                end(session, .closed)
+                if let connection { close(connection, code, reason: "too many sessions for this user") }
+            }
         default:
             return
         }

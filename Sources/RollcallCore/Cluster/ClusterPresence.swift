@@ -209,9 +209,28 @@ final class ClusterPresence {
             throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
         }
         let bytes = PresenceEvents.message(channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
+        publish(bytes, to: key, from: session.sessionId, requiringMember: key.type == .stream ? session.userId : nil, then: done)
+    }
+
+    /// The server API's `publish` (PROTOCOL §10): to every message-enabled session, as
+    /// `publisher`; no membership needed, stream channels too.
+    func publishFromServer(_ request: ServerPublishRequest, then done: @escaping Completion) throws(BrokerError) {
+        let key = request.publish.channel
+        let encoded = request.publish.encodedMessage
+        guard encoded.count <= configuration.limits.maxMessageBytes else {
+            throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
+        }
+        let bytes = PresenceEvents.message(channel: key, publisher: request.publisher, encodedMessage: encoded, timestamp: clock.now)
+        publish(bytes, to: key, from: "", requiringMember: nil, then: done)
+    }
+
+    /// Publishes a message event through the publish script: `recipients` counts the live
+    /// message sessions of the cluster but the publishing one; held ones keep it in Redis.
+    private func publish(_ bytes: [UInt8], to key: ChannelKey, from sessionId: String, requiringMember member: Name?,
+                         then done: @escaping Completion) {
         let channelKeys = keys.channel(key)
         let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
-            Array(session.sessionId.utf8), Array(session.userId.string.utf8), Array(key.type == .stream ? "1".utf8 : "0".utf8), bytes,
+            Array(sessionId.utf8), Array((member?.string ?? "").utf8), Array(member != nil ? "1".utf8 : "0".utf8), bytes,
             Array(keys.prefix.utf8), Array(String(configuration.limits.heldMessageBytes).utf8),
         ]
         store.call([.script(PresenceScripts.publish, arguments: arguments)]) { result in

@@ -40,16 +40,23 @@ enum SessionScripts {
         return 'ok'
         """)
 
-    /// A resume: takes a held session over by its token, on any node. Arguments: prefix, token
-    /// hash, user, node, new token hash. Returns `none`, or `ok`, id, platform, previous node,
+    /// A resume: takes a held session over by its token, on any node — or a live one whose
+    /// node has stopped beating for `staleMs`. Arguments: prefix, token hash, user, node, new
+    /// token hash, staleMs. Returns `none`, or `ok`, id, platform, previous node,
     /// timeout ms, channel ids, their join flags. The previous node, if alive, hears `adopted <id>`.
     static let claim = StoreScript(name: "session.claim", source: library + """
-        local token, user, node, newToken = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+        local token, user, node, newToken, staleMs = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
         local id = redis.call('GET', prefix .. 'tok:' .. token)
         if not id then return {'none'} end
         local key = prefix .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout')
-        if not f[1] or f[1] ~= user or tonumber(f[4]) == 0 then return {'none'} end
+        if not f[1] or f[1] ~= user then return {'none'} end
+        if tonumber(f[4]) == 0 then
+          -- Live on its node: only a node that stopped beating (killed, cut off) gives it up
+          -- before it is declared dead, so a client that reconnects at once still resumes.
+          local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
+          if f[3] == node or (beat and now - tonumber(beat) < staleMs) then return {'none'} end
+        end
         redis.call('DEL', prefix .. 'tok:' .. token)
         redis.call('SET', prefix .. 'tok:' .. newToken, id)
         redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)

@@ -177,6 +177,18 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// The server API (PROTOCOL §10, 1.1): the bearer keys it accepts. No key: the API is off
+    /// and answers 401.
+    public struct API: Sendable, Equatable {
+        /// Accepted keys, each at least ``minimumKeyBytes`` bytes of printable ASCII. Default `[]`.
+        public var keys: [String] = []
+        /// Environment variable holding one more key; nil reads none. Default `ROLLCALL_API_KEY`.
+        public var keyEnv: String? = "ROLLCALL_API_KEY"
+        /// The shortest key accepted, in bytes (16).
+        public static let minimumKeyBytes = 16
+        public init() {}
+    }
+
     public var listen = Listen()
     public var tls = TLS()
     public var auth = Auth()
@@ -191,6 +203,7 @@ public struct Configuration: Sendable, Equatable {
     public var cluster = Cluster()
     /// Webhooks to the application's backend (PROTOCOL §11, 1.1); off while `url` is nil.
     public var webhooks = Webhooks()
+    public var api = API()
 
     /// Every default.
     public init() {}

@@ -73,6 +73,9 @@ extension ConfigurationKey {
             .optionalString("cluster.nodeId", \.cluster.nodeId),
             .number("cluster.heartbeatSeconds", \.cluster.heartbeatSeconds, .from(0.05, upTo: 60)),
             .number("cluster.nodeTimeoutSeconds", \.cluster.nodeTimeoutSeconds, .from(0.2, upTo: 3600)),
+            .strings("api.keys", \.api.keys),
+            .optionalString("api.keyEnv", \.api.keyEnv),
+
             .optionalString("webhooks.url", \.webhooks.url),
             .optionalString("webhooks.secret", \.webhooks.secret),
             .optionalString("webhooks.secretEnv", \.webhooks.secretEnv),

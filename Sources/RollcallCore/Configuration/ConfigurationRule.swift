@@ -59,6 +59,13 @@ struct ConfigurationRule {
                 return cluster.nodeTimeoutSeconds >= 2 * cluster.heartbeatSeconds ? nil
                     : "must be at least twice cluster.heartbeatSeconds (\(seconds(cluster.heartbeatSeconds)))"
             },
+            ConfigurationRule(path: "api.keys") { configuration, _ in
+                configuration.api.keys.lazy.compactMap(ServerAPIKeys.problem(with:)).first
+            },
+            ConfigurationRule(path: "api.keyEnv") { configuration, environment in
+                guard let name = configuration.api.keyEnv, let value = environment[name], !value.isEmpty else { return nil }
+                return ServerAPIKeys.problem(with: value).map { "the environment variable \(name): \($0)" }
+            },
         ] + webhookRules
     }
 

@@ -42,6 +42,7 @@ extension PresenceEngine {
         channel.members[user] = ChannelMember(state: state, sessionCount: 1)
         channel.order.insert(user)
         userChannels.add(channel.key, for: user)
+        if channel.occupancy == 1 { liveChannels.add(channel.key) }
         memberChanged(.joined, user, in: channel, wasPresent: false, previousState: .empty)
     }
 
@@ -60,6 +61,7 @@ extension PresenceEngine {
                 stateExpiries.forget(StateExpiries.Member(channel: channel.key, user: user))
                 channel.order.remove(user)
                 userChannels.remove(channel.key, for: user)
+                if channel.members.isEmpty { liveChannels.remove(channel.key) }
                 if let kind {
                     memberChanged(.removed(kind), user, in: channel, wasPresent: true, previousState: member.state)
                 } else {

@@ -68,20 +68,24 @@ extension PresenceEngine {
         guard encoded.count <= configuration.limits.maxMessageBytes else {
             throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
         }
-        let channel = channels[key]
-        if key.type == .stream, channel?.members[session.userId] == nil {
+        if key.type == .stream, channels[key]?.members[session.userId] == nil {
             throw BrokerError(.notInChannel, "publishing to a stream channel requires joining it")
         }
-        var recipients = 0
-        if let channel, !channel.messageSubscribers.isEmpty {
-            let bytes = PresenceEvents.message(
-                channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
-            let others = channel.messageSubscribers.lazy.filter { $0.key != session.number }.map(\.value)
-            recipients = others.reduce(0) { $0 + ($1.connection != nil ? 1 : 0) }
-            let heldLimit = configuration.limits.heldMessageBytes
-            outbox.fanOut { for recipient in others { outbox.sendMessage(bytes, to: recipient, heldLimit: heldLimit) } }
-        }
+        let recipients = deliverMessage(encoded, to: key, publisher: session.userId, skipping: session.number)
         return .object(["recipients": .int(recipients)])
+    }
+
+    /// Sends a `message` event from `publisher` to every session of the channel that joined
+    /// with `messages: true` except session number `skipped` (held ones keep it, PROTOCOL §5);
+    /// returns how many live sessions it was sent to.
+    func deliverMessage(_ encoded: [UInt8], to key: ChannelKey, publisher: Name, skipping skipped: UInt64?) -> Int {
+        guard let channel = channels[key], !channel.messageSubscribers.isEmpty else { return 0 }
+        let bytes = PresenceEvents.message(channel: key, publisher: publisher, encodedMessage: encoded, timestamp: clock.now)
+        let others = channel.messageSubscribers.lazy.filter { $0.key != skipped }.map(\.value)
+        let recipients = others.reduce(0) { $0 + ($1.connection != nil ? 1 : 0) }
+        let heldLimit = configuration.limits.heldMessageBytes
+        outbox.fanOut { for recipient in others { outbox.sendMessage(bytes, to: recipient, heldLimit: heldLimit) } }
+        return recipients
     }
 
     /// `setState {channel, channelType?, state}` → `{state}` (full merged state), or
@@ -143,7 +147,8 @@ extension PresenceEngine {
     }
 
     /// `getOnlineUsers {channel, channelType?, includeUserId?, includeState?, page?, pageSize?}`
-    /// → `{totalOccupancy, users, nextPage}`; one page costs O(pageSize + log n).
+    /// → `{totalOccupancy, seq, users, nextPage}`; one page costs O(pageSize + log n). `seq` is
+    /// the channel's presence `seq` as the page was read (0 for a channel with no member, 1.1).
     func getOnlineUsers(_ request: GetOnlineUsersRequest) throws(BrokerError) -> JSON {
         let key = request.channel
         let includeUserId = request.includeUserId
@@ -152,8 +157,9 @@ extension PresenceEngine {
         let cursor = request.after
         let channel = channels[key]
         let total = JSON.int(channel?.occupancy ?? 0)
+        let seq = JSON.int(channel?.seq ?? 0)
         guard includeUserId, let channel else {
-            return .object(["totalOccupancy": total, "users": [], "nextPage": nil])
+            return .object(["totalOccupancy": total, "seq": seq, "users": [], "nextPage": nil])
         }
         let listed = channel.order.names(after: cursor, limit: pageSize)
         // Written straight to bytes: a page is up to 1000 entries, too many for a JSON tree.
@@ -170,7 +176,7 @@ extension PresenceEngine {
         }
         users.endArray()
         let nextPage: JSON = listed.more ? listed.names.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
-        return .object(["totalOccupancy": total, "users": .encoded(users.bytes), "nextPage": nextPage])
+        return .object(["totalOccupancy": total, "seq": seq, "users": .encoded(users.bytes), "nextPage": nextPage])
     }
 
     /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index.

@@ -40,6 +40,8 @@ final class PresenceEngine {
 
     var channels: [ChannelKey: Channel] = [:]
     var userChannels = UserChannelIndex()
+    /// Channels with at least one member, in listing order (the server API's `getChannels`).
+    var liveChannels = LiveChannelIndex()
     var flushes = TimerQueue<ChannelKey>()
     /// Deadlines of state keys set with `ttlSeconds`.
     var stateExpiries = StateExpiries()

@@ -102,6 +102,22 @@ struct SortedNameList {
         }
     }
 
+    /// Calls `body` with each name greater than or equal to `floor` in byte order, until it
+    /// returns false. The seek is O(log n); each step O(1).
+    func forEach(notBefore floor: Name, _ body: (Name) -> Bool) {
+        var chunkIndex = firstChunk(withLastAtLeast: floor)
+        var index = chunkIndex < chunks.count ? Self.lowerBound(of: floor, in: chunks[chunkIndex]) : 0
+        while chunkIndex < chunks.count {
+            let chunk = chunks[chunkIndex]
+            while index < chunk.count {
+                guard body(chunk[index]) else { return }
+                index += 1
+            }
+            chunkIndex += 1
+            index = 0
+        }
+    }
+
     /// Every name in byte order (tests and small channels only).
     var all: [Name] { chunks.flatMap { $0 } }
 

@@ -73,7 +73,11 @@ extension Broker {
             channels = presence.sessionResumed(session)
             for event in held.events { outbox.send(event, to: session) }
         }
-        userStatus.sessionResumed(session, customStatus: customStatus)
+        if let clusterUserStatus {
+            clusterUserStatus.sessionResumed(session, customStatus: customStatus)
+        } else {
+            userStatus.sessionResumed(session, customStatus: customStatus)
+        }
         return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
 
@@ -147,7 +151,13 @@ extension Broker {
             presence.sessionEnded(session, how)
         }
         directory.remove(session)
-        userStatus.sessionEnded(session, how)
+        if let clusterUserStatus {
+            // Cluster mode: the record follows in Redis (`endInCluster`; after a shutdown the
+            // session is handed over, held, and the user stays online).
+            clusterUserStatus.sessionLeftNode(session)
+        } else {
+            userStatus.sessionEnded(session, how)
+        }
         metrics.sessionEnds["\(how)", default: 0] += 1
     }
 }

@@ -8,6 +8,16 @@ enum PageCursor {
 
     /// The cursor after `name`.
     static func encode(after name: Name) -> String {
+        encode(name, behind: prefix)
+    }
+
+    /// The user id a cursor points after; nil when it is not a cursor this broker made.
+    static func decode(_ cursor: String) -> Name? {
+        decode(cursor, behind: prefix)
+    }
+
+    /// `prefix` followed by the lowercase hex of `name`'s UTF-8.
+    static func encode(_ name: Name, behind prefix: String) -> String {
         var bytes = Array(prefix.utf8)
         for byte in name.string.utf8 {
             bytes.append(hex[Int(byte >> 4)])
@@ -16,8 +26,9 @@ enum PageCursor {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The user id a cursor points after; nil when it is not a cursor this broker made.
-    static func decode(_ cursor: String) -> Name? {
+    /// The name whose hex follows `prefix` in `cursor`; nil when the cursor does not start
+    /// with `prefix` or the rest is not the hex of a valid name.
+    static func decode(_ cursor: String, behind prefix: String) -> Name? {
         let utf8 = Array(cursor.utf8)
         let prefixBytes = Array(prefix.utf8)
         guard utf8.count > prefixBytes.count, utf8.starts(with: prefixBytes) else { return nil }

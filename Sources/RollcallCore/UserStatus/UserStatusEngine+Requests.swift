@@ -42,6 +42,13 @@ extension UserStatusEngine {
         if batch.valid.contains(where: { $0 != session.userId }) {
             try takeQueryToken(session.userId)
         }
+        return statuses(request)
+    }
+
+    /// `{statuses, failed}` for the batch, with no rate limit: `getUserStatus` once admitted,
+    /// and the server API's (PROTOCOL §10).
+    func statuses(_ request: GetUserStatusRequest) -> JSON {
+        let batch = request.userIds
         return .object([
             "statuses": .array(batch.valid.map { record(of: $0).json }),
             "failed": .array(batch.failed),

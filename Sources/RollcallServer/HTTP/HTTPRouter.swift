@@ -17,6 +17,8 @@ public final class HTTPRouter {
         case respond(HTTPResponse)
         /// Read the body (at most `limit` bytes), then call ``HTTPRouter/finish(_:on:)`` with `route`.
         case readBody(route: Int, limit: Int)
+        /// The route hands the request (it has no body) to the server, which answers later.
+        case handOff(HTTPRequest)
     }
 
     private var routes: [HTTPRoute] = []
@@ -43,7 +45,10 @@ public final class HTTPRouter {
         let route = routes[index]
         guard route.allows(method) else { return .respond(route.refuse(.methodNotAllowed)) }
         guard method.carriesBody, route.bodyLimit > 0 else {
-            return .respond(route.handle(HTTPRequest(method: method, path: path)))
+            switch route.answer(HTTPRequest(method: method, path: path)) {
+            case .response(let response): return .respond(response)
+            case .handOff(let request): return .handOff(request)
+            }
         }
         guard let contentLength else { return .respond(route.refuse(.lengthRequired)) }
         if contentLength > route.bodyLimit {
@@ -53,8 +58,8 @@ public final class HTTPRouter {
     }
 
     /// The second step: `request` has its complete body, within the limit.
-    public func finish(_ request: HTTPRequest, on route: Int) -> HTTPResponse {
-        routes[route].handle(request)
+    public func finish(_ request: HTTPRequest, on route: Int) -> HTTPRoute.Answer {
+        routes[route].answer(request)
     }
 
     /// The second step when the body grew past the route's limit.
@@ -64,17 +69,28 @@ public final class HTTPRouter {
 
     /// Both steps for a request whose body is already at hand (tests, and callers without
     /// streaming): the body counts against the limit as if it had been read.
-    public func respond(to request: HTTPRequest) -> HTTPResponse {
+    public func answer(to request: HTTPRequest) -> HTTPRoute.Answer {
         switch begin(method: request.method, path: request.path, contentLength: request.body.count) {
         case .respond(let response):
-            return response
+            return .response(response)
+        case .handOff(let request):
+            return .handOff(request)
         case .readBody(let route, let limit):
             var reader = HTTPBodyReader(limit: limit)
             reader.append(request.body)
-            guard let body = reader.body else { return refuseBody(on: route) }
+            guard let body = reader.body else { return .response(refuseBody(on: route)) }
             var complete = request
             complete.body = body
             return finish(complete, on: route)
+        }
+    }
+
+    /// ``answer(to:)`` for routes that answer at once; a handed-off request, which only the
+    /// server can answer, comes back as 500.
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        switch answer(to: request) {
+        case .response(let response): response
+        case .handOff: .text(500, "handed off to the server\n")
         }
     }
 }

@@ -75,6 +75,7 @@ final class MetricsExposition {
         series.counter("rollcall_logins_total", "Successful logins, resumes included", total: core.logins)
         series.counter("rollcall_resumes_total", "Sessions resumed with a resume token", total: core.resumes)
         series.counter("rollcall_requests_total", "Requests received", total: core.requests)
+        series.counter("rollcall_api_requests_total", "Server API requests handed to the core (key accepted)", total: core.apiRequests)
         series.counter("rollcall_frames_in_total", "Complete text messages received", total: t.framesIn)
         series.counter("rollcall_bytes_in_total", "Bytes of text messages received", total: t.bytesIn)
         series.counter("rollcall_frames_out_total", "WebSocket frames written (batched)", total: t.framesOut)

@@ -14,6 +14,7 @@ struct MetricsSnapshot {
     var logins = 0
     var resumes = 0
     var requests = 0
+    var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
     var sessionEnds: [String: Int] = [:]
     var liveSessions = 0
@@ -50,6 +51,7 @@ extension MetricsSnapshot {
         logins = broker.metrics.logins
         resumes = broker.metrics.resumes
         requests = broker.metrics.requests
+        apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
         sessionEnds = broker.metrics.sessionEnds
         liveSessions = broker.directory.liveCount

@@ -49,18 +49,27 @@ final class ServerHistograms: BrokerInstrumentation {
             buckets: Self.recipientBuckets)
     }
 
-    /// The handling-time series of `op`: the core names an ``Op``, `invalid` (not decodable) or
-    /// `unknown` (an op the protocol does not name); anything else shares `op="other"`, so the
-    /// page cannot grow with made-up names.
+    /// The handling-time series of `op`: the core names an ``Op``, `invalid` (not decodable),
+    /// `unknown` (an op the protocol does not name), or a server API op as `api.<op>`
+    /// (`api.unknown` for a name the API does not have); anything else shares `op="other"`,
+    /// so the page cannot grow with made-up names.
     private func requestDuration(_ op: String) -> DurationHistogram {
         if let histogram = requestDurations[op] { return histogram }  // one hash on the usual path
-        let label = op == "invalid" || op == "unknown" || Op(rawValue: op) != nil ? op : "other"
+        let known = op == "invalid" || op == "unknown" || Op(rawValue: op) != nil || Self.isServerAPILabel(op)
+        let label = known ? op : "other"
         if let histogram = requestDurations[label] { return histogram }
         let histogram = registry.makeDurationHistogram(
             descriptor: .named(Self.requestDurationName, help: "Time the core took to handle a request, by op"),
             labels: [("op", label)], buckets: Self.durationBuckets)
         requestDurations[label] = histogram
         return histogram
+    }
+
+    /// `api.<op>` for a ``ServerAPIOp``, or `api.unknown`.
+    private static func isServerAPILabel(_ op: String) -> Bool {
+        guard op.hasPrefix("api.") else { return false }
+        let name = String(op.dropFirst(4))
+        return name == "unknown" || ServerAPIOp(rawValue: name) != nil
     }
 
     // MARK: BrokerInstrumentation

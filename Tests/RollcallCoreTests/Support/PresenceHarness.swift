@@ -19,6 +19,11 @@ final class PresenceHarness {
     private(set) var backendEvents: [BackendEvent] = []
     /// Close codes the broker sent.
     private(set) var closes: [ConnectionID: CloseCode] = [:]
+    /// Close reasons the broker sent.
+    private(set) var closeReasons: [ConnectionID: String] = [:]
+    /// Answers to server API requests, by request id.
+    private var apiAnswers: [APIRequestID: (status: Int, body: JSON)] = [:]
+    private var lastAPIRequest: UInt64 = 0
     /// Called with each event as it arrives (before it is queued for `events`).
     var onEvent: ((ConnectionID, JSON) -> Void)?
 
@@ -50,14 +55,35 @@ final class PresenceHarness {
                     onEvent?(connection, value)
                     pendingEvents[connection, default: []].append(value)
                 }
-            case .close(let connection, let code, _):
+            case .close(let connection, let code, let reason):
                 closes[connection] = code
+                closeReasons[connection] = reason
             case .store, .listen, .unlisten:
                 Issue.record("a standalone broker asked the cluster store")
             case .notifyBackend(let event):
                 backendEvents.append(event)
+            case .respond(let id, let status, let body):
+                apiAnswers[id] = (status, (try? JSONParser.parse(body)) ?? .null)
             }
         }
+    }
+
+    /// Sends a server API request (PROTOCOL §10) with `body` as its JSON body; returns the
+    /// HTTP status and the decoded answer, which a single broker gives within the same call.
+    func api(_ op: String, _ body: JSON = .object([:])) -> (status: Int, body: JSON) {
+        apiRaw(op, body.encoded())
+    }
+
+    /// A server API request with raw body bytes.
+    func apiRaw(_ op: String, _ body: [UInt8]) -> (status: Int, body: JSON) {
+        lastAPIRequest += 1
+        let id = APIRequestID(lastAPIRequest)
+        run(.api(id, op: op, body: body))
+        guard let answer = apiAnswers.removeValue(forKey: id) else {
+            Issue.record("no answer to the server API's \(op)")
+            return (0, .null)
+        }
+        return answer
     }
 
     /// Opens a connection and logs in as `userId`.

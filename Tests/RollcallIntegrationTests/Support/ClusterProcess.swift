@@ -117,6 +117,14 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         return values.isEmpty ? nil : values.reduce(0, +)
     }
 
+    /// How many sessions Redis holds (`ZCARD <prefix>held`): white-box, for waiting until the
+    /// cluster has declared a killed node dead and turned its sessions into holds (the
+    /// `rollcall_cluster_nodes` gauge can drop a moment earlier).
+    func heldSessionsInRedis() -> Int? {
+        guard let reply = try? RedisWire.command(port: redis.port, ["ZCARD", keyPrefix + "held"]), reply.hasPrefix(":") else { return nil }
+        return Int(reply.dropFirst())
+    }
+
     /// Sends `signal` to node `index`; for SIGKILL and SIGTERM waits (up to 10 s) for the exit.
     func kill(node index: Int, signal: Int32 = SIGKILL) {
         let process = node(index)
