@@ -33,6 +33,9 @@ public final class Broker {
     var nextStoreTicket: UInt64 = 0
     /// Cluster mode: when the reaper runs next (monotonic ms).
     var nextReapAt: Timestamp = 0
+    /// Cluster mode: session ends Redis did not answer (it was out of reach), tried again at
+    /// each reaper tick.
+    var unfinishedEnds: [() -> Void] = []
     /// Cluster mode: messages kept for a resumed session, sent after its snapshots.
     var resumedMessages: [UInt64: [[UInt8]]] = [:]
     /// Prefix of every session id (cluster mode: the node id and a dot, so ids are unique in the cluster).

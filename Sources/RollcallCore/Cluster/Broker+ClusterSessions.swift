@@ -203,7 +203,15 @@ extension Broker {
                       loggedOut: Bool = false) {
         let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
-            guard case .success(let replies) = result, replies.first?.text == "ok" else { return }
+            guard case .success(let replies) = result else {
+                // Redis was out of reach: the end is tried again at the next reaper tick, so the
+                // session does not stay a member everywhere.
+                unfinishedEnds.append { [self] in
+                    endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut)
+                }
+                return
+            }
+            guard replies.first?.text == "ok" else { return }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
             // Presence first, then user status (as one node): commands run in order.
             clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)])
@@ -262,6 +270,9 @@ extension Broker {
         let now = clock.monotonic
         guard now >= nextReapAt else { return }
         nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
+        let retries = unfinishedEnds
+        unfinishedEnds.removeAll()
+        for retry in retries { retry() }
         clusterPresence?.expireOverdue()
         let arguments = [clusterKeys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
         call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), clusterUserStatus!.sweepCommand]) { [self] result in
