@@ -26,9 +26,10 @@ final class RedisServerProcess {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", directory.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.standardError
+                             "--dir", directory.path, "--logfile", "redis.log"]
+        // No FileHandles: Foundation's Process closes the handles it is given in this process
+        // after the spawn (a shared one like FileHandle.nullDevice then closes whatever reused
+        // its number, e.g. a client socket).
         try process.run()
         let deadline = MonotonicSeconds.now + 10
         while MonotonicSeconds.now < deadline {
@@ -47,8 +48,10 @@ final class RedisServerProcess {
         cli.arguments = ["-h", "127.0.0.1", "-p", "\(port)"] + arguments
         let output = Pipe()
         cli.standardOutput = output
-        cli.standardError = FileHandle.nullDevice
+        let errors = Pipe()
+        cli.standardError = errors
         guard (try? cli.run()) != nil else { return nil }
+        _ = errors.fileHandleForReading.readDataToEndOfFile()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         cli.waitUntilExit()
         return cli.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
