@@ -347,7 +347,7 @@ final class StatusTestRedis: @unchecked Sendable {
     private let output = OutputCollector()
 
     init() throws {
-        port = try Self.freeLoopbackPort()
+        port = try LoopbackPort.free()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process = try ChildProcess(
@@ -382,25 +382,6 @@ final class StatusTestRedis: @unchecked Sendable {
         process.send(SIGKILL)
         _ = process.waitForExit(timeout: 5)
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    private static func freeLoopbackPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError("socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw HarnessError("bind() to a free loopback port failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 
