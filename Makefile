@@ -1,16 +1,17 @@
 # Rollcall — build, run and test. `make run` and `make test` first install the Debian
 # packages the build and the tests need (only those missing; the TLS tests run `openssl` and
 # `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
-# hiredis and libev, and its tests start their own redis-server), then build with SwiftPM
+# hiredis and libev, and its tests start their own redis-server; the cluster tests and
+# `make cluster` put Debian's nginx in front of three nodes), then build with SwiftPM
 # (debug build, so `make run` and `make test` share one build in .build/debug).
 
-PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server
+PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server nginx
 BROWSER_PACKAGES := chromium chromium-driver
 PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps build run test test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps build run cluster test test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
 	leak-check soak release bench clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -63,11 +64,19 @@ build: deps
 run: build
 	.build/debug/rollcall --config $(CONFIG)
 
+## Build, then run a local three-node cluster until Ctrl-C: redis-server on 127.0.0.1:6390 (in
+## .build-cluster/, not the system service), nodes on 8081-8083 with config.cluster.json, nginx
+## round-robin on 8080 in front (examples/cluster/run-cluster.sh, docs/cluster.md).
+cluster: build
+	examples/cluster/run-cluster.sh
+
 ## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the server API suite, the fuzz corpus replay, the versioned-dependency check of RollcallClient, then
-## the browser demo in headless Chromium. `.ci/run` is exactly this.
+## Swift suites, the JavaScript client's suite (Node), the server API suite, the fuzz corpus replay,
+## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
+## `.ci/run` is exactly this.
 test: build
 	swift test
+	$(MAKE) test-js
 	$(MAKE) test-api
 	$(MAKE) test-fuzz-replay
 	$(MAKE) test-consumer
@@ -78,6 +87,20 @@ test: build
 test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
+
+## The JavaScript client (examples/web/rollcall.js) under Node's own test runner against the
+## real broker (Tests/js; Node 20+, no npm packages). Needs only the broker binary.
+## Debian's TypeScript compiler (the .d.ts check) and React (the usePresence hook test).
+JS_PACKAGES := node-typescript node-react node-react-test-renderer
+.PHONY: test-js js-deps
+js-deps:
+	@if command -v dpkg >/dev/null; then missing=""; \
+	for package in $(JS_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; done; \
+	if [ -n "$$missing" ]; then echo "js-deps: installing$$missing"; $(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi; fi
+test-js: js-deps
+	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
+	node --experimental-websocket --test Tests/js/
 
 ## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
 ## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.
@@ -157,10 +180,10 @@ BENCH_OUT ?= .build-release/bench
 BENCH     := .build-release/release/rollcall-bench
 bench: release
 	mkdir -p $(BENCH_OUT)
-	for scenario in listing fanout latency connect idle storm; do \
+	for scenario in listing fanout latency connect idle storm cluster; do \
 		$(BENCH) $$scenario --quick --json $(BENCH_OUT)/$$scenario.json --plot $(BENCH_OUT)/$$scenario.svg || exit 1; \
 	done
 	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release
+	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster

@@ -90,11 +90,21 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
+        // Cluster mode's transport half: the core's store commands on Redis, node heartbeats, start checks.
+        .target(
+            name: "RollcallCluster",
+            dependencies: [
+                "RollcallCore", "RollcallRedis", "RollcallEventLoop",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+
         // MARK: libwebsockets
         .target(
             name: "RollcallServer",
             dependencies: [
-                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop",
+                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -115,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall",
             dependencies: [
-                "RollcallServer", "RollcallStorage",
+                "RollcallServer", "RollcallStorage", "RollcallCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -170,9 +180,21 @@ let package = Package(
             dependencies: ["RollcallRedis", "RollcallEventLoop", "RollcallTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Cluster mode in one process: brokers and ClusterLinks on one loop, one real redis-server.
+        .testTarget(
+            name: "RollcallClusterTests",
+            dependencies: [
+                "RollcallCore", "RollcallCluster", "RollcallRedis", "RollcallEventLoop", "RollcallTestSupport",
+                "RollcallClient", "RollcallProtocol", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "RollcallIntegrationTests",
-            dependencies: ["RollcallClient", "RollcallProtocol", "RollcallCore"],
+            dependencies: [
+                "RollcallClient", "RollcallProtocol", "RollcallCore", "RollcallTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: cBridgeSettings
         ),
     ]

@@ -23,7 +23,7 @@ public enum ErrorCode: String, Sendable, CaseIterable, Hashable {
     case targetSubscriberLimit = "TARGET_SUBSCRIBER_LIMIT"
     case rateLimited = "RATE_LIMITED"
     case `internal` = "INTERNAL"
-    /// 1.1: a store the answer needs is unreachable (cluster mode, §9); the server API answers 503.
+    /// The cluster's store (Redis) cannot be reached (1.1, PROTOCOL §9); carries `retryAfterMs`.
     case unavailable = "UNAVAILABLE"
 }
 

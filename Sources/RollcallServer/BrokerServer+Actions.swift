@@ -30,6 +30,10 @@ extension BrokerServer {
             case .close(let connection, let code, let reason):
                 guard let record = records[connection] else { continue }
                 perform(record.lifecycle.coreClosed(code, reason: reason), for: record)
+            case .store, .listen, .unlisten:
+                clusterLink?.perform(action)
+            case .notifyBackend(let event):
+                webhookSender?.enqueue(event)
             case .respond(let id, let status, let body):
                 answerAPIRequest(id, status: status, body: body)
             }

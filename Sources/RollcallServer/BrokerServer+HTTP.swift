@@ -22,9 +22,14 @@ extension BrokerServer {
 
     /// The `/metrics` page now.
     func metricsPage() -> [UInt8] {
-        exposition.render(MetricsSnapshot(
+        var snapshot = MetricsSnapshot(
             broker: broker, transport: metrics, connections: records.count, accepting: phase == .accepting,
-            connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse))
+            connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse)
+        if let clusterLink { snapshot.cluster = (clusterLink.liveNodes, clusterLink.isConnected) }
+        if let webhookSender {
+            snapshot.webhooks = WebhookMetrics(counters: webhookSender.counters, waitingEvents: webhookSender.waitingEvents)
+        }
+        return exposition.render(snapshot)
     }
 
     private func staticFile(_ request: HTTPRequest) -> HTTPResponse {

@@ -29,8 +29,13 @@ extension BrokerServer {
             let coalesced = check + heartbeatSlackMs
             target = min(target ?? coalesced, coalesced)
         }
-        if case .draining(let deadline) = phase {
+        if case .draining(let deadline) = phase, webhookDrainDeadline == nil || deadline > now {
             target = min(target ?? deadline, deadline)
+        }
+        // Shutdown waiting for webhook batches: wake once at the end of their grace period (a
+        // deadline already passed must not re-arm the timer at once, over and over).
+        if let webhookDeadline = webhookDrainDeadline, webhookDeadline > now {
+            target = min(target ?? webhookDeadline, webhookDeadline)
         }
         guard let target else {
             if armedTimerAt != nil {

@@ -4,6 +4,7 @@ import Logging
 import RollcallCore
 import RollcallProtocol
 import RollcallEventLoop
+import RollcallCluster
 
 /// The libwebsockets transport: one lws context serviced by one dedicated thread that owns
 /// the ``Broker`` outright (no locks on the hot path).
@@ -60,8 +61,20 @@ public final class BrokerServer {
     /// True while new connections are being refused (for one log line per episode).
     var refusingConnections = false
     let staticFiles: StaticFiles
+    /// Posts webhook batches (PROTOCOL §11); nil while `webhooks.url` is null.
+    var webhookSender: WebhookSender?
+    /// Shutdown: the moment (monotonic ms) waiting webhook batches stop being waited for.
+    var webhookDrainDeadline: Int64?
+    /// The node id webhook batches carry as `node`.
+    public let nodeId: String
+    /// Where `webhooks.secretEnv` is read.
+    let environment: [String: String]
     let writer: WriteBuffer
     let heartbeat: HeartbeatPolicy
+    /// Cluster mode: the link to Redis on this thread's loop (nil on one node).
+    var clusterLink: ClusterLink?
+    /// The cluster's epoch when this node joined (from ``ClusterStartCheck``).
+    public let clusterEpoch: String?
 
     // MARK: Shared with C and other threads
     let timer: UnsafeMutablePointer<rollcall_timer_t>
@@ -101,10 +114,15 @@ public final class BrokerServer {
     static let receiveChunkBytes = 512
     /// How long shutdown waits for connections to go before destroying the context.
     static let shutdownGraceMs: Int64 = 1000
+    /// How long shutdown waits for waiting webhook batches (PROTOCOL §11 gives them up to 5 s;
+    /// the rest of the 5 s exit budget of §5 is for destroying the context and the store).
+    static let webhookShutdownGraceMs: Int64 = 4500
 
     /// A server for `configuration`, with the durable `store` and an optional authenticator
     /// (nil: the core's default for `auth.mode`). Nothing is bound until ``start()``.
     ///
+    /// `nodeId` is the `node` of webhook batches (a single node is `standalone`);
+    /// `environment` is where `webhooks.secretEnv` is looked up.
     /// The server API's keys are `api.keys` and the variable `api.keyEnv` names in
     /// `environment` (default: the process environment).
     public init(
@@ -112,12 +130,20 @@ public final class BrokerServer {
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
         logger: Logger = Logger(label: "rollcall"),
+        nodeId: String? = nil,
+        clusterEpoch: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
+        self.clusterEpoch = clusterEpoch
         self.configuration = configuration
         self.apiKeys = ServerAPIKeys(configuration.api, environment: environment)
         self.logger = logger
-        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator)
+        // One node: "standalone" (webhook batches carry it); a cluster node: its id.
+        let nodeId = nodeId ?? configuration.cluster.nodeId
+            ?? (configuration.cluster.isEnabled ? BrokerServer.randomNodeId() : "standalone")
+        self.nodeId = nodeId
+        self.environment = environment
+        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator, nodeId: nodeId)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
         self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
         self.heartbeat = HeartbeatPolicy(
@@ -128,6 +154,12 @@ public final class BrokerServer {
         stopFlag.initialize(to: rollcall_stop_flag_t())
         broker.instrumentation = exposition.histograms
         healthCheck.add { [broker] in Self.storageFailure(broker.storageHealth) }
+        healthCheck.add { [unowned self] in clusterLink?.healthProblem }
+    }
+
+    /// A new random node id (`cluster.nodeId` null): 12 lowercase hex digits.
+    public static func randomNodeId() -> String {
+        String(UInt64.random(in: 0...0xFFFF_FFFF_FFFF), radix: 16)
     }
 
     /// The `/healthz` reason while durable writes fail (nil while they succeed).
@@ -216,7 +248,9 @@ public final class BrokerServer {
             if phase == .accepting, rollcall_stop_requested(stopFlag) != 0 {
                 beginShutdown()
             }
-            if case .draining(let deadline) = phase, records.isEmpty || MonotonicClock.now >= deadline {
+            if case .draining(let deadline) = phase,
+               (records.isEmpty && !broker.awaitsStore) || MonotonicClock.now >= deadline,
+               webhooksSettled(now: MonotonicClock.now) {
                 break
             }
             if let eventLoop {
@@ -233,7 +267,13 @@ public final class BrokerServer {
         rollcall_install_stop_signals(nil, nil)
         contextForStopRequests = nil
         lifecycle.unlock()
+        clusterLink?.close()
+        clusterLink = nil
         lws_sul_cancel(&timer.pointee.sul)
+        if let webhookSender, !webhookSender.isIdle {
+            logger.warning("webhook batches left unsent at exit", metadata: ["waitingEvents": "\(webhookSender.waitingEvents)"])
+        }
+        webhookSender?.stop()
         lws_context_destroy(context)
         context = nil
         eventLoop?.destroy()
@@ -248,6 +288,10 @@ public final class BrokerServer {
         logger.info("shutting down", metadata: ["connections": "\(records.count)"])
         phase = .draining(deadline: MonotonicClock.now + Self.shutdownGraceMs)
         feed(.shutdown)
+        if let webhookSender {
+            webhookDrainDeadline = MonotonicClock.now + Self.webhookShutdownGraceMs
+            webhookSender.drain()
+        }
         for record in records.all {
             perform(record.lifecycle.shutdown(), for: record)
         }
@@ -290,6 +334,10 @@ public final class BrokerServer {
         // lws sizes its descriptor table from the soft limit, so raise it first.
         connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
         let tls = configuration.tls
+        if let url = configuration.webhooks.url, (try? WebhookURL(url))?.secure == true {
+            // lws' TLS library set-up for the webhook client's https (the listener stays plain without a cert).
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        }
         if let certFile = tls.certFile, let keyFile = tls.keyFile {
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             info.ssl_cert_filepath = UnsafePointer(cString(certFile))
@@ -328,6 +376,30 @@ public final class BrokerServer {
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
         }
         timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        if configuration.cluster.isEnabled {
+            guard let eventLoop else {
+                lws_context_destroy(created)
+                context = nil
+                return .failure(ServerError(.listenFailed, "cluster mode needs libwebsockets' libev loop (unset ROLLCALL_EVENT_LOOP)"))
+            }
+            do {
+                let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: clusterEpoch, loop: eventLoop, logger: logger)
+                link.deliver = { [unowned self] event in feed(event) }
+                link.start()
+                clusterLink = link
+            } catch {
+                lws_context_destroy(created)
+                context = nil
+                return .failure(ServerError(.listenFailed, "\(error)"))
+            }
+        }
+        do throws(ServerError) {
+            webhookSender = try makeWebhookSender(context: created)
+        } catch {
+            lws_context_destroy(created)
+            context = nil
+            return .failure(error)
+        }
         logger.info("listening", metadata: [
             "host": "\(host)", "port": "\(bound)", "tls": "\(tls.certFile != nil)",
             "connectionCap": "\(connectionCap.limit)", "descriptorLimit": "\(connectionCap.descriptorLimit)",

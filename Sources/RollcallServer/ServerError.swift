@@ -9,6 +9,9 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         /// `tls.certFile` or `tls.keyFile` is missing, unreadable or not valid PEM (the
         /// message names the key and the file), or libwebsockets refused them.
         case tlsFileInvalid = "TLS_FILE_INVALID"
+        /// The webhook sender could not be set up (`webhooks.caFile` unreadable, no secret,
+        /// libwebsockets refused its client vhost).
+        case webhookSetupFailed = "WEBHOOK_SETUP_FAILED"
     }
 
     /// Stable machine-readable code.

@@ -5,8 +5,11 @@ import RollcallProtocol
 
 /// Options every command accepts (before or after the command name).
 struct GlobalOptions: ParsableArguments {
-    @Option(help: "Broker WebSocket URL.")
+    @Option(help: "Broker WebSocket URL; several, comma-separated (a cluster's nodes): `watch` resumes on the next one when its node goes away, other commands use the first.")
     var url = "ws://127.0.0.1:8080/v1"
+
+    /// Every URL given in `--url`, in order.
+    var urls: [String] { url.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
 
     @Option(help: "User id to log in as (default: $USER or 'cli').")
     var user: String?
@@ -76,24 +79,51 @@ struct GlobalOptions: ParsableArguments {
 /// A connected, logged-in CLI session.
 struct Session {
     let connection: RollcallConnection
+    /// The `--url` value it connected to.
+    var url: String = ""
     let options: GlobalOptions
     let loginReply: Reply
 
-    /// Connects to `--url` and logs in as `--user`; exits with a message on failure.
+    /// Connects to (the first) `--url` and logs in as `--user`; exits with a message on failure.
     static func open(_ options: GlobalOptions) throws -> Session {
+        let url = options.urls.first ?? options.url
         let connection: RollcallConnection
         do {
             connection = try RollcallConnection.connect(
-                url: options.url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
+                url: url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
                 allowSelfSignedCertificate: options.insecure)
         } catch {
-            Output.fail("cannot connect to \(options.url): \(error)", code: 2)
+            Output.fail("cannot connect to \(url): \(error)", code: 2)
         }
         let reply = try request(connection, options) { () throws(ClientError) -> Reply in
             try connection.login(userId: options.userId, platform: options.platform, token: options.token, timeout: options.replyTimeout)
         }
         if !reply.ok { Output.failReply(reply, options) }
-        return Session(connection: connection, options: options, loginReply: reply)
+        return Session(connection: connection, url: url, options: options, loginReply: reply)
+    }
+
+    /// Connects to `url` and logs in as a new session; nil on any failure (no exit).
+    static func openQuietly(_ options: GlobalOptions, url: String) throws -> Session? {
+        guard let connection = try? RollcallConnection.connect(
+                url: url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
+                allowSelfSignedCertificate: options.insecure),
+              let reply = try? connection.login(userId: options.userId, platform: options.platform, token: options.token,
+                                                timeout: options.replyTimeout),
+              reply.ok else { return nil }
+        return Session(connection: connection, url: url, options: options, loginReply: reply)
+    }
+
+    /// After the connection went away: connects to `url` and resumes the session with its
+    /// resume token (nil when no URL answers or the login fails).
+    func resumed(on url: String) -> Session? {
+        guard let token = loginReply["resumeToken"]?.stringValue,
+              let connection = try? RollcallConnection.connect(
+                url: url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
+                allowSelfSignedCertificate: options.insecure),
+              let reply = try? connection.login(userId: options.userId, platform: options.platform, token: options.token,
+                                                resumeToken: token, timeout: options.replyTimeout),
+              reply.ok else { return nil }
+        return Session(connection: connection, url: url, options: options, loginReply: reply)
     }
 
     /// Sends one request and waits for its reply; exits on a transport failure.

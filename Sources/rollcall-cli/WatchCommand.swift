@@ -13,7 +13,9 @@ struct Watch: ParsableCommand {
             and every join/leave/timeout/stateChanged/interval event, and fetches the rest of a \
             truncated snapshot with getOnlineUsers. On a terminal the roster is redrawn in place; \
             when stdout is not a terminal (or with --json) one line is printed per change. \
-            Ctrl-C logs out, so others see a leave.
+            Ctrl-C logs out, so others see a leave. When the connection goes away without a \
+            final close (its node stopped), watch resumes the session on the next of the \
+            comma-separated --url values (a cluster's nodes), or joins again if the hold ended.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The channel to watch.") var channel: String
@@ -31,7 +33,7 @@ struct Watch: ParsableCommand {
         let interrupted = InterruptFlag()
         let style = global.style
         let live = !global.json && isatty(STDOUT_FILENO) == 1
-        let session = try Session.open(global)
+        var session = try Session.open(global)
         let reply = try session.call("join", [
             "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
         ])
@@ -49,6 +51,16 @@ struct Watch: ParsableCommand {
             case .success(let received): event = received
             case .failure(let error):
                 if case .closed(let info) = error {
+                    if !Self.isFinal(info.code), let next = reconnect(session, interrupted: interrupted) {
+                        session = next
+                        if !global.json, !live { Output.line("\(style.yellow("reconnected")) to \(next.url): resumed \(next.loginReply["resumed"]?.boolValue == true)") }
+                        if next.loginReply["resumed"]?.boolValue != true {
+                            _ = try session.call("join", [
+                                "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
+                            ])
+                        }
+                        continue
+                    }
                     if live { Output.raw(RosterView.showCursor) }
                     Output.fail("connection closed: \(info)", code: info.code == 1000 ? 0 : 4)
                 }
@@ -86,6 +98,31 @@ struct Watch: ParsableCommand {
         if live { Output.raw(RosterView.showCursor) }
         if !global.json { Output.line("\(style.yellow("leaving")) \(channel): " + RosterView.summary(model, style: style, showState: state)) }
         session.finish()
+    }
+}
+
+extension Watch {
+    /// Close codes after which watching stops: logout, bad token, session limit, disconnected
+    /// by the server, cluster data lost (log in again by hand).
+    static func isFinal(_ code: UInt16?) -> Bool {
+        guard let code else { return false }
+        return [1000, 1003, 1007, 1009, 1012, 4401, 4403, 4408, 4409].contains(code)
+    }
+
+    /// Tries every `--url` in turn, starting after the one that went away, a few rounds with
+    /// growing pauses; the resumed (or fresh) session, or nil.
+    func reconnect(_ old: Session, interrupted: InterruptFlag) -> Session? {
+        let urls = global.urls.isEmpty ? [global.url] : global.urls
+        let start = (urls.firstIndex(of: old.url) ?? 0) + 1
+        var pause = 0.05
+        for attempt in 0..<(urls.count * 6) where !interrupted.isSet {
+            let url = urls[(start + attempt) % urls.count]
+            if let next = old.resumed(on: url) { return next }
+            if let fresh = (try? Session.openQuietly(global, url: url)) ?? nil { return fresh }
+            Thread.sleep(forTimeInterval: pause)  // backoff between reconnect attempts, not a test wait
+            pause = min(2, pause * 2)
+        }
+        return nil
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RollcallCluster
 import RollcallCore
 import RollcallServer
 import RollcallStorage
@@ -51,9 +52,23 @@ struct RollcallCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
+        // A cluster node needs an id (random when cluster.nodeId is null); one node is "standalone".
+        let nodeId = configuration.cluster.nodeId
+            ?? (configuration.cluster.isEnabled ? BrokerServer.randomNodeId() : Broker.standaloneNodeId)
+        var epoch: String?
+        if configuration.cluster.isEnabled {
+            // Before serving: the prefix is ours, and the shared sections equal the running nodes'.
+            do {
+                epoch = try ClusterStartCheck.run(configuration: configuration, nodeId: nodeId)
+            } catch {
+                FileHandle.standardError.write(Data("rollcall: cluster error: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
         let store: any StatusStore
         do {
-            store = try StatusStores.open(configuration)
+            // Cluster mode keeps durable data in Redis (PROTOCOL §9), never in storage.path.
+            store = configuration.cluster.isEnabled ? MemoryStatusStore() : try StatusStores.open(configuration)
         } catch {
             FileHandle.standardError.write(Data("rollcall: storage error: \(error)\n".utf8))
             throw ExitCode(1)
@@ -72,7 +87,8 @@ struct RollcallCommand: ParsableCommand {
         if configuration.auth.mode == .none, configuration.auth.allowInsecure, !LoopbackHost.contains(configuration.listen.host) {
             logger.warning("auth.mode is none on a non-loopback address (auth.allowInsecure): anyone who can reach \(configuration.listen.host) can log in as anyone")
         }
-        let server = BrokerServer(configuration: configuration, store: store, authenticator: authenticator)
+        let server = BrokerServer(configuration: configuration, store: store, authenticator: authenticator, logger: logger,
+                                  nodeId: nodeId, clusterEpoch: epoch)
         let boundPort: Int
         do {
             boundPort = try server.start()

@@ -50,7 +50,12 @@ private let everyKeyChanged = """
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
       "log":       {"level": "trace"},
-      "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"}
+      "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
+                    "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2},
+      "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"},
+      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET",
+                    "events": ["channel"], "batchMaxEvents": 31, "batchMaxDelaySeconds": 0.25,
+                    "timeoutSeconds": 2.5, "retryMaxSeconds": 33, "queueMaxEvents": 34, "caFile": "ca.pem"}
     }
     """
 
@@ -78,6 +83,12 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
     c.log.level = "trace"
+    c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
+    c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
+    c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
+    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.events = ["channel"]
+    c.webhooks.batchMaxEvents = 31; c.webhooks.batchMaxDelaySeconds = 0.25; c.webhooks.timeoutSeconds = 2.5
+    c.webhooks.retryMaxSeconds = 33; c.webhooks.queueMaxEvents = 34; c.webhooks.caFile = "ca.pem"
     c.api.keys = ["key-one-0123456789", "key-two-0123456789"]; c.api.keyEnv = "OTHER_API_KEY"
     return c
 }

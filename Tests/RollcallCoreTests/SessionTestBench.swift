@@ -83,7 +83,9 @@ final class SessionTestBench {
                 inbox[connection, default: []].append(value)
             case .close(let connection, let code, _):
                 closes[connection] = code
-            case .respond:
+            case .store, .listen, .unlisten:
+                preconditionFailure("a standalone broker asked the cluster store")
+            case .notifyBackend, .respond:
                 break
             }
         }

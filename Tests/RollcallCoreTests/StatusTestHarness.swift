@@ -19,6 +19,8 @@ final class StatusHarness {
     private(set) var sends: [(ConnectionID, [UInt8])] = []
     /// Close actions.
     private(set) var closes: [(ConnectionID, CloseCode)] = []
+    /// Events handed to the webhook sender, in order.
+    private(set) var backendEvents: [BackendEvent] = []
     /// The result of the latest successful `login`.
     private(set) var lastLoginResult: JSON = .null
 
@@ -59,6 +61,10 @@ final class StatusHarness {
                 }
             case .close(let connection, let code, _):
                 closes.append((connection, code))
+            case .store, .listen, .unlisten:
+                Issue.record("a standalone broker asked the cluster store")
+            case .notifyBackend(let event):
+                backendEvents.append(event)
             case .respond:
                 break
             }

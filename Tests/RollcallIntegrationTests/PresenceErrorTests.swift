@@ -8,9 +8,9 @@ import Testing
 /// changes nothing.
 @Suite("Presence errors", .serialized)
 struct PresenceErrorTests {
-    @Test("INVALID_ARGUMENT: bad channel, channelType, pageSize, cursor, empty key, includeState without ids")
-    func invalidArgument() throws {
-        let broker = try BrokerProcess()
+    @Test("INVALID_ARGUMENT: bad channel, channelType, pageSize, cursor, empty key, includeState without ids", arguments: Topology.singleAndCluster)
+    func invalidArgument(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let cases: [(String, JSON)] = [
             ("join", ["channel": ""]),
@@ -32,9 +32,9 @@ struct PresenceErrorTests {
         #expect(try alice.request("getUserChannels", ["userId": "alice"])["totalChannel"]?.numberValue?.intValue == 0)
     }
 
-    @Test("INVALID_REQUEST: wrong JSON types and missing arguments")
-    func invalidRequest() throws {
-        let broker = try BrokerProcess()
+    @Test("INVALID_REQUEST: wrong JSON types and missing arguments", arguments: Topology.singleAndCluster)
+    func invalidRequest(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let cases: [(String, JSON)] = [
             ("join", [:]),
@@ -57,9 +57,9 @@ struct PresenceErrorTests {
         #expect(try alice.request("getUserChannels", ["userId": "alice"])["totalChannel"]?.numberValue?.intValue == 0, "nothing was joined")
     }
 
-    @Test("NOT_IN_CHANNEL: leave without join; publish to a stream channel without membership")
-    func notInChannel() throws {
-        let broker = try BrokerProcess()
+    @Test("NOT_IN_CHANNEL: leave without join; publish to a stream channel without membership", arguments: Topology.singleAndCluster)
+    func notInChannel(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         #expect(try alice.channelOp("leave", "lobby").errorCode == .notInChannel)
         #expect(try alice.join("lobby").ok)
@@ -69,9 +69,9 @@ struct PresenceErrorTests {
         #expect(try alice.channelOp("leave", "lobby").errorCode == .notInChannel)
     }
 
-    @Test("USER_NOT_PRESENT: getState of a user who is not a member")
-    func userNotPresent() throws {
-        let broker = try BrokerProcess()
+    @Test("USER_NOT_PRESENT: getState of a user who is not a member", arguments: Topology.singleAndCluster)
+    func userNotPresent(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         #expect(try alice.channelOp("getState", "lobby", ["userId": "bob"]).errorCode == .userNotPresent)
         #expect(try alice.join("lobby").ok)
@@ -79,9 +79,9 @@ struct PresenceErrorTests {
         #expect(try alice.channelOp("getState", "lobby", ["userId": "alice"]).ok)
     }
 
-    @Test("state limits: TOO_MANY_KEYS, KEY_TOO_LONG, VALUE_TOO_LONG, STATE_TOO_LARGE; the state is unchanged")
-    func stateLimits() throws {
-        let broker = try BrokerProcess(config: ["state": ["maxKeys": 3, "maxKeyBytes": 4, "maxValueBytes": 6, "maxTotalBytes": 20]])
+    @Test("state limits: TOO_MANY_KEYS, KEY_TOO_LONG, VALUE_TOO_LONG, STATE_TOO_LARGE; the state is unchanged", arguments: Topology.singleAndCluster)
+    func stateLimits(topology: Topology) throws {
+        let broker = try topology.start(config: ["state": ["maxKeys": 3, "maxKeyBytes": 4, "maxValueBytes": 6, "maxTotalBytes": 20]])
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
@@ -110,9 +110,9 @@ struct PresenceErrorTests {
         #expect(try alice.channelOp("removeState", "later", ["keys": ["a"]]).result == ["state": [:]], "nothing was held")
     }
 
-    @Test("TOO_MANY_PENDING_STATES: state held before joining for too many channels")
-    func tooManyPendingStates() throws {
-        let broker = try BrokerProcess(config: ["state": ["maxPendingChannels": 2]])
+    @Test("TOO_MANY_PENDING_STATES: state held before joining for too many channels", arguments: Topology.singleAndCluster)
+    func tooManyPendingStates(topology: Topology) throws {
+        let broker = try topology.start(config: ["state": ["maxPendingChannels": 2]])
         let alice = try broker.session("alice")
         #expect(try alice.channelOp("setState", "one", ["state": ["k": "v"]])["pending"]?.boolValue == true)
         #expect(try alice.channelOp("setState", "two", ["state": ["k": "v"]])["pending"]?.boolValue == true)
@@ -124,9 +124,9 @@ struct PresenceErrorTests {
         #expect(try alice.channelOp("getState", "one", ["userId": "alice"])["state"] == ["k": "v"])
     }
 
-    @Test("TOO_MANY_CHANNELS: one join beyond limits.maxChannelsPerSession; rejoining is not counted")
-    func tooManyChannels() throws {
-        let broker = try BrokerProcess(config: ["limits": ["maxChannelsPerSession": 2]])
+    @Test("TOO_MANY_CHANNELS: one join beyond limits.maxChannelsPerSession; rejoining is not counted", arguments: Topology.singleAndCluster)
+    func tooManyChannels(topology: Topology) throws {
+        let broker = try topology.start(config: ["limits": ["maxChannelsPerSession": 2]])
         let alice = try broker.session("alice")
         #expect(try alice.join("one").ok)
         #expect(try alice.join("one", stream: true).ok)
@@ -137,9 +137,9 @@ struct PresenceErrorTests {
         #expect(try alice.join("two").ok)
     }
 
-    @Test("MESSAGE_TOO_LARGE: publish over limits.maxMessageBytes, compact-encoded")
-    func messageTooLarge() throws {
-        let broker = try BrokerProcess(config: ["limits": ["maxMessageBytes": 16]])
+    @Test("MESSAGE_TOO_LARGE: publish over limits.maxMessageBytes, compact-encoded", arguments: Topology.singleAndCluster)
+    func messageTooLarge(topology: Topology) throws {
+        let broker = try topology.start(config: ["limits": ["maxMessageBytes": 16]])
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
@@ -152,10 +152,10 @@ struct PresenceErrorTests {
         #expect(messages.count == 1)
     }
 
-    @Test("FORBIDDEN: join, publish and setState outside the token's channels (auth.mode jwt)")
-    func forbidden() throws {
+    @Test("FORBIDDEN: join, publish and setState outside the token's channels (auth.mode jwt)", arguments: Topology.singleAndCluster)
+    func forbidden(topology: Topology) throws {
         let secret = "integration-test-secret-of-32-bytes!"
-        let broker = try BrokerProcess(config: ["auth": ["mode": "jwt", "secret": secret]])
+        let broker = try topology.start(config: ["auth": ["mode": "jwt", "secret": secret]])
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let token = JWTMinter.mint(secret: secret, userId: "alice", channels: ["room:*"], ttlSeconds: 600, now: now)
         let alice = try broker.connect()

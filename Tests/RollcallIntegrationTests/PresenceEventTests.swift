@@ -7,9 +7,9 @@ import Testing
 /// drop, truncated snapshots, interval mode and the way back.
 @Suite("Presence events", .serialized)
 struct PresenceEventTests {
-    @Test("join, stateChanged, leave: every member, seq steps by one, timestamps from the broker clock")
-    func eventFields() throws {
-        let broker = try BrokerProcess()
+    @Test("join, stateChanged, leave: every member, seq steps by one, timestamps from the broker clock", arguments: Topology.allCases)
+    func eventFields(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try alice.join("lobby", stream: true).ok)
@@ -43,9 +43,9 @@ struct PresenceEventTests {
         #expect(events[2]["state"] == nil)
     }
 
-    @Test("timeout: an abrupt drop is held for presence.timeoutSeconds, then timeout reaches the others")
-    func timeoutAfterDrop() throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 1]])
+    @Test("timeout: an abrupt drop is held for presence.timeoutSeconds, then timeout reaches the others", arguments: Topology.allCases)
+    func timeoutAfterDrop(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["timeoutSeconds": 1]])
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try alice.join("lobby").ok)
@@ -65,9 +65,9 @@ struct PresenceEventTests {
         #expect(try alice.request("getUserChannels", ["userId": "bob"])["totalChannel"]?.numberValue?.intValue == 0)
     }
 
-    @Test("a close frame or logout sends leave at once, not timeout")
-    func closeSendsLeave() throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 60]])
+    @Test("a close frame or logout sends leave at once, not timeout", arguments: Topology.allCases)
+    func closeSendsLeave(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["timeoutSeconds": 60]])
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         let carol = try broker.session("carol")
@@ -80,9 +80,9 @@ struct PresenceEventTests {
         #expect(try alice.presenceEvent("leave", channel: "lobby", publisher: "carol")["occupancy"]?.numberValue?.intValue == 1)
     }
 
-    @Test("snapshot above presence.snapshotMaxMembers: first page, truncated, nextPage continues with getOnlineUsers")
-    func truncatedSnapshot() throws {
-        let broker = try BrokerProcess(config: ["presence": ["snapshotMaxMembers": 2]])
+    @Test("snapshot above presence.snapshotMaxMembers: first page, truncated, nextPage continues with getOnlineUsers", arguments: Topology.allCases)
+    func truncatedSnapshot(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["snapshotMaxMembers": 2]])
         var members: [RollcallConnection] = []
         for name in ["carol", "alice", "bob"] {
             let connection = try broker.session(name)
@@ -110,9 +110,9 @@ struct PresenceEventTests {
         #expect(whole["nextPage"] == nil)
     }
 
-    @Test("interval mode above maxInstantEvents; net changes per interval; back to announce at maxInstantEvents - hysteresis")
-    func intervalMode() throws {
-        let broker = try BrokerProcess(config: ["presence": ["maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2]])
+    @Test("interval mode above maxInstantEvents; net changes per interval; back to announce at maxInstantEvents - hysteresis", arguments: Topology.allCases)
+    func intervalMode(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2]])
         let alice = try broker.session("alice")
         #expect(try alice.join("stage").ok)
         var roster = Roster(channel: "stage", me: "alice")
@@ -186,10 +186,10 @@ struct PresenceEventTests {
         #expect(roster.faults.isEmpty, "\(roster.faults)")
     }
 
-    @Test("an interval event carries the net change: join then leave inside one interval is not listed")
-    func intervalNetChange() throws {
+    @Test("an interval event carries the net change: join then leave inside one interval is not listed", arguments: Topology.allCases)
+    func intervalNetChange(topology: Topology) throws {
         // A long interval so that both changes surely fall inside the same one.
-        let broker = try BrokerProcess(config: ["presence": ["maxInstantEvents": 1, "hysteresis": 0, "intervalSeconds": 2]])
+        let broker = try topology.start(config: ["presence": ["maxInstantEvents": 1, "hysteresis": 0, "intervalSeconds": 2]])
         let alice = try broker.session("alice")
         #expect(try alice.join("stage").ok)
         let bob = try broker.session("bob")

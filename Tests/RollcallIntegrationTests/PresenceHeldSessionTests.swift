@@ -6,9 +6,9 @@ import Testing
 /// Held sessions and listings under churn through the real binary.
 @Suite("Presence held sessions and listings", .serialized)
 struct PresenceHeldSessionTests {
-    @Test("a held session keeps its user a member, gets no messages, and times out as the user's last session")
-    func heldSessionIsLastSession() throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 1]])
+    @Test("a held session keeps its user a member, gets no messages, and times out as the user's last session", arguments: Topology.singleAndCluster)
+    func heldSessionIsLastSession(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["timeoutSeconds": 1]])
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         _ = try bob.presenceEvent("snapshot", channel: "lobby")
@@ -28,9 +28,9 @@ struct PresenceHeldSessionTests {
         #expect(try bob.presenceEventsAfterBarrier().isEmpty, "one timeout, no leave: \(event)")
     }
 
-    @Test("a held member counts in occupancy but not in recipients; after resume it gets the kept message and events again")
-    func heldMemberAndResume() throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 60]])
+    @Test("a held member counts in occupancy but not in recipients; after resume it gets the kept message and events again", arguments: Topology.singleAndCluster)
+    func heldMemberAndResume(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["timeoutSeconds": 60]])
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         let first = try broker.connect()
@@ -55,9 +55,9 @@ struct PresenceHeldSessionTests {
         #expect(try second.messageEvent(channel: "lobby")["message"] == "welcome back")
     }
 
-    @Test("interval mode: a hold that expires is listed under timeout")
-    func intervalTimeout() throws {
-        let broker = try BrokerProcess(config: ["presence": [
+    @Test("interval mode: a hold that expires is listed under timeout", arguments: Topology.singleAndCluster)
+    func intervalTimeout(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": [
             "timeoutSeconds": 1, "maxInstantEvents": 1, "hysteresis": 0, "intervalSeconds": 0.2,
         ]])
         let alice = try broker.session("alice")
@@ -76,9 +76,9 @@ struct PresenceHeldSessionTests {
         #expect(try alice.channelOp("getOnlineUsers", "stage")["users"] == [["userId": "alice"], ["userId": "bob"]])
     }
 
-    @Test("getOnlineUsers paging while others join and leave: users present for the whole scan appear exactly once")
-    func pagingUnderChurn() throws {
-        let broker = try BrokerProcess()
+    @Test("getOnlineUsers paging while others join and leave: users present for the whole scan appear exactly once", arguments: Topology.singleAndCluster)
+    func pagingUnderChurn(topology: Topology) throws {
+        let broker = try topology.start()
         var stayers: [RollcallConnection] = []
         for name in ["b", "d", "f", "h", "j"] {
             let connection = try broker.session(name)

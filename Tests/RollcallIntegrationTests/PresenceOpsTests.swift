@@ -7,9 +7,9 @@ import Testing
 /// getState, getOnlineUsers, getUserChannels.
 @Suite("Presence ops", .serialized)
 struct PresenceOpsTests {
-    @Test("join: reply, snapshot, join event with state; presence/messages flags; repeated join is idempotent")
-    func joinFlagsAndIdempotence() throws {
-        let broker = try BrokerProcess()
+    @Test("join: reply, snapshot, join event with state; presence/messages flags; repeated join is idempotent", arguments: Topology.allCases)
+    func joinFlagsAndIdempotence(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
 
@@ -55,9 +55,9 @@ struct PresenceOpsTests {
         #expect(try alice.presenceEventsAfterBarrier().isEmpty)
     }
 
-    @Test("leave: leave event to the others, state deleted, occupancy drops; the channel is gone when empty")
-    func leave() throws {
-        let broker = try BrokerProcess()
+    @Test("leave: leave event to the others, state deleted, occupancy drops; the channel is gone when empty", arguments: Topology.allCases)
+    func leave(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try alice.join("lobby").ok)
@@ -82,9 +82,9 @@ struct PresenceOpsTests {
         #expect(empty["users"] == [])
     }
 
-    @Test("publish: message channels accept anyone, stream channels need membership; separate namespaces")
-    func publish() throws {
-        let broker = try BrokerProcess()
+    @Test("publish: message channels accept anyone, stream channels need membership; separate namespaces", arguments: Topology.allCases)
+    func publish(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         let carol = try broker.session("carol")
@@ -119,9 +119,9 @@ struct PresenceOpsTests {
         #expect(try bob.eventsAfterBarrier().filter { $0.name == "message" }.isEmpty)
     }
 
-    @Test("setState: merge, stateChanged with the full state, no event without a change, pending before join")
-    func setState() throws {
-        let broker = try BrokerProcess()
+    @Test("setState: merge, stateChanged with the full state, no event without a change, pending before join", arguments: Topology.allCases)
+    func setState(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try alice.join("lobby").ok)
@@ -159,9 +159,9 @@ struct PresenceOpsTests {
         #expect(read.result == ["userId": "bob", "state": ["device": "phone", "mood": "busy", "seat": "B2"]])
     }
 
-    @Test("removeState: stateChanged with what is left; pending state can be edited before join")
-    func removeState() throws {
-        let broker = try BrokerProcess()
+    @Test("removeState: stateChanged with what is left; pending state can be edited before join", arguments: Topology.allCases)
+    func removeState(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice")
         let bob = try broker.session("bob")
         #expect(try alice.join("lobby").ok)
@@ -185,9 +185,9 @@ struct PresenceOpsTests {
         #expect(try alice.channelOp("getState", "later", ["userId": "bob"])["state"] == ["y": "2"])
     }
 
-    @Test("getOnlineUsers: byte order over several pages, includeState, includeUserId: false")
-    func getOnlineUsersPaging() throws {
-        let broker = try BrokerProcess()
+    @Test("getOnlineUsers: byte order over several pages, includeState, includeUserId: false", arguments: Topology.allCases)
+    func getOnlineUsersPaging(topology: Topology) throws {
+        let broker = try topology.start()
         let names = ["zed", "Zoe", "alice", "bob", "carol", "dave", "émile"]
         var connections: [RollcallConnection] = []
         for name in names {
@@ -228,9 +228,9 @@ struct PresenceOpsTests {
         #expect(try reader.channelOp("getOnlineUsers", "hall", stream: true)["totalOccupancy"]?.numberValue?.intValue == 0)
     }
 
-    @Test("getUserChannels: message before stream, byte order; held memberships count; gone after leave")
-    func getUserChannels() throws {
-        let broker = try BrokerProcess()
+    @Test("getUserChannels: message before stream, byte order; held memberships count; gone after leave", arguments: Topology.allCases)
+    func getUserChannels(topology: Topology) throws {
+        let broker = try topology.start()
         let bob = try broker.session("bob")
         for (channel, stream) in [("zoo", false), ("lobby", true), ("Lobby", false), ("lobby", false)] {
             #expect(try bob.join(channel, stream: stream).ok)

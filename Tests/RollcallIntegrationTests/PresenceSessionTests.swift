@@ -7,9 +7,9 @@ import Testing
 /// users with several sessions, and the §4 roster invariant in both modes.
 @Suite("Presence sessions", .serialized)
 struct PresenceSessionTests {
-    @Test("resume: a dropped session is taken over with its channels and state, a fresh snapshot, and no event to others")
-    func resumeOverTheWire() throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 60]])
+    @Test("resume: a dropped session is taken over with its channels and state, a fresh snapshot, and no event to others", arguments: Topology.singleAndCluster)
+    func resumeOverTheWire(topology: Topology) throws {
+        let broker = try topology.start(config: ["presence": ["timeoutSeconds": 60]])
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         _ = try bob.presenceEvent("snapshot", channel: "lobby")
@@ -44,9 +44,9 @@ struct PresenceSessionTests {
         #expect(try second.channelOp("publish", "scores", stream: true, ["message": 1]).ok, "still a stream member")
     }
 
-    @Test("a user with two sessions is one member; leaves only when both are gone; own sessions get no presence events")
-    func multiSessionUser() throws {
-        let broker = try BrokerProcess()
+    @Test("a user with two sessions is one member; leaves only when both are gone; own sessions get no presence events", arguments: Topology.singleAndCluster)
+    func multiSessionUser(topology: Topology) throws {
+        let broker = try topology.start()
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         _ = try bob.presenceEvent("snapshot", channel: "lobby")
@@ -95,9 +95,10 @@ struct PresenceSessionTests {
         }
     }
 
-    @Test("§4 invariant over the wire: snapshot + events (+ own replies) equal getOnlineUsers once quiet", arguments: Mode.allCases)
-    func rosterInvariant(mode: Mode) throws {
-        let broker = try BrokerProcess(config: mode.config)
+    @Test("§4 invariant over the wire: snapshot + events (+ own replies) equal getOnlineUsers once quiet",
+          arguments: Mode.allCases, Topology.singleAndCluster)
+    func rosterInvariant(mode: Mode, topology: Topology) throws {
+        let broker = try topology.start(config: mode.config)
         let channel = "arena"
         var clients: [RosterClient] = []
         for index in 0..<6 {
@@ -165,7 +166,7 @@ struct RosterClient {
     private var ownStateRequests: Set<String> = []
     private var leaveRequests: Set<String> = []
 
-    init(broker: BrokerProcess, userId: String, channel: String) throws {
+    init(broker: any BrokerUnderTest, userId: String, channel: String) throws {
         connection = try broker.session(userId, recordTranscript: true)
         self.userId = userId
         self.channel = channel

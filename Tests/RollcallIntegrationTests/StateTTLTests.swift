@@ -7,9 +7,9 @@ import Testing
 /// broker with a `stateChanged`, never before its deadline.
 @Suite("State TTL")
 struct StateTTLIntegrationTests {
-    @Test("a typing indicator set with ttlSeconds disappears by itself")
-    func typingIndicatorExpires() throws {
-        let broker = try BrokerProcess()
+    @Test("a typing indicator set with ttlSeconds disappears by itself", arguments: Topology.singleAndCluster)
+    func typingIndicatorExpires(topology: Topology) throws {
+        let broker = try topology.start()
         let bob = try broker.session("bob")
         #expect(try bob.join("lobby").ok)
         _ = try bob.presenceEvent("snapshot", channel: "lobby")

@@ -8,9 +8,9 @@ import Testing
 struct UserStatusErrorTests {
     static func ids(_ count: Int, prefix: String = "u") -> JSON { .array((0..<count).map { .string("\(prefix)\($0)") }) }
 
-    @Test("batches over their limit: TOO_MANY_USERS; at the limit they pass")
-    func tooManyUsers() throws {
-        let broker = try BrokerProcess()
+    @Test("batches over their limit: TOO_MANY_USERS; at the limit they pass", arguments: Topology.singleAndCluster)
+    func tooManyUsers(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice", platform: "web")
         let limits: [(op: String, limit: Int)] = [
             ("getUserStatus", 500), ("subscribeUserStatus", 100), ("unsubscribeUserStatus", 100), ("getSubscriptions", 200),
@@ -23,9 +23,9 @@ struct UserStatusErrorTests {
         }
     }
 
-    @Test("subscribing to oneself fails CANNOT_SUBSCRIBE_SELF; the rest proceed")
-    func cannotSubscribeSelf() throws {
-        let broker = try BrokerProcess()
+    @Test("subscribing to oneself fails CANNOT_SUBSCRIBE_SELF; the rest proceed", arguments: Topology.singleAndCluster)
+    func cannotSubscribeSelf(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice", platform: "web")
         let reply = try alice.subscribe(["alice", "bob"])
         #expect(reply.ok, "\(reply)")
@@ -35,9 +35,9 @@ struct UserStatusErrorTests {
         #expect(bad.errorCode == .invalidArgument, "duration below 60 s: \(bad)")
     }
 
-    @Test("custom status over customStatusMaxBytes (UTF-8 bytes): CUSTOM_STATUS_TOO_LONG, nothing changes")
-    func customStatusTooLong() throws {
-        let broker = try BrokerProcess(config: UserStatusTests.relaxedRates)
+    @Test("custom status over customStatusMaxBytes (UTF-8 bytes): CUSTOM_STATUS_TOO_LONG, nothing changes", arguments: Topology.singleAndCluster)
+    func customStatusTooLong(topology: Topology) throws {
+        let broker = try topology.start(config: UserStatusTests.relaxedRates)
         let alice = try broker.session("alice", platform: "web")
         let fits = String(repeating: "é", count: 32) // 64 bytes
         #expect(try alice.setCustomStatus(fits).ok)
@@ -48,9 +48,9 @@ struct UserStatusErrorTests {
         #expect(try atLogin.login(userId: "bob", customStatus: String(repeating: "b", count: 65)).errorCode == .customStatusTooLong)
     }
 
-    @Test("customStatusPerSecond: the second set within the second is RATE_LIMITED with retryAfterMs")
-    func customStatusRate() throws {
-        let broker = try BrokerProcess()
+    @Test("customStatusPerSecond: the second set within the second is RATE_LIMITED with retryAfterMs", arguments: Topology.singleAndCluster)
+    func customStatusRate(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.connect()
         #expect(try alice.login(userId: "alice", platform: "web", customStatus: "at login").ok)
         let first = try alice.setCustomStatus("one") // the login's customStatus did not count
@@ -60,15 +60,16 @@ struct UserStatusErrorTests {
         let retry = try #require(second.retryAfterMs)
         #expect(retry > 0 && retry <= 1000)
         #expect(try alice.userStatus(of: "alice").customStatusText == "one")
-        // The rate is per user: another session of alice shares it.
-        let other = try broker.session("alice", platform: "ios")
+        // The rate is per user: another session of alice shares it. In a cluster rates may be
+        // counted per node (PROTOCOL §9), so there the other session is on alice's node (n1).
+        let other = try (broker as? ClusterProcess)?.session("alice", node: 0) ?? broker.session("alice", platform: "ios")
         #expect(try other.setCustomStatus("three").errorCode == .rateLimited)
         #expect(try eventually(timeout: 5) { try alice.setCustomStatus("two").ok }, "allowed again after retryAfterMs")
     }
 
-    @Test("queryRate: getUserStatus of others, subscribe and unsubscribe share one bucket; own status is free")
-    func queryRate() throws {
-        let broker = try BrokerProcess(config: ["userStatus": ["queryRate": ["calls": 3, "perSeconds": 60]]])
+    @Test("queryRate: getUserStatus of others, subscribe and unsubscribe share one bucket; own status is free", arguments: Topology.singleAndCluster)
+    func queryRate(topology: Topology) throws {
+        let broker = try topology.start(config: ["userStatus": ["queryRate": ["calls": 3, "perSeconds": 60]]])
         let alice = try broker.session("alice", platform: "web")
         #expect(try alice.request("getUserStatus", ["userIds": ["bob"]]).ok)
         #expect(try alice.subscribe(["bob"]).ok)
@@ -84,9 +85,9 @@ struct UserStatusErrorTests {
         #expect(try otherUser.request("getUserStatus", ["userIds": ["alice"]]).ok, "the bucket is per user")
     }
 
-    @Test("maxSubscribersPerUser: a full target fails TARGET_SUBSCRIBER_LIMIT; renewals pass")
-    func targetSubscriberLimit() throws {
-        let broker = try BrokerProcess(config: ["userStatus": ["maxSubscribersPerUser": 2]])
+    @Test("maxSubscribersPerUser: a full target fails TARGET_SUBSCRIBER_LIMIT; renewals pass", arguments: Topology.singleAndCluster)
+    func targetSubscriberLimit(topology: Topology) throws {
+        let broker = try topology.start(config: ["userStatus": ["maxSubscribersPerUser": 2]])
         let first = try broker.session("u1", platform: "web")
         let second = try broker.session("u2", platform: "web")
         let third = try broker.session("u3", platform: "web")
@@ -101,9 +102,9 @@ struct UserStatusErrorTests {
         #expect(try third.subscribe(["star"]).failures.isEmpty, "room again after an unsubscribe")
     }
 
-    @Test("maxSubscriptionsPerUser: the earliest-made is dropped; every session of the user gets both lists")
-    func subscriptionCapEvicts() throws {
-        let broker = try BrokerProcess(config: ["userStatus": ["maxSubscriptionsPerUser": 2]])
+    @Test("maxSubscriptionsPerUser: the earliest-made is dropped; every session of the user gets both lists", arguments: Topology.singleAndCluster)
+    func subscriptionCapEvicts(topology: Topology) throws {
+        let broker = try topology.start(config: ["userStatus": ["maxSubscriptionsPerUser": 2]])
         let alice = try broker.session("alice", platform: "web")
         let phone = try broker.session("alice", platform: "ios")
         #expect(try alice.subscribe(["a"]).ok)

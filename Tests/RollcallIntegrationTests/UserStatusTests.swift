@@ -10,9 +10,9 @@ struct UserStatusTests {
     /// Lets a test change the custom status several times a second.
     static let relaxedRates: [String: Any] = ["userStatus": ["customStatusPerSecond": 1000]]
 
-    @Test("a subscriber follows bob on web and ios: platforms, custom status, offline, loggedOut")
-    func twoPlatformsAndASubscriber() throws {
-        let broker = try BrokerProcess(config: Self.relaxedRates)
+    @Test("a subscriber follows bob on web and ios: platforms, custom status, offline, loggedOut", arguments: Topology.singleAndCluster)
+    func twoPlatformsAndASubscriber(topology: Topology) throws {
+        let broker = try topology.start(config: Self.relaxedRates)
         let sam = try broker.session("sam", platform: "android")
         let subscribed = try sam.subscribe(["bob"])
         #expect(subscribed.ok, "\(subscribed)")
@@ -75,9 +75,9 @@ struct UserStatusTests {
         #expect((read.integer("lastCustomStatusUpdateTime") ?? 0) > 0)
     }
 
-    @Test("subscribe/unsubscribe from one session: subscriptions events to the other; getSubscriptions pages")
-    func subscriptionsAcrossOwnSessions() throws {
-        let broker = try BrokerProcess()
+    @Test("subscribe/unsubscribe from one session: subscriptions events to the other; getSubscriptions pages", arguments: Topology.singleAndCluster)
+    func subscriptionsAcrossOwnSessions(topology: Topology) throws {
+        let broker = try topology.start()
         let phone = try broker.session("alice", platform: "ios")
         let laptop = try broker.session("alice", platform: "macos")
         let before = try phone.serverTime()
@@ -133,9 +133,9 @@ struct UserStatusTests {
         #expect(none["subscriptions"]?.arrayValue?.isEmpty == true)
     }
 
-    @Test("catch-up: right after login, one userStatus event with targets changed since the last session ended")
-    func catchUpAfterLogin() throws {
-        let broker = try BrokerProcess()
+    @Test("catch-up: right after login, one userStatus event with targets changed since the last session ended", arguments: Topology.singleAndCluster)
+    func catchUpAfterLogin(topology: Topology) throws {
+        let broker = try topology.start()
         let alice = try broker.session("alice", platform: "web")
         #expect(try alice.subscribe(["bob", "carol"]).ok)
         let carol = try broker.session("carol", platform: "linux") // changes while alice is online
@@ -168,9 +168,9 @@ struct UserStatusTests {
         #expect(try third.settledEvents(named: "userStatus").isEmpty, "no change since the last session: no event")
     }
 
-    @Test("getUserStatus over the wire: batch, duplicates once, invalid ids in failed")
-    func getUserStatusBatch() throws {
-        let broker = try BrokerProcess()
+    @Test("getUserStatus over the wire: batch, duplicates once, invalid ids in failed", arguments: Topology.singleAndCluster)
+    func getUserStatusBatch(topology: Topology) throws {
+        let broker = try topology.start()
         let bob = try broker.session("bob", platform: "ios", customStatus: "Busy")
         let alice = try broker.session("alice", platform: "web")
         let reply = try alice.request("getUserStatus", ["userIds": ["bob", "zoe", "bob", "", "alice"]])
@@ -191,10 +191,10 @@ struct UserStatusTests {
         _ = bob
     }
 
-    @Test("held session: an abrupt drop keeps bob online until presence.timeoutSeconds, then offline")
-    func heldSessionGoesOfflineAfterTimeout() throws {
+    @Test("held session: an abrupt drop keeps bob online until presence.timeoutSeconds, then offline", arguments: Topology.singleAndCluster)
+    func heldSessionGoesOfflineAfterTimeout(topology: Topology) throws {
         let timeout = 1.5
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": timeout]])
+        let broker = try topology.start(config: ["presence": ["timeoutSeconds": timeout]])
         let sam = try broker.session("sam", platform: "web")
         #expect(try sam.subscribe(["bob"]).ok)
         let bob = try broker.session("bob", platform: "ios")

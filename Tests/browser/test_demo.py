@@ -395,6 +395,43 @@ def test_page_resumes_its_session_after_a_network_drop(broker, browsers):
         proxy.close()
 
 
+def test_typing_indicator_appears_then_expires_by_itself(broker, browsers, screenshots_on_failure):
+    """ivan types in the message box (without sending): judy sees "typing…" under ivan's
+    roster entry — not a `typing` chip — and sees it go away by itself once the broker's
+    3 s state TTL has passed (ivan's own row too: rollcall.js expires own keys locally)."""
+    ivan, judy = browsers
+    log_in(ivan, broker, "ivan", "web")
+    log_in(judy, broker, "judy", "linux")
+    join(ivan, "room:typing")
+    join(judy, "room:typing")
+    wait(judy).until(present(member("ivan")))
+    wait(ivan).until(present(member("judy")))
+
+    typing = member("ivan") + ' [data-testid="typing"]'
+    css(ivan, "#publish-text").send_keys("hello, ju")
+    typed = time.monotonic()
+    wait(judy).until(present(typing))
+    assert css(judy, typing).text == "typing…"
+    assert not judy.find_elements(By.CSS_SELECTOR, member("ivan") + ' [data-testid="chip"][data-key="typing"]')
+    wait(ivan).until(present(typing))
+    assert not ivan.find_elements(By.CSS_SELECTOR, '#own-state [data-key="typing"]')
+
+    # Nobody sends "stopped typing": the key expires in the broker 3 s after the last setState
+    # (at most one a second while typing), and judy's roster loses it.
+    wait(judy).until(absent(typing))
+    assert time.monotonic() - typed >= 2.5, "gone before the TTL"
+    assert judy.find_elements(By.CSS_SELECTOR, member("ivan"))
+    wait(ivan).until(absent(typing))
+    assert css(ivan, "#publish-text").get_attribute("value") == "hello, ju"
+
+    # Typing again shows it again; sending the message clears it at once.
+    css(ivan, "#publish-text").send_keys("dy")
+    wait(judy).until(present(typing))
+    css(ivan, "#publish-button").click()
+    wait(judy).until(EC.text_to_be_present_in_element((By.ID, "messages"), "hello, judy"))
+    WebDriverWait(judy, 2.5).until(absent(typing))
+
+
 SECRET = "browser-test-secret-0123456789abcdef"
 
 

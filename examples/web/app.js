@@ -2,6 +2,7 @@
 // Every piece of text from the network is set with textContent (never parsed as HTML).
 
 import { RollcallClient, channelKey } from "./rollcall.js";
+import { TYPING_KEY, isTyping, typingNotifier, withoutTyping } from "./typing.js";
 
 const $ = (id) => document.getElementById(id);
 const ROSTER_PAGE_SIZE = 50;
@@ -14,6 +15,10 @@ let client = null;
 let selected = null;
 /** Per-channel view data: activity and message logs, roster page, browse cursor. */
 const views = new Map();
+/** Sends `typing` (with a TTL) while this user types in the message box; set at login. */
+let notifyTyping = null;
+/** Rosters whose own-state changes (replies, expired keys) re-render the page. */
+const watchedRosters = new WeakSet();
 
 // ---- small helpers -------------------------------------------------------------------
 
@@ -74,6 +79,7 @@ $("login-form").addEventListener("submit", (event) => {
       const candidate = new RollcallClient($("login-url").value.trim(), options);
       wireClient(candidate); // shows "connecting…" while it dials
       client = candidate;
+      notifyTyping = typingNotifier(candidate);
       try {
         await candidate.open();
       } catch (error) {
@@ -296,7 +302,8 @@ function renderRoster() {
         "li",
         { className: "member", "data-testid": "member", "data-user-id": userId },
         el("span", { className: "who" }, statusDot(userId), el("span", { className: "name" }, userId), userId === client.userId ? el("span", { className: "tag you" }, "you") : null),
-        el("span", { className: "chips" }, chips(roster.members.get(userId))),
+        el("span", { className: "chips" }, chips(withoutTyping(roster.members.get(userId)))),
+        isTyping(roster.members.get(userId)) ? el("span", { className: "typing", "data-testid": "typing" }, "typing…") : null,
       ),
     ),
   );
@@ -366,7 +373,7 @@ function renderActivity() {
 function renderOwnState() {
   const roster = selectedRoster();
   const list = $("own-state");
-  const state = roster?.members.get(client.userId) ?? {};
+  const state = withoutTyping(roster?.members.get(client.userId));
   list.replaceChildren(
     ...Object.entries(state).map(([key, value]) =>
       el(
@@ -450,10 +457,20 @@ $("join-form").addEventListener("submit", (event) => {
   attempt("join-error", async () => {
     const roster = await client.join($("join-channel").value.trim(), { channelType: $("join-type").value });
     const key = channelKey(roster.channel, roster.channelType);
+    watchOwnState(roster, key);
     viewFor(key);
     select(key);
   });
 });
+
+/** Re-renders when this user's own entry changes without a presence event (a typing key expiring). */
+function watchOwnState(roster, key) {
+  if (watchedRosters.has(roster)) return;
+  watchedRosters.add(roster);
+  roster.on("change", ({ type }) => {
+    if (type === "self" && key === selected) renderRoster();
+  });
+}
 
 $("leave-button").addEventListener("click", () => {
   const roster = selectedRoster();
@@ -496,10 +513,18 @@ $("publish-form").addEventListener("submit", (event) => {
     }
     const key = selected;
     const { recipients } = await client.publish(roster.channel, message, roster.channelType);
+    notifyTyping?.reset(roster.channel, roster.channelType);
+    if (isTyping(roster.members.get(client.userId))) client.removeState(roster.channel, [TYPING_KEY], roster.channelType).catch(() => {});
     pushLimited(viewFor(key).messages, { from: client.userId, recipients, message, time: Date.now(), mine: true });
     $("publish-text").value = "";
     if (key === selected) renderMessages();
   });
+});
+
+// Typing: at most one setState({typing: "1"}, {ttlSeconds: 3}) a second while keys are pressed.
+$("publish-text").addEventListener("input", () => {
+  const roster = selectedRoster();
+  if (roster && notifyTyping && $("publish-text").value) notifyTyping(roster.channel, roster.channelType);
 });
 
 $("custom-status-form").addEventListener("submit", (event) => {

@@ -1,6 +1,7 @@
-// rollcall.js — a small, dependency-free client for the Rollcall wire protocol v1.
+// rollcall.js — a small, dependency-free client for the Rollcall wire protocol v1.1.
 //
-// Copy this one file into any page or app that has a WebSocket (browsers, Deno, Node ≥ 22).
+// Copy this one file into any page or app that has a WebSocket (browsers, Deno, Node ≥ 22,
+// Node 20 with `--experimental-websocket`). Types: `rollcall.d.ts` next to this file.
 //
 //   import { connect } from "./rollcall.js";
 //   const client = await connect("ws://127.0.0.1:8080/v1", { userId: "alice", platform: "web" });
@@ -14,31 +15,73 @@
 // - splits the broker's newline-batched frames and dispatches events in order;
 // - keeps an exact `Roster` per joined channel: snapshot, then join → leave/timeout →
 //   stateChanged, and interval lists, ignoring events older than what it shows (`seq`);
-//   a truncated snapshot is completed with `getOnlineUsers` pages;
+//   a truncated snapshot is completed with `getOnlineUsers` pages; keys this client set
+//   with `ttlSeconds` leave its own roster entry by themselves (the broker does not echo
+//   events about this user in announce mode);
 // - caches user-status records (`userStatus` events, replies) and this user's subscriptions;
 // - reconnects with exponential backoff, resuming the held session with `resumeToken`;
 //   when the session could not be resumed it joins its channels again.
 
+/** How long a key this client saw expire stays out of its own state in replies (ms). */
+const TTL_GRACE_MS = 1000;
+
 /** Default reconnect backoff, in milliseconds. */
 const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
 
-/** Close codes after which reconnecting would be wrong (the session ended on purpose). */
-const FINAL_CLOSE_CODES = new Set([1000, 4401, 4409]);
+/**
+ * Close codes after which reconnecting would be wrong (the session ended on purpose):
+ * 1000 logout, 4401 unauthorized or token expired, 4403 disconnected by the server API,
+ * 4409 session limit.
+ */
+const FINAL_CLOSE_CODES = new Set([1000, 4401, 4403, 4409]);
 
-/** An error reply from the broker, or a local failure (`DISCONNECTED`, `CLOSED`). */
+/**
+ * Close codes of the protocol (PROTOCOL §7), by name.
+ * @type {Readonly<Record<string, number>>}
+ */
+export const CloseCode = Object.freeze({
+  LOGOUT: 1000,
+  SHUTDOWN: 1001,
+  BINARY_FRAME: 1003,
+  BAD_UTF8: 1007,
+  FRAME_TOO_BIG: 1009,
+  SERVICE_RESTART: 1012,
+  SLOW_CONSUMER: 1013,
+  UNAUTHORIZED: 4401,
+  DISCONNECTED_BY_SERVER: 4403,
+  LOGIN_TIMEOUT: 4408,
+  SESSION_LIMIT: 4409,
+});
+
+/**
+ * Every error code of the protocol (PROTOCOL §7), plus this client's own `DISCONNECTED`.
+ * @type {readonly string[]}
+ */
+export const ERROR_CODES = Object.freeze([
+  "INVALID_JSON", "INVALID_REQUEST", "UNKNOWN_OP", "INVALID_ARGUMENT", "NOT_LOGGED_IN",
+  "ALREADY_LOGGED_IN", "UNAUTHORIZED", "FORBIDDEN", "NOT_IN_CHANNEL", "USER_NOT_PRESENT",
+  "TOO_MANY_KEYS", "KEY_TOO_LONG", "VALUE_TOO_LONG", "STATE_TOO_LARGE", "TOO_MANY_PENDING_STATES",
+  "TOO_MANY_CHANNELS", "TOO_MANY_USERS", "MESSAGE_TOO_LARGE", "CUSTOM_STATUS_TOO_LONG",
+  "CANNOT_SUBSCRIBE_SELF", "TARGET_SUBSCRIBER_LIMIT", "RATE_LIMITED", "INTERNAL", "UNAVAILABLE",
+  "DISCONNECTED",
+]);
+
+/** An error reply from the broker, or a local failure (`DISCONNECTED`: no connection, or it closed before the reply). */
 export class RollcallError extends Error {
   /**
    * @param {string} code stable error code, e.g. `TOO_MANY_KEYS` (see the protocol's §7)
    * @param {string} message human-readable text
-   * @param {object} [details] other members of the error object (e.g. `retryAfterMs`)
+   * @param {object} [details] the whole error object of the reply (e.g. with `retryAfterMs`)
    */
   constructor(code, message, details = {}) {
     super(`${code}: ${message}`);
     this.name = "RollcallError";
     /** @type {string} */
     this.code = code;
-    /** @type {number | undefined} milliseconds to wait, for `RATE_LIMITED` */
+    /** @type {number | undefined} milliseconds to wait, for `RATE_LIMITED` and `UNAVAILABLE` */
     this.retryAfterMs = details.retryAfterMs;
+    /** @type {object} the error object as the broker sent it */
+    this.details = details;
   }
 }
 
@@ -80,6 +123,7 @@ export function channelKey(channel, channelType = "message") {
  *
  * `members` maps userId → state object. It includes this user (from the snapshot, and from
  * this session's own `setState`/`removeState` replies, which the broker does not echo as events).
+ * `info` maps userId → the token's `info` object (protocol 1.1) for members that have one.
  *
  * Events: `change` with `{ type, changes, event }` where `changes` is a list of
  * `{ kind: "join" | "leave" | "timeout" | "state", userId, state? }` and `type` is the
@@ -99,6 +143,8 @@ export class Roster extends Emitter {
     /** @type {string} */ this.selfUserId = selfUserId;
     /** @type {Map<string, Record<string, string>>} userId → state */
     this.members = new Map();
+    /** @type {Map<string, object>} userId → `info` vouched for by the member's token (1.1; absent: none) */
+    this.info = new Map();
     /** @type {number | null} the `seq` of the last presence event applied (null before the first snapshot) */
     this.seq = null;
     /** @type {"announce" | "interval" | null} */
@@ -130,7 +176,11 @@ export class Roster extends Emitter {
   apply(event) {
     if (event.type === "snapshot") {
       this.members.clear();
-      for (const member of event.snapshot ?? []) this.members.set(member.userId, member.state ?? {});
+      this.info.clear();
+      for (const member of event.snapshot ?? []) {
+        this.members.set(member.userId, member.state ?? {});
+        this.#noteInfo(member.userId, member.info);
+      }
       this.seq = event.seq ?? null;
       this.#noteCounts(event);
       const changes = [...this.members].map(([userId, state]) => ({ kind: "join", userId, state }));
@@ -150,22 +200,26 @@ export class Roster extends Emitter {
       case "stateChanged":
         changes.push({ kind: event.type === "join" ? "join" : "state", userId: event.publisher, state: event.state ?? {} });
         this.members.set(event.publisher, event.state ?? {});
+        if (event.type === "join") this.#noteInfo(event.publisher, event.info);
         break;
       case "leave":
       case "timeout":
         changes.push({ kind: event.type, userId: event.publisher });
         this.members.delete(event.publisher);
+        this.info.delete(event.publisher);
         break;
       case "interval": {
         // The order matters: joins (empty state), then leaves and timeouts, then states.
         const lists = event.interval ?? {};
         for (const userId of lists.join ?? []) {
           this.members.set(userId, {});
+          this.#noteInfo(userId, lists.joinInfo?.[userId]);
           changes.push({ kind: "join", userId, state: {} });
         }
         for (const kind of ["leave", "timeout"]) {
           for (const userId of lists[kind] ?? []) {
             this.members.delete(userId);
+            this.info.delete(userId);
             changes.push({ kind, userId });
           }
         }
@@ -187,12 +241,13 @@ export class Roster extends Emitter {
   /**
    * Adds one `getOnlineUsers` page (with states) while completing a truncated snapshot.
    * Must run in arrival order with the events (the client does this).
-   * @param {{userId: string, state?: object}[]} users
+   * @param {{userId: string, state?: object, info?: object}[]} users
    */
   applyPage(users) {
     const changes = [];
-    for (const { userId, state } of users) {
+    for (const { userId, state, info } of users) {
       this.members.set(userId, state ?? {});
+      this.#noteInfo(userId, info);
       changes.push({ kind: "join", userId, state: state ?? {} });
     }
     this.emit("change", { type: "page", changes, event: null });
@@ -207,6 +262,11 @@ export class Roster extends Emitter {
     if (!this.members.has(this.selfUserId) && this.seq === null) return;
     this.members.set(this.selfUserId, state ?? {});
     this.emit("change", { type: "self", changes: [{ kind: "state", userId: this.selfUserId, state }], event: null });
+  }
+
+  #noteInfo(userId, info) {
+    if (info && typeof info === "object") this.info.set(userId, info);
+    else this.info.delete(userId);
   }
 
   #noteCounts(event) {
@@ -225,7 +285,9 @@ function compareBytes(ea, eb) {
 
 /**
  * Opens a client and logs in. Resolves once logged in; rejects with the login error.
- * @param {string} url e.g. `ws://127.0.0.1:8080/v1`
+ * @param {string | string[]} url e.g. `ws://127.0.0.1:8080/v1`; several URLs (the nodes of a
+ *   cluster): the first is dialled first, and each reconnect tries the next one, so a session
+ *   resumes on another node when its node stops
  * @param {ClientOptions} options
  * @returns {Promise<RollcallClient>}
  */
@@ -244,6 +306,7 @@ export async function connect(url, options) {
  * @property {number} [presenceTimeout] seconds the broker holds the session after a drop (5–300)
  * @property {{initialMs?: number, maxMs?: number, factor?: number}} [backoff] reconnect delays
  * @property {boolean} [reconnect] reconnect after a drop (default true)
+ * @property {string} [subprotocol] WebSocket subprotocol to offer (default `rollcall.v1`; `null`: none)
  */
 
 /**
@@ -257,16 +320,20 @@ export async function connect(url, options) {
  * - `message` — a `message` event;
  * - `userStatus` `{records}` — status records that changed (also from replies);
  * - `subscriptions` `{added, removed}` — this user's subscriptions changed;
+ * - `session` — a `session` event (1.1: `{type: "refreshRequired", expiresAt}`; call `refresh`);
+ * - `error` `{op, channel, error}` — a request the client made by itself failed (a rejoin, a page);
  * - `event` — every event, raw.
  */
 export class RollcallClient extends Emitter {
   /**
-   * @param {string} url
+   * @param {string | string[]} url one URL, or the URLs of a cluster's nodes (tried in turn)
    * @param {ClientOptions} options
    */
   constructor(url, options) {
     super();
-    /** @type {string} */ this.url = url;
+    /** @type {string[]} every URL to try, in turn */ this.urls = Array.isArray(url) ? [...url] : [url];
+    if (this.urls.length === 0) throw new TypeError("connect needs at least one URL");
+    /** @type {string} the URL dialled last */ this.url = this.urls[0];
     /** @type {ClientOptions} */ this.options = { platform: "web", reconnect: true, ...options };
     /** @type {"idle" | "connecting" | "online" | "reconnecting" | "closed"} */
     this.state = "idle";
@@ -285,12 +352,14 @@ export class RollcallClient extends Emitter {
   #nextId = 1;
   #pending = new Map(); // id → {resolve, reject, onReply}
   #joins = new Map(); // channelKey → join arguments (to join again after a failed resume)
+  #lostJoins = new Set(); // channelKeys of join() calls that failed with DISCONNECTED (left after a resume)
   #backoff;
   #attempt = 0;
   #retryTimer = null;
   #resumeToken = null;
   #closing = false;
   #firstLogin = true;
+  #ttlTimers = new Map(); // channelKey → Map(state key → {timer, expired}) for this user's keys set with ttlSeconds
 
   /** This client's user id. */
   get userId() {
@@ -319,8 +388,9 @@ export class RollcallClient extends Emitter {
 
   /**
    * Joins a channel and returns its roster (filled by the snapshot that follows).
+   * With `options.ttlSeconds` (1.1) the keys of `options.state` expire like `setState`'s.
    * @param {string} channel
-   * @param {{channelType?: string, presence?: boolean, messages?: boolean, state?: Record<string,string>}} [options]
+   * @param {{channelType?: string, presence?: boolean, messages?: boolean, state?: Record<string,string>, ttlSeconds?: number}} [options]
    * @returns {Promise<Roster>}
    */
   async join(channel, options = {}) {
@@ -328,6 +398,7 @@ export class RollcallClient extends Emitter {
     const key = channelKey(channel, channelType);
     const args = { channel, channelType, presence: options.presence ?? true, messages: options.messages ?? true };
     if (options.state) args.state = options.state;
+    if (options.state && options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
     let roster = this.rosters.get(key);
     const created = !roster;
     if (created) {
@@ -339,14 +410,16 @@ export class RollcallClient extends Emitter {
         if (reply.ok) {
           roster.mode = reply.result.mode;
           roster.occupancy = reply.result.occupancy;
+          if (options.state) this.#noteTTL(key, Object.keys(options.state), args.ttlSeconds);
         }
       });
-      const { state, ...flags } = args;
+      const { state, ttlSeconds, ...flags } = args;
       this.#joins.set(key, flags);
       roster.joinResult = result;
       return roster;
     } catch (error) {
       if (created) this.rosters.delete(key);
+      if (created && error.code === "DISCONNECTED") this.#lostJoins.add(key); // the broker may have done it
       throw error;
     }
   }
@@ -362,6 +435,7 @@ export class RollcallClient extends Emitter {
       if (reply.ok || reply.error?.code === "NOT_IN_CHANNEL") {
         this.rosters.delete(key);
         this.#joins.delete(key);
+        this.#clearTTL(key);
       }
     });
   }
@@ -379,33 +453,112 @@ export class RollcallClient extends Emitter {
   setState(channel, state, channelType = "message", options = {}) {
     const args = { channel, channelType, state };
     if (options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
-    return this.#send("setState", args, (reply) => this.#selfState(channel, channelType, reply));
+    return this.#send("setState", args, (reply) => {
+      if (reply.ok && !reply.result.pending) this.#noteTTL(channelKey(channel, channelType), Object.keys(state), args.ttlSeconds);
+      this.#selfState(channel, channelType, reply);
+    });
   }
 
   /**
    * Removes keys from this user's state in a channel; resolves with the full state.
+   * @param {string} channel
+   * @param {string[]} keys
+   * @param {"message"|"stream"} [channelType]
    * @returns {Promise<{state: Record<string,string>, pending?: boolean}>}
    */
   removeState(channel, keys, channelType = "message") {
-    return this.#send("removeState", { channel, channelType, keys }, (reply) => this.#selfState(channel, channelType, reply));
+    return this.#send("removeState", { channel, channelType, keys }, (reply) => {
+      if (reply.ok) this.#noteTTL(channelKey(channel, channelType), keys, undefined);
+      this.#selfState(channel, channelType, reply);
+    });
   }
 
-  /** Publishes any JSON value; resolves with `{recipients}`. */
+  /**
+   * A member's state in a channel (membership not required); rejects with `USER_NOT_PRESENT`
+   * when the user is not a member.
+   * @param {string} channel
+   * @param {string} userId
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<{userId: string, state: Record<string,string>}>}
+   */
+  getState(channel, userId, channelType = "message") {
+    return this.request("getState", { channel, channelType, userId });
+  }
+
+  /**
+   * Publishes any JSON value; resolves with `{recipients}`.
+   * @param {string} channel
+   * @param {any} message
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<{recipients: number}>}
+   */
   publish(channel, message, channelType = "message") {
     return this.request("publish", { channel, channelType, message });
   }
 
   /**
    * One page of a channel's members (byte order of userId). Pass the reply's `nextPage` as `page`.
-   * @returns {Promise<{totalOccupancy: number, users: {userId: string, state?: object}[], nextPage: string | null}>}
+   * Note: `includeState` defaults to `true` here (the broker's default is `false`).
+   * @returns {Promise<{totalOccupancy: number, seq: number, users: {userId: string, state?: object, info?: object}[], nextPage: string | null}>}
    */
-  getOnlineUsers(channel, { channelType = "message", includeState = true, page, pageSize = 100 } = {}) {
+  getOnlineUsers(channel, { channelType = "message", includeState = true, includeUserId, page, pageSize = 100 } = {}) {
     const args = { channel, channelType, includeState, pageSize };
+    if (includeUserId !== undefined) args.includeUserId = includeUserId;
     if (page) args.page = page;
     return this.request("getOnlineUsers", args);
   }
 
-  /** Sets (or with `null`/"" clears) this user's custom status; resolves with the new record. */
+  /**
+   * Every member of a channel with states: follows `nextPage` to the end.
+   * @param {string} channel
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<Map<string, Record<string,string>>>} userId → state, in byte order of userId
+   */
+  async getAllOnlineUsers(channel, channelType = "message") {
+    const users = new Map();
+    let page;
+    do {
+      const result = await this.getOnlineUsers(channel, { channelType, includeState: true, pageSize: 1000, page });
+      for (const user of result.users) users.set(user.userId, user.state ?? {});
+      page = result.nextPage;
+    } while (page);
+    return users;
+  }
+
+  /**
+   * The channels a user is a member of (through any session, held ones included).
+   * @param {string} userId
+   * @returns {Promise<{totalChannel: number, channels: {channel: string, channelType: "message"|"stream"}[]}>}
+   */
+  getUserChannels(userId) {
+    return this.request("getUserChannels", { userId });
+  }
+
+  /**
+   * Round trip to the broker.
+   * @returns {Promise<{serverTime: number}>}
+   */
+  ping() {
+    return this.request("ping");
+  }
+
+  /**
+   * Replaces the session's token (protocol 1.1, `auth.mode: "jwt"`), e.g. on the `session`
+   * event `refreshRequired`. The new token is also used for later reconnects.
+   * @param {string} token
+   * @returns {Promise<{expiresAt: number}>}
+   */
+  refresh(token) {
+    return this.#send("refresh", { token }, (reply) => {
+      if (reply.ok) this.options.token = token;
+    });
+  }
+
+  /**
+   * Sets (or with `null`/"" clears) this user's custom status; resolves with the new record.
+   * @param {string | null} customStatus
+   * @returns {Promise<object>}
+   */
   async setCustomStatus(customStatus) {
     const result = await this.#send("setCustomStatus", { customStatus }, (reply) => {
       if (reply.ok) this.#noteStatuses([reply.result.status]);
@@ -413,7 +566,11 @@ export class RollcallClient extends Emitter {
     return result.status;
   }
 
-  /** Current records of some users (this user included); updates the cache. */
+  /**
+   * Current records of some users (this user included, at most 500); updates the cache.
+   * @param {string[]} userIds
+   * @returns {Promise<{statuses: object[], failed: {userId: string, code: string}[]}>}
+   */
   async getUserStatus(userIds) {
     const result = await this.#send("getUserStatus", { userIds }, (reply) => {
       if (reply.ok) this.#noteStatuses(reply.result.statuses);
@@ -440,7 +597,11 @@ export class RollcallClient extends Emitter {
     });
   }
 
-  /** Stops following users (no list: all of them). */
+  /**
+   * Stops following users (no list: all of them).
+   * @param {string[]} [userIds]
+   * @returns {Promise<{failed: {userId: string, code: string}[]}>}
+   */
   unsubscribe(userIds) {
     const args = userIds && userIds.length ? { userIds } : {};
     return this.#send("unsubscribeUserStatus", args, (reply) => {
@@ -448,6 +609,21 @@ export class RollcallClient extends Emitter {
       const removed = userIds && userIds.length ? userIds.filter((id) => this.subscriptions.has(id)) : [...this.subscriptions];
       for (const id of removed) this.subscriptions.delete(id);
       if (removed.length) this.emit("subscriptions", { added: [], removed });
+    });
+  }
+
+  /**
+   * One page of this user's subscriptions (or the given ones, unpaged); updates the status cache.
+   * @param {{userIds?: string[], page?: string, pageSize?: number}} [options]
+   * @returns {Promise<{subscriptions: {userId: string, expiresAt: number, status: object}[], nextPage: string | null, failed?: {userId: string, code: string}[]}>}
+   */
+  getSubscriptions({ userIds, page, pageSize } = {}) {
+    const args = {};
+    if (userIds) args.userIds = userIds;
+    if (page) args.page = page;
+    if (pageSize) args.pageSize = pageSize;
+    return this.#send("getSubscriptions", args, (reply) => {
+      if (reply.ok) this.#noteStatuses(reply.result.subscriptions.map((s) => s.status));
     });
   }
 
@@ -483,8 +659,14 @@ export class RollcallClient extends Emitter {
   close() {
     this.#closing = true;
     clearTimeout(this.#retryTimer);
-    this.#socket?.close(1000);
-    this.#setState("closed", {});
+    for (const key of [...this.#ttlTimers.keys()]) this.#clearTTL(key);
+    const socket = this.#socket;
+    this.#socket = null; // its close event is not reported again
+    if (socket) {
+      this.#failPending(new RollcallError("DISCONNECTED", "client closed"));
+      socket.close(1000);
+    }
+    if (this.state !== "closed") this.#setState("closed", {});
   }
 
   // ---- connection ---------------------------------------------------------------------
@@ -500,7 +682,8 @@ export class RollcallClient extends Emitter {
     return new Promise((resolve, reject) => {
       let socket;
       try {
-        socket = new WebSocket(this.url, "rollcall.v1");
+        const subprotocol = this.options.subprotocol === undefined ? "rollcall.v1" : this.options.subprotocol;
+        socket = subprotocol ? new WebSocket(this.url, subprotocol) : new WebSocket(this.url);
       } catch (error) {
         reject(error);
         return;
@@ -522,8 +705,9 @@ export class RollcallClient extends Emitter {
           this.#attempt = 0;
           this.session = result;
           this.#setState("online", {});
+          // Before the `login` event, so that a handler's own requests come after these.
+          this.#rejoin(result.resumed ? result.channels ?? [] : null);
           this.emit("login", result);
-          if (!result.resumed) this.#rejoin();
           resolve(result);
         } catch (error) {
           this.#closing = this.#closing || this.#firstLogin || error.code === "UNAUTHORIZED";
@@ -532,11 +716,19 @@ export class RollcallClient extends Emitter {
         }
       };
       socket.onmessage = (message) => this.#receive(message.data);
+      let ended = false;
+      // Node 20's WebSocket (undici, --experimental-websocket) reports a failed connection
+      // attempt with `error` only, never `close`: a socket that errs before it opened is over.
+      socket.onerror = () => {
+        if (socket.readyState !== WebSocket.OPEN) socket.onclose({ code: 1006, reason: "connection failed" });
+      };
       socket.onclose = (event) => {
-        if (this.#socket !== socket) return;
+        if (ended) return; // once per socket (browsers send `close` after that `error`)
+        ended = true;
+        if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
+        if (this.#socket !== socket) return; // close() already reported it
         this.#socket = null;
         this.#failPending(new RollcallError("DISCONNECTED", `connection closed (${event.code})`));
-        if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
         const final = this.#closing || FINAL_CLOSE_CODES.has(event.code) || !this.options.reconnect;
         if (final || (this.#firstLogin && !loggedIn)) {
           this.#setState("closed", { code: event.code, reason: event.reason });
@@ -552,7 +744,9 @@ export class RollcallClient extends Emitter {
     const base = Math.min(maxMs, initialMs * factor ** this.#attempt);
     const delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
     this.#attempt += 1;
-    this.#setState("reconnecting", { attempt: this.#attempt, delayMs, code: event.code, reason: event.reason });
+    // Several nodes: the next one (its node may be the one that went away).
+    this.url = this.urls[(this.urls.indexOf(this.url) + 1) % this.urls.length];
+    this.#setState("reconnecting", { attempt: this.#attempt, delayMs, code: event.code, reason: event.reason, url: this.url });
     this.#retryTimer = setTimeout(() => {
       this.#dial("reconnecting").catch(() => {
         /* onclose schedules the next attempt */
@@ -560,13 +754,30 @@ export class RollcallClient extends Emitter {
     }, delayMs);
   }
 
-  /** After a login that did not resume: join every channel again, with this user's last state. */
-  #rejoin() {
+  /**
+   * After a login that did not resume (`resumedChannels` null): join every channel again,
+   * with this user's last state (without the keys that were set with a TTL: they would not
+   * expire any more). After a resume: join again the channels the held session was not in
+   * (a leave whose reply was lost), and leave those this client does not know (a join whose
+   * reply was lost: its promise rejected with `DISCONNECTED`).
+   * @param {{channel: string, channelType: string}[] | null} resumedChannels
+   */
+  #rejoin(resumedChannels) {
+    const kept = new Set((resumedChannels ?? []).map((c) => channelKey(c.channel, c.channelType ?? "message")));
+    for (const { channel, channelType = "message" } of resumedChannels ?? []) {
+      const key = channelKey(channel, channelType);
+      if (this.#lostJoins.has(key) && !this.#joins.has(key)) this.#send("leave", { channel, channelType }, null).catch(() => {});
+    }
+    this.#lostJoins.clear();
     for (const [key, flags] of this.#joins) {
+      if (kept.has(key)) continue;
       const roster = this.rosters.get(key);
-      const state = roster?.members.get(this.userId);
+      const expiring = this.#ttlTimers.get(key);
+      const state = { ...(roster?.members.get(this.userId) ?? {}) };
+      for (const stateKey of expiring?.keys() ?? []) delete state[stateKey];
+      this.#clearTTL(key);
       const args = { ...flags };
-      if (state && Object.keys(state).length) args.state = state;
+      if (Object.keys(state).length) args.state = state;
       if (roster) roster.seq = null; // the snapshot that follows starts a new sequence
       this.#send("join", args, null).catch((error) => {
         this.rosters.delete(key);
@@ -574,9 +785,61 @@ export class RollcallClient extends Emitter {
         this.emit("error", { op: "join", channel: flags.channel, error });
       });
     }
-    if (this.statuses.size) {
+    if (resumedChannels === null && this.statuses.size) {
       this.getUserStatus([...this.statuses.keys()].slice(0, 500)).catch(() => {});
     }
+  }
+
+  /**
+   * Keeps track of this user's keys that the broker will remove by itself: `keys` were just
+   * set (with `ttlSeconds`: they expire then; without: any earlier deadline is cleared, as the
+   * broker clears it). When a deadline passes, the key leaves this user's own roster entry,
+   * since in announce mode the broker sends no event about a user to that user. For a short
+   * grace period after that (the broker removes the key up to 0.25 s after the deadline) the
+   * key is also left out of the states in later replies, so that it does not come back.
+   */
+  #noteTTL(key, keys, ttlSeconds) {
+    let timers = this.#ttlTimers.get(key);
+    for (const stateKey of keys) {
+      if (timers?.has(stateKey)) {
+        clearTimeout(timers.get(stateKey).timer);
+        timers.delete(stateKey);
+      }
+    }
+    if (typeof ttlSeconds === "number") {
+      if (!timers) this.#ttlTimers.set(key, (timers = new Map()));
+      for (const stateKey of keys) {
+        const entry = { expired: false, timer: null };
+        entry.timer = setTimeout(() => {
+          entry.expired = true;
+          entry.timer = setTimeout(() => {
+            if (timers.get(stateKey) === entry) timers.delete(stateKey);
+            if (timers.size === 0 && this.#ttlTimers.get(key) === timers) this.#ttlTimers.delete(key);
+          }, TTL_GRACE_MS);
+          entry.timer?.unref?.();
+          const roster = this.rosters.get(key);
+          const state = roster?.members.get(this.userId);
+          if (state && stateKey in state) roster.applySelfState(this.#withoutExpired(key, state));
+        }, ttlSeconds * 1000);
+        entry.timer?.unref?.(); // Node: a pending expiry does not keep the process alive
+        timers.set(stateKey, entry);
+      }
+    }
+    if (timers && timers.size === 0) this.#ttlTimers.delete(key);
+  }
+
+  /** `state` without this user's keys in channel `key` whose TTL has passed here. */
+  #withoutExpired(key, state) {
+    const timers = this.#ttlTimers.get(key);
+    if (!timers) return state;
+    const result = { ...state };
+    for (const [stateKey, entry] of timers) if (entry.expired) delete result[stateKey];
+    return result;
+  }
+
+  #clearTTL(key) {
+    for (const entry of this.#ttlTimers.get(key)?.values() ?? []) clearTimeout(entry.timer);
+    this.#ttlTimers.delete(key);
   }
 
   #failPending(error) {
@@ -640,7 +903,12 @@ export class RollcallClient extends Emitter {
         const roster = this.rosters.get(channelKey(event.channel, event.channelType));
         if (!roster) return;
         roster.apply(event);
-        if (event.type === "snapshot" && event.truncated && event.nextPage) this.#completeSnapshot(roster, event.nextPage);
+        if (event.type === "snapshot") {
+          const own = roster.members.get(this.userId);
+          const kept = own && this.#withoutExpired(channelKey(roster.channel, roster.channelType), own);
+          if (kept && Object.keys(kept).length !== Object.keys(own).length) roster.applySelfState(kept);
+          if (event.truncated && event.nextPage) this.#completeSnapshot(roster, event.nextPage);
+        }
         this.emit("presence", { event, roster });
         break;
       }
@@ -656,6 +924,9 @@ export class RollcallClient extends Emitter {
         this.emit("subscriptions", { added: event.added ?? [], removed: event.removed ?? [] });
         break;
       }
+      case "session":
+        this.emit("session", event);
+        break;
     }
   }
 
@@ -679,7 +950,8 @@ export class RollcallClient extends Emitter {
 
   #selfState(channel, channelType, reply) {
     if (!reply.ok || reply.result.pending) return;
-    this.rosters.get(channelKey(channel, channelType))?.applySelfState(reply.result.state);
+    const key = channelKey(channel, channelType);
+    this.rosters.get(key)?.applySelfState(this.#withoutExpired(key, reply.result.state));
   }
 
   #noteStatuses(records) {

@@ -108,6 +108,10 @@ struct BrokerDrive {
             case .close(let connection, _, _):
                 closed.insert(connection)
                 open.remove(connection)
+            case .store, .listen, .unlisten:
+                preconditionFailure("a standalone broker never asks the cluster store")
+            case .notifyBackend(let event):
+                precondition(event.bytes.starts(with: Array(#"{"event":"#.utf8)), "backend event is not an event object")
             case .respond:
                 preconditionFailure("a server API answer without a server API request")
             }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include "CRollcallClientShim.h"
 #include "CRollcallTLS.h"
+#include "CRollcallWebhook.h"
 
 /// LWS_PRE is a macro Swift cannot import: the headroom lws needs before a payload.
 static const size_t rollcall_lws_pre = LWS_PRE;

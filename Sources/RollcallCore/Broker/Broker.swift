@@ -9,7 +9,7 @@ public final class Broker {
     /// The configuration it runs with.
     public let configuration: Configuration
     let clock: BrokerClock
-    let outbox = Outbox()
+    let outbox: Outbox
     /// Logged-in sessions, live and held.
     public let directory = SessionDirectory()
     /// Channel presence (PROTOCOL §4).
@@ -24,10 +24,27 @@ public final class Broker {
     var holdDeadlines = TimerQueue<UInt64>()
     var heldSessions: [UInt64: Session] = [:]
     var nextSessionNumber: UInt64 = 0
+    /// Cluster mode: channel presence on Redis (nil on one node, where ``presence`` serves).
+    var clusterPresence: ClusterPresence?
+    /// Cluster mode: user status on Redis (nil on one node, where ``userStatus`` serves).
+    var clusterUserStatus: ClusterUserStatus?
+    /// Cluster mode: what waits for each store call's replies.
+    var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
+    var nextStoreTicket: UInt64 = 0
+    /// Cluster mode: when the reaper runs next (monotonic ms).
+    var nextReapAt: Timestamp = 0
+    /// Cluster mode: session ends Redis did not answer (it was out of reach), tried again at
+    /// each reaper tick.
+    var unfinishedEnds: [() -> Void] = []
+    /// Cluster mode: messages kept for a resumed session, sent after its snapshots.
+    var resumedMessages: [UInt64: [[UInt8]]] = [:]
+    /// Prefix of every session id (cluster mode: the node id and a dot, so ids are unique in the cluster).
+    let sessionIdPrefix: String
     /// Counters for `/metrics`.
     package internal(set) var metrics = BrokerMetrics()
-    /// This node's id in the server API's `getInfo` (PROTOCOL §10). Default `standalone`.
-    public var nodeId = Broker.standaloneNodeId
+    /// This node's id: in the server API's `getInfo` (PROTOCOL §10) and, in cluster mode, in
+    /// Redis and in session ids. Default `standalone`.
+    public let nodeId: String
     /// Where request times and fan-out sizes go (histograms in `/metrics`); nil: nowhere.
     public var instrumentation: (any BrokerInstrumentation)? {
         didSet { outbox.instrumentation = instrumentation }
@@ -39,15 +56,29 @@ public final class Broker {
         clock: BrokerClock = SystemClock(),
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
-        random: any RandomNumberGenerator = SystemRandomNumberGenerator()
+        random: any RandomNumberGenerator = SystemRandomNumberGenerator(),
+        nodeId: String? = nil
     ) {
         self.configuration = configuration
+        self.nodeId = nodeId ?? Broker.standaloneNodeId
+        self.sessionIdPrefix = configuration.cluster.isEnabled ? (nodeId ?? Broker.standaloneNodeId) + "." : ""
         self.clock = clock
         self.random = random
         self.authenticator = authenticator ?? OpenAuthenticator()
+        let webhooks = configuration.webhooks
+        self.outbox = Outbox(backendKinds: webhooks.isEnabled ? webhooks.eventKinds : [])
         self.presence = PresenceEngine(configuration: configuration, clock: clock, outbox: outbox)
         self.userStatus = UserStatusEngine(
             configuration: configuration, clock: clock, outbox: outbox, directory: directory, store: store)
+        if configuration.cluster.isEnabled {
+            clusterPresence = ClusterPresence(
+                configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
+                clock: clock, outbox: outbox, store: self)
+            clusterUserStatus = ClusterUserStatus(
+                configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
+                clock: clock, outbox: outbox, directory: directory, store: self)
+            directory.indexesIds = true
+        }
     }
 
     /// Handles one event and returns what the transport must do, in order.
@@ -56,13 +87,30 @@ public final class Broker {
         case .opened(let connection):
             connectionOpened(connection)
         case .received(let connection, let bytes):
-            received(bytes, on: connection)
+            handleReceived(bytes, on: connection)
         case .ended(let connection, let how):
             connectionEnded(connection, how: how)
         case .tick:
             fireDueTimers()
         case .shutdown:
             shutdown()
+        case .storeReplied(let ticket, let result):
+            storeCalls.removeValue(forKey: ticket)?(result)
+        case .storeMessage(let channel, let payload):
+            if clusterPresence != nil, channel.elementsEqual(controlChannel.utf8) {
+                handleControl(payload)
+            } else if let clusterUserStatus, clusterUserStatus.isInbox(channel) {
+                clusterUserStatus.deliver(channel: channel, payload: payload)
+            } else {
+                clusterPresence?.deliver(channel: channel, payload: payload)
+            }
+        case .storeResubscribed:
+            clusterPresence?.resyncEverything()
+            clusterUserStatus?.linkRestored()
+        case .storeLost:
+            clusterDataLost()
+        case .storeFenced:
+            clusterNodeFenced()
         case .api(let id, let op, let body):
             serverAPIRequest(id, op: op, body: body)
         }
@@ -72,7 +120,9 @@ public final class Broker {
     /// The earliest moment something is due, in monotonic milliseconds of the injected clock
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
-        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline]
+        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
+         clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
+         clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
     }
 
@@ -119,8 +169,20 @@ public final class Broker {
 
     // MARK: - Requests
 
-    private func received(_ bytes: [UInt8], on connection: ConnectionID) {
+    func handleReceived(_ bytes: [UInt8], on connection: ConnectionID) {
         guard var state = connections[connection] else { return }
+        if state.awaitsStore {
+            // Cluster mode: a request waits for Redis; this one is answered after it, in order.
+            guard state.queued.count < configuration.limits.requestBurst else {
+                let id = (try? Request.decode(bytes).get().id) ?? .null
+                reply(to: connection, id: id, .failure(BrokerError(.rateLimited, "too many requests waiting", retryAfterMs: 100)),
+                      at: outbox.actions.count)
+                return
+            }
+            state.queued.append(bytes)
+            connections[connection] = state
+            return
+        }
         metrics.requests += 1
         let started = instrumentation == nil ? 0 : clock.monotonicNanoseconds
         var opLabel = "invalid"
@@ -152,7 +214,11 @@ public final class Broker {
         }
         let outcome: Result<JSON, BrokerError>
         do throws(BrokerError) {
-            outcome = .success(try dispatch(request, on: connection))
+            guard let result = try dispatch(request, on: connection) else {
+                connections[connection]?.awaitsStore = true
+                return
+            }
+            outcome = .success(result)
         } catch {
             outcome = .failure(error)
         }
@@ -169,7 +235,7 @@ public final class Broker {
         }
     }
 
-    private func reply(to connection: ConnectionID, id: JSON, _ outcome: Result<JSON, BrokerError>, at position: Int) {
+    func reply(to connection: ConnectionID, id: JSON, _ outcome: Result<JSON, BrokerError>, at position: Int) {
         let bytes: [UInt8]
         switch outcome {
         case .success(let result):
@@ -181,10 +247,16 @@ public final class Broker {
         outbox.insert(.send(connection, bytes), at: position)
     }
 
-    private func dispatch(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON {
+    /// The request's result, or nil when it waits for the cluster's store (the reply follows
+    /// from ``answerDeferred(_:on:id:)``).
+    private func dispatch(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON? {
         let session = directory.session(on: connection)
         if request.op == .login {
             guard session == nil else { throw BrokerError(.alreadyLoggedIn, "this connection is already logged in") }
+            if clusterPresence != nil {
+                try clusterLogin(LoginRequest(request), on: connection, id: request.id)
+                return nil
+            }
             return try login(LoginRequest(request), on: connection)
         }
         guard let session else {
@@ -194,6 +266,9 @@ public final class Broker {
             throw BrokerError(.unknownOp, "unknown op \"\(request.opName)\"")
         }
         let limits = configuration.state
+        if let clusterPresence, try dispatchToCluster(op, request, session: session, on: connection, presence: clusterPresence) {
+            return nil
+        }
         switch op {
         case .login:
             preconditionFailure("handled above")
@@ -244,6 +319,9 @@ public final class Broker {
             end(session, .timedOut)
         }
         presence.fireDueTimers()
+        clusterPresence?.fireDueFlushes()
+        clusterPresence?.fireDueExpiries()
+        reapIfDue()
         userStatus.fireDueTimers()
     }
 
@@ -254,6 +332,7 @@ public final class Broker {
         for session in directory.all {
             end(session, .shutdown)
         }
+        if clusterPresence != nil { handOverSessions() }
         for connection in open {
             close(connection, .shutdown, reason: "shutdown")
         }
@@ -266,6 +345,10 @@ struct ConnectionState {
     /// Monotonic milliseconds.
     let openedAt: Timestamp
     var requests: TokenBucket
+    /// Cluster mode: a request of this connection waits for the store.
+    var awaitsStore = false
+    /// Cluster mode: frames received meanwhile, handled in order once it is answered.
+    var queued: [[UInt8]] = []
 }
 
 /// Counters the core keeps for `/metrics`.

@@ -8,8 +8,24 @@ final class Outbox {
     internal(set) var eventsQueued = 0
     /// Where fan-out sizes go (the broker's ``Broker/instrumentation``).
     weak var instrumentation: (any BrokerInstrumentation)?
+    /// Webhooks want `presence` events (`webhooks.url` set and the kind listed).
+    let notifiesPresence: Bool
+    /// Webhooks want `channel` events.
+    let notifiesChannels: Bool
+    /// Webhooks want `userStatus` events.
+    let notifiesUserStatus: Bool
 
-    init() {}
+    /// An outbox that emits ``Action/notifyBackend(_:)`` for the kinds in `backendKinds`.
+    init(backendKinds: Set<BackendEvent.Kind> = []) {
+        notifiesPresence = backendKinds.contains(.presence)
+        notifiesChannels = backendKinds.contains(.channel)
+        notifiesUserStatus = backendKinds.contains(.userStatus)
+    }
+
+    /// Queues an event for the application's backend (the caller checked that its kind is wanted).
+    func notifyBackend(_ kind: BackendEvent.Kind, _ bytes: [UInt8]) {
+        actions.append(.notifyBackend(BackendEvent(kind: kind, bytes: bytes)))
+    }
 
     /// Queues `bytes` for the session's connection; dropped while the session is held
     /// (a resumed session is rebuilt from fresh snapshots).

@@ -41,6 +41,21 @@ public enum InboundEvent: Sendable {
     case tick
     /// SIGTERM/SIGINT: end every session (`offline`), then the transport closes with 1001.
     case shutdown
+    /// Cluster mode: the replies to the commands of ``Action/store(_:_:)`` (one per command,
+    /// in order), or why none came.
+    case storeReplied(StoreTicket, Result<[StoreReply], StoreFailure>)
+    /// Cluster mode: a message on a pub/sub channel the core asked to hear (``Action/listen(_:)``).
+    case storeMessage(channel: [UInt8], payload: [UInt8])
+    /// Cluster mode: the pub/sub link came back after a loss and every channel is heard again;
+    /// events published meanwhile may be missing.
+    case storeResubscribed
+    /// Cluster mode: Redis lost the cluster's data (restarted empty): every session closes
+    /// with 1012, without events about the lost members (PROTOCOL §9).
+    case storeLost
+    /// Cluster mode: the other nodes declared this node dead while it was cut off; its
+    /// sessions are held in Redis with no node, so every connection here closes with 1001 and
+    /// its client resumes (on any node).
+    case storeFenced
     /// A server API request (PROTOCOL §10), `POST /api/v1/<op>` with its JSON body, whose
     /// key the transport already checked. The core answers with ``Action/respond(_:status:body:)``
     /// for the same id, in this or a later `handle` call; the transport keeps the exchange
@@ -56,6 +71,17 @@ public enum Action: Sendable, Equatable {
     /// Flush what is queued, then close with this code. The core has already ended the
     /// session; the transport's later `.ended` for it is ignored.
     case close(ConnectionID, CloseCode, reason: String)
+    /// Cluster mode: run these commands on the store in order and feed the replies back as
+    /// ``InboundEvent/storeReplied(_:_:)`` with the same ticket.
+    case store(StoreTicket, [StoreCommand])
+    /// Cluster mode: start hearing a pub/sub channel (``InboundEvent/storeMessage(channel:payload:)``).
+    case listen([UInt8])
+    /// Cluster mode: stop hearing a pub/sub channel.
+    case unlisten([UInt8])
+    /// Hand this event to the webhook sender (PROTOCOL §11). Emitted only when
+    /// `webhooks.url` is set and the event's kind is in `webhooks.events`, in the order the
+    /// events happened.
+    case notifyBackend(BackendEvent)
     /// Answer the server API request `id` with an HTTP `status` and this JSON body
     /// (`{"ok":true,"result":…}` or `{"ok":false,"error":…}`). The transport drops it when
     /// the client hung up meanwhile.

@@ -150,6 +150,26 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// Cluster mode on Redis (PROTOCOL §9, 1.1): with `redis` set every broker on the same
+    /// Redis and `keyPrefix` is one node of one cluster.
+    public struct Cluster: Sendable, Equatable {
+        /// `redis://[:password@]host:port[/db]`; nil runs one standalone process. Default nil.
+        public var redis: String? = nil
+        /// Prefix of every Redis key and pub/sub channel of the cluster. Default `rollcall:`.
+        public var keyPrefix = "rollcall:"
+        /// This node's id; nil picks a new random one at every start. Default nil.
+        public var nodeId: String? = nil
+        /// Seconds between a node's heartbeats. Default 1.
+        public var heartbeatSeconds = 1.0
+        /// Seconds of silence after which other nodes declare a node dead, and the most a
+        /// request waits for Redis. Default 5.
+        public var nodeTimeoutSeconds = 5.0
+        public init() {}
+
+        /// True when the broker runs as a node of a cluster.
+        public var isEnabled: Bool { redis != nil }
+    }
+
     /// Logging.
     public struct Log: Sendable, Equatable {
         /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
@@ -180,6 +200,9 @@ public struct Configuration: Sendable, Equatable {
     public var limits = Limits()
     public var storage = Storage()
     public var log = Log()
+    public var cluster = Cluster()
+    /// Webhooks to the application's backend (PROTOCOL §11, 1.1); off while `url` is nil.
+    public var webhooks = Webhooks()
     public var api = API()
 
     /// Every default.

@@ -68,8 +68,24 @@ extension ConfigurationKey {
 
             .string("log.level", \.log.level, oneOf: logLevels),
 
+            .optionalString("cluster.redis", \.cluster.redis),
+            .string("cluster.keyPrefix", \.cluster.keyPrefix),
+            .optionalString("cluster.nodeId", \.cluster.nodeId),
+            .number("cluster.heartbeatSeconds", \.cluster.heartbeatSeconds, .from(0.05, upTo: 60)),
+            .number("cluster.nodeTimeoutSeconds", \.cluster.nodeTimeoutSeconds, .from(0.2, upTo: 3600)),
             .strings("api.keys", \.api.keys),
             .optionalString("api.keyEnv", \.api.keyEnv),
+
+            .optionalString("webhooks.url", \.webhooks.url),
+            .optionalString("webhooks.secret", \.webhooks.secret),
+            .optionalString("webhooks.secretEnv", \.webhooks.secretEnv),
+            .strings("webhooks.events", \.webhooks.events),
+            .integer("webhooks.batchMaxEvents", \.webhooks.batchMaxEvents, 1...10_000),
+            .number("webhooks.batchMaxDelaySeconds", \.webhooks.batchMaxDelaySeconds, .from(0, upTo: 3600)),
+            .number("webhooks.timeoutSeconds", \.webhooks.timeoutSeconds, .from(0.1, upTo: 3600)),
+            .number("webhooks.retryMaxSeconds", \.webhooks.retryMaxSeconds, .from(0, upTo: 604_800)),
+            .integer("webhooks.queueMaxEvents", \.webhooks.queueMaxEvents, 1...100_000_000),
+            .optionalString("webhooks.caFile", \.webhooks.caFile),
         ]
     }
 }

@@ -43,6 +43,22 @@ struct ConfigurationRule {
                       !LoopbackHost.contains(configuration.listen.host) else { return nil }
                 return "\"none\" on the non-loopback listen.host \(configuration.listen.host) needs auth.allowInsecure: true"
             },
+            ConfigurationRule(path: "cluster.redis") { configuration, _ in
+                guard let url = configuration.cluster.redis else { return nil }
+                return url.hasPrefix("redis://") && url.count > "redis://".count ? nil
+                    : "must be a redis://[:password@]host:port[/db] URL (got \(JSON.string(url).compactString))"
+            },
+            ConfigurationRule(path: "cluster.keyPrefix") { configuration, _ in
+                ClusterNames.problem(withKeyPrefix: configuration.cluster.keyPrefix)
+            },
+            ConfigurationRule(path: "cluster.nodeId") { configuration, _ in
+                configuration.cluster.nodeId.flatMap(ClusterNames.problem(withNodeId:))
+            },
+            ConfigurationRule(path: "cluster.nodeTimeoutSeconds") { configuration, _ in
+                let cluster = configuration.cluster
+                return cluster.nodeTimeoutSeconds >= 2 * cluster.heartbeatSeconds ? nil
+                    : "must be at least twice cluster.heartbeatSeconds (\(seconds(cluster.heartbeatSeconds)))"
+            },
             ConfigurationRule(path: "api.keys") { configuration, _ in
                 configuration.api.keys.lazy.compactMap(ServerAPIKeys.problem(with:)).first
             },
@@ -50,7 +66,7 @@ struct ConfigurationRule {
                 guard let name = configuration.api.keyEnv, let value = environment[name], !value.isEmpty else { return nil }
                 return ServerAPIKeys.problem(with: value).map { "the environment variable \(name): \($0)" }
             },
-        ]
+        ] + webhookRules
     }
 
     private static func seconds(_ value: Double) -> String { JSONNumber(value).literal }

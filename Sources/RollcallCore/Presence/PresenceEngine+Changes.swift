@@ -38,6 +38,7 @@ extension PresenceEngine {
 
     /// Adds a user as a new member with `state` and reports the join.
     func addMember(_ user: Name, state: PresenceState, to channel: Channel) {
+        if channel.members.isEmpty { notifyBackendOfOccupancy("occupied", channel) }
         channel.members[user] = ChannelMember(state: state, sessionCount: 1)
         channel.order.insert(user)
         userChannels.add(channel.key, for: user)
@@ -67,9 +68,17 @@ extension PresenceEngine {
                     channel.pending[user] = nil
                     channel.snapshotRoster = nil
                 }
+                if channel.members.isEmpty { notifyBackendOfOccupancy("vacated", channel) }
             }
         }
         deleteIfDead(channel)
+    }
+
+    /// The channel's first member arrived (`occupied`) or its last one went (`vacated`, also
+    /// at shutdown): a `channel` event for the backend when webhooks want it.
+    private func notifyBackendOfOccupancy(_ type: String, _ channel: Channel) {
+        guard outbox.notifiesChannels else { return }
+        outbox.notifyBackend(.channel, BackendEvents.channel(type, channel: channel.key, timestamp: clock.now))
     }
 
     /// Removes the state keys whose TTL ran out: one state change per member, with every key
@@ -139,6 +148,7 @@ extension PresenceEngine {
             change.eventType, channel: channel.key, publisher: user, state: state,
             occupancy: channel.occupancy, mode: .announce, seq: channel.seq, timestamp: clock.now)
         outbox.broadcast(bytes, to: channel.presenceSubscribers.values.lazy.filter { $0.userId != user })
+        if outbox.notifiesPresence { outbox.notifyBackend(.presence, bytes) }
     }
 
     /// Sends the channel's pending net change as one `interval` event (nothing when the
@@ -172,6 +182,7 @@ extension PresenceEngine {
         let bytes = PresenceEvents.interval(
             channel: channel.key, change: change, occupancy: channel.occupancy, seq: channel.seq, timestamp: clock.now)
         outbox.broadcast(bytes, to: channel.presenceSubscribers.values)
+        if outbox.notifiesPresence { outbox.notifyBackend(.presence, bytes) }
     }
 
     // MARK: - Snapshots

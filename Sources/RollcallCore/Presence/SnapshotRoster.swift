@@ -26,6 +26,16 @@ struct SnapshotRoster {
     /// Where each entry starts in `encoded`.
     let starts: [Int]
 
+    /// A roster from its parts.
+    init(seq: Int, limit: Int, total: Int, names: [Name], encoded: [UInt8], starts: [Int]) {
+        self.seq = seq
+        self.limit = limit
+        self.total = total
+        self.names = names
+        self.encoded = encoded
+        self.starts = starts
+    }
+
     /// Encodes `entries` (the first members, in byte order) of a roster of `total` members.
     init(seq: Int, limit: Int, total: Int, entries: [(userId: Name, state: PresenceState)]) {
         self.seq = seq

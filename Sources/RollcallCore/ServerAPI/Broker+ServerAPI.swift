@@ -10,7 +10,7 @@ import RollcallProtocol
 /// pair lets an answer come later (cluster mode, where some answers need Redis).
 extension Broker {
     /// The node's id in `getInfo`; `standalone` unless the embedder names it.
-    static let standaloneNodeId = "standalone"
+    public static let standaloneNodeId = "standalone"
 
     /// Handles one server API request and queues its answer.
     func serverAPIRequest(_ id: APIRequestID, op name: String, body: [UInt8]) {
@@ -27,6 +27,8 @@ extension Broker {
         do throws(BrokerError) {
             guard let op else { throw BrokerError(.unknownOp, "the server API has no op \"\(name)\"") }
             let request = try Request.serverAPIBody(body, op: name)
+            // Cluster mode: the answer comes when Redis replied.
+            if try dispatchServerAPIToCluster(op, request, id: id) { return }
             outcome = .success(try dispatchServerAPI(op, request))
         } catch {
             metrics.errors[error.code, default: 0] += 1

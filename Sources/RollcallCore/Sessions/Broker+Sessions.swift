@@ -1,3 +1,4 @@
+import DequeModule
 import RollcallProtocol
 
 extension Broker {
@@ -5,18 +6,11 @@ extension Broker {
     func login(_ request: LoginRequest, on connection: ConnectionID) throws(BrokerError) -> JSON {
         let userId = request.userId
         let platform = request.platform
-        let token = request.token
         let customStatus = request.customStatus
         let timeoutSeconds = request.presenceTimeoutSeconds
         let resumeToken = request.resumeToken
-        if let customStatus { try userStatus.validateCustomStatus(customStatus) }
 
-        let grant: Grant
-        switch authenticator.authenticate(userId: userId, token: token, now: clock.now) {
-        case .success(let granted): grant = granted
-        case .failure(let error): throw error
-        }
-
+        let grant = try authenticateLogin(request)
         let requestedTimeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
         let now = clock.now
 
@@ -29,7 +23,8 @@ extension Broker {
         nextSessionNumber += 1
         let session = Session(
             number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
-            connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random))
+            connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random),
+            idPrefix: sessionIdPrefix)
         session.grant = grant
         directory.add(session)
         // The newcomer is in before the oldest goes, so the user never reads offline in between.
@@ -40,25 +35,53 @@ extension Broker {
         return loginResult(session, resumed: false, channels: nil)
     }
 
-    private func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
-                        customStatus: String?) -> JSON {
+    /// Checks the login's custom status and token; the grant the token gives.
+    func authenticateLogin(_ request: LoginRequest) throws(BrokerError) -> Grant {
+        if let customStatus = request.customStatus { try userStatus.validateCustomStatus(customStatus) }
+        switch authenticator.authenticate(userId: request.userId, token: request.token, now: clock.now) {
+        case .success(let granted): return granted
+        case .failure(let error): throw error
+        }
+    }
+
+    func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
+                customStatus: String?, token: ResumeToken? = nil, kept: (events: [[UInt8]], dropped: Int)? = nil) -> JSON {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        directory.attach(session, to: connection, newToken: ResumeToken(using: &random))
+        directory.attach(session, to: connection, newToken: token ?? ResumeToken(using: &random))
         session.presenceTimeoutMs = presenceTimeoutMs
         session.grant = grant
         loginDeadlines.cancel(connection)
         metrics.logins += 1
         metrics.resumes += 1
-        let channels = presence.sessionResumed(session)
         // The messages kept while it was held go right after the snapshots, in order.
-        let held = session.heldMessages.takeAll()
-        for event in held.events { outbox.send(event, to: session) }
-        userStatus.sessionResumed(session, customStatus: customStatus)
+        // Cluster mode: what arrived before the hold was recorded is here, the rest in Redis
+        // (handed over by the claim).
+        var held = session.heldMessages.takeAll()
+        session.messagesKeptInStore = false
+        if let kept {
+            held.events.append(contentsOf: kept.events)
+            held.dropped += kept.dropped
+        }
+        let channels: [JSON]
+        if clusterPresence != nil {
+            // Cluster mode: the snapshots come from Redis after the reply, then the kept
+            // messages (see `clusterLogin`).
+            channels = session.presence.joined.keys.sorted().map(\.json)
+            resumedMessages[session.number] = Array(held.events)
+        } else {
+            channels = presence.sessionResumed(session)
+            for event in held.events { outbox.send(event, to: session) }
+        }
+        if let clusterUserStatus {
+            clusterUserStatus.sessionResumed(session, customStatus: customStatus)
+        } else {
+            userStatus.sessionResumed(session, customStatus: customStatus)
+        }
         return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
 
-    private func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
+    func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
         let limits = configuration.limits
         let state = configuration.state
         var limitMembers: [(key: String, value: JSON)] = []
@@ -111,6 +134,7 @@ extension Broker {
         session.heldSince = clock.now
         heldSessions[session.number] = session
         holdDeadlines.schedule(session.number, at: clock.monotonic + session.presenceTimeoutMs)
+        if clusterPresence != nil { clusterSessionHeld(session) }
         metrics.sessionEnds["held_\(cause.rawValue)", default: 0] += 1
     }
 
@@ -121,9 +145,19 @@ extension Broker {
         }
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        presence.sessionEnded(session, how)
+        if clusterPresence != nil {
+            clusterSessionEnded(session, how)
+        } else {
+            presence.sessionEnded(session, how)
+        }
         directory.remove(session)
-        userStatus.sessionEnded(session, how)
+        if let clusterUserStatus {
+            // Cluster mode: the record follows in Redis (`endInCluster`; after a shutdown the
+            // session is handed over, held, and the user stays online).
+            clusterUserStatus.sessionLeftNode(session)
+        } else {
+            userStatus.sessionEnded(session, how)
+        }
         metrics.sessionEnds["\(how)", default: 0] += 1
     }
 }

@@ -27,11 +27,15 @@ public final class Session {
     var presence = SessionPresence()
     /// `message` events that arrived while held, for the resume.
     var heldMessages = HeldMessages()
+    /// Cluster mode: Redis keeps this held session's messages now (its hold is recorded);
+    /// until then the node keeps them itself.
+    var messagesKeptInStore = false
 
     init(number: UInt64, userId: Name, platform: Platform, startedAt: Timestamp,
-         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken) {
+         connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken, idPrefix: String = "",
+         sessionId: String? = nil) {
         self.number = number
-        self.sessionId = "s\(number)-\(token.text.prefix(6))"
+        self.sessionId = sessionId ?? "\(idPrefix)s\(number)-\(token.text.prefix(6))"
         self.userId = userId
         self.platform = platform
         self.startedAt = startedAt

@@ -4,6 +4,10 @@ public final class SessionDirectory {
     /// Most users have one session: it is stored inline, without an array of its own.
     private var byUser: [Name: UserSessions] = [:]
     private var byResumeToken: [ResumeToken: Session] = [:]
+    /// Cluster mode only: sessions by their public id (control messages name them so).
+    private var byId: [String: Session] = [:]
+    /// True when sessions are indexed by id (cluster mode).
+    var indexesIds = false
 
     init() {}
 
@@ -12,6 +16,9 @@ public final class SessionDirectory {
 
     /// The session a connection carries.
     public func session(on connection: ConnectionID) -> Session? { byConnection[connection] }
+
+    /// The session with this public id (cluster mode).
+    func session(id: String) -> Session? { byId[id] }
 
     /// The held session this token resumes.
     func heldSession(resumeToken: String) -> Session? {
@@ -36,6 +43,7 @@ public final class SessionDirectory {
             byUser[session.userId] = .one(session)
         }
         byResumeToken[session.token] = session
+        if indexesIds { byId[session.sessionId] = session }
     }
 
     func detach(_ session: Session) {
@@ -54,6 +62,7 @@ public final class SessionDirectory {
 
     func remove(_ session: Session) {
         if let connection = session.connection { byConnection[connection] = nil }
+        if indexesIds { byId[session.sessionId] = nil }
         byResumeToken[session.token] = nil
         guard let existing = byUser[session.userId] else { return }
         let rest = existing.list.filter { $0 !== session }

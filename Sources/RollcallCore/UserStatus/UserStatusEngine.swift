@@ -213,7 +213,9 @@ final class UserStatusEngine {
         users[user.userId] = user
         store.write(.upsertUser(user))
         guard changed else { return }
-        let bytes = StatusEvents.userStatus([UserStatusRecord(stored: user, platforms: platforms(of: user.userId))])
+        let record = UserStatusRecord(stored: user, platforms: platforms(of: user.userId))
+        let bytes = StatusEvents.userStatus([record])
+        if outbox.notifiesUserStatus { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
         outbox.fanOut {
             for subscriber in book.subscribers(of: user.userId) {
                 for session in directory.sessions(of: subscriber) {

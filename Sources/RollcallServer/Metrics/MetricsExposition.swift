@@ -34,6 +34,22 @@ final class MetricsExposition {
         return page
     }
 
+    /// The webhook series (only while webhooks are on).
+    private func updateWebhooks(_ w: WebhookMetrics) {
+        let c = w.counters
+        series.counter("rollcall_webhook_events_queued_total", "Events handed to the webhook queue", total: c.queued)
+        series.counter("rollcall_webhook_events_delivered_total", "Webhook events acknowledged with a 2xx", total: c.deliveredEvents)
+        series.counter("rollcall_webhook_batches_delivered_total", "Webhook batches acknowledged with a 2xx", total: c.deliveredBatches)
+        series.counter("rollcall_webhook_attempts_failed_total",
+                       "Webhook POSTs that failed (non-2xx, timeout, connection error); each retry counts", total: c.failedAttempts)
+        let dropped = "Webhook events dropped, by reason"
+        series.counter("rollcall_webhook_events_dropped_total", dropped, [("reason", WebhookDropReason.overflow.rawValue)],
+                       total: c.droppedOverflow)
+        series.counter("rollcall_webhook_events_dropped_total", dropped, [("reason", WebhookDropReason.retriesExhausted.rawValue)],
+                       total: c.droppedRetriesExhausted)
+        series.gauge("rollcall_webhook_queue_events", "Webhook events waiting (besides the batch in flight)", w.waitingEvents)
+    }
+
     private func update(_ s: MetricsSnapshot) {
         let t = s.transport, core = s
         series.gauge("rollcall_up", "1 while the broker accepts connections", s.accepting ? 1 : 0)
@@ -47,6 +63,10 @@ final class MetricsExposition {
         series.gauge("rollcall_interval_flushes_pending",
                      "Channels in interval mode with changes waiting for their next interval event", s.intervalFlushesPending)
         series.gauge("rollcall_subscriptions", "User-status subscriptions held", s.subscriptions)
+        if let cluster = s.cluster {
+            series.gauge("rollcall_cluster_nodes", "Live nodes of the cluster this node sees, itself included", cluster.nodes)
+            series.gauge("rollcall_redis_connected", "1 while this node reaches the cluster's Redis, else 0", cluster.redisConnected ? 1 : 0)
+        }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)
         series.counter("rollcall_storage_dropped_writes_total",
@@ -90,6 +110,7 @@ final class MetricsExposition {
                        total: t.connectionsRefused)
         series.counter("rollcall_connections_closed_at_accept_total", "Of those, closed as soon as accepted (the 503 band was full)",
                        total: t.connectionsClosedAtAccept)
+        if let webhooks = s.webhooks { updateWebhooks(webhooks) }
         for (status, count) in t.httpResponses {
             series.counter("rollcall_http_responses_total", "HTTP responses, by status", [("status", String(status))], total: count)
         }

@@ -28,6 +28,17 @@ struct MetricsSnapshot {
     /// The connection cap (``ConnectionCap``) and the descriptors the connections hold now.
     var connectionCap = 0
     var descriptorsInUse = 0
+    /// Cluster mode: nodes seen alive (this one included) and whether Redis is connected; nil on one node.
+    var cluster: (nodes: Int, redisConnected: Bool)?
+    /// The webhook sender's totals; nil while webhooks are off.
+    var webhooks: WebhookMetrics?
+}
+
+/// What `/metrics` shows about webhooks (PROTOCOL §11).
+struct WebhookMetrics {
+    var counters: WebhookCounters
+    /// Events waiting in the queue now (not counting the batch in flight).
+    var waitingEvents: Int
 }
 
 extension MetricsSnapshot {

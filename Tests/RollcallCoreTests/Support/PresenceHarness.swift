@@ -15,6 +15,8 @@ final class PresenceHarness {
     private var pendingEvents: [ConnectionID: [JSON]] = [:]
     /// Raw bytes of every event, per connection, in order (to check shared encodings).
     private(set) var rawEvents: [ConnectionID: [[UInt8]]] = [:]
+    /// Events handed to the webhook sender, in order.
+    private(set) var backendEvents: [BackendEvent] = []
     /// Close codes the broker sent.
     private(set) var closes: [ConnectionID: CloseCode] = [:]
     /// Close reasons the broker sent.
@@ -56,6 +58,10 @@ final class PresenceHarness {
             case .close(let connection, let code, let reason):
                 closes[connection] = code
                 closeReasons[connection] = reason
+            case .store, .listen, .unlisten:
+                Issue.record("a standalone broker asked the cluster store")
+            case .notifyBackend(let event):
+                backendEvents.append(event)
             case .respond(let id, let status, let body):
                 apiAnswers[id] = (status, (try? JSONParser.parse(body)) ?? .null)
             }

@@ -47,9 +47,10 @@ final class BrokerProcess: @unchecked Sendable {
     /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
     /// `listening on HOST:PORT`. A non-empty `wrapper` is a command the broker's command line
     /// is appended to, e.g. `["/bin/sh", "-c", "ulimit -n 128 && exec \"$@\"", "sh"]`.
-    /// `blockedSignals` start blocked in the broker's signal mask.
+    /// `blockedSignals` start blocked in the broker's signal mask. `port` 0 (the default) lets
+    /// the broker pick a free one; a cluster node restarted in place passes its old port.
     init(config: [String: Any] = [:], startTimeout: TimeInterval = 15, wrapper: [String] = [],
-         blockedSignals: [Int32] = []) throws {
+         blockedSignals: [Int32] = [], port requestedPort: Int = 0) throws {
         let merged = Self.merge(Self.baseConfig, config)
         configURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("rollcall-test-\(UUID().uuidString).json")
@@ -57,7 +58,7 @@ final class BrokerProcess: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw HarnessError("broker binary not found at \(Self.binary) (run `swift build` or set ROLLCALL_BINARY)")
         }
-        let command = wrapper + [Self.binary, "--config", configURL.path, "--port", "0"]
+        let command = wrapper + [Self.binary, "--config", configURL.path, "--port", String(requestedPort)]
         let child = try ChildProcess(
             executable: command[0], arguments: Array(command.dropFirst()),
             directory: Self.packageRoot.path, blockedSignals: blockedSignals)
@@ -189,6 +190,17 @@ final class OutputCollector: @unchecked Sendable {
 
     var stdoutText: String { cond.withLock { String(decoding: stdout, as: UTF8.self) } }
     var stderrText: String { cond.withLock { String(decoding: stderr, as: UTF8.self) } }
+
+    /// Waits until stderr contains `text`.
+    func waitForStderr(containing text: String, timeout: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        cond.lock()
+        defer { cond.unlock() }
+        while !String(decoding: stderr, as: UTF8.self).contains(text) {
+            if !cond.wait(until: deadline) { return String(decoding: stderr, as: UTF8.self).contains(text) }
+        }
+        return true
+    }
 
     /// Waits for a complete stdout line starting with `prefix`.
     func waitForStdoutLine(prefix: String, timeout: TimeInterval) -> String? {

@@ -30,3 +30,14 @@ enum ExternalCommand {
         return nil
     }
 }
+
+extension ExternalCommand {
+    /// Runs the broker binary on `config` (written to a temporary file) until it exits, for
+    /// start checks that must refuse; throws if it is still running after `timeout`.
+    static func runBroker(config: [String: Any], timeout: TimeInterval = 15) throws -> (status: Int32, stdout: String, stderr: String) {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-refused-\(UUID().uuidString).json")
+        try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys]).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        return try run(BrokerProcess.binary, ["--config", url.path, "--port", "0"], timeout: timeout)
+    }
+}

@@ -161,3 +161,9 @@ extension RollcallConnection {
         try eventsAfterBarrier().filter { $0.name == "presence" }
     }
 }
+
+/// `value` without its `seq` member (listings of PROTOCOL 1.1 carry one; see ``PresenceOpsTests``).
+func withoutSeq(_ value: JSON) -> JSON {
+    guard let object = value.objectValue else { return value }
+    return .object(JSONObject(object.members.filter { $0.key != "seq" }))
+}

@@ -87,14 +87,18 @@ extension RollcallConnection {
     }
 }
 
-extension BrokerProcess {
-    /// Opens a WebSocket and logs in as `userId` on `platform`; throws unless the login succeeds.
+extension BrokerUnderTest {
+    /// Opens a WebSocket and logs in as `userId` on `platform`; throws unless the login
+    /// succeeds. In a cluster each call lands on another node.
     func session(_ userId: String, platform: String, customStatus: String? = nil) throws -> RollcallConnection {
         let connection = try connect()
         let reply = try connection.login(userId: userId, platform: platform, customStatus: customStatus)
         guard reply.ok else { throw HarnessError("login of \(userId) failed: \(reply)") }
         return connection
     }
+}
+
+extension BrokerProcess {
 
     /// Runs the broker with `baseConfig` merged with `config` and expects it to exit on its
     /// own (a start-up refusal); returns the exit status and stderr, nil if it kept running

@@ -99,8 +99,11 @@ public final class RedisServer: @unchecked Sendable {
         ]
         if let password { arguments += ["--requirepass", password] }
         process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        // No FileHandle for its output (it logs to `--logfile`): Foundation's Process closes
+        // the handles it is given in this process after the spawn, and `FileHandle.nullDevice`
+        // is one shared descriptor, so the second redis-server's spawn closed whatever socket
+        // had reused that number by then — an lws client socket here (libwebsockets asserted
+        // in `sanity_assert_no_sockfd_traces`).
         try process.run()
         self.process = process
         let deadline = Date().addingTimeInterval(timeout)

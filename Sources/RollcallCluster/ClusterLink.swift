@@ -1,0 +1,225 @@
+import Logging
+import RollcallCore
+import RollcallEventLoop
+import RollcallRedis
+
+/// The transport's half of cluster mode (PROTOCOL §9): runs the core's store commands on
+/// Redis and feeds the answers back as events, on the service thread's libev loop — no
+/// thread, no lock. One connection carries commands, one pub/sub (``RedisSubscriber``).
+///
+/// ```swift
+/// let link = try ClusterLink(configuration: configuration, nodeId: id, loop: eventLoop, logger: logger)
+/// link.deliver = { event in server.feed(event) }        // replies, pub/sub messages
+/// link.start()
+/// link.perform(action)                                  // .store / .listen / .unlisten
+/// ```
+public final class ClusterLink {
+    /// The Redis the cluster shares (`cluster.redis`).
+    public let endpoint: RedisEndpoint
+    /// This node's id.
+    public let nodeId: String
+    /// Where replies and pub/sub messages go, as the core's events.
+    public var deliver: ((InboundEvent) -> Void)?
+    /// Nodes seen alive at the last heartbeat, this one included (`rollcall_cluster_nodes`).
+    public private(set) var liveNodes = 0
+
+    let configuration: Configuration
+    let logger: Logger
+    let commands: RedisConnection
+    let subscriber: RedisSubscriber
+    let heartbeat: NodeHeartbeat
+    private var scripts: [StoreScript: RedisScript] = [:]
+    private var subscribedOnce = false
+    private var hadOutage = false
+
+    /// A link for `configuration.cluster` on `loop`. Throws ``ClusterError`` for a bad `cluster.redis`.
+    /// The cluster's epoch when this node joined (`P meta`); a different or missing one
+    /// means Redis lost the cluster's data.
+    public private(set) var epoch: String?
+
+    public init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
+        self.epoch = epoch
+        guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
+        do {
+            endpoint = try RedisEndpoint(parsing: url)
+        } catch {
+            throw ClusterError(.invalidConfiguration, "cluster.redis: \(error)")
+        }
+        self.configuration = configuration
+        self.nodeId = nodeId
+        self.logger = logger
+        let timings = ClusterLink.timings(configuration.cluster)
+        commands = RedisConnection(endpoint: endpoint, loop: loop, timings: timings)
+        subscriber = RedisSubscriber(
+            endpoint: endpoint, loop: loop, publisher: commands,
+            probeChannelPrefix: configuration.cluster.keyPrefix + "probe:", timings: timings)
+        heartbeat = NodeHeartbeat(configuration: configuration, nodeId: nodeId, loop: loop)
+    }
+
+    /// The Redis client's timings for a cluster section: an outage is noticed within
+    /// `nodeTimeoutSeconds` (watchdog plus subscriber probe, docs/cluster.md).
+    static func timings(_ cluster: Configuration.Cluster) -> RedisTimings {
+        let probe = max(0.05, min(1, cluster.nodeTimeoutSeconds / 4))
+        return RedisTimings(timeoutSeconds: max(0.1, cluster.nodeTimeoutSeconds - probe), probeIntervalSeconds: probe)
+    }
+
+    /// True while both connections are up.
+    public var isConnected: Bool { commands.state.isConnected && subscriber.state.isConnected }
+
+    /// The `/healthz` reason while Redis cannot be reached (nil while it can).
+    public var healthProblem: String? {
+        if case .disconnected(let error) = commands.state { return "cluster: Redis unreachable (\(error))" }
+        if case .disconnected(let error) = subscriber.state { return "cluster: Redis pub/sub unreachable (\(error))" }
+        return nil
+    }
+
+    /// Connects both links and starts the heartbeat.
+    public func start() {
+        commands.onStateChange = { [weak self] state in
+            guard let self else { return }
+            switch state {
+            case .connected:
+                logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
+                if hadOutage { markGrace() }
+            case .disconnected(let error):
+                hadOutage = true
+                logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
+            }
+        }
+        subscriber.subscribe(configuration.cluster.keyPrefix + "n:" + nodeId)
+        subscriber.onMessage = { [weak self] channel, payload in
+            self?.deliver?(.storeMessage(channel: channel, payload: payload))
+        }
+        subscriber.onResubscribed = { [weak self] in
+            guard let self else { return }
+            // After the first subscription nothing can have been missed; after a loss, maybe.
+            if subscribedOnce { deliver?(.storeResubscribed) }
+            subscribedOnce = true
+        }
+        commands.start()
+        subscriber.start()
+        heartbeat.onBeat = { [weak self] count, epoch, declaredDead in
+            guard let self else { return }
+            liveNodes = count
+            if epoch != self.epoch {
+                dataLost()
+            } else if declaredDead {
+                logger.error("cluster: the other nodes declared this node dead (it was silent too long); its sessions were handed over")
+                deliver?(.storeFenced)
+            }
+        }
+        heartbeat.start(on: commands)
+    }
+
+    /// Carries out one of the core's cluster actions; other actions are not this link's.
+    public func perform(_ action: Action) {
+        switch action {
+        case .store(let ticket, let list):
+            run(list, ticket: ticket)
+        case .listen(let channel):
+            subscriber.subscribe(channel)
+        case .unlisten(let channel):
+            subscriber.unsubscribe(channel)
+        default:
+            break
+        }
+    }
+
+    /// Back after an outage: every node gets a full `nodeTimeoutSeconds` to heartbeat again
+    /// before anyone is declared dead (the reaper measures from `P meta` `grace`).
+    private func markGrace() {
+        let script = RedisScript("""
+            local clock = redis.call('TIME')
+            redis.call('HSET', ARGV[1], 'grace', tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+            return 1
+            """)
+        script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta"]) { _ in }
+    }
+
+    /// Redis lost the cluster's data (restarted empty): every local session is closed with
+    /// 1012 and the node registers again in a new, empty cluster (PROTOCOL §9).
+    private func dataLost() {
+        logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
+        deliver?(.storeLost)
+        epoch = nil
+        ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let epoch): self.epoch = epoch
+            case .failure(let error): logger.error("cluster: could not register again", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Stops heartbeats and closes both connections.
+    public func close() {
+        heartbeat.stop()
+        subscriber.close()
+        commands.close()
+    }
+
+    /// Sends every command at once (they run in order on one connection) and answers the
+    /// ticket when the last reply is in, or at the first failure.
+    private func run(_ list: [StoreCommand], ticket: StoreTicket) {
+        guard !list.isEmpty else {
+            deliver?(.storeReplied(ticket, .success([])))
+            return
+        }
+        var replies = [StoreReply?](repeating: nil, count: list.count)
+        var remaining = list.count
+        var failed = false
+        for (index, command) in list.enumerated() {
+            let completion: RedisConnection.Completion = { [weak self] result in
+                guard let self, !failed else { return }
+                switch result {
+                case .success(let reply):
+                    replies[index] = StoreReply(reply)
+                case .failure(let error) where error.code == .errorReply:
+                    logger.error("cluster: Redis refused a command", metadata: ["error": "\(error.message)"])
+                    replies[index] = .error(error.message)
+                case .failure(let error):
+                    failed = true
+                    deliver?(.storeReplied(ticket, .failure(StoreFailure(error))))
+                    return
+                }
+                remaining -= 1
+                if remaining == 0 { deliver?(.storeReplied(ticket, .success(replies.map { $0 ?? .null }))) }
+            }
+            switch command {
+            case .command(let words):
+                commands.send(words, completion: completion)
+            case .script(let script, let arguments):
+                redisScript(script).run(on: commands, arguments: arguments, completion: completion)
+            }
+        }
+    }
+
+    private func redisScript(_ script: StoreScript) -> RedisScript {
+        if let cached = scripts[script] { return cached }
+        let made = RedisScript(script.source)
+        scripts[script] = made
+        return made
+    }
+}
+
+extension StoreReply {
+    /// The core's copy of a Redis reply.
+    init(_ reply: RedisReply) {
+        switch reply {
+        case .status(let text): self = .status(text)
+        case .error(let text): self = .error(text)
+        case .integer(let value): self = .integer(value)
+        case .bulk(let bytes): self = .bulk(bytes)
+        case .array(let elements): self = .array(elements.map(StoreReply.init))
+        case .null: self = .null
+        }
+    }
+}
+
+extension StoreFailure {
+    /// What a request that needed Redis is answered when the link failed: `UNAVAILABLE`
+    /// with `retryAfterMs` (PROTOCOL §9).
+    init(_ error: RedisError) {
+        self.init(.unavailable, "the cluster store is unreachable (\(error.code.rawValue))", retryAfterMs: error.retryAfterMs ?? 1000)
+    }
+}

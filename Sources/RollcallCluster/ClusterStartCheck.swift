@@ -1,0 +1,140 @@
+import Foundation
+import RollcallCore
+import RollcallEventLoop
+import RollcallRedis
+
+/// What a node checks in Redis before it serves (PROTOCOL §9), on a loop of its own:
+/// - the key prefix is the cluster's, not foreign data: `P meta` says `format rollcall-1`,
+///   or Redis holds no key under the prefix at all (then this node writes `P meta`);
+/// - its `presence`, `state`, `userStatus` and `limits` sections equal those of every live node;
+/// - then it registers itself (`P node:<id>`, `P nodes`).
+public enum ClusterStartCheck {
+    /// The format written in `P meta`.
+    static let format = "rollcall-1"
+
+    /// Claims the prefix, compares sections with live nodes, registers the node.
+    /// Arguments: prefix, format, new epoch, node id, timeout ms, then name/value pairs of sections.
+    static let register = RedisScript("""
+        local prefix, format, epoch, node, timeoutMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+        local meta = prefix .. 'meta'
+        local found = redis.call('HGET', meta, 'format')
+        if not found then
+          if redis.call('EXISTS', meta) == 1 then return {'foreign', meta} end
+          local scan = redis.call('SCAN', '0', 'MATCH', prefix .. '*', 'COUNT', 1000)
+          local cursor, keys = scan[1], scan[2]
+          while #keys == 0 and cursor ~= '0' do
+            scan = redis.call('SCAN', cursor, 'MATCH', prefix .. '*', 'COUNT', 1000)
+            cursor, keys = scan[1], scan[2]
+          end
+          if #keys > 0 then return {'foreign', keys[1]} end
+          redis.call('HSET', meta, 'format', format, 'epoch', epoch)
+        elseif found ~= format then
+          return {'foreign', meta}
+        end
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        local live = redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeoutMs, '+inf')
+        for _, other in ipairs(live) do
+          if other ~= node then
+            for i = 6, #ARGV, 2 do
+              local theirs = redis.call('HGET', prefix .. 'node:' .. other, 'section:' .. ARGV[i])
+              if theirs and theirs ~= ARGV[i + 1] then return {'mismatch', ARGV[i], other} end
+            end
+          end
+        end
+        -- An earlier run with this id left sessions: held now with no node, never resurrected.
+        for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
+          local skey = prefix .. 's:' .. id
+          local held = tonumber(redis.call('HGET', skey, 'heldUntil') or '0')
+          if held == 0 then held = now + tonumber(redis.call('HGET', skey, 'timeout') or '0') end
+          redis.call('HSET', skey, 'node', '', 'heldUntil', held)
+          redis.call('ZADD', prefix .. 'held', held, id)
+        end
+        redis.call('DEL', prefix .. 'ns:' .. node)
+        local key = prefix .. 'node:' .. node
+        redis.call('DEL', key)
+        redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)
+        for i = 6, #ARGV, 2 do redis.call('HSET', key, 'section:' .. ARGV[i], ARGV[i + 1]) end
+        redis.call('ZADD', prefix .. 'nodes', now, node)
+        return {'ok', redis.call('HGET', meta, 'epoch')}
+        """)
+
+    /// The register script's arguments for this node.
+    static func arguments(configuration: Configuration, nodeId: String) -> [String] {
+        var arguments = [
+            configuration.cluster.keyPrefix, format, UUID().uuidString.lowercased(), nodeId,
+            String(Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded())),
+        ]
+        for name in Configuration.sharedClusterSections {
+            arguments += [name, configuration.canonicalSection(name) ?? ""]
+        }
+        return arguments
+    }
+
+    /// After Redis lost the data: registers the node again on a running link.
+    static func registerAgain(configuration: Configuration, nodeId: String, on connection: RedisConnection,
+                              then done: @escaping (Result<String, ClusterError>) -> Void) {
+        register.run(on: connection, keys: [], arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+            done(interpret(result, configuration: configuration))
+        }
+    }
+
+    /// Runs the checks; throws ``ClusterError`` naming `cluster.keyPrefix`, the differing
+    /// section, or an unreachable Redis. Returns the cluster's epoch.
+    @discardableResult
+    public static func run(configuration: Configuration, nodeId: String) throws(ClusterError) -> String {
+        guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
+        let endpoint: RedisEndpoint
+        do {
+            endpoint = try RedisEndpoint(parsing: url)
+        } catch {
+            throw ClusterError(.invalidConfiguration, "cluster.redis: \(error)")
+        }
+        guard let loop = EventLoop() else { throw ClusterError(.unreachable, "cluster mode needs libev (libev4), which could not be loaded") }
+        defer { loop.destroy() }
+        let timeout = configuration.cluster.nodeTimeoutSeconds
+        let connection = RedisConnection(endpoint: endpoint, loop: loop, timings: RedisTimings(timeoutSeconds: timeout))
+        defer { connection.close() }
+        connection.start()
+        var outcome: Result<RedisReply, RedisError>?
+        let deadline = Date().addingTimeInterval(timeout)
+        let tick = LoopTimer(loop: loop) {}
+        defer { tick.cancel() }
+        var sent = false
+        while outcome == nil, Date() < deadline {
+            if !sent, connection.state.isConnected {
+                sent = true
+                register.run(on: connection, keys: [], arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
+            }
+            tick.schedule(after: 0.01)
+            loop.runOnce()
+        }
+        guard let outcome else {
+            throw ClusterError(.unreachable, "cluster.redis: no answer from \(endpoint) within \(timeout) s (cluster.nodeTimeoutSeconds)")
+        }
+        return try interpret(outcome, configuration: configuration).get()
+    }
+
+    /// The register script's answer: the epoch, or why the node must not serve.
+    private static func interpret(_ outcome: Result<RedisReply, RedisError>, configuration: Configuration) -> Result<String, ClusterError> {
+        Result { () throws(ClusterError) -> String in
+        switch outcome {
+        case .failure(let error):
+            throw ClusterError(.unreachable, "cluster.redis: \(error)")
+        case .success(let reply):
+            let words = reply.elements?.map { $0.text ?? "" } ?? []
+            switch words.first {
+            case "ok":
+                return words.count > 1 ? words[1] : ""
+            case "foreign":
+                throw ClusterError(.foreignData, "cluster.keyPrefix: Redis holds keys under \"\(configuration.cluster.keyPrefix)\" that no Rollcall node wrote (e.g. \(words.count > 1 ? words[1] : "?")); choose another prefix")
+            case "mismatch":
+                let section = words.count > 1 ? words[1] : "?"
+                throw ClusterError(.configurationMismatch, "\(section): this section differs from the running node \(words.count > 2 ? words[2] : "?")'s; every node of a cluster needs the same \(Configuration.sharedClusterSections.joined(separator: ", ")) sections")
+            default:
+                throw ClusterError(.unreachable, "cluster.redis: unexpected answer to the start check")
+            }
+        }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import RollcallCore
+import RollcallEventLoop
+import RollcallRedis
+
+/// A node's heartbeat (PROTOCOL §9): every `cluster.heartbeatSeconds` it writes Redis' time
+/// into the cluster's node set and counts the nodes heard within `nodeTimeoutSeconds`.
+final class NodeHeartbeat {
+    let nodeId: String
+    let keyPrefix: String
+    let intervalSeconds: Double
+    let timeoutMs: Int64
+    /// After each beat: the number of live nodes, the cluster's epoch (`P meta`; nil when
+    /// Redis has none, i.e. it lost the cluster's data), and whether this node had been
+    /// removed from the live nodes (declared dead by the others) since its last beat.
+    var onBeat: ((Int, String?, Bool) -> Void)?
+    private var timer: LoopTimer!
+    private var beats = 0
+    private weak var connection: RedisConnection?
+
+    /// Writes the beat and counts live nodes, in one step with Redis' clock.
+    static let beat = RedisScript("""
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        -- Every node silent for the timeout means Redis was out of reach (or stopped), not that
+        -- nodes died: the first beat after such a silence opens a grace window (PROTOCOL §9).
+        local last = tonumber(redis.call('HGET', ARGV[5], 'lastBeat') or '0')
+        if last > 0 and now - last >= tonumber(ARGV[4]) then redis.call('HSET', ARGV[5], 'grace', now) end
+        redis.call('HSET', ARGV[5], 'lastBeat', now)
+        local added = redis.call('ZADD', ARGV[1], now, ARGV[2])
+        redis.call('HSET', ARGV[3], 'lastHeartbeat', now)
+        return {redis.call('ZCOUNT', ARGV[1], now - tonumber(ARGV[4]), '+inf'), redis.call('HGET', ARGV[5], 'epoch') or false, added}
+        """)
+
+    init(configuration: Configuration, nodeId: String, loop: EventLoop) {
+        self.nodeId = nodeId
+        keyPrefix = configuration.cluster.keyPrefix
+        intervalSeconds = configuration.cluster.heartbeatSeconds
+        timeoutMs = Int64((configuration.cluster.nodeTimeoutSeconds * 1000).rounded())
+        timer = LoopTimer(loop: loop) { [unowned self] in self.fire() }
+    }
+
+    func start(on connection: RedisConnection) {
+        self.connection = connection
+        fire()
+    }
+
+    func stop() { timer.cancel() }
+
+    private func fire() {
+        timer.schedule(after: intervalSeconds)
+        guard let connection, connection.state.isConnected else { return }
+        let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs), keyPrefix + "meta"]
+        Self.beat.run(on: connection, keys: [], arguments: arguments) { [weak self] result in
+            guard let self, case .success(let reply) = result, let elements = reply.elements,
+                  let count = elements.first?.integer else { return }
+            let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
+            beats += 1
+            onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+/// The names cluster mode uses in Redis, every one under `cluster.keyPrefix` (docs/cluster.md,
+/// "Keys"). A name inside a key is written as `<byte count>:<name>`, so that no channel or
+/// user name can make one key look like another (`a:m` is not `a` + `:m`).
+struct ClusterKeys {
+    /// `cluster.keyPrefix`.
+    let prefix: String
+
+    /// The keys and arguments of one channel.
+    struct ChannelKeys {
+        /// `P c:<t>:<n>:<name>`: the channel's hash (`seq`, `mode`, `due`, `ml`, `ih`); its
+        /// members, states, counts, sessions and pending changes are this key plus `:m`,
+        /// `:st`, `:n`, `:s`, `:pend`.
+        let base: String
+        /// `<t>:<n>:<name>`: the channel's id in sets of channels.
+        let id: String
+        /// `P e:<id>`: the pub/sub channel of its events.
+        let events: String
+        /// `<t><name>`: its entry in the cluster's list of channels (message before stream, byte order).
+        let listEntry: String
+    }
+
+    /// The keys of `channel`.
+    func channel(_ channel: ChannelKey) -> ChannelKeys {
+        let id = Self.channelId(channel)
+        return ChannelKeys(
+            base: prefix + "c:" + id, id: id, events: prefix + "e:" + id,
+            listEntry: (channel.type == .message ? "m" : "s") + channel.name.string)
+    }
+
+    /// `<t>:<n>:<name>` of a channel.
+    static func channelId(_ channel: ChannelKey) -> String {
+        (channel.type == .message ? "m:" : "s:") + lengthPrefixed(channel.name.string)
+    }
+
+    /// The channel a `<t>:<n>:<name>` id names; nil when it is not one.
+    static func channel(fromId id: String) -> ChannelKey? {
+        let utf8 = Array(id.utf8)
+        guard utf8.count > 4, utf8[1] == UInt8(ascii: ":") else { return nil }
+        let type: ChannelType
+        switch utf8[0] {
+        case UInt8(ascii: "m"): type = .message
+        case UInt8(ascii: "s"): type = .stream
+        default: return nil
+        }
+        guard let colon = utf8[2...].firstIndex(of: UInt8(ascii: ":")),
+              let count = Int(String(decoding: utf8[2..<colon], as: UTF8.self)),
+              utf8.count - colon - 1 == count else { return nil }
+        return ChannelKey(type: type, name: Name(unchecked: String(decoding: utf8[(colon + 1)...], as: UTF8.self)))
+    }
+
+    /// `P uc:<n>:<user>`: the channels a user is a member of (`getUserChannels`).
+    func userChannels(_ user: Name) -> String { prefix + "uc:" + Self.lengthPrefixed(user.string) }
+
+    /// `P sc:<session>`: the channels a session joined (so any node can end it).
+    func sessionChannels(_ sessionId: String) -> String { prefix + "sc:" + sessionId }
+
+    /// `P channels`: every channel with members (`getChannels`).
+    var allChannels: String { prefix + "channels" }
+
+    /// `P due`: channels with an interval flush due, by Redis time.
+    var dueFlushes: String { prefix + "due" }
+
+    /// `P meta`: the cluster's format and epoch.
+    var meta: String { prefix + "meta" }
+
+    /// `P nodes`: live nodes by their last heartbeat (Redis ms).
+    var nodes: String { prefix + "nodes" }
+
+    /// `P node:<id>`: a node's incarnation, start and configuration sections.
+    func node(_ nodeId: String) -> String { prefix + "node:" + nodeId }
+
+    /// The probe channels of the subscriber (`RedisSubscriber`).
+    var probeChannelPrefix: String { prefix + "probe:" }
+
+    static func lengthPrefixed(_ name: String) -> String { "\(name.utf8.count):" + name }
+}

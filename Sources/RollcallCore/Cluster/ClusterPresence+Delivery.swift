@@ -1,0 +1,261 @@
+import RollcallProtocol
+
+/// This node's side of cluster presence: which local sessions are in which channel, the
+/// events that come from Redis pub/sub, snapshots, gaps, and the interval flushes it runs.
+extension ClusterPresence {
+    // MARK: - Local sessions
+
+    /// The local view of `key`, created (and heard) on first use.
+    func localChannel(_ key: ChannelKey) -> LocalChannel {
+        if let channel = local[key] { return channel }
+        let channel = LocalChannel()
+        local[key] = channel
+        store.listen(keys.channel(key).events)
+        return channel
+    }
+
+    /// Forgets a local channel with no local session left, and stops hearing it.
+    func forgetIfEmpty(_ key: ChannelKey) {
+        guard let channel = local[key], channel.members.isEmpty else { return }
+        local[key] = nil
+        store.unlisten(keys.channel(key).events)
+    }
+
+    /// Takes a session out of the local view of a channel.
+    func removeLocally(_ session: Session, from key: ChannelKey) {
+        session.presence.joined[key] = nil
+        guard let channel = local[key] else { return }
+        if let member = channel.members.removeValue(forKey: session.number), member.flags.presence, member.baseline == nil {
+            channel.waiting -= 1
+        }
+        if channel.waiting == 0 { channel.recent.removeAll() }
+        forgetIfEmpty(key)
+    }
+
+    // MARK: - Events from Redis
+
+    /// A message on a channel's pub/sub channel: a presence event (`P<seq>\n<subject>\n…`)
+    /// or a message event (`M<session>\n…`).
+    func deliver(channel name: [UInt8], payload: [UInt8]) {
+        let prefix = Array((keys.prefix + "e:").utf8)
+        guard name.starts(with: prefix),
+              let key = ClusterKeys.channel(fromId: String(decoding: name[prefix.count...], as: UTF8.self)),
+              let channel = local[key], let kind = payload.first else { return }
+        var fields = payload.split(separator: UInt8(ascii: "\n"), maxSplits: kind == UInt8(ascii: "P") ? 2 : 1,
+                                   omittingEmptySubsequences: false)
+        switch kind {
+        case UInt8(ascii: "P"):
+            guard fields.count == 3, let seq = Int(String(decoding: fields[0].dropFirst(), as: UTF8.self)) else { return }
+            let subject = fields[1].isEmpty ? nil : Name(unchecked: String(decoding: fields[1], as: UTF8.self))
+            receive(LocalChannel.Event(seq: seq, subject: subject, bytes: Array(fields[2])), in: channel, key: key)
+        case UInt8(ascii: "M"):
+            guard fields.count == 2 else { return }
+            let publisher = String(decoding: fields[0].dropFirst(), as: UTF8.self)
+            let bytes = Array(fields.removeLast())
+            // Held sessions keep their messages in Redis (the publish script), for a resume on
+            // any node; until their hold is recorded there, here.
+            let heldLimit = configuration.limits.heldMessageBytes
+            outbox.fanOut {
+                for member in channel.members.values
+                where member.flags.messages && member.session.sessionId != publisher && !member.session.messagesKeptInStore {
+                    outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
+                }
+            }
+        default:
+            return
+        }
+    }
+
+    /// A presence event in `seq` order: delivered, dropped as old, or the start of a re-read.
+    private func receive(_ event: LocalChannel.Event, in channel: LocalChannel, key: ChannelKey) {
+        guard let delivered = channel.delivered else {
+            channel.keep(event)
+            return
+        }
+        guard event.seq > delivered else { return }
+        guard event.seq == delivered + 1 else {
+            channel.keep(event)
+            resync(key)
+            return
+        }
+        channel.delivered = event.seq
+        channel.remember(event)
+        let recipients = channel.members.values.lazy.filter { member in
+            member.flags.presence && (member.baseline.map { $0 < event.seq } ?? false) && member.session.userId != event.subject
+        }.map(\.session)
+        outbox.broadcast(event.bytes, to: recipients)
+    }
+
+    /// Delivers the events that waited for a snapshot (in order, while they follow on).
+    func drain(_ key: ChannelKey) {
+        guard let channel = local[key], let delivered = channel.delivered else { return }
+        let waiting = channel.recent.filter { $0.seq > delivered }.sorted { $0.seq < $1.seq }
+        channel.recent.removeAll { $0.seq > delivered }
+        for event in waiting {
+            receive(event, in: channel, key: key)
+            if channel.delivered == nil { break }
+        }
+        if channel.waiting == 0, channel.delivered != nil { channel.recent.removeAll() }
+    }
+
+    // MARK: - Snapshots
+
+    /// The snapshot frames for `viewer` (and the events it missed since), from a roster the
+    /// store read at `seq` (``PresenceScripts`` `rosterAtLastEvent`); marks the viewer as
+    /// having seen up to `seq`.
+    func snapshotFrames(of key: ChannelKey, viewer: Session, seq: Int, mode: String?, roster: StoreReply,
+                        in channel: LocalChannel) -> [[UInt8]] {
+        let limit = max(1, configuration.presence.snapshotMaxMembers)
+        let flat = roster[1].elements ?? []
+        var entries: [(userId: Name, state: [UInt8])] = []
+        entries.reserveCapacity(flat.count / 2)
+        var index = 0
+        while index + 1 < flat.count {
+            entries.append((Name(unchecked: flat[index].text ?? ""), flat[index + 1].bytes ?? Array("{}".utf8)))
+            index += 2
+        }
+        let built = SnapshotRoster(seq: seq, limit: limit, total: Int(roster[0].integer ?? 0), encodedEntries: entries)
+        var insert: (userId: Name, state: PresenceState)?
+        if let stored = roster[2].bytes, !stored.isEmpty, let state = PresenceState(stored: stored) {
+            insert = (viewer.userId, state)
+        }
+        let array = built.array(inserting: insert)
+        let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil
+        var frames = [PresenceEvents.snapshot(
+            channel: key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: array.occupancy,
+            mode: PresenceMode(rawValue: mode ?? "") ?? .announce, seq: seq, timestamp: clock.now)]
+        if channel.delivered == nil { channel.delivered = seq }
+        channel.members[viewer.number]?.baseline = seq
+        if let delivered = channel.delivered, seq < delivered {
+            let missed = channel.recent.filter { $0.seq > seq && $0.seq <= delivered }
+            if missed.count == delivered - seq {
+                frames += missed.sorted { $0.seq < $1.seq }.filter { $0.subject != viewer.userId }.map(\.bytes)
+            } else {
+                channel.members[viewer.number]?.baseline = nil
+                channel.waiting += 1
+                requestSnapshot(of: key, for: viewer)
+            }
+        }
+        return frames
+    }
+
+    /// Reads a fresh snapshot for one waiting local session and sends it.
+    func requestSnapshot(of key: ChannelKey, for session: Session, then finished: (() -> Void)? = nil) {
+        let channelKeys = keys.channel(key)
+        let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
+            Array(session.userId.string.utf8), Array(String(max(1, configuration.presence.snapshotMaxMembers)).utf8),
+        ]
+        store.call([.script(PresenceScripts.snapshot, arguments: arguments)]) { [self] result in
+            defer { finished?() }
+            guard let channel = local[key], channel.members[session.number] != nil else { return }
+            channel.waiting -= 1
+            switch result {
+            case .failure:
+                // The store is unreachable: the session is re-read when the link is back.
+                channel.members[session.number]?.baseline = channel.delivered
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                for frame in snapshotFrames(of: key, viewer: session, seq: Int(reply[2].integer ?? 0), mode: reply[1].text,
+                                            roster: reply[3], in: channel) {
+                    outbox.send(frame, to: session)
+                }
+            }
+            drain(key)
+        }
+    }
+
+    /// A gap in `seq`: every local presence session of the channel gets a fresh snapshot
+    /// (a client replaces its roster with any snapshot it receives), then delivery goes on
+    /// from there.
+    func resync(_ key: ChannelKey) {
+        guard let channel = local[key] else { return }
+        channel.delivered = nil
+        let sessions = channel.members.values.filter { $0.flags.presence && $0.baseline != nil }.map(\.session)
+        for session in sessions {
+            channel.members[session.number]?.baseline = nil
+            channel.waiting += 1
+        }
+        for session in sessions { requestSnapshot(of: key, for: session) }
+    }
+
+    /// After a lost pub/sub link (PROTOCOL §9): each local channel's `seq` in Redis is
+    /// compared with the last one delivered here; where they differ the channel is read again
+    /// (fresh snapshots), where they are equal nothing is sent.
+    func resyncEverything() {
+        let channels = local.keys.sorted()
+        guard !channels.isEmpty else { return }
+        let commands = channels.map { key in StoreCommand.command([Array("HGET".utf8), Array(keys.channel(key).base.utf8), Array("seq".utf8)]) }
+        store.call(commands) { [self] result in
+            guard case .success(let replies) = result else {
+                for key in channels { resync(key) }
+                return
+            }
+            for (key, reply) in zip(channels, replies) {
+                guard let channel = local[key] else { continue }
+                let seq = Int(reply.integer ?? 0)
+                if channel.delivered != seq { resync(key) }
+            }
+        }
+    }
+
+    /// A session taken over from another node (or from a node that died): its channels and
+    /// flags as Redis has them join the local views, each waiting for a snapshot.
+    func adopt(_ session: Session, channels: [(ChannelKey, JoinFlags)]) {
+        for (key, flags) in channels {
+            session.presence.joined[key] = flags
+            let channel = localChannel(key)
+            channel.members[session.number] = LocalChannel.Member(session: session, flags: flags, baseline: nil)
+            if flags.presence { channel.waiting += 1 }
+        }
+    }
+
+    /// A held session was resumed: a fresh snapshot for each presence-enabled channel (the
+    /// session missed events while held), then `finished` (held messages go after them).
+    func sessionResumed(_ session: Session, then finished: @escaping () -> Void) -> [JSON] {
+        let joined = session.presence.joined.sorted { $0.key < $1.key }
+        let presenceChannels = joined.filter { $0.value.presence }.map(\.key).filter { local[$0]?.members[session.number] != nil }
+        var remaining = presenceChannels.count
+        if remaining == 0 { finished() }
+        for key in presenceChannels {
+            let channel = local[key]!
+            if channel.members[session.number]?.baseline != nil {
+                channel.members[session.number]?.baseline = nil
+                channel.waiting += 1
+            }
+            requestSnapshot(of: key, for: session) {
+                remaining -= 1
+                if remaining == 0 { finished() }
+            }
+        }
+        return joined.map { $0.key.json }
+    }
+
+    // MARK: - Interval flushes
+
+    /// Arms this node's flush of `key` for the `due` time a script reported (`[due, now]`, Redis ms).
+    func scheduleFlush(_ key: ChannelKey, dueAndNow: StoreReply) {
+        guard let due = dueAndNow[0].integer, due > 0, let now = dueAndNow[1].integer else { return }
+        flushes.schedule(key, at: clock.monotonic + max(0, due - now))
+    }
+
+    /// Runs the flush script for every channel due; the first node to run it at or after the
+    /// due time sends the `interval` event, the others find nothing due.
+    func fireDueFlushes() {
+        let due = flushes.popDue(now: clock.monotonic)
+        guard !due.isEmpty else { return }
+        let commands = due.map { key in
+            StoreCommand.script(PresenceScripts.flush, arguments: channelArguments(key, keys.channel(key), intervalHead: false))
+        }
+        store.call(commands) { [self] result in
+            guard case .success(let replies) = result else {
+                // Unreachable store: try again in one interval.
+                for key in due { flushes.schedule(key, at: clock.monotonic + configuration.presence.intervalSeconds.milliseconds) }
+                return
+            }
+            for (key, reply) in zip(due, replies) {
+                notifyBackend(of: reply[2], in: key)
+                scheduleFlush(key, dueAndNow: reply[1])
+            }
+        }
+    }
+}

@@ -1,0 +1,494 @@
+import RollcallProtocol
+
+/// Channel presence in cluster mode (PROTOCOL §9): the ops of ``PresenceEngine`` with the
+/// shared truth in Redis (``PresenceScripts``) and only this node's sessions here
+/// (``LocalChannel``). Every op that needs Redis answers through a completion, called when
+/// the store's reply comes back into the core (``InboundEvent/storeReplied(_:_:)``).
+///
+/// State changes are optimistic: the node reads the member's state, computes the merge and
+/// the limits in Swift (the same code as one node), and the script stores it only if the
+/// state is still what was read; otherwise it reads again (at most ``maxAttempts`` times).
+final class ClusterPresence {
+    /// What an op answers: its result, and frames for the requesting session to follow the reply.
+    struct Answer {
+        var result: JSON
+        var after: [[UInt8]] = []
+    }
+
+    typealias Completion = (Result<Answer, BrokerError>) -> Void
+
+    let configuration: Configuration
+    let keys: ClusterKeys
+    let clock: BrokerClock
+    let outbox: Outbox
+    unowned let store: any StoreCaller
+    /// Channels with sessions of this node.
+    var local: [ChannelKey: LocalChannel] = [:]
+    /// Interval flushes this node runs (it deferred a change there).
+    var flushes = TimerQueue<ChannelKey>()
+    /// State-key expiries this node runs (it set the keys), by channel and user.
+    var expiries = TimerQueue<ExpiringMember>()
+
+    /// A member with TTL keys.
+    struct ExpiringMember: Hashable {
+        let channel: ChannelKey
+        let user: Name
+    }
+
+    /// Reads of a changed state before giving up with `INTERNAL`.
+    static let maxAttempts = 8
+
+    init(configuration: Configuration, keys: ClusterKeys, clock: BrokerClock, outbox: Outbox, store: any StoreCaller) {
+        self.configuration = configuration
+        self.keys = keys
+        self.clock = clock
+        self.outbox = outbox
+        self.store = store
+    }
+
+    // MARK: - Ops
+
+    /// `join`: as ``PresenceEngine/join(_:from:grant:)``, across the cluster.
+    func join(_ request: JoinRequest, from session: Session, grant: Grant, then done: @escaping Completion) throws(BrokerError) {
+        let key = request.channel
+        try checkGrant(grant, key)
+        let alreadyJoined = session.presence.joined[key] != nil
+        if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
+            throw BrokerError(.tooManyChannels, "a session may join at most \(configuration.limits.maxChannelsPerSession) channels")
+        }
+        let channel = localChannel(key)
+        let waitsForSnapshot = request.flags.presence
+        channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil)
+        if waitsForSnapshot { channel.waiting += 1 }
+        attemptJoin(request, session: session, attempt: 1) { [self] outcome in
+            switch outcome {
+            case .failure(let error):
+                if waitsForSnapshot { channel.waiting -= 1 }
+                if !alreadyJoined { channel.members[session.number] = nil }
+                forgetIfEmpty(key)
+                done(.failure(error))
+            case .success(let reply):
+                session.presence.joined[key] = request.flags
+                session.presence.pendingStates[key] = nil
+                session.presence.pendingTTLs[key] = nil
+                var answer = Answer(result: .object([
+                    "occupancy": .int(Int(reply[1].integer ?? 0)), "mode": .string(reply[2].text ?? "announce"),
+                ]))
+                notifyBackend(of: reply[7], in: key)
+                scheduleFlush(key, dueAndNow: reply[4])
+                scheduleExpiry(key, session.userId, earliest: reply[6], dueAndNow: reply[4])
+                if waitsForSnapshot {
+                    channel.waiting -= 1
+                    let seq = Int(reply[3].integer ?? 0)
+                    answer.after = snapshotFrames(of: key, viewer: session, seq: seq, mode: reply[2].text, roster: reply[5], in: channel)
+                }
+                done(.success(answer))
+            }
+        }
+    }
+
+    private func attemptJoin(_ request: JoinRequest, session: Session, attempt: Int,
+                             then done: @escaping (Result<StoreReply, BrokerError>) -> Void) {
+        let key = request.channel
+        let user = session.userId
+        let channelKeys = keys.channel(key)
+        readState(of: user, in: key) { [self] result in
+            switch result {
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
+                var state = current.flatMap(PresenceState.init(stored:)) ?? .empty
+                let pending = session.presence.pendingStates[key]
+                if pending != nil || request.state != nil {
+                    for entry in pending?.entries ?? [] { state.set(entry.key, entry.value) }
+                    for entry in request.state?.entries ?? [] { state.set(entry.key, entry.value) }
+                    do throws(BrokerError) {
+                        try state.checkTotals(configuration.state)
+                    } catch {
+                        done(.failure(error))
+                        return
+                    }
+                }
+                let stateBytes = state.encoded
+                let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
+                let arguments = channelArguments(key, channelKeys, intervalHead: true) + [
+                    Array(user.string.utf8), Array(session.sessionId.utf8), Array(flags.utf8),
+                    current.map { [UInt8(ascii: "=")] + $0 } ?? [], stateBytes,
+                    PresenceEvents.head("join", channel: key, publisher: user, state: state),
+                    PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
+                    PresenceEvents.encodedName(user),
+                    Array(String(request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0).utf8),
+                    Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
+                    Array(keys.sessionChannels(session.sessionId).utf8),
+                ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
+                store.call([.script(PresenceScripts.join, arguments: arguments)]) { [self] result in
+                    switch result {
+                    case .failure(let failure):
+                        done(.failure(failure.brokerError))
+                    case .success(let replies):
+                        let reply = replies.first ?? .null
+                        switch reply.outcome {
+                        case "ok": done(.success(reply))
+                        case "retry" where attempt < Self.maxAttempts:
+                            attemptJoin(request, session: session, attempt: attempt + 1, then: done)
+                        default: done(.failure(Self.unexpected(reply)))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `leave`: `NOT_IN_CHANNEL` when this session did not join.
+    func leave(_ request: LeaveRequest, from session: Session, then done: @escaping Completion) throws(BrokerError) {
+        let key = request.channel
+        guard session.presence.joined[key] != nil else {
+            throw BrokerError(.notInChannel, "this session has not joined \(key.type.rawValue) channel \(key.name)")
+        }
+        removeLocally(session, from: key)
+        store.call([removal(sessionId: session.sessionId, user: session.userId, from: key, kind: .leave)]) { [self] result in
+            switch result {
+            case .failure(let failure): done(.failure(failure.brokerError))
+            case .success(let replies):
+                notifyBackend(of: replies.first?[2] ?? .null, in: key)
+                scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
+                done(.success(Answer(result: [:])))
+            }
+        }
+    }
+
+    /// Takes an ending session out of every local channel view (no store call) and returns
+    /// the channels it had joined.
+    func forgetLocally(_ session: Session) -> [ChannelKey] {
+        let joined = session.presence.joined.keys.sorted()
+        for key in joined { removeLocally(session, from: key) }
+        session.presence = SessionPresence()
+        return joined
+    }
+
+    /// The commands that take a session out of `channels` in Redis: `leave` or `timeout`
+    /// where it was its user's last session there, nothing at all for `kind` nil.
+    func leaveCommands(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind?) -> [StoreCommand] {
+        channels.map { removal(sessionId: sessionId, user: user, from: $0, kind: kind) }
+    }
+
+    /// Runs `leaveCommands` and arms the interval flushes they report.
+    func leave(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind?) {
+        guard !channels.isEmpty else { return }
+        store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
+            guard case .success(let replies) = result else { return }
+            for (key, reply) in zip(channels, replies) {
+                notifyBackend(of: reply[2], in: key)
+                scheduleFlush(key, dueAndNow: reply[1])
+            }
+        }
+    }
+
+    /// The store command that takes `session` out of `channel` (`kind` nil: silently).
+    private func removal(sessionId: String, user: Name, from key: ChannelKey, kind: RemovalKind?) -> StoreCommand {
+        let channelKeys = keys.channel(key)
+        let code: String, head: [UInt8]
+        switch kind {
+        case .leave?: code = "l"; head = PresenceEvents.head("leave", channel: key, publisher: user, state: nil)
+        case .timeout?: code = "t"; head = PresenceEvents.head("timeout", channel: key, publisher: user, state: nil)
+        case nil: code = "-"; head = []
+        }
+        return .script(PresenceScripts.leave, arguments: channelArguments(key, channelKeys, intervalHead: false) + [
+            Array(user.string.utf8), Array(sessionId.utf8), Array(code.utf8), head, PresenceEvents.encodedName(user),
+            Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
+            Array(keys.sessionChannels(sessionId).utf8),
+        ])
+    }
+
+    /// `publish`: delivered by every node to its message-enabled sessions but the publisher's.
+    func publish(_ request: PublishRequest, from session: Session, grant: Grant, then done: @escaping Completion) throws(BrokerError) {
+        let key = request.channel
+        try checkGrant(grant, key)
+        let encoded = request.encodedMessage
+        guard encoded.count <= configuration.limits.maxMessageBytes else {
+            throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
+        }
+        let bytes = PresenceEvents.message(channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
+        publish(bytes, to: key, from: session.sessionId, requiringMember: key.type == .stream ? session.userId : nil, then: done)
+    }
+
+    /// The server API's `publish` (PROTOCOL §10): to every message-enabled session, as
+    /// `publisher`; no membership needed, stream channels too.
+    func publishFromServer(_ request: ServerPublishRequest, then done: @escaping Completion) throws(BrokerError) {
+        let key = request.publish.channel
+        let encoded = request.publish.encodedMessage
+        guard encoded.count <= configuration.limits.maxMessageBytes else {
+            throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
+        }
+        let bytes = PresenceEvents.message(channel: key, publisher: request.publisher, encodedMessage: encoded, timestamp: clock.now)
+        publish(bytes, to: key, from: "", requiringMember: nil, then: done)
+    }
+
+    /// Publishes a message event through the publish script: `recipients` counts the live
+    /// message sessions of the cluster but the publishing one; held ones keep it in Redis.
+    private func publish(_ bytes: [UInt8], to key: ChannelKey, from sessionId: String, requiringMember member: Name?,
+                         then done: @escaping Completion) {
+        let channelKeys = keys.channel(key)
+        let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
+            Array(sessionId.utf8), Array((member?.string ?? "").utf8), Array(member != nil ? "1".utf8 : "0".utf8), bytes,
+            Array(keys.prefix.utf8), Array(String(configuration.limits.heldMessageBytes).utf8),
+        ]
+        store.call([.script(PresenceScripts.publish, arguments: arguments)]) { result in
+            switch result {
+            case .failure(let failure): done(.failure(failure.brokerError))
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                switch reply.outcome {
+                case "ok": done(.success(Answer(result: .object(["recipients": .int(Int(reply[1].integer ?? 0))]))))
+                case "notmember": done(.failure(BrokerError(.notInChannel, "publishing to a stream channel requires joining it")))
+                default: done(.failure(Self.unexpected(reply)))
+                }
+            }
+        }
+    }
+
+    /// `setState`, or with `removing` keys `removeState`: as one node, on the member's state
+    /// in Redis; without membership the state is held by the session (`pending: true`).
+    func changeState(of session: Session, in key: ChannelKey, setting update: StateUpdate?, removing removed: [String],
+                     ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
+        if let grant { try checkGrant(grant, key) }
+        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, then: done)
+    }
+
+    private func attemptStateChange(_ session: Session, _ key: ChannelKey, _ update: StateUpdate?, _ removed: [String],
+                                    ttlMs: Int64?, attempt: Int, then done: @escaping Completion) {
+        let user = session.userId
+        let channelKeys = keys.channel(key)
+        readState(of: user, in: key) { [self] result in
+            switch result {
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
+                guard let current else {
+                    done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
+                    return
+                }
+                var state = PresenceState(stored: current) ?? .empty
+                for stateKey in removed { state.remove(stateKey) }
+                if let update {
+                    do throws(BrokerError) {
+                        state = try update.merged(into: state, limits: configuration.state)
+                    } catch {
+                        done(.failure(error))
+                        return
+                    }
+                }
+                // Keys set get their TTL, or lose it without one; removed keys lose theirs.
+                var ttls: [TTLOperation] = removed.map { .clear($0) }
+                for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
+                let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
+                    Array(user.string.utf8), current, state.encoded,
+                    PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state), PresenceEvents.encodedName(user),
+                ] + Self.ttlOperations(ttls)
+                store.call([.script(PresenceScripts.setState, arguments: arguments)]) { [self] result in
+                    switch result {
+                    case .failure(let failure):
+                        done(.failure(failure.brokerError))
+                    case .success(let replies):
+                        let reply = replies.first ?? .null
+                        switch reply.outcome {
+                        case "ok":
+                            notifyBackend(of: reply[3], in: key)
+                            scheduleFlush(key, dueAndNow: reply[1])
+                            scheduleExpiry(key, user, earliest: reply[2], dueAndNow: reply[1])
+                            done(.success(Answer(result: .object(["state": state.json]))))
+                        case "notmember":
+                            done(Result { () throws(BrokerError) in
+                                try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
+                            })
+                        case "retry" where attempt < Self.maxAttempts:
+                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, then: done)
+                        default:
+                            done(.failure(Self.unexpected(reply)))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The user is not a member: the state is held by this session for its join (as one node).
+    private func changePendingState(of session: Session, in key: ChannelKey, _ update: StateUpdate?,
+                                    _ removed: [String], ttlMs: Int64?) throws(BrokerError) -> Answer {
+        let held = session.presence.pendingStates[key]
+        guard let update else {
+            guard var held else { return Answer(result: .object(["state": PresenceState.empty.json])) }
+            for stateKey in removed { held.remove(stateKey) }
+            session.presence.pendingStates[key] = held.isEmpty ? nil : held
+            for stateKey in removed { session.presence.pendingTTLs[key]?[stateKey] = nil }
+            if held.isEmpty || session.presence.pendingTTLs[key]?.isEmpty == true { session.presence.pendingTTLs[key] = nil }
+            return Answer(result: .object(["state": held.json, "pending": true]))
+        }
+        if held == nil, session.presence.pendingStates.count >= configuration.state.maxPendingChannels {
+            throw BrokerError(.tooManyPendingStates, "at most \(configuration.state.maxPendingChannels) channels with state held before joining")
+        }
+        let state = try update.merged(into: held ?? .empty, limits: configuration.state)
+        session.presence.pendingStates[key] = state.isEmpty ? nil : state
+        // A pending key's TTL starts at the join (as on one node).
+        var ttls = session.presence.pendingTTLs[key] ?? [:]
+        for entry in update.entries { ttls[entry.key] = ttlMs }
+        session.presence.pendingTTLs[key] = state.isEmpty || ttls.isEmpty ? nil : ttls
+        return Answer(result: .object(["state": state.json, "pending": true]))
+    }
+
+    /// The TTL operations of a join: a pending key's TTL starts now; the join's own keys set
+    /// or clear theirs.
+    private func joinTTLs(_ request: JoinRequest, pending: [String: Int64]?, state: PresenceState) -> [TTLOperation] {
+        var operations: [TTLOperation] = []
+        for (stateKey, ttl) in (pending ?? [:]).sorted(by: { $0.key < $1.key }) where state.contains(stateKey) {
+            operations.append(.set(stateKey, ttl))
+        }
+        for entry in request.state?.entries ?? [] {
+            operations.append(request.ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key))
+        }
+        return operations
+    }
+
+    /// `getState`: `USER_NOT_PRESENT` when the user is not a member anywhere in the cluster.
+    func getState(_ request: GetStateRequest, then done: @escaping Completion) {
+        let key = request.channel
+        let user = request.userId
+        readState(of: user, in: key) { result in
+            switch result {
+            case .failure(let error): done(.failure(error))
+            case .success(let stored):
+                guard let stored else {
+                    done(.failure(BrokerError(.userNotPresent, "\(user) is not in \(key.type.rawValue) channel \(key.name)")))
+                    return
+                }
+                done(.success(Answer(result: .object(["userId": .string(user.string), "state": .encoded(stored)]))))
+            }
+        }
+    }
+
+    /// `getOnlineUsers`: one page in byte order of user id, with the channel's `seq`.
+    func getOnlineUsers(_ request: GetOnlineUsersRequest, then done: @escaping Completion) {
+        let key = request.channel
+        let arguments = channelArguments(key, keys.channel(key), intervalHead: false) + [
+            request.after.map { Array($0.string.utf8) } ?? [], Array(String(request.pageSize).utf8),
+            Array(request.includeState ? "1".utf8 : "0".utf8), Array(request.includeUserId ? "1".utf8 : "0".utf8),
+        ]
+        store.call([.script(PresenceScripts.onlineUsers, arguments: arguments)]) { result in
+            switch result {
+            case .failure(let failure): done(.failure(failure.brokerError))
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                let users = reply[2].elements ?? []
+                let states = reply[3].elements ?? []
+                var writer = JSONWriter(capacity: 2 + users.count * (request.includeState ? 64 : 24))
+                writer.beginArray()
+                var last: Name?
+                for (index, user) in users.enumerated() {
+                    let name = Name(unchecked: user.text ?? "")
+                    last = name
+                    writer.beginObject()
+                    writer.key("userId"); writer.string(name.string)
+                    if request.includeState {
+                        writer.key("state"); writer.raw(states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8))
+                    }
+                    writer.endObject()
+                }
+                writer.endArray()
+                let more = reply[4].integer == 1
+                let nextPage: JSON = more ? last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
+                done(.success(Answer(result: .object([
+                    "totalOccupancy": .int(Int(reply[0].integer ?? 0)), "seq": .int(Int(reply[1].integer ?? 0)),
+                    "users": .encoded(writer.bytes), "nextPage": nextPage,
+                ]))))
+            }
+        }
+    }
+
+    /// `getUserChannels`: the channels the user is a member of, on any node.
+    func getUserChannels(_ request: GetUserChannelsRequest, then done: @escaping Completion) {
+        store.call([.command([Array("ZRANGE"), Array(keys.userChannels(request.userId).utf8), Array("0".utf8), Array("-1".utf8)])]) { result in
+            switch result {
+            case .failure(let failure): done(.failure(failure.brokerError))
+            case .success(let replies):
+                let channels = (replies.first?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }.sorted()
+                done(.success(Answer(result: .object([
+                    "totalChannel": .int(channels.count), "channels": .array(channels.map(\.json)),
+                ]))))
+            }
+        }
+    }
+
+    // MARK: - Support
+
+    /// A member's state as stored (compact JSON), nil when the user is not a member.
+    func readState(of user: Name, in key: ChannelKey, then done: @escaping (Result<[UInt8]?, BrokerError>) -> Void) {
+        store.call([.command([Array("HGET".utf8), Array((keys.channel(key).base + ":st").utf8), Array(user.string.utf8)])]) { result in
+            done(result.map { $0.first?.bytes }.mapError(\.brokerError))
+        }
+    }
+
+    /// Hands what a script produced to the webhook sender (PROTOCOL §11): each event is sent
+    /// once, by the node whose script produced it. `p<event>` is a presence event as clients
+    /// got it; `o`/`v` the channel's first member arrived / last one went.
+    func notifyBackend(of produced: StoreReply, in key: ChannelKey) {
+        guard outbox.notifiesPresence || outbox.notifiesChannels else { return }
+        for item in produced.elements ?? [] {
+            guard let bytes = item.bytes, let kind = bytes.first else { continue }
+            switch kind {
+            case UInt8(ascii: "p") where outbox.notifiesPresence:
+                outbox.notifyBackend(.presence, Array(bytes.dropFirst()))
+            case UInt8(ascii: "o") where outbox.notifiesChannels:
+                outbox.notifyBackend(.channel, BackendEvents.channel("occupied", channel: key, timestamp: clock.now))
+            case UInt8(ascii: "v") where outbox.notifiesChannels:
+                outbox.notifyBackend(.channel, BackendEvents.channel("vacated", channel: key, timestamp: clock.now))
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Arguments 1–8 of every presence script (see ``PresenceScripts``).
+    func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> [[UInt8]] {
+        let presence = configuration.presence
+        return [
+            Array(channelKeys.base.utf8), Array(channelKeys.id.utf8), Array(channelKeys.events.utf8), Array(keys.dueFlushes.utf8),
+            Array(String(presence.maxInstantEvents).utf8), Array(String(presence.hysteresis).utf8),
+            Array(String(presence.intervalSeconds.milliseconds).utf8),
+            intervalHead ? PresenceEvents.intervalHead(channel: key) : [],
+        ]
+    }
+
+    private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {
+        guard grant.allows(channel: key.name) else {
+            throw BrokerError(.forbidden, "the token does not allow channel \(key.name)")
+        }
+    }
+
+    /// One change to a state key's deadline, as the presence scripts take it.
+    enum TTLOperation {
+        /// The key expires this many milliseconds from now (Redis' clock).
+        case set(String, Int64)
+        /// The key no longer expires.
+        case clear(String)
+        /// The key expired at this deadline (Redis ms): removed only if it is still that one.
+        case expired(String, Int64)
+    }
+
+    /// The arguments of `operations`: a count, then (key, op, value) triples.
+    static func ttlOperations(_ operations: [TTLOperation]) -> [[UInt8]] {
+        var arguments: [[UInt8]] = [Array(String(operations.count).utf8)]
+        for operation in operations {
+            switch operation {
+            case .set(let key, let ms): arguments += [Array(key.utf8), Array("s".utf8), Array(String(ms).utf8)]
+            case .clear(let key): arguments += [Array(key.utf8), Array("c".utf8), []]
+            case .expired(let key, let deadline): arguments += [Array(key.utf8), Array("x".utf8), Array(String(deadline).utf8)]
+            }
+        }
+        return arguments
+    }
+
+    static func unexpected(_ reply: StoreReply) -> BrokerError {
+        if case .error(let message) = reply { return BrokerError(.internal, "cluster store: \(message)") }
+        return BrokerError(.internal, "cluster store: unexpected reply")
+    }
+}

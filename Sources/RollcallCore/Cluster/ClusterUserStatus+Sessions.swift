@@ -1,0 +1,217 @@
+import RollcallProtocol
+
+/// This node's side of cluster user status: the session hooks (login, resume, end), the
+/// inboxes it hears and the events that come through them, and the expiry sweep.
+extension ClusterUserStatus {
+    // MARK: - Session hooks
+
+    /// The status command a new login runs right after `session.start`, in the same call:
+    /// the user goes `online`, the login's custom status (if not empty) is set without
+    /// counting against the rate, platforms are recomputed; it answers the catch-up.
+    func startedCommand(_ session: Session, customStatus: String?) -> StoreCommand {
+        let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
+        return .script(UserStatusScripts.started, arguments: [
+            storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
+            Self.customArgument(custom), storeArgument(String(ttlMs)),
+        ])
+    }
+
+    /// A new session is in the directory and its start command replied `reply`: the node
+    /// hears the user's inbox, and the catch-up waits for the login reply.
+    func sessionStarted(_ session: Session, reply: StoreReply) {
+        hearInbox(of: session.userId)
+        let records = Self.catchUp(unwrapped(reply))
+        if !records.isEmpty { pendingCatchUp[session.number] = StatusEvents.userStatus(records) }
+    }
+
+    /// After the login reply was queued: the catch-up event of a new login, if any.
+    func sessionLoggedIn(_ session: Session) {
+        guard let bytes = pendingCatchUp.removeValue(forKey: session.number) else { return }
+        outbox.send(bytes, to: session)
+    }
+
+    /// A held session resumed here (it was held here or elsewhere): a non-empty login custom
+    /// status may change the record, and the session gets the changes of the longest possible
+    /// hold window as its catch-up (as one node), once Redis answers.
+    func sessionResumed(_ session: Session, customStatus: String?) {
+        hearInbox(of: session.userId)
+        let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
+        let window = max(300, configuration.presence.timeoutSeconds).milliseconds
+        let arguments = [
+            storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
+            Self.customArgument(custom), storeArgument(String(ttlMs)), storeArgument(String(window)),
+        ]
+        store.call([.script(UserStatusScripts.resumed, arguments: arguments)]) { [self] result in
+            guard case .success(let replies) = result, let reply = replies.first else { return }
+            let records = Self.catchUp(unwrapped(reply))
+            guard !records.isEmpty, session.connection != nil else { return }
+            outbox.send(StatusEvents.userStatus(records), to: session)
+        }
+    }
+
+    /// The status command for a session that ended for good (it runs after the command that
+    /// took the session out of Redis): `loggedOut` after logout, else `offline`, when it was
+    /// the user's last session; otherwise the platforms may change.
+    func endedCommand(user: Name, sessionId: String, loggedOut: Bool) -> StoreCommand {
+        .script(UserStatusScripts.ended, arguments: [
+            storeArgument(keys.prefix), storeArgument(user.string), storeArgument(sessionId),
+            storeArgument(loggedOut ? "logout" : "closed"),
+            storeArgument(configuration.userStatus.clearCustomStatusOnOffline ? "1" : "0"),
+        ])
+    }
+
+    /// Sessions the reaper took out of Redis (their holds ended with no node): their users'
+    /// records follow.
+    func sessionsReaped(_ ended: [(sessionId: String, user: Name)]) {
+        sendEnds(ended.map { endedCommand(user: $0.user, sessionId: $0.sessionId, loggedOut: false) })
+    }
+
+    /// Runs `status.ended` commands; those Redis did not answer (an outage) are sent again at
+    /// the next reaper tick (``retryUnansweredEnds()``), so a user whose last session ended
+    /// does not stay `online`. The script is idempotent.
+    func sendEnds(_ commands: [StoreCommand]) {
+        guard !commands.isEmpty else { return }
+        store.call(commands) { [self] result in
+            switch result {
+            case .failure: unansweredEnds += commands
+            case .success(let replies): for reply in replies { _ = unwrapped(reply) }
+            }
+        }
+    }
+
+    /// Every reaper tick: the `status.ended` commands an outage left unanswered, again.
+    func retryUnansweredEnds() {
+        let commands = unansweredEnds
+        unansweredEnds = []
+        sendEnds(commands)
+    }
+
+    /// A session left this node (ended, or resumed on another node): after the user's last
+    /// local session the node stops hearing the user's inbox.
+    func sessionLeftNode(_ session: Session) {
+        pendingCatchUp[session.number] = nil
+        stopHearingIfUnused(session.userId)
+    }
+
+    /// Stops hearing the user's inbox when this node has no session of the user (a login
+    /// that failed, or the last local session gone).
+    func stopHearingIfUnused(_ user: Name) {
+        let channel = inboxChannel(of: user)
+        guard directory.sessions(of: user).isEmpty, inboxes.removeValue(forKey: channel) != nil else { return }
+        store.unlisten(String(decoding: channel, as: UTF8.self))
+    }
+
+    /// Every local session was dropped (Redis lost the data, or this node was fenced): every
+    /// inbox goes quiet.
+    func forgetLocalSessions() {
+        for channel in inboxes.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            store.unlisten(String(decoding: channel, as: UTF8.self))
+        }
+        inboxes.removeAll()
+        pendingCatchUp.removeAll()
+    }
+
+    /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,
+    /// expired subscriptions dropped.
+    var sweepCommand: StoreCommand {
+        .script(UserStatusScripts.sweep, arguments: [storeArgument(keys.prefix), storeArgument("100")])
+    }
+
+    /// The sweep's answer came back: Redis was reachable then (and the custom statuses it
+    /// cleared go to the backend).
+    func sweepAnswered(_ reply: StoreReply) {
+        lastSweptAt = clock.now
+        _ = unwrapped(reply)
+    }
+
+    /// The pub/sub link came back after a loss: inbox messages published meanwhile are gone,
+    /// so every local session gets one `userStatus` event with the records of its user and of
+    /// its targets that changed since the link may have gone down (at least the longest hold
+    /// window, as a resume; records are whole states, a repeat is harmless).
+    func linkRestored() {
+        let users = Set(inboxes.values).sorted()
+        guard !users.isEmpty else { return }
+        let outage = lastSweptAt.map { clock.now - $0 } ?? 0
+        let window = max(max(300, configuration.presence.timeoutSeconds).milliseconds,
+                         outage + 2 * configuration.cluster.nodeTimeoutSeconds.milliseconds)
+        var start = 0
+        while start < users.count {
+            let chunk = Array(users[start..<min(users.count, start + 100)])
+            start += 100
+            let arguments = [storeArgument(keys.prefix), storeArgument(String(window))] + chunk.map { storeArgument($0.string) }
+            store.call([.script(UserStatusScripts.resync, arguments: arguments)]) { [self] result in
+                guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
+                for (user, reply) in zip(chunk, elements) {
+                    let records = Self.catchUp(reply)
+                    guard !records.isEmpty else { continue }
+                    let bytes = StatusEvents.userStatus(records)
+                    outbox.fanOut {
+                        for session in directory.sessions(of: user) { outbox.send(bytes, to: session) }
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: - Inboxes
+
+    /// `P uu:<n>:<user>`.
+    func inboxChannel(of user: Name) -> [UInt8] {
+        Array((keys.prefix + "uu:" + ClusterKeys.lengthPrefixed(user.string)).utf8)
+    }
+
+    /// True when `channel` is a user's inbox (``deliver(channel:payload:)`` handles it).
+    func isInbox(_ channel: [UInt8]) -> Bool { channel.starts(with: Array((keys.prefix + "uu:").utf8)) }
+
+    /// Starts hearing the user's inbox (once; a no-op while heard).
+    func hearInbox(of user: Name) {
+        let channel = inboxChannel(of: user)
+        guard inboxes[channel] == nil else { return }
+        inboxes[channel] = user
+        store.listen(String(decoding: channel, as: UTF8.self))
+    }
+
+    /// Publishes ready event bytes to every session of `user` (on every node) but `except`.
+    func tell(_ user: Name, _ bytes: [UInt8], except: String) {
+        let payload = [UInt8(ascii: "E")] + Array(except.utf8) + [UInt8(ascii: "\n")] + bytes
+        store.call([.command([storeArgument("PUBLISH"), inboxChannel(of: user), payload])]) { _ in }
+    }
+
+    /// A message in a user's inbox: a record (`U<except>\n<user>\n<status>\n<lu>\n<lo>\n<lc>\n
+    /// <platforms>\n<custom>`) or ready event bytes (`E<except>\n<bytes>`), for this node's
+    /// sessions of that user but the session `except`.
+    func deliver(channel: [UInt8], payload: [UInt8]) {
+        guard let user = inboxes[channel], let kind = payload.first else { return }
+        let newline = UInt8(ascii: "\n")
+        let except: String
+        let bytes: [UInt8]
+        switch kind {
+        case UInt8(ascii: "U"):
+            let fields = payload.dropFirst().split(separator: newline, maxSplits: 7, omittingEmptySubsequences: false)
+            guard fields.count == 8 else { return }
+            func text(_ index: Int) -> String { String(decoding: fields[index], as: UTF8.self) }
+            func time(_ index: Int) -> Int64 { Int64(text(index)) ?? 0 }
+            let custom = fields[7].first == UInt8(ascii: "=") ? String(decoding: fields[7].dropFirst(), as: UTF8.self) : nil
+            except = text(0)
+            bytes = StatusEvents.userStatus([Self.record(user: text(1), status: text(2), times: (time(3), time(4), time(5)),
+                                                         platforms: text(6), customStatus: custom)])
+        case UInt8(ascii: "E"):
+            let fields = payload.dropFirst().split(separator: newline, maxSplits: 1, omittingEmptySubsequences: false)
+            guard fields.count == 2 else { return }
+            except = String(decoding: fields[0], as: UTF8.self)
+            bytes = Array(fields[1])
+        default:
+            return
+        }
+        outbox.fanOut {
+            for session in directory.sessions(of: user) where session.sessionId != except {
+                outbox.send(bytes, to: session)
+            }
+        }
+    }
+
+    /// The catch-up records a script answered, in byte order of user id.
+    static func catchUp(_ reply: StoreReply) -> [UserStatusRecord] {
+        (reply.elements ?? []).compactMap(record).sorted { $0.stored.userId < $1.stored.userId }
+    }
+}

@@ -1,0 +1,283 @@
+import RollcallProtocol
+
+/// User status in cluster mode (PROTOCOL §6 and §9): the ops of ``UserStatusEngine`` with
+/// records, subscriptions and custom statuses in Redis (``UserStatusScripts``), so every node
+/// answers as one broker would. The rules are the one-node engine's; only the per-user rates
+/// (`customStatusPerSecond`, `queryRate`) are counted on each node, as §9 allows.
+///
+/// Events travel through per-user inboxes (`P uu:<n>:<user>`): a script that changes a record
+/// publishes it to the inbox of the user and of every subscriber with a session; each node
+/// hears the inboxes of the users it has sessions of and hands the event to those sessions.
+final class ClusterUserStatus {
+    typealias Completion = ClusterPresence.Completion
+
+    let configuration: Configuration
+    let keys: ClusterKeys
+    let clock: BrokerClock
+    let outbox: Outbox
+    let directory: SessionDirectory
+    unowned let store: any StoreCaller
+
+    var customStatusBuckets: [Name: TokenBucket] = [:]
+    var queryBuckets: [Name: TokenBucket] = [:]
+    /// Users whose inbox this node hears (it has sessions of them), by inbox channel bytes.
+    var inboxes: [[UInt8]: Name] = [:]
+    /// Session number → the catch-up event of a new login, sent right after its reply.
+    var pendingCatchUp: [UInt64: [UInt8]] = [:]
+    /// When the last sweep was answered (wall ms): how far back a resync must look.
+    var lastSweptAt: Timestamp?
+    /// `status.ended` commands Redis did not answer, sent again at the next reaper tick.
+    var unansweredEnds: [StoreCommand] = []
+
+    init(configuration: Configuration, keys: ClusterKeys, clock: BrokerClock, outbox: Outbox, directory: SessionDirectory,
+         store: any StoreCaller) {
+        self.configuration = configuration
+        self.keys = keys
+        self.clock = clock
+        self.outbox = outbox
+        self.directory = directory
+        self.store = store
+    }
+
+    // MARK: - setCustomStatus
+
+    /// `setCustomStatus {customStatus: string | null}` → `{status: record}`.
+    func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session, then done: @escaping Completion) throws(BrokerError) {
+        let value = request.customStatus
+        if let value, value.utf8.count > configuration.userStatus.customStatusMaxBytes {
+            throw BrokerError(.customStatusTooLong, "customStatus is longer than \(configuration.userStatus.customStatusMaxBytes) bytes")
+        }
+        let perSecond = configuration.userStatus.customStatusPerSecond
+        try take(from: &customStatusBuckets, session.userId, capacity: max(1, perSecond), perSecond: perSecond, what: "setCustomStatus")
+        let arguments = [
+            storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
+            Self.customArgument(value), storeArgument(String(ttlMs)),
+        ]
+        store.call([.script(UserStatusScripts.setCustomStatus, arguments: arguments)]) { [self] result in
+            done(result.map { replies in
+                let record = Self.record(unwrapped(replies.first ?? .null)) ?? .neverSeen(session.userId)
+                return ClusterPresence.Answer(result: .object(["status": record.json]))
+            }.mapError(\.brokerError))
+        }
+    }
+
+    // MARK: - getUserStatus
+
+    /// `getUserStatus {userIds ≤ 500}` → `{statuses, failed}`; asking only about oneself is free.
+    func getUserStatus(_ request: GetUserStatusRequest, from session: Session, then done: @escaping Completion) throws(BrokerError) {
+        let batch = request.userIds
+        if batch.valid.contains(where: { $0 != session.userId }) { try takeQueryToken(session.userId) }
+        records(of: batch.valid) { result in
+            done(result.map { records in
+                ClusterPresence.Answer(result: .object([
+                    "statuses": .array(records.map(\.json)), "failed": .array(batch.failed),
+                ]))
+            })
+        }
+    }
+
+    // MARK: - subscribeUserStatus
+
+    /// `subscribeUserStatus {userIds ≤ 100, duration?}` → `{statuses, failed}`; the
+    /// `subscriptions` event goes to the user's other sessions on every node (all of them
+    /// when the cap dropped subscriptions).
+    func subscribe(_ request: SubscribeUserStatusRequest, from session: Session, then done: @escaping Completion) throws(BrokerError) {
+        let batch = request.userIds
+        let me = session.userId
+        try takeQueryToken(me)
+        let targets = batch.valid.filter { $0 != me }
+        let limits = configuration.userStatus
+        let arguments = [
+            storeArgument(keys.prefix), storeArgument(me.string), storeArgument(String(request.durationSeconds.milliseconds)),
+            storeArgument(String(limits.maxSubscriptionsPerUser)), storeArgument(String(limits.maxSubscribersPerUser)),
+        ] + targets.map { storeArgument($0.string) }
+        store.call([.script(UserStatusScripts.subscribe, arguments: arguments)]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                if case .error = replies.first ?? .null { return done(.failure(ClusterPresence.unexpected(replies.first ?? .null))) }
+                let reply = unwrapped(replies.first ?? .null)
+                var outcomes = zip(reply[0].elements ?? [], reply[1].elements ?? []).makeIterator()
+                var failed = batch.failed
+                var statuses: [JSON] = []
+                var added: [Name] = []
+                for target in batch.valid {
+                    if target == me {
+                        failed.append(UserStatusEngine.failure(target.string, .cannotSubscribeSelf))
+                        continue
+                    }
+                    guard let outcome = outcomes.next() else { break }
+                    let (code, record) = outcome
+                    switch code.text {
+                    case "l":
+                        failed.append(UserStatusEngine.failure(target.string, .targetSubscriberLimit))
+                    default:
+                        if code.text == "a" { added.append(target) }
+                        statuses.append((Self.record(record) ?? .neverSeen(target)).json)
+                    }
+                }
+                let evicted = (reply[2].elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+                if evicted.isEmpty {
+                    if !added.isEmpty { tell(me, StatusEvents.subscriptions(added: added, removed: []), except: session.sessionId) }
+                } else {
+                    // A subscription made and dropped within this call was never visible to anyone.
+                    let evictedSet = Set(evicted)
+                    let addedSet = Set(added)
+                    tell(me, StatusEvents.subscriptions(added: added.filter { !evictedSet.contains($0) },
+                                                        removed: evicted.filter { !addedSet.contains($0) }), except: "")
+                }
+                done(.success(ClusterPresence.Answer(result: .object(["statuses": .array(statuses), "failed": .array(failed)]))))
+            }
+        }
+    }
+
+    // MARK: - unsubscribeUserStatus
+
+    /// `unsubscribeUserStatus {userIds? ≤ 100}` → `{failed}`; absent or empty: all.
+    func unsubscribe(_ request: UnsubscribeUserStatusRequest, from session: Session, then done: @escaping Completion) throws(BrokerError) {
+        let batch = request.userIds
+        let me = session.userId
+        try takeQueryToken(me)
+        let arguments = [storeArgument(keys.prefix), storeArgument(me.string), storeArgument(batch.isEmpty ? "1" : "0")]
+            + batch.valid.map { storeArgument($0.string) }
+        store.call([.script(UserStatusScripts.unsubscribe, arguments: arguments)]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
+                var removed = (reply.elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+                if batch.isEmpty { removed.sort() }
+                if !removed.isEmpty { tell(me, StatusEvents.subscriptions(added: [], removed: removed), except: session.sessionId) }
+                done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
+            }
+        }
+    }
+
+    // MARK: - getSubscriptions
+
+    /// `getSubscriptions {userIds? ≤ 200, page?, pageSize? 1..200}` →
+    /// `{subscriptions: [{userId, expiresAt, status}], nextPage, failed}`, paged in byte order
+    /// of userId with the one-node cursor (valid on every node).
+    func getSubscriptions(_ request: GetSubscriptionsRequest, from session: Session, then done: @escaping Completion) throws(BrokerError) {
+        let batch = request.userIds
+        var after: Name?
+        if batch.isEmpty, let cursor = request.page {
+            guard let decoded = PageCursor.decode(cursor) else {
+                throw BrokerError(.invalidArgument, "page must be a nextPage value from an earlier reply")
+            }
+            after = decoded
+        }
+        let pageSize = request.pageSize
+        store.call([.script(UserStatusScripts.subscriptions, arguments: [storeArgument(keys.prefix), storeArgument(session.userId.string)])]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                let flat = replies.first?.elements ?? []
+                var mine: [Name: Timestamp] = [:]
+                var index = 0
+                while index + 1 < flat.count {
+                    if let target = flat[index].text { mine[Name(unchecked: target)] = flat[index + 1].integer ?? 0 }
+                    index += 2
+                }
+                var listed: [Name]
+                var nextPage: JSON = .null
+                if !batch.isEmpty {
+                    listed = batch.valid.filter { mine[$0] != nil }
+                } else {
+                    let all = mine.keys.sorted()
+                    let start = after.map { PageCursor.firstIndex(after: $0, in: all) } ?? 0
+                    let end = min(all.count, start + pageSize)
+                    listed = start < end ? Array(all[start..<end]) : []
+                    if end < all.count, let last = listed.last { nextPage = .string(PageCursor.encode(after: last)) }
+                }
+                records(of: listed) { result in
+                    done(result.map { records in
+                        let items: [JSON] = zip(listed, records).map { target, record in
+                            .object([
+                                "userId": .string(target.string), "expiresAt": .int(Int(mine[target] ?? 0)), "status": record.json,
+                            ])
+                        }
+                        return ClusterPresence.Answer(result: .object([
+                            "subscriptions": .array(items), "nextPage": nextPage, "failed": .array(batch.failed),
+                        ]))
+                    })
+                }
+            }
+        }
+    }
+
+    // MARK: - Support
+
+    /// The records of `users`, in order (never-seen users read `loggedOut`).
+    func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
+        let arguments = [storeArgument(keys.prefix)] + users.map { storeArgument($0.string) }
+        store.call([.script(UserStatusScripts.records, arguments: arguments)]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
+                let elements = unwrapped(reply).elements ?? []
+                done(.success(users.enumerated().map { index, user in
+                    (index < elements.count ? Self.record(elements[index]) : nil) ?? .neverSeen(user)
+                }))
+            }
+        }
+    }
+
+    /// The answer of a script that can change records, `{result, announced records}`: the
+    /// records go to the backend (webhooks) from this node, the one whose script changed them,
+    /// so each change is sent once in the cluster; returns the result.
+    func unwrapped(_ reply: StoreReply) -> StoreReply {
+        if outbox.notifiesUserStatus {
+            for element in reply[1].elements ?? [] {
+                if let record = Self.record(element) { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
+            }
+        }
+        return reply[0]
+    }
+
+    /// `customStatusTtlSeconds` in ms.
+    var ttlMs: Int64 { configuration.userStatus.customStatusTtlSeconds.milliseconds }
+
+    /// A custom status as a script argument: `-` for none, else `=` and the text.
+    static func customArgument(_ value: String?) -> [UInt8] {
+        guard let value else { return [UInt8(ascii: "-")] }
+        return [UInt8(ascii: "=")] + Array(value.utf8)
+    }
+
+    /// A record the scripts return: `{user, status, lu, lo, lc, platforms, customStatus or nil}`.
+    static func record(_ reply: StoreReply) -> UserStatusRecord? {
+        guard let user = reply[0].text else { return nil }
+        return record(user: user, status: reply[1].text ?? "", times: (reply[2].integer ?? 0, reply[3].integer ?? 0, reply[4].integer ?? 0),
+                      platforms: reply[5].text ?? "", customStatus: reply[6].text)
+    }
+
+    static func record(user: String, status: String, times: (Int64, Int64, Int64), platforms: String,
+                       customStatus: String?) -> UserStatusRecord {
+        let stored = StoredUserStatus(
+            userId: Name(unchecked: user), status: OnlineStatus(rawValue: status) ?? .loggedOut, customStatus: customStatus,
+            lastUpdateTime: times.0, lastOnlineStatusUpdateTime: times.1, lastCustomStatusUpdateTime: times.2)
+        return UserStatusRecord(stored: stored, platforms: platforms.split(separator: ",").compactMap { Platform(rawValue: String($0)) })
+    }
+
+    private func takeQueryToken(_ userId: Name) throws(BrokerError) {
+        let rate = configuration.userStatus.queryRate
+        try take(from: &queryBuckets, userId, capacity: Double(rate.calls), perSecond: Double(rate.calls) / rate.perSeconds,
+                 what: "user status queries")
+    }
+
+    private func take(from buckets: inout [Name: TokenBucket], _ userId: Name, capacity: Double, perSecond: Double,
+                      what: String) throws(BrokerError) {
+        let now = clock.monotonic
+        var bucket = buckets[userId] ?? TokenBucket(capacity: capacity, ratePerSecond: perSecond, now: now)
+        let outcome = bucket.take(now: now)
+        buckets[userId] = bucket
+        if case .failure(let retry) = outcome { throw .rateLimited(what, retry) }
+    }
+}

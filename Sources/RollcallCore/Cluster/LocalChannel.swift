@@ -1,0 +1,49 @@
+/// A channel as one node sees it in cluster mode: the sessions of this node that joined it,
+/// and how far this node delivered its presence events (docs/cluster.md, "Delivery on each node").
+///
+/// Events come from Redis pub/sub in `seq` order. An event with `seq = delivered + 1` goes to
+/// every presence-enabled local session whose snapshot is older than it (never to the
+/// subject user's own sessions); an older one is dropped; a gap starts a re-read of the
+/// channel (``ClusterPresence/resync(_:)``). A session waiting for its snapshot (a join, a
+/// resume) gets no event until the snapshot arrives; then the events after the snapshot's
+/// `seq` that this node already delivered are replayed to it from ``recent``.
+final class LocalChannel {
+    /// One local session in the channel.
+    struct Member {
+        let session: Session
+        var flags: JoinFlags
+        /// The `seq` of the last snapshot it was sent; nil while one is on its way.
+        var baseline: Int?
+    }
+
+    /// One presence event as it came from Redis.
+    struct Event {
+        let seq: Int
+        let subject: Name?
+        let bytes: [UInt8]
+    }
+
+    /// Local sessions by session number.
+    var members: [UInt64: Member] = [:]
+    /// The `seq` of the last event this node delivered; nil before the first snapshot.
+    var delivered: Int?
+    /// Sessions waiting for a snapshot.
+    var waiting = 0
+    /// Events delivered (or held back) while sessions wait, for replay to them.
+    var recent: [Event] = []
+
+    /// Most events kept for replay; a session whose snapshot is older gets a fresh one.
+    static let recentLimit = 256
+
+    /// Keeps `event` for replay while some session waits.
+    func remember(_ event: Event) {
+        guard waiting > 0 else { return }
+        keep(event)
+    }
+
+    /// Keeps `event` until a snapshot says where delivery starts (at most ``recentLimit``).
+    func keep(_ event: Event) {
+        if recent.count >= Self.recentLimit { recent.removeFirst(recent.count - Self.recentLimit + 1) }
+        recent.append(event)
+    }
+}

@@ -1,0 +1,400 @@
+/// The Lua scripts of cluster presence (docs/cluster.md, "Presence in Redis"). Each one makes
+/// one change atomically with its `seq` step and its `PUBLISH`, so every node sees one order
+/// per channel. Swift computes states and encodes events; the scripts check that what Swift
+/// read is still true (else they answer `retry`), store, count, append the event's last four
+/// members (`occupancy`, `mode`, `seq`, `timestamp` from Redis' clock) and publish.
+///
+/// Arguments 1–8 are the channel's (``ClusterKeys/ChannelKeys``): its hash key, its id, its
+/// pub/sub channel, the key of the cluster's due-flush set, `maxInstantEvents`,
+/// `hysteresis`, `intervalSeconds` in ms and the head of its `interval` events. Each script's
+/// own arguments follow from 9.
+///
+/// A published presence event is `P<seq>\n<subject user>\n<event bytes>`; a message event
+/// `M<publishing session>\n<event bytes>`.
+enum PresenceScripts {
+    static let join = StoreScript(name: "presence.join", source: library + """
+        local user, session, flags, expected, newState = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+        local headJoin, headChanged, enc, limit = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[17])
+        local userChannels, allChannels, channelEntry, sessionChannels = ARGV[18], ARGV[19], ARGV[20], ARGV[21]
+        local current = redis.call('HGET', ch.st, user)
+        if (expected == '' and current) or (expected ~= '' and current ~= string.sub(expected, 2)) then
+          return {'retry'}
+        end
+        if not checkExpiries(user, 22) then return {'retry'} end
+        local oldFlags = redis.call('HGET', ch.sessions, session)
+        redis.call('HSET', ch.sessions, session, flags)
+        if countsForMessages(oldFlags) ~= countsForMessages(flags) then
+          redis.call('HINCRBY', ch.base, 'ml', countsForMessages(flags) and 1 or -1)
+        end
+        if not oldFlags then
+          redis.call('HINCRBY', ch.counts, user, 1)
+          redis.call('SADD', sessionChannels, ch.id)
+        end
+        if not current then
+          redis.call('ZADD', ch.members, 0, user)
+          if redis.call('ZCARD', ch.members) == 1 then produced[#produced + 1] = 'o' end
+          redis.call('HSET', ch.st, user, newState)
+          redis.call('ZADD', userChannels, 0, ch.id)
+          redis.call('ZADD', allChannels, 0, channelEntry)
+          memberChanged('join', user, enc, false, '{}', headJoin)
+        elseif current ~= newState then
+          redis.call('HSET', ch.st, user, newState)
+          memberChanged('stateChanged', user, enc, true, current, headChanged)
+        end
+        local earliest = applyTTL(user, 22)
+        local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest, produced}
+        if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
+        return reply
+        """)
+
+    static let leave = StoreScript(name: "presence.leave", source: library + """
+        local user, session, kind, head, enc = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+        local userChannels, allChannels, channelEntry, sessionChannels = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+        local flags = redis.call('HGET', ch.sessions, session)
+        if not flags then return {'notin'} end
+        redis.call('HDEL', ch.sessions, session)
+        -- A held session was already out of the live count.
+        if countsForMessages(flags) and redis.call('SREM', ch.base .. ':hm', session) == 0 then
+          redis.call('HINCRBY', ch.base, 'ml', -1)
+        end
+        redis.call('SREM', sessionChannels, ch.id)
+        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow(), produced} end
+        redis.call('HDEL', ch.counts, user)
+        local before = redis.call('HGET', ch.st, user) or '{}'
+        redis.call('HDEL', ch.st, user)
+        redis.call('ZREM', ch.members, user)
+        redis.call('ZREM', userChannels, ch.id)
+        forgetTTL(user)
+        if kind == '-' then
+          redis.call('HDEL', ch.pending, user)
+        else
+          memberChanged(kind == 't' and 'timeout' or 'leave', user, enc, true, before, head)
+        end
+        if redis.call('ZCARD', ch.members) == 0 then
+          redis.call('ZREM', allChannels, channelEntry)
+          redis.call('ZREM', ch.due, ch.id)
+          redis.call('DEL', ch.base, ch.pending)
+          produced[#produced + 1] = 'v'
+        end
+        return {'ok', dueAndNow(), produced}
+        """)
+
+    static let setState = StoreScript(name: "presence.setState", source: library + """
+        local user, expected, newState, head, enc = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+        local current = redis.call('HGET', ch.st, user)
+        if not current then return {'notmember'} end
+        if current ~= expected or not checkExpiries(user, 14) then return {'retry'} end
+        if current ~= newState then
+          redis.call('HSET', ch.st, user, newState)
+          memberChanged('stateChanged', user, enc, true, current, head)
+        end
+        return {'ok', dueAndNow(), applyTTL(user, 14), produced}
+        """)
+
+    static let flush = StoreScript(name: "presence.flush", source: library + """
+        local due = redis.call('HGET', ch.base, 'due')
+        if due and tonumber(due) <= now then
+          flush()
+          return {'flushed', dueAndNow(), produced}
+        end
+        return {'notdue', dueAndNow()}
+        """)
+
+    static let publish = StoreScript(name: "presence.publish", source: library + """
+        local session, user, requireMember, payload = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+        local prefix, heldLimit = ARGV[13], tonumber(ARGV[14])
+        if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
+        local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
+        if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
+        redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. payload)
+        -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
+        for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
+          if held ~= session then
+            local used = tonumber(redis.call('GET', prefix .. 'hmb:' .. held) or '0')
+            if used + #payload <= heldLimit then
+              redis.call('RPUSH', prefix .. 'hm:' .. held, payload)
+              redis.call('INCRBY', prefix .. 'hmb:' .. held, #payload)
+            else
+              redis.call('INCR', prefix .. 'hmd:' .. held)
+            end
+          end
+        end
+        return {'ok', live}
+        """)
+
+    static let onlineUsers = StoreScript(name: "presence.onlineUsers", source: library + """
+        local after, pageSize, includeState, includeUserId = ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
+        local occupancy = redis.call('ZCARD', ch.members)
+        local seq = tonumber(redis.call('HGET', ch.base, 'seq') or '0')
+        if includeUserId ~= '1' or occupancy == 0 then return {occupancy, seq, {}, {}, 0} end
+        local start = '-'
+        if after ~= '' then start = '(' .. after end
+        local users = redis.call('ZRANGEBYLEX', ch.members, start, '+', 'LIMIT', 0, pageSize + 1)
+        local more = 0
+        if #users > pageSize then more = 1; users[#users] = nil end
+        local states = {}
+        if includeState == '1' and #users > 0 then states = redis.call('HMGET', ch.st, unpack(users)) end
+        return {occupancy, seq, users, states, more}
+        """)
+
+    /// What a TTL expiry needs: Redis' time, the member's state and its keys' deadlines
+    /// (flat key, deadline). Arguments 9: the user.
+    static let readExpiries = StoreScript(name: "presence.readExpiries", source: library + """
+        local user = ARGV[9]
+        return {now, redis.call('HGET', ch.st, user) or '', redis.call('HGETALL', ttlKey(user))}
+        """)
+
+    /// Members with TTL keys overdue by more than a second (their node stopped): channel id
+    /// and user, for any node to expire. Arguments: the cluster's TTL due set, most entries.
+    static let overdueExpiries = StoreScript(name: "presence.overdueExpiries", source: """
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - 1000, 'LIMIT', 0, tonumber(ARGV[2]))
+        """)
+
+    static let snapshot = StoreScript(name: "presence.snapshot", source: library + """
+        local viewer, limit = ARGV[9], tonumber(ARGV[10])
+        return {redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), rosterAtLastEvent(limit, viewer)}
+        """)
+
+    /// What every presence script starts with: the channel's keys, Redis' time, and the
+    /// announce/interval rules of `PresenceEngine+Changes.swift` in Lua.
+    static let library = """
+        local ch = {base = ARGV[1], id = ARGV[2], events = ARGV[3], due = ARGV[4],
+          maxInstant = tonumber(ARGV[5]), hysteresis = tonumber(ARGV[6]), intervalMs = tonumber(ARGV[7])}
+        ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
+        ch.sessions, ch.pending = ch.base .. ':s', ch.base .. ':pend'
+        if ARGV[8] ~= '' then redis.call('HSETNX', ch.base, 'ih', ARGV[8]) end
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+        local function lessBytes(a, b)
+          local n = math.min(#a, #b)
+          for i = 1, n do
+            local x, y = string.byte(a, i), string.byte(b, i)
+            if x ~= y then return x < y end
+          end
+          return #a < #b
+        end
+
+        -- Per-key TTLs (1.1): `P c:<id>:ttl:<n>:<user>` holds key -> deadline; the cluster's
+        -- due set (`P due:ttl`) holds `<channel id>\\n<user>` by the member's earliest deadline.
+        local function ttlKey(user) return ch.base .. ':ttl:' .. #user .. ':' .. user end
+        local ttlDue = ch.due .. ':ttl'
+
+        local function earliestTTL(user)
+          local earliest = nil
+          for _, value in ipairs(redis.call('HVALS', ttlKey(user))) do
+            local deadline = tonumber(value)
+            if not earliest or deadline < earliest then earliest = deadline end
+          end
+          if earliest then
+            redis.call('ZADD', ttlDue, earliest, ch.id .. '\\n' .. user)
+          else
+            redis.call('ZREM', ttlDue, ch.id .. '\\n' .. user)
+          end
+          return earliest or 0
+        end
+
+        -- TTL operations from argument `first`: a count, then (key, op, value) triples:
+        -- `s` sets the key's deadline to now + value ms, `c` clears it, `x` clears an expired one.
+        local function applyTTL(user, first)
+          local count = tonumber(ARGV[first] or '0')
+          if count == 0 then return earliestTTL(user) end
+          for i = 0, count - 1 do
+            local key, op, value = ARGV[first + 1 + 3 * i], ARGV[first + 2 + 3 * i], ARGV[first + 3 + 3 * i]
+            if op == 's' then
+              redis.call('HSET', ttlKey(user), key, now + tonumber(value))
+            else
+              redis.call('HDEL', ttlKey(user), key)
+            end
+          end
+          return earliestTTL(user)
+        end
+
+        -- An expiry may only remove keys whose deadline is still the one it read.
+        local function checkExpiries(user, first)
+          local count = tonumber(ARGV[first] or '0')
+          for i = 0, count - 1 do
+            local key, op, value = ARGV[first + 1 + 3 * i], ARGV[first + 2 + 3 * i], ARGV[first + 3 + 3 * i]
+            if op == 'x' and redis.call('HGET', ttlKey(user), key) ~= value then return false end
+          end
+          return true
+        end
+
+        local function forgetTTL(user)
+          redis.call('DEL', ttlKey(user))
+          redis.call('ZREM', ttlDue, ch.id .. '\\n' .. user)
+        end
+
+        local function countsForMessages(flags)
+          return flags ~= nil and flags ~= false and string.find(flags, 'm', 1, true) ~= nil
+        end
+
+        local function dueAndNow()
+          return {tonumber(redis.call('HGET', ch.base, 'due') or '0'), now}
+        end
+
+        local function footer(occupancy, mode, seq)
+          return ',"occupancy":' .. occupancy .. ',"mode":"' .. mode .. '","seq":' .. seq .. ',"timestamp":' .. now .. '}'
+        end
+
+        -- What this script produced, for the calling node's webhooks (each event is sent once,
+        -- by the node that produced it): `p<event>`, `o` (occupied), `v` (vacated).
+        local produced = {}
+
+        local function publishPresence(seq, subject, bytes)
+          redis.call('PUBLISH', ch.events, 'P' .. seq .. '\\n' .. subject .. '\\n' .. bytes)
+          produced[#produced + 1] = 'p' .. bytes
+        end
+
+        -- A pending record: wasPresent (1/0), removal (-/l/t), #enc ':' enc, state at the last event.
+        local function parsePending(record)
+          local colon = string.find(record, ':', 3, true)
+          local length = tonumber(string.sub(record, 3, colon - 1))
+          return {was = string.sub(record, 1, 1) == '1', removal = string.sub(record, 2, 2),
+            enc = string.sub(record, colon + 1, colon + length), before = string.sub(record, colon + length + 1)}
+        end
+
+        local function flush()
+          local pending = redis.call('HGETALL', ch.pending)
+          redis.call('DEL', ch.pending)
+          redis.call('HDEL', ch.base, 'due')
+          redis.call('ZREM', ch.due, ch.id)
+          if #pending == 0 then return end
+          local joins, leaves, timeouts, changes = {}, {}, {}, {}
+          for i = 1, #pending, 2 do
+            local user, p = pending[i], parsePending(pending[i + 1])
+            local current = redis.call('HGET', ch.st, user)
+            local entry = {user = user, enc = p.enc, state = current}
+            if p.was and not current then
+              if p.removal == 't' then timeouts[#timeouts + 1] = entry else leaves[#leaves + 1] = entry end
+            elseif not p.was and current then
+              joins[#joins + 1] = entry
+              if current ~= '{}' then changes[#changes + 1] = entry end
+            elseif p.was and current and current ~= p.before then
+              changes[#changes + 1] = entry
+            end
+          end
+          if #joins + #leaves + #timeouts + #changes == 0 then return end
+          local byUser = function(a, b) return lessBytes(a.user, b.user) end
+          table.sort(joins, byUser); table.sort(leaves, byUser); table.sort(timeouts, byUser); table.sort(changes, byUser)
+          local function names(list)
+            local out = {}
+            for i, e in ipairs(list) do out[i] = e.enc end
+            return '[' .. table.concat(out, ',') .. ']'
+          end
+          local function states(list)
+            local out = {}
+            for i, e in ipairs(list) do out[i] = '{"userId":' .. e.enc .. ',"state":' .. e.state .. '}' end
+            return '[' .. table.concat(out, ',') .. ']'
+          end
+          local seq = redis.call('HINCRBY', ch.base, 'seq', 1)
+          local bytes = redis.call('HGET', ch.base, 'ih') .. ',"interval":{"join":' .. names(joins)
+            .. ',"leave":' .. names(leaves) .. ',"timeout":' .. names(timeouts)
+            .. ',"stateChanged":' .. states(changes) .. '}'
+            .. footer(redis.call('ZCARD', ch.members), 'interval', seq)
+          publishPresence(seq, '', bytes)
+        end
+
+        local function deferChange(user, enc, wasPresent, before, removal)
+          local record = redis.call('HGET', ch.pending, user)
+          if not record then
+            record = (wasPresent and '1' or '0') .. '-' .. #enc .. ':' .. enc .. before
+          end
+          if removal then record = string.sub(record, 1, 1) .. removal .. string.sub(record, 3) end
+          redis.call('HSET', ch.pending, user, record)
+          if not redis.call('HGET', ch.base, 'due') then
+            local due = now + ch.intervalMs
+            redis.call('HSET', ch.base, 'due', due)
+            redis.call('ZADD', ch.due, due, ch.id)
+          end
+        end
+
+        -- A change already applied to the member set and states: announced now, or kept for
+        -- the next interval event; switches modes at the thresholds.
+        local function memberChanged(change, user, enc, wasPresent, before, head)
+          local occupancy = redis.call('ZCARD', ch.members)
+          local mode = redis.call('HGET', ch.base, 'mode') or 'announce'
+          local removal = nil
+          if change == 'leave' then removal = 'l' elseif change == 'timeout' then removal = 't' end
+          if mode == 'announce' then
+            if change == 'join' and occupancy > ch.maxInstant then
+              redis.call('HSET', ch.base, 'mode', 'interval')
+              deferChange(user, enc, wasPresent, before, removal)
+            else
+              local seq = redis.call('HINCRBY', ch.base, 'seq', 1)
+              publishPresence(seq, user, head .. footer(occupancy, 'announce', seq))
+            end
+          else
+            deferChange(user, enc, wasPresent, before, removal)
+            if removal and occupancy <= ch.maxInstant - ch.hysteresis then
+              flush()
+              redis.call('HSET', ch.base, 'mode', 'announce')
+            end
+          end
+        end
+
+        -- The first `limit` members as of the channel's last event, with their states, and how
+        -- many members that roster has; plus the viewer's current state when the viewer joined
+        -- since (else ''). The snapshot a joiner gets (PresenceEngine.sendSnapshot).
+        local function rosterAtLastEvent(limit, viewer)
+          local occupancy = redis.call('ZCARD', ch.members)
+          local pendingList = redis.call('HGETALL', ch.pending)
+          local pending, departed = {}, {}
+          for i = 1, #pendingList, 2 do
+            local user, p = pendingList[i], parsePending(pendingList[i + 1])
+            pending[user] = p
+            local present = redis.call('ZSCORE', ch.members, user)
+            if p.was and not present then
+              departed[#departed + 1] = {user, p.before}
+              occupancy = occupancy + 1
+            elseif not p.was and present then
+              occupancy = occupancy - 1
+            end
+          end
+          table.sort(departed, function(a, b) return lessBytes(a[1], b[1]) end)
+          local shown, full, nextDeparted = {}, false, 1
+          local function emit(user, state)
+            if #shown >= 2 * limit then full = true; return false end
+            shown[#shown + 1] = user
+            shown[#shown + 1] = state
+            return true
+          end
+          local cursor = '-'
+          while not full do
+            local users = redis.call('ZRANGEBYLEX', ch.members, cursor, '+', 'LIMIT', 0, 256)
+            if #users == 0 then break end
+            local states = redis.call('HMGET', ch.st, unpack(users))
+            for i = 1, #users do
+              local user = users[i]
+              while nextDeparted <= #departed and lessBytes(departed[nextDeparted][1], user) do
+                if not emit(departed[nextDeparted][1], departed[nextDeparted][2]) then break end
+                nextDeparted = nextDeparted + 1
+              end
+              if full then break end
+              local p = pending[user]
+              if p then
+                if p.was and not emit(user, p.before) then break end
+              elseif not emit(user, states[i]) then
+                break
+              end
+            end
+            cursor = '(' .. users[#users]
+          end
+          while not full and nextDeparted <= #departed do
+            if not emit(departed[nextDeparted][1], departed[nextDeparted][2]) then break end
+            nextDeparted = nextDeparted + 1
+          end
+          local insert = ''
+          local viewerPending = pending[viewer]
+          if viewerPending and not viewerPending.was then
+            insert = redis.call('HGET', ch.st, viewer) or ''
+          end
+          return {occupancy, shown, insert}
+        end
+
+        """
+}

@@ -1,0 +1,71 @@
+/// The Lua scripts the server API needs in cluster mode (PROTOCOL §10): listings of the
+/// whole cluster. Argument 1 is always `cluster.keyPrefix`.
+enum ServerAPIScripts {
+    /// `getChannels`: channels with members whose name starts with a prefix, message before
+    /// stream, byte order, after a cursor. Arguments: prefix, after (`m<name>`/`s<name>`, or
+    /// ''), name prefix, page size, live-node timeout ms (unused here). Returns flat
+    /// (entry, occupancy, mode, seq) and whether more follow.
+    static let channels = StoreScript(name: "api.channels", source: """
+        local prefix, after, namePrefix, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+        local function lessBytes(a, b)
+          local n = math.min(#a, #b)
+          for i = 1, n do
+            local x, y = string.byte(a, i), string.byte(b, i)
+            if x ~= y then return x < y end
+          end
+          return #a < #b
+        end
+        local out, more = {}, 0
+        for _, t in ipairs({'m', 's'}) do
+          local low, high = t .. namePrefix, t .. namePrefix .. '\\255'
+          local min = '[' .. low
+          if after ~= '' and not lessBytes(after, low) then min = '(' .. after end
+          if after == '' or lessBytes(after, high) then
+            local entries = redis.call('ZRANGEBYLEX', prefix .. 'channels', min, '(' .. high, 'LIMIT', 0, limit + 1 - #out / 4)
+            for _, entry in ipairs(entries) do
+              if #out / 4 >= limit then more = 1; break end
+              local name = string.sub(entry, 2)
+              local base = prefix .. 'c:' .. t .. ':' .. #name .. ':' .. name
+              out[#out + 1] = entry
+              out[#out + 1] = redis.call('ZCARD', base .. ':m')
+              out[#out + 1] = redis.call('HGET', base, 'mode') or 'announce'
+              out[#out + 1] = tonumber(redis.call('HGET', base, 'seq') or '0')
+            end
+          end
+          if more == 1 then break end
+        end
+        return {out, more}
+        """)
+
+    /// `getInfo`: live nodes with their session counts, channels with members, every session
+    /// (live and held). Arguments: prefix, live-node timeout ms.
+    static let info = StoreScript(name: "api.info", source: """
+        local prefix, timeout = ARGV[1], tonumber(ARGV[2])
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        local nodes, total = {}, 0
+        for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeout, '+inf')) do
+          local count = redis.call('SCARD', prefix .. 'ns:' .. node)
+          nodes[#nodes + 1] = node
+          nodes[#nodes + 1] = count
+          total = total + count
+        end
+        -- Held sessions no node has (their node stopped) count too.
+        for _, id in ipairs(redis.call('ZRANGE', prefix .. 'held', 0, -1)) do
+          if redis.call('HGET', prefix .. 's:' .. id, 'node') == '' then total = total + 1 end
+        end
+        return {nodes, redis.call('ZCARD', prefix .. 'channels'), total}
+        """)
+
+    /// `disconnectUser`: the user's sessions, each with its node ('' while held with no node).
+    /// Arguments: prefix, user.
+    static let sessionsOfUser = StoreScript(name: "api.sessionsOfUser", source: """
+        local prefix, user = ARGV[1], ARGV[2]
+        local out = {}
+        for _, id in ipairs(redis.call('ZRANGE', prefix .. 'us:' .. #user .. ':' .. user, 0, -1)) do
+          out[#out + 1] = id
+          out[#out + 1] = redis.call('HGET', prefix .. 's:' .. id, 'node') or ''
+        end
+        return out
+        """)
+}

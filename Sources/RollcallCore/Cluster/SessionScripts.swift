@@ -1,0 +1,201 @@
+/// The Lua scripts of cluster sessions (docs/cluster.md, "Sessions across nodes"). A session
+/// is `P s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), listed in
+/// `P us:<n>:<user>` (by start time, for `maxSessionsPerUser`), `P tok:<hash>` (resume
+/// token → id), `P ns:<node>` (a node's sessions) and, while held, `P held` (by deadline).
+/// Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
+enum SessionScripts {
+    /// A new session. Arguments: prefix, id, user, platform, node, timeout ms, token hash,
+    /// maxSessionsPerUser. Returns the user's sessions over the limit, oldest first, each as
+    /// id and node (`''` while held with no node).
+    static let start = StoreScript(name: "session.start", source: library + """
+        local id, user, platform, node, timeout, token, max = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
+        redis.call('HSET', prefix .. 's:' .. id, 'user', user, 'platform', platform, 'node', node, 'started', now,
+          'timeout', timeout, 'heldUntil', 0, 'token', token)
+        redis.call('ZADD', userSessions(user), now, id)
+        redis.call('SET', prefix .. 'tok:' .. token, id)
+        redis.call('SADD', prefix .. 'ns:' .. node, id)
+        local all = redis.call('ZRANGE', userSessions(user), 0, -1)
+        local excess, out = #all - max, {}
+        for _, other in ipairs(all) do
+          if excess <= 0 then break end
+          if other ~= id then
+            out[#out + 1] = other
+            out[#out + 1] = redis.call('HGET', prefix .. 's:' .. other, 'node') or ''
+            excess = excess - 1
+          end
+        end
+        return out
+        """)
+
+    /// A local session dropped abnormally: held until now + its timeout, still owned by its node.
+    /// Arguments: prefix, id, node.
+    static let hold = StoreScript(name: "session.hold", source: library + """
+        local id, node = ARGV[2], ARGV[3]
+        local key = prefix .. 's:' .. id
+        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
+        local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+        redis.call('HSET', key, 'heldUntil', deadline)
+        redis.call('ZADD', prefix .. 'held', deadline, id)
+        markHeld(id)
+        return 'ok'
+        """)
+
+    /// A resume: takes a held session over by its token, on any node — or a live one whose
+    /// node has stopped beating for `staleMs`. Arguments: prefix, token hash, user, node, new
+    /// token hash, staleMs. Returns `none`, or `ok`, id, platform, previous node,
+    /// timeout ms, channel ids, their join flags. The previous node, if alive, hears `adopted <id>`.
+    static let claim = StoreScript(name: "session.claim", source: library + """
+        local token, user, node, newToken, staleMs = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+        local id = redis.call('GET', prefix .. 'tok:' .. token)
+        if not id then return {'none'} end
+        local key = prefix .. 's:' .. id
+        local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout')
+        if not f[1] or f[1] ~= user then return {'none'} end
+        if tonumber(f[4]) == 0 then
+          -- Live on its node: only a node that stopped beating (killed, cut off) gives it up
+          -- before it is declared dead, so a client that reconnects at once still resumes.
+          local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
+          if f[3] == node or (beat and now - tonumber(beat) < staleMs) then return {'none'} end
+        end
+        redis.call('DEL', prefix .. 'tok:' .. token)
+        redis.call('SET', prefix .. 'tok:' .. newToken, id)
+        redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
+        redis.call('ZREM', prefix .. 'held', id)
+        if f[3] ~= '' then
+          redis.call('SREM', prefix .. 'ns:' .. f[3], id)
+          if f[3] ~= node then redis.call('PUBLISH', prefix .. 'n:' .. f[3], 'adopted ' .. id) end
+        end
+        redis.call('SADD', prefix .. 'ns:' .. node, id)
+        markLive(id)
+        local channels = redis.call('SMEMBERS', prefix .. 'sc:' .. id)
+        local flags = {}
+        for i, channel in ipairs(channels) do flags[i] = redis.call('HGET', prefix .. 'c:' .. channel .. ':s', id) or '--' end
+        local messages = redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)
+        local dropped = tonumber(redis.call('GET', prefix .. 'hmd:' .. id) or '0')
+        redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
+        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped}
+        """)
+
+    /// A session ends for good, on the node that owns it (or any node for one with no node).
+    /// Arguments: prefix, id, node. Returns `ok` (its channels are left by the caller), or
+    /// `gone` when another node took it over or it ended already.
+    static let end = StoreScript(name: "session.end", source: library + """
+        local id, node = ARGV[2], ARGV[3]
+        local key = prefix .. 's:' .. id
+        local f = redis.call('HMGET', key, 'user', 'node', 'token')
+        if not f[1] or (f[2] ~= node and f[2] ~= '') then return 'gone' end
+        forget(id, f[1], f[2], f[3])
+        return 'ok'
+        """)
+
+    /// Every node, every heartbeat: declares nodes silent for the timeout dead (their sessions
+    /// become held from now, with no node), then claims held sessions with no node whose hold
+    /// ended. Arguments: prefix, this node, timeout ms, most sessions to end. Returns the dead
+    /// nodes, then for each ended session its id, user and channel ids.
+    static let reap = StoreScript(name: "session.reap", source: library + """
+        local self, timeout, limit = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+        local dead = {}
+        -- Commands a node sent before Redis stopped may run only once it is back, after every
+        -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
+        local last = tonumber(redis.call('HGET', prefix .. 'meta', 'lastBeat') or '0')
+        if last > 0 and now - last >= timeout then redis.call('HSET', prefix .. 'meta', 'grace', now) end
+        redis.call('HSET', prefix .. 'meta', 'lastBeat', now)
+        local grace = tonumber(redis.call('HGET', prefix .. 'meta', 'grace') or '0')
+        if now - grace >= timeout then
+          for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', '-inf', now - timeout)) do
+            if node ~= self then
+              redis.call('ZREM', prefix .. 'nodes', node)
+              orphan(node)
+              redis.call('DEL', prefix .. 'node:' .. node)
+              dead[#dead + 1] = node
+            end
+          end
+        end
+        local ended = {}
+        for _, id in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'held', '-inf', now, 'LIMIT', 0, limit)) do
+          local key = prefix .. 's:' .. id
+          local f = redis.call('HMGET', key, 'user', 'node', 'token')
+          if not f[1] then
+            redis.call('ZREM', prefix .. 'held', id)
+          elseif f[2] == '' then
+            forget(id, f[1], f[2], f[3])
+            ended[#ended + 1] = {id, f[1], redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
+          end
+        end
+        return {dead, ended}
+        """)
+
+    /// A claimed session whose new connection closed before the claim came back: held again,
+    /// with no node (the reaper times it out). Arguments: prefix, id, node.
+    static let release = StoreScript(name: "session.release", source: library + """
+        local id, node = ARGV[2], ARGV[3]
+        local key = prefix .. 's:' .. id
+        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
+        local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+        redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
+        redis.call('ZADD', prefix .. 'held', deadline, id)
+        redis.call('SREM', prefix .. 'ns:' .. node, id)
+        markHeld(id)
+        return 'ok'
+        """)
+
+    /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
+    /// becomes held with no node, resumable anywhere. Arguments: prefix, node.
+    static let handOver = StoreScript(name: "session.handOver", source: library + """
+        orphan(ARGV[2])
+        return 'ok'
+        """)
+
+    static let library = """
+        local prefix = ARGV[1]
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+        local function userSessions(user) return prefix .. 'us:' .. #user .. ':' .. user end
+
+        -- A held session keeps its `message` events in `P hm:<id>` (the publish script
+        -- appends them); it no longer counts among a channel's live message sessions.
+        local function markHeld(id)
+          for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
+            local base = prefix .. 'c:' .. channel
+            local flags = redis.call('HGET', base .. ':s', id)
+            if flags and string.find(flags, 'm', 1, true) and redis.call('SADD', base .. ':hm', id) == 1 then
+              redis.call('HINCRBY', base, 'ml', -1)
+            end
+          end
+        end
+
+        local function markLive(id)
+          for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
+            local base = prefix .. 'c:' .. channel
+            if redis.call('SREM', base .. ':hm', id) == 1 then redis.call('HINCRBY', base, 'ml', 1) end
+          end
+        end
+
+        local function forget(id, user, node, token)
+          redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
+          redis.call('DEL', prefix .. 's:' .. id)
+          redis.call('ZREM', userSessions(user), id)
+          redis.call('DEL', prefix .. 'tok:' .. token)
+          redis.call('ZREM', prefix .. 'held', id)
+          if node ~= '' then redis.call('SREM', prefix .. 'ns:' .. node, id) end
+        end
+
+        -- The sessions of `node` become held with no node: a live one from now, a held one
+        -- keeps its deadline.
+        local function orphan(node)
+          for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
+            local key = prefix .. 's:' .. id
+            local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
+            if held == 0 then
+              held = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+              markHeld(id)
+            end
+            redis.call('HSET', key, 'node', '', 'heldUntil', held)
+            redis.call('ZADD', prefix .. 'held', held, id)
+          end
+          redis.call('DEL', prefix .. 'ns:' .. node)
+        end
+
+        """
+}

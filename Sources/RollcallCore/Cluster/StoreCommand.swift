@@ -1,0 +1,85 @@
+/// One command for the cluster's shared store (Redis, PROTOCOL §9), as the core asks for it.
+/// The core never talks to Redis: it returns ``Action/store(_:_:)`` with these, the transport
+/// runs them on its Redis connection and hands the replies back as
+/// ``InboundEvent/storeReplied(_:_:)`` — a continuation.
+public enum StoreCommand: Sendable, Equatable {
+    /// A Lua script with its arguments (`EVALSHA`, `EVAL` when Redis has not cached it).
+    case script(StoreScript, arguments: [[UInt8]])
+    /// A plain command: its words, binary-safe.
+    case command([[UInt8]])
+}
+
+/// A Lua script the cluster engines run. Scripts compute every key from their arguments
+/// (one Redis or Sentinel, not Redis Cluster: docs/cluster.md).
+public struct StoreScript: Sendable, Hashable {
+    /// A short name for logs and metrics.
+    public let name: String
+    /// The Lua source.
+    public let source: String
+}
+
+/// A reply from the store (RESP2's types).
+public indirect enum StoreReply: Sendable, Equatable {
+    case status(String)
+    case error(String)
+    case integer(Int64)
+    case bulk([UInt8])
+    case array([StoreReply])
+    case null
+
+    /// Bytes of a bulk or status reply.
+    public var bytes: [UInt8]? {
+        switch self {
+        case .bulk(let bytes): bytes
+        case .status(let text): Array(text.utf8)
+        default: nil
+        }
+    }
+
+    /// Text of a bulk or status reply.
+    public var text: String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
+
+    /// An integer reply, or a bulk reply holding a decimal integer.
+    public var integer: Int64? {
+        switch self {
+        case .integer(let value): value
+        case .bulk, .status: text.flatMap { Int64($0) }
+        default: nil
+        }
+    }
+
+    /// The elements of an array reply.
+    public var elements: [StoreReply]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+}
+
+/// Why a store call failed as a whole: Redis unreachable, a watchdog timeout, a lost link.
+public struct StoreFailure: Error, Sendable, Equatable {
+    /// What the core answers: `UNAVAILABLE` for an unreachable store, `INTERNAL` otherwise.
+    public let code: ErrorCode
+    /// Human text.
+    public let message: String
+    /// When to retry, for `UNAVAILABLE`.
+    public let retryAfterMs: Int?
+
+    public init(_ code: ErrorCode, _ message: String, retryAfterMs: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfterMs = retryAfterMs
+    }
+
+    /// The error a request that needed the store is answered with.
+    var brokerError: BrokerError { BrokerError(code, message, retryAfterMs: retryAfterMs) }
+}
+
+/// Names one store call, so that its replies find their way back to what asked for them.
+public struct StoreTicket: Hashable, Sendable, CustomStringConvertible {
+    /// The raw number, unique for the broker's lifetime.
+    public let rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "t\(rawValue)" }
+}
+
+import RollcallProtocol

@@ -1,0 +1,360 @@
+/// The Lua scripts of user status in cluster mode (docs/cluster.md, "User status across
+/// nodes"). Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms). Names in
+/// keys are length-prefixed (`<bytes>:<name>`, as ``ClusterKeys``):
+///
+/// - `P st:<n>:<user>` hash: `status`, `cs` (the custom status, raw UTF-8), `csx` (its expiry),
+///   `lu`, `lo`, `lc` (the record's three times), `le` (end of the user's latest session), `pf`
+///   (platforms last announced, comma-separated);
+/// - `P sub:<n>:<subscriber>` zset target → createdAt (age order for `maxSubscriptionsPerUser`),
+///   `P subx:<n>:<subscriber>` zset target → expiresAt, `P subr:<n>:<target>` zset
+///   subscriber → expiresAt (`maxSubscribersPerUser`, who to tell);
+/// - `P csx` zset user → custom status expiry, `P subexp` zset `<n>:<subscriber><target>` →
+///   expiresAt: what the sweep (every node's reaper tick) expires;
+/// - pub/sub `P uu:<n>:<user>`: the user's inbox, heard by every node with a session of the user.
+///
+/// Scripts that can change a record answer `{result, announced records}` (see
+/// ``ClusterUserStatus/unwrapped(_:)``). A record goes back to Swift as fields (`{user, status, lu, lo, lc, platforms, customStatus
+/// or nil}`) and into an inbox as `U<except session>\n<user>\n<status>\n<lu>\n<lo>\n<lc>\n
+/// <platforms>\n<-, or = and the custom status>`: the node encodes it with the one-node encoder,
+/// so every record has the same bytes as on one node. Platforms come from the user's sessions
+/// in Redis (`P us:`, `P s:<id>` `platform`), live and held.
+enum UserStatusScripts {
+    /// A new session (run right after `session.start`, in the same call). Arguments: prefix,
+    /// user, session id, login custom status (`-` none, `=text`), custom status TTL ms.
+    /// Returns the catch-up records: subscribed targets changed after the user's latest
+    /// session end (none when no session of the user ever ended).
+    static let started = StoreScript(name: "status.started", source: library + """
+        local user, session, custom, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+        expireCustom(user)
+        local key = stKey(user)
+        local f = redis.call('HMGET', key, 'status', 'cs', 'pf', 'le')
+        local changed = false
+        if f[1] ~= 'online' then
+          redis.call('HSET', key, 'status', 'online', 'lo', int(now))
+          changed = true
+        end
+        local text = string.sub(custom, 2)
+        if custom ~= '-' and text ~= '' and text ~= f[2] then
+          setCustom(user, text, ttl)
+          changed = true
+        end
+        local pf = platformsOf(user)
+        if pf ~= (f[3] or '') then
+          redis.call('HSET', key, 'pf', pf)
+          changed = true
+        end
+        if changed then
+          redis.call('HSET', key, 'lu', int(now))
+          announce(user, session)
+        end
+        local catchUp = {}
+        if f[4] then catchUp = changedSince(user, tonumber(f[4])) end
+        return {catchUp, announced}
+        """)
+
+    /// A held session resumed (here or on another node). Arguments: prefix, user, session id,
+    /// login custom status (`-`, `=text`), TTL ms, catch-up window ms. Returns the catch-up
+    /// records (targets changed within the window).
+    static let resumed = StoreScript(name: "status.resumed", source: library + """
+        local user, session, custom, ttl, window = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+        expireCustom(user)
+        local key = stKey(user)
+        local text = string.sub(custom, 2)
+        if custom ~= '-' and text ~= '' and redis.call('EXISTS', key) == 1 and text ~= redis.call('HGET', key, 'cs') then
+          setCustom(user, text, ttl)
+          redis.call('HSET', key, 'lu', int(now))
+          announce(user, session)
+        end
+        return {changedSince(user, now - window), announced}
+        """)
+
+    /// A session ended (after `session.end` or the reaper forgot it; a session still in Redis
+    /// was taken over, and nothing changes). Arguments: prefix, user, session id, `logout` or
+    /// `closed`, clearCustomStatusOnOffline (`1`/`0`). The last session: `loggedOut` after
+    /// logout, else `offline`; otherwise the platforms may change.
+    static let ended = StoreScript(name: "status.ended", source: library + """
+        local user, session, how, clear = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+        if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return {'live', announced} end
+        expireCustom(user)
+        local key = stKey(user)
+        redis.call('HSET', key, 'le', int(now))
+        local changed = false
+        if redis.call('ZCARD', usKey(user)) == 0 then
+          redis.call('HDEL', key, 'pf')
+          local status = how == 'logout' and 'loggedOut' or 'offline'
+          if redis.call('HGET', key, 'status') ~= status then
+            redis.call('HSET', key, 'status', status, 'lo', int(now))
+            changed = true
+          end
+          if clear == '1' and redis.call('HEXISTS', key, 'cs') == 1 then
+            setCustom(user, false, 0)
+            changed = true
+          end
+        else
+          local pf = platformsOf(user)
+          if pf ~= (redis.call('HGET', key, 'pf') or '') then
+            redis.call('HSET', key, 'pf', pf)
+            changed = true
+          end
+        end
+        if changed then
+          redis.call('HSET', key, 'lu', int(now))
+          announce(user, '')
+        end
+        return {'ok', announced}
+        """)
+
+    /// `setCustomStatus`. Arguments: prefix, user, session id, `-` (clear) or `=text`, TTL ms.
+    /// Setting the current value again changes nothing. Returns the user's record.
+    static let setCustomStatus = StoreScript(name: "status.setCustom", source: library + """
+        local user, session, custom, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+        expireCustom(user)
+        local key = stKey(user)
+        local wanted = string.sub(custom, 2)
+        if custom == '-' or wanted == '' then wanted = false end
+        if wanted ~= redis.call('HGET', key, 'cs') then
+          if redis.call('EXISTS', key) == 0 then redis.call('HSET', key, 'status', 'online') end
+          setCustom(user, wanted, ttl)
+          redis.call('HSET', key, 'lu', int(now))
+          announce(user, session)
+        end
+        return {record(user), announced}
+        """)
+
+    /// `getUserStatus` (and the records of `getSubscriptions`). Arguments: prefix, users….
+    /// Returns one record per user, in order.
+    static let records = StoreScript(name: "status.records", source: library + """
+        local out = {}
+        for i = 2, #ARGV do out[#out + 1] = current(ARGV[i]) end
+        return {out, announced}
+        """)
+
+    /// `subscribeUserStatus`. Arguments: prefix, subscriber, duration ms,
+    /// maxSubscriptionsPerUser, maxSubscribersPerUser, targets… (never the subscriber).
+    /// Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
+    /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
+    static let subscribe = StoreScript(name: "status.subscribe", source: library + """
+        local me, duration, maxSubs, maxSubscribers = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+        dropExpired(me)
+        local expiresAt = now + duration
+        local codes, records, evicted = {}, {}, {}
+        for i = 6, #ARGV do
+          local target = ARGV[i]
+          if redis.call('ZSCORE', subKey(me), target) then
+            track(me, target, expiresAt)
+            codes[#codes + 1] = 'r'
+            records[#records + 1] = current(target)
+          else
+            redis.call('ZREMRANGEBYSCORE', subrKey(target), '-inf', now)
+            if redis.call('ZCARD', subrKey(target)) >= maxSubscribers then
+              codes[#codes + 1] = 'l'
+              records[#records + 1] = false
+            else
+              local latest = redis.call('ZRANGE', subKey(me), -1, -1, 'WITHSCORES')
+              local createdAt = now
+              if latest[2] then createdAt = math.max(now, tonumber(latest[2]) + 1) end
+              redis.call('ZADD', subKey(me), int(createdAt), target)
+              track(me, target, expiresAt)
+              codes[#codes + 1] = 'a'
+              records[#records + 1] = current(target)
+            end
+          end
+        end
+        while redis.call('ZCARD', subKey(me)) > maxSubs do
+          local earliest = redis.call('ZRANGE', subKey(me), 0, 0)[1]
+          removeSubscription(me, earliest)
+          evicted[#evicted + 1] = earliest
+        end
+        return {{codes, records, evicted}, announced}
+        """)
+
+    /// `unsubscribeUserStatus`. Arguments: prefix, subscriber, `1` for all (else `0`),
+    /// targets…. Returns the targets that were subscribed and are not any more.
+    static let unsubscribe = StoreScript(name: "status.unsubscribe", source: library + """
+        local me, all = ARGV[2], ARGV[3] == '1'
+        dropExpired(me)
+        local targets = {}
+        if all then
+          targets = redis.call('ZRANGE', subKey(me), 0, -1)
+        else
+          for i = 4, #ARGV do targets[#targets + 1] = ARGV[i] end
+        end
+        local removed = {}
+        for _, target in ipairs(targets) do
+          if redis.call('ZSCORE', subKey(me), target) then
+            removeSubscription(me, target)
+            removed[#removed + 1] = target
+          end
+        end
+        return removed
+        """)
+
+    /// `getSubscriptions`, first step. Arguments: prefix, subscriber. Returns the live
+    /// subscriptions as target, expiresAt, target, expiresAt….
+    static let subscriptions = StoreScript(name: "status.subscriptions", source: library + """
+        return redis.call('ZRANGEBYSCORE', subxKey(ARGV[2]), '(' .. now, '+inf', 'WITHSCORES')
+        """)
+
+    /// After this node's pub/sub link came back (inbox messages may have been lost): per user,
+    /// the records a session of the user may have missed. Arguments: prefix, window ms,
+    /// users…. Returns per user the user's own record if it changed within the window, then
+    /// the subscribed targets that did.
+    static let resync = StoreScript(name: "status.resync", source: library + """
+        local since = now - tonumber(ARGV[2])
+        local out = {}
+        for i = 3, #ARGV do
+          local user = ARGV[i]
+          expireCustom(user)
+          local records = {}
+          if tonumber(redis.call('HGET', stKey(user), 'lu') or '0') > since then records[1] = record(user) end
+          for _, changed in ipairs(changedSince(user, since)) do records[#records + 1] = changed end
+          out[#out + 1] = records
+        end
+        return {out, announced}
+        """)
+
+    /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
+    /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
+    /// Arguments: prefix, most of each to handle.
+    static let sweep = StoreScript(name: "status.sweep", source: library + """
+        local limit = tonumber(ARGV[2])
+        for _, user in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
+          expireCustom(user)
+        end
+        for _, entry in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'subexp', '-inf', now, 'LIMIT', 0, limit)) do
+          local colon = string.find(entry, ':', 1, true)
+          local count = tonumber(string.sub(entry, 1, colon - 1))
+          local subscriber = string.sub(entry, colon + 1, colon + count)
+          local target = string.sub(entry, colon + count + 1)
+          local expiresAt = tonumber(redis.call('ZSCORE', subxKey(subscriber), target) or '0')
+          if expiresAt > now then
+            redis.call('ZADD', prefix .. 'subexp', int(expiresAt), entry)
+          else
+            removeSubscription(subscriber, target)
+          end
+        end
+        return {'ok', announced}
+        """)
+
+    static let library = """
+        local prefix = ARGV[1]
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+        local function int(n) return string.format('%d', n) end
+        local function named(name) return #name .. ':' .. name end
+        local function stKey(user) return prefix .. 'st:' .. named(user) end
+        local function usKey(user) return prefix .. 'us:' .. named(user) end
+        local function subKey(user) return prefix .. 'sub:' .. named(user) end
+        local function subxKey(user) return prefix .. 'subx:' .. named(user) end
+        local function subrKey(user) return prefix .. 'subr:' .. named(user) end
+        local function inbox(user) return prefix .. 'uu:' .. named(user) end
+
+        -- Sorted, distinct platforms of the user's sessions (live and held), comma-separated.
+        local function platformsOf(user)
+          local seen, list = {}, {}
+          for _, id in ipairs(redis.call('ZRANGE', usKey(user), 0, -1)) do
+            local platform = redis.call('HGET', prefix .. 's:' .. id, 'platform')
+            if platform and not seen[platform] then
+              seen[platform] = true
+              list[#list + 1] = platform
+            end
+          end
+          table.sort(list)
+          return table.concat(list, ',')
+        end
+
+        -- The record's fields: status, lu, lo, lc, platforms, custom status (false: none).
+        local function fields(user)
+          local f = redis.call('HMGET', stKey(user), 'status', 'lu', 'lo', 'lc', 'cs')
+          return {f[1] or 'loggedOut', tonumber(f[2] or '0'), tonumber(f[3] or '0'), tonumber(f[4] or '0'), platformsOf(user), f[5]}
+        end
+
+        local function record(user)
+          local f = fields(user)
+          return {user, f[1], f[2], f[3], f[4], f[5], f[6]}
+        end
+
+        -- The records this script changed, returned with its answer: the node that ran it sends
+        -- them to the backend (webhooks), so each change is sent once.
+        local announced = {}
+
+        -- Tells the user's sessions (but `except`) and every subscriber with a session.
+        local function announce(user, except)
+          local f = fields(user)
+          announced[#announced + 1] = {user, f[1], f[2], f[3], f[4], f[5], f[6]}
+          local payload = 'U' .. except .. '\\n' .. user .. '\\n' .. f[1] .. '\\n' .. int(f[2]) .. '\\n' .. int(f[3]) .. '\\n' ..
+            int(f[4]) .. '\\n' .. f[5] .. '\\n' .. (f[6] and ('=' .. f[6]) or '-')
+          redis.call('ZREMRANGEBYSCORE', subrKey(user), '-inf', now)
+          for _, subscriber in ipairs(redis.call('ZRANGE', subrKey(user), 0, -1)) do
+            if redis.call('EXISTS', usKey(subscriber)) == 1 then redis.call('PUBLISH', inbox(subscriber), payload) end
+          end
+          redis.call('PUBLISH', inbox(user), payload)
+        end
+
+        -- Sets (text) or clears (false) the custom status, its time and its expiry.
+        local function setCustom(user, text, ttl)
+          local key = stKey(user)
+          if text then
+            redis.call('HSET', key, 'cs', text, 'csx', int(now + ttl), 'lc', int(now))
+            redis.call('ZADD', prefix .. 'csx', int(now + ttl), user)
+          else
+            redis.call('HDEL', key, 'cs', 'csx')
+            redis.call('HSET', key, 'lc', int(now))
+            redis.call('ZREM', prefix .. 'csx', user)
+          end
+        end
+
+        -- Clears the custom status if it expired (as of its expiry time) and announces it.
+        local function expireCustom(user)
+          local key = stKey(user)
+          local expiresAt = tonumber(redis.call('HGET', key, 'csx') or '0')
+          if expiresAt == 0 then
+            redis.call('ZREM', prefix .. 'csx', user)
+            return
+          end
+          if expiresAt > now then return end
+          local lu = tonumber(redis.call('HGET', key, 'lu') or '0')
+          redis.call('HDEL', key, 'cs', 'csx')
+          redis.call('HSET', key, 'lc', int(expiresAt), 'lu', int(math.max(lu, expiresAt)))
+          redis.call('ZREM', prefix .. 'csx', user)
+          announce(user, '')
+        end
+
+        local function current(user)
+          expireCustom(user)
+          return record(user)
+        end
+
+        -- The expiry of subscription (me, target), in all three places it is kept.
+        local function track(me, target, expiresAt)
+          redis.call('ZADD', subxKey(me), int(expiresAt), target)
+          redis.call('ZADD', subrKey(target), int(expiresAt), me)
+          redis.call('ZADD', prefix .. 'subexp', int(expiresAt), named(me) .. target)
+        end
+
+        local function removeSubscription(me, target)
+          redis.call('ZREM', subKey(me), target)
+          redis.call('ZREM', subxKey(me), target)
+          redis.call('ZREM', subrKey(target), me)
+          redis.call('ZREM', prefix .. 'subexp', named(me) .. target)
+        end
+
+        local function dropExpired(me)
+          for _, target in ipairs(redis.call('ZRANGEBYSCORE', subxKey(me), '-inf', now)) do
+            removeSubscription(me, target)
+          end
+        end
+
+        -- Records of the live subscribed targets whose lastUpdateTime is after `since`.
+        local function changedSince(user, since)
+          local out = {}
+          for _, target in ipairs(redis.call('ZRANGEBYSCORE', subxKey(user), '(' .. now, '+inf')) do
+            expireCustom(target)
+            if tonumber(redis.call('HGET', stKey(target), 'lu') or '0') > since then out[#out + 1] = record(target) end
+          end
+          return out
+        end
+
+        """
+}

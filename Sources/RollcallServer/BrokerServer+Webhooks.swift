@@ -1,0 +1,31 @@
+import Foundation
+import RollcallCore
+
+/// Webhooks (PROTOCOL §11): the sender lives on the service thread beside the connections;
+/// the core's ``Action/notifyBackend(_:)`` feeds it (see `BrokerServer+Actions.swift`).
+extension BrokerServer {
+    /// The sender for `webhooks.url`, or nil while it is null. Service thread, once the context exists.
+    func makeWebhookSender(context: OpaquePointer) throws(ServerError) -> WebhookSender? {
+        let webhooks = configuration.webhooks
+        guard let text = webhooks.url else { return nil }
+        let url: WebhookURL
+        do throws(WebhookURLError) {
+            url = try WebhookURL(text)
+        } catch {
+            throw ServerError(.webhookSetupFailed, "webhooks.url: \(error.message)")
+        }
+        guard let secret = webhooks.resolvedSecret(environment: environment) else {
+            throw ServerError(.webhookSetupFailed, "webhooks.url needs webhooks.secret or the environment variable named by webhooks.secretEnv")
+        }
+        let settings = WebhookSender.Settings(webhooks: webhooks, url: url, secret: secret, node: nodeId)
+        return try WebhookSender(settings: settings, context: context, logger: logger)
+    }
+
+    /// True once shutdown need not wait for webhooks any more: nothing waits, or the
+    /// webhook grace period is over (always true while not shutting down without a sender).
+    func webhooksSettled(now: Int64) -> Bool {
+        guard let webhookSender, !webhookSender.isIdle else { return true }
+        guard let deadline = webhookDrainDeadline else { return true }
+        return now >= deadline
+    }
+}

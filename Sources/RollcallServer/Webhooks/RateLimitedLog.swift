@@ -1,0 +1,21 @@
+/// At most one log line per interval for one kind of message; counts what it held back.
+struct RateLimitedLog {
+    /// Milliseconds between two lines.
+    let intervalMs: Int64
+    private var lastAt: Int64?
+    private var suppressed = 0
+
+    init(intervalMs: Int64) { self.intervalMs = intervalMs }
+
+    /// Whether to log now (monotonic ms): the number of lines held back since the last one, or
+    /// nil to stay quiet.
+    mutating func allow(now: Int64) -> Int? {
+        if let lastAt, now - lastAt < intervalMs {
+            suppressed += 1
+            return nil
+        }
+        lastAt = now
+        defer { suppressed = 0 }
+        return suppressed
+    }
+}

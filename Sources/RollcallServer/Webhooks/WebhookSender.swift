@@ -1,0 +1,387 @@
+import CRollcallShim
+import Foundation
+import Logging
+import RollcallCore
+
+/// Delivers webhook batches (PROTOCOL §11) with libwebsockets' own HTTP client, on the
+/// broker's lws context and service thread: no thread of its own, nothing blocks.
+///
+/// The policy (batching, one batch in flight, timeouts, retries, the bounded queue) is the
+/// pure ``WebhookDelivery``; this class only carries out its actions:
+/// - `.post`: signs the batch now (`sentAt`, `Rollcall-Signature`) and opens a client
+///   connection on its own vhost (`rollcall-webhooks`, no listener) with
+///   `lws_client_connect_via_info`, method POST. Headers go in at
+///   `LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER` (with `lws_client_http_body_pending`), the
+///   body in chunks at `LWS_CALLBACK_CLIENT_HTTP_WRITEABLE`, and the status comes back at
+///   `LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP` (`lws_http_client_http_response`). Connection
+///   errors and closes before an answer fail the attempt.
+/// - `.abandon`: kills the attempt's connection (its deadline passed).
+/// One lws timer (``nextDeadline``) drives ``WebhookDelivery/tick(now:)``.
+///
+/// Service thread only.
+final class WebhookSender {
+    /// What it is given at start.
+    struct Settings {
+        var webhooks: Configuration.Webhooks
+        var url: WebhookURL
+        var secret: String
+        var node: String
+    }
+
+    private var machine: WebhookDelivery
+    private let settings: Settings
+    private let logger: Logger
+    private let context: OpaquePointer
+    private var vhost: OpaquePointer?
+    private let protocols: UnsafeMutablePointer<lws_protocols>
+    private var cStrings: [UnsafeMutablePointer<CChar>] = []
+    /// The address connected to (the host resolved once at start when it is a name).
+    private let connectAddress: String
+    let timer: UnsafeMutablePointer<rollcall_timer_t>
+    private var armedAt: Int64?
+    /// The POST under way (nil between attempts).
+    private var attempt: Attempt?
+    private var inputs: [Input] = []
+    private var isHandling = false
+    /// Set by ``stop()``.
+    private var isStopped = false
+    private var dropLog = RateLimitedLog(intervalMs: 10_000)
+    private var failureLog = RateLimitedLog(intervalMs: 10_000)
+
+    /// Body bytes written per writable callback.
+    static let bodyChunkBytes = 16 * 1024
+    /// Seconds a connection may linger after its answer was read (draining the answer's body).
+    static let lingerSeconds: Int32 = 2
+
+    private struct Attempt {
+        let number: UInt64
+        let batchId: String
+        let body: [UInt8]
+        let signature: String
+        var wsi: OpaquePointer?
+        var written = 0
+        var bodySent = false
+    }
+
+    private enum Input {
+        case event([UInt8])
+        case tick
+        case answered(UInt64, status: Int)
+        case failed(UInt64, String)
+        case drain
+    }
+
+    /// Creates the client vhost on `context` (service thread, after the context exists).
+    init(settings: Settings, context: OpaquePointer, logger: Logger) throws(ServerError) {
+        self.settings = settings
+        self.context = context
+        self.logger = logger
+        machine = WebhookDelivery(policy: WebhookDelivery.Policy(settings.webhooks), idPrefix: Self.randomPrefix())
+        connectAddress = AddressResolver.numericAddress(for: settings.url.host) ?? settings.url.host
+        if let caFile = settings.webhooks.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ServerError(.webhookSetupFailed, "webhooks.caFile \(caFile) cannot be read")
+        }
+        timer = .allocate(capacity: 1)
+        timer.initialize(to: rollcall_timer_t())
+        protocols = .allocate(capacity: 2)
+        protocols.initialize(repeating: lws_protocols(), count: 2)
+        protocols[0].name = UnsafePointer(keep("rollcall-webhook"))
+        protocols[0].callback = rollcallWebhookCallback
+        protocols[0].per_session_data_size = 0
+        protocols[0].rx_buffer_size = 0
+
+        var info = lws_context_creation_info()
+        info.port = CONTEXT_PORT_NO_LISTEN
+        info.vhost_name = UnsafePointer(keep("rollcall-webhooks"))
+        info.protocols = UnsafePointer(protocols)
+        if settings.url.secure {
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+            if let caFile = settings.webhooks.caFile { info.client_ssl_ca_filepath = UnsafePointer(keep(caFile)) }
+        }
+        guard let created = lws_create_vhost(context, &info) else {
+            throw ServerError(.webhookSetupFailed, "libwebsockets created no client vhost for webhooks.url \(settings.url)")
+        }
+        vhost = created
+        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        if connectAddress == settings.url.host, AddressResolver.isName(settings.url.host) {
+            logger.warning("webhooks.url host \(settings.url.host) did not resolve at start; libwebsockets resolves it at each POST (synchronously)")
+        }
+        logger.info("webhooks on", metadata: ["url": "\(settings.url)", "node": "\(settings.node)",
+                                              "events": "\(settings.webhooks.events.joined(separator: ","))"])
+    }
+
+    deinit {
+        timer.deallocate()
+        protocols.deallocate()
+        for string in cStrings { free(string) }
+    }
+
+    // MARK: - Inputs from the server
+
+    /// A core event for the backend.
+    func enqueue(_ event: BackendEvent) { submit(.event(event.bytes)) }
+
+    /// Shutdown: send what waits at once.
+    func drain() { submit(.drain) }
+
+    /// True when nothing waits and nothing is in flight.
+    var isIdle: Bool { machine.isIdle }
+
+    /// Totals and the queue length, for `/metrics`.
+    var counters: WebhookCounters { machine.counters }
+    var waitingEvents: Int { machine.waitingEvents }
+
+    /// Stops the timer and ignores every later callback (the context is about to be
+    /// destroyed, closing any connection still open: no retry may start then).
+    func stop() {
+        isStopped = true
+        lws_sul_cancel(&timer.pointee.sul)
+        armedAt = nil
+    }
+
+    /// The timer fired.
+    func timerFired() {
+        armedAt = nil
+        submit(.tick)
+    }
+
+    // MARK: - Driving the machine
+
+    /// Feeds the machine one input at a time: inputs that arrive while actions are carried
+    /// out (a connect that fails at once) wait their turn, so the machine is never re-entered.
+    private func submit(_ input: Input) {
+        guard !isStopped else { return }
+        inputs.append(input)
+        guard !isHandling else { return }
+        isHandling = true
+        var index = 0
+        while index < inputs.count {
+            let next = inputs[index]
+            index += 1
+            let now = MonotonicClock.now
+            let actions: [WebhookDeliveryAction]
+            switch next {
+            case .event(let bytes): actions = machine.enqueue(bytes, now: now)
+            case .tick: actions = machine.tick(now: now)
+            case .answered(let number, let status): actions = machine.attemptAnswered(number, status: status, now: now)
+            case .failed(let number, let detail): actions = machine.attemptFailed(number, reason: .connection(detail), now: now)
+            case .drain: actions = machine.drain(now: now)
+            }
+            for action in actions { perform(action) }
+        }
+        inputs.removeAll(keepingCapacity: true)
+        isHandling = false
+        armTimer()
+    }
+
+    private func perform(_ action: WebhookDeliveryAction) {
+        switch action {
+        case .post(let number, let batch):
+            post(batch, attempt: number)
+        case .abandon(let number):
+            guard let current = attempt, current.number == number else { return }
+            attempt = nil
+            if let wsi = current.wsi { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, rollcall_to_kill_async) }
+        case .attemptFailed(let batchId, let number, let reason):
+            if let suppressed = failureLog.allow(now: MonotonicClock.now) {
+                logger.warning("webhook delivery failed; retrying", metadata: [
+                    "batch": "\(batchId)", "attempt": "\(number)", "reason": "\(reason)",
+                    "url": "\(settings.url)", "similarSuppressed": "\(suppressed)",
+                ])
+            }
+        case .dropped(let reason, let events):
+            if let suppressed = dropLog.allow(now: MonotonicClock.now) {
+                let counters = machine.counters
+                logger.error("webhook events dropped", metadata: [
+                    "reason": "\(reason.rawValue)", "events": "\(events)", "similarSuppressed": "\(suppressed)",
+                    "droppedOverflowTotal": "\(counters.droppedOverflow)",
+                    "droppedRetriesExhaustedTotal": "\(counters.droppedRetriesExhausted)",
+                ])
+            }
+        }
+    }
+
+    private func armTimer() {
+        guard let deadline = machine.nextDeadline else {
+            if armedAt != nil { lws_sul_cancel(&timer.pointee.sul); armedAt = nil }
+            return
+        }
+        guard armedAt != deadline else { return }
+        armedAt = deadline
+        let delay = max(0, deadline - MonotonicClock.now)
+        lws_sul_schedule(context, 0, &timer.pointee.sul, rollcallWebhookTimerFired, lws_usec_t(delay) * 1000)
+    }
+
+    // MARK: - One POST
+
+    private func post(_ batch: WebhookDelivery.Batch, attempt number: UInt64) {
+        let sentAt = Int64(Date().timeIntervalSince1970 * 1000)
+        let body = WebhookBatchBody.encode(batch, sentAt: sentAt, node: settings.node)
+        let signature = WebhookSignature.header(secret: settings.secret, sentAt: sentAt, body: body)
+        attempt = Attempt(number: number, batchId: batch.id, body: body, signature: signature)
+        let url = settings.url
+        // lws copies these strings into the connection's own storage during the call.
+        let texts: [String] = [connectAddress, url.path, url.hostHeader, "POST", "http/1.1"]
+        let strings = texts.map { strdup($0)! }
+        defer { strings.forEach { free($0) } }
+        var info = lws_client_connect_info()
+        info.context = context
+        info.vhost = vhost
+        info.address = UnsafePointer(strings[0])
+        info.port = Int32(url.port)
+        info.path = UnsafePointer(strings[1])
+        info.host = UnsafePointer(strings[2])
+        info.method = UnsafePointer(strings[3])
+        info.alpn = UnsafePointer(strings[4])
+        info.local_protocol_name = protocols[0].name
+        info.protocol = protocols[0].name
+        var flags = LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue
+        if url.secure { flags |= LCCSCF_USE_SSL.rawValue }
+        info.ssl_connection = Int32(bitPattern: flags)
+        info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(number))
+        if let wsi = lws_client_connect_via_info(&info) {
+            if attempt?.number == number { attempt?.wsi = wsi }
+        } else if attempt?.number == number {
+            attempt = nil
+            submit(.failed(number, "cannot connect to \(url.hostHeader)"))
+        }
+    }
+
+    /// lws calls this for every event of a webhook client connection.
+    func handleCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?,
+                        _ length: Int) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER, LWS_CALLBACK_CLIENT_HTTP_WRITEABLE,
+             LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP, LWS_CALLBACK_RECEIVE_CLIENT_HTTP, LWS_CALLBACK_COMPLETED_CLIENT_HTTP,
+             LWS_CALLBACK_CLIENT_CONNECTION_ERROR, LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
+            guard !isStopped else { return reason == LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER ? -1 : 0 }
+            let number = UInt64(UInt(bitPattern: lws_get_opaque_user_data(wsi)))
+            return clientCallback(wsi, reason, input, length, attempt: number, isCurrent: number != 0 && attempt?.number == number)
+        default:
+            // Vhost-wide reasons (protocol init, EVENT_WAIT_CANCELLED, …) come with a stand-in wsi.
+            return 0
+        }
+    }
+
+    /// One event of a webhook client connection, for attempt `number`.
+    private func clientCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ input: UnsafeMutableRawPointer?,
+                                _ length: Int, attempt number: UInt64, isCurrent: Bool) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+            guard isCurrent, let current = attempt, let input else { return -1 }
+            attempt?.wsi = wsi
+            let appended = current.signature.withCString { signature in
+                rollcall_webhook_append_headers(input, length, signature, current.body.count)
+            }
+            guard appended == 0 else { return -1 }
+            lws_client_http_body_pending(wsi, 1)
+            lws_callback_on_writable(wsi)
+            return 0
+        case LWS_CALLBACK_CLIENT_HTTP_WRITEABLE:
+            guard isCurrent else { return 0 }
+            return writeBody(wsi)
+        case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
+            guard isCurrent else { return 0 }
+            let status = Int(lws_http_client_http_response(wsi))
+            attempt = nil
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Self.lingerSeconds)
+            submit(.answered(number, status: status))
+            return 0
+        case LWS_CALLBACK_RECEIVE_CLIENT_HTTP:
+            return drainAnswer(wsi)
+        case LWS_CALLBACK_COMPLETED_CLIENT_HTTP:
+            return -1
+        case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+            if isCurrent {
+                attempt = nil
+                let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
+                submit(.failed(number, detail))
+            }
+            return 0
+        case LWS_CALLBACK_CLOSED_CLIENT_HTTP, LWS_CALLBACK_WSI_DESTROY:
+            if isCurrent, attempt?.wsi == nil || attempt?.wsi == wsi {
+                attempt = nil
+                submit(.failed(number, "the connection closed before an answer"))
+            }
+            return 0
+        default:
+            return 0
+        }
+    }
+
+    /// Writes the next chunk of the body; the last one with `LWS_WRITE_HTTP_FINAL`. Once it is
+    /// all out, one more writable callback extends lws' own wait for the answer (the context's
+    /// `timeout_secs`) to `webhooks.timeoutSeconds`: the delivery deadline is the machine's.
+    private func writeBody(_ wsi: OpaquePointer) -> Int32 {
+        guard var current = attempt else { return 0 }
+        if current.bodySent {
+            let seconds = Int32(min(3600, settings.webhooks.timeoutSeconds.rounded(.up))) + 1
+            lws_set_timeout(wsi, PENDING_TIMEOUT_AWAITING_SERVER_RESPONSE, seconds)
+            return 0
+        }
+        let count = min(Self.bodyChunkBytes, current.body.count - current.written)
+        let isLast = current.written + count == current.body.count
+        let pre = Int(rollcall_lws_pre)
+        var buffer = [UInt8](repeating: 0, count: pre + count)
+        buffer.withUnsafeMutableBufferPointer { target in
+            current.body.withUnsafeBufferPointer { source in
+                (target.baseAddress! + pre).update(from: source.baseAddress! + current.written, count: count)
+            }
+        }
+        if isLast { lws_client_http_body_pending(wsi, 0) }
+        let written = buffer.withUnsafeMutableBufferPointer { target in
+            lws_write(wsi, target.baseAddress! + pre, count, isLast ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+        }
+        guard written >= 0 else { return -1 }
+        current.written += count
+        current.bodySent = isLast
+        attempt = current
+        lws_callback_on_writable(wsi)
+        return 0
+    }
+
+    /// Reads (and discards) what the answer's body holds so far.
+    private func drainAnswer(_ wsi: OpaquePointer) -> Int32 {
+        let pre = Int(rollcall_lws_pre)
+        var buffer = [UInt8](repeating: 0, count: pre + 1024)
+        return buffer.withUnsafeMutableBufferPointer { storage -> Int32 in
+            var start: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(storage.baseAddress! + pre)
+                .assumingMemoryBound(to: CChar.self)
+            var room = Int32(1024)
+            return lws_http_client_read(wsi, &start, &room) < 0 ? -1 : 0
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func keep(_ text: String) -> UnsafeMutablePointer<CChar> {
+        let pointer = strdup(text)!
+        cStrings.append(pointer)
+        return pointer
+    }
+
+    /// 12 random hex digits: event and batch ids start with it, so ids stay unique across restarts.
+    private static func randomPrefix() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() & 0xFFFF_FFFF_FFFF
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 12 - hex.count) + hex
+    }
+}
+
+/// The lws protocol callback of the webhook vhost: finds the server through the context's
+/// user pointer and hands the event to its sender.
+let rollcallWebhookCallback: @convention(c) (
+    OpaquePointer?, lws_callback_reasons, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int
+) -> Int32 = { wsi, reason, _, input, length in
+    guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else { return 0 }
+    let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
+    guard let sender = server.webhookSender else { return 0 }
+    return sender.handleCallback(wsi, reason, input, length)
+}
+
+/// Fires the webhook sender's timer.
+let rollcallWebhookTimerFired: @convention(c) (UnsafeMutablePointer<lws_sorted_usec_list_t>?) -> Void = { sul in
+    guard let sul, let owner = rollcall_timer_from_sul(sul).pointee.owner else { return }
+    Unmanaged<WebhookSender>.fromOpaque(owner).takeUnretainedValue().timerFired()
+}

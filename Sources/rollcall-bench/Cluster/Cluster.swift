@@ -1,0 +1,136 @@
+import ArgumentParser
+import Foundation
+
+/// `rollcall-bench cluster`: N release nodes on a redis-server the bench starts itself, set
+/// against one node with Redis and one standalone node: Redis cost per op and the cluster
+/// ceiling it implies, cross-node latency, a join storm, broker CPU per op, kill -9 of a
+/// node and a stopped Redis. CPU per op rather than throughput: a 2-core machine running
+/// every node, Redis and the clients cannot show throughput scaling.
+struct Cluster: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Cluster mode: Redis µs per op and the ceiling, cross-node latency, join storm, CPU per op, kill -9, Redis stop.")
+
+    @OptionGroup var report: ReportOptions
+
+    @Option(help: "rollcall binary to launch (default: the one next to this executable).")
+    var binary: String?
+
+    @Option(help: "redis-server binary (a throwaway instance on a free port is started).")
+    var redisServer = "/usr/bin/redis-server"
+
+    @Option(help: "Nodes of the cluster.")
+    var nodes = 3
+
+    func validate() throws {
+        guard (2...6).contains(nodes) else { throw ValidationError("--nodes must be 2...6") }
+    }
+
+    /// Sizes of the phases: --quick keeps the whole run near a minute.
+    private var costSessions: Int { report.quick ? 150 : 300 }
+    private var costRounds: Int { report.quick ? 6 : 20 }
+    private var latencyMembers: Int { 48 }
+    private var latencyProbes: Int { report.quick ? 300 : 3000 }
+    private var latencyRate: Double { 100 }
+    private var stormUsers: Int { report.quick ? 400 : 1000 }
+    private var stormSeconds: Double { report.quick ? 3 : 10 }
+
+    func run() throws {
+        setvbuf(stdout, nil, _IOLBF, 0)
+        let binary = self.binary ?? BrokerLauncher.defaultBinary
+        var out = ClusterReport(nodes: nodes)
+        let failures = PhaseFailures()
+        out.latencyMembers = latencyMembers
+        out.latencyProbes = latencyProbes
+        out.latencyRate = latencyRate
+        out.notes.append("machine at start: loadavg \(Self.loadAverage()), \(ProcessInfo.processInfo.activeProcessorCount) cores "
+                         + "(shared: other engineers may be compiling)")
+        let redis = try RedisServerProcess(binary: redisServer)
+        defer { redis.stop() }
+        out.notes.append("node config (over the bench defaults: 127.0.0.1, port 0, warning logs): "
+                         + NodeGroup.configText(redis: redis) + "; standalone: the same without `cluster`. "
+                         + "redis-server \(Self.redisVersion(redis)) --save \"\" --appendonly no on 127.0.0.1:\(redis.port).")
+
+        // The cluster.
+        try phase("\(nodes) nodes", failures) {
+            let group = try NodeGroup(label: "\(nodes) nodes", count: nodes, binary: binary, redis: redis)
+            defer { group.stop() }
+            guard group.waitHealthy(timeout: 10) else { throw StormError("the nodes never answered /healthz 200") }
+            try phase("Redis cost, \(nodes) nodes", failures) {
+                out.costs += try OpCostRun(group: group, redis: redis, setup: "\(nodes) nodes + Redis",
+                                           sessions: costSessions, rounds: costRounds).measure()
+            }
+            try phase("cross-node latency", failures) {
+                out.clusterLatency = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
+                                                          rate: latencyRate).measure()
+            }
+            try phase("storm, \(nodes) nodes", failures) {
+                out.storms.append(try ClusterStorm(group: group, redis: redis, setup: "\(nodes) nodes + Redis",
+                                                   users: stormUsers, joinSeconds: stormSeconds).run())
+            }
+            try phase("Redis stop", failures) {
+                out.pause = try RedisPause.run(group: group, redis: redis, members: 30, closing: 3, pauseSeconds: 3)
+            }
+            try phase("kill -9", failures) {
+                out.kill = try NodeKill.run(group: group, sessions: 50)
+            }
+        }
+        redis.command(["FLUSHALL"])
+
+        // One node on Redis: the broker's own cost of cluster mode.
+        try phase("1 node + Redis", failures) {
+            let group = try NodeGroup(label: "1 node + Redis", count: 1, binary: binary, redis: redis)
+            defer { group.stop() }
+            guard group.waitHealthy(timeout: 10) else { throw StormError("the node never answered /healthz 200") }
+            out.costs += try OpCostRun(group: group, redis: redis, setup: "1 node + Redis",
+                                       sessions: costSessions, rounds: costRounds).measure()
+        }
+
+        // One standalone node (cluster.redis null).
+        try phase("standalone", failures) {
+            let group = try NodeGroup(label: "standalone", count: 1, binary: binary, redis: nil)
+            defer { group.stop() }
+            try phase("cost, standalone", failures) {
+                out.costs += try OpCostRun(group: group, redis: nil, setup: "standalone",
+                                           sessions: costSessions, rounds: costRounds).measure()
+            }
+            try phase("latency, standalone", failures) {
+                out.standaloneLatency = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
+                                                             rate: latencyRate).measure()
+            }
+            try phase("storm, standalone", failures) {
+                out.storms.append(try ClusterStorm(group: group, redis: nil, setup: "standalone",
+                                                   users: stormUsers, joinSeconds: stormSeconds).run())
+            }
+        }
+        out.failures = failures.list
+        out.notes.append("machine at end: loadavg \(Self.loadAverage())")
+        out.notes.append("Scaling is measured as CPU per op: 2 cores running every node, redis-server and the load clients "
+                         + "cannot show throughput scaling.")
+        try out.result().finish(report)
+    }
+
+    /// Runs one phase; an error is reported as "not measured" and the run goes on.
+    private func phase(_ name: String, _ failures: PhaseFailures, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            print("cluster: \(name): NOT MEASURED: \(error)")
+            failures.list.append("\(name): \(error)")
+        }
+    }
+
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func redisVersion(_ redis: RedisServerProcess) -> String {
+        let info = redis.command(["INFO", "server"]) ?? ""
+        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("redis_version:") }
+        return line.map { String($0.dropFirst("redis_version:".count)) } ?? "?"
+    }
+}
+
+/// The phases that failed, with why (reported as not measured).
+final class PhaseFailures {
+    var list: [String] = []
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Logging
+import RollcallCluster
+import RollcallCore
+import RollcallEventLoop
+import RollcallProtocol
+import RollcallRedis
+import RollcallTestSupport
+
+/// Several brokers in this process, each a node of one cluster on a throwaway
+/// `redis-server`: the core (`Broker`) and the transport's Redis half (`ClusterLink`) exactly
+/// as the `rollcall` binary runs them, on one libev loop, with connections simulated by the
+/// bed instead of libwebsockets. Clients are connection ids on a node with an inbox.
+final class ClusterBed {
+    /// One simulated client connection.
+    final class Client {
+        let node: Int
+        let connection: ConnectionID
+        /// Replies by request id.
+        var replies: [Int: JSON] = [:]
+        /// Events in arrival order.
+        var events: [JSON] = []
+        /// The close code, once the node closed the connection.
+        var closedWith: CloseCode?
+        var nextId = 0
+        /// From the login reply.
+        var resumeToken = ""
+        var resumed = false
+
+        init(node: Int, connection: ConnectionID) {
+            self.node = node
+            self.connection = connection
+        }
+    }
+
+    let redis: RedisServer
+    let loop: EventLoop
+    var brokers: [Broker] = []
+    var links: [ClusterLink] = []
+    var clients: [ConnectionID: Client] = [:]
+    private var nextConnection: UInt64 = 0
+    private var feeding: [Bool] = []
+    private var queued: [[InboundEvent]] = []
+
+    /// `nodes` nodes with `configuration` (its `cluster` section is filled in here).
+    init(nodes: Int, configuration base: Configuration, prefix: String = "bed:") throws {
+        redis = try RedisServer()
+        guard let loop = EventLoop() else { throw TestSupportError("libev could not be loaded") }
+        self.loop = loop
+        var configuration = base
+        configuration.cluster.redis = redis.url()
+        configuration.cluster.keyPrefix = prefix
+        configuration.cluster.heartbeatSeconds = 0.1
+        configuration.cluster.nodeTimeoutSeconds = 1
+        configuration.storage.path = nil
+        var logger = Logger(label: "bed")
+        logger.logLevel = .critical
+        for index in 0..<nodes {
+            let nodeId = "n\(index + 1)"
+            let epoch = try ClusterStartCheck.run(configuration: configuration, nodeId: nodeId)
+            let broker = Broker(configuration: configuration, nodeId: nodeId)
+            let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: epoch, loop: loop, logger: logger)
+            link.deliver = { [unowned self] event in feed(index, event) }
+            brokers.append(broker)
+            links.append(link)
+            feeding.append(false)
+            queued.append([])
+            link.start()
+        }
+        try pump(until: { links.allSatisfy(\.isConnected) }, what: "every node connected to Redis")
+    }
+
+    deinit {
+        for link in links {
+            link.deliver = nil
+            link.close()
+        }
+        loop.runOnce()
+        loop.destroy()
+        redis.kill()
+    }
+
+    // MARK: - Driving
+
+    /// Hands `event` to node `index` and carries out its actions (never re-entering a broker).
+    func feed(_ index: Int, _ event: InboundEvent) {
+        queued[index].append(event)
+        guard !feeding[index] else { return }
+        feeding[index] = true
+        while !queued[index].isEmpty {
+            let next = queued[index].removeFirst()
+            for action in brokers[index].handle(next) { perform(action, on: index) }
+        }
+        feeding[index] = false
+    }
+
+    private func perform(_ action: Action, on index: Int) {
+        switch action {
+        case .send(let connection, let bytes):
+            guard let client = clients[connection] else { return }
+            guard let value = try? JSONParser.parse(bytes) else { return }
+            if let id = value["id"]?.numberValue?.intValue, value["ok"] != nil {
+                client.replies[id] = value
+            } else {
+                client.events.append(value)
+            }
+        case .close(let connection, let code, _):
+            clients[connection]?.closedWith = code
+            feed(index, .ended(connection, .closeFrame))
+        case .store, .listen, .unlisten:
+            links[index].perform(action)
+        case .notifyBackend, .respond:
+            break
+        }
+    }
+
+    /// Turns the loop (and every node's timers) until `condition` holds; throws after `timeout`.
+    func pump(until condition: () -> Bool, timeout: TimeInterval = 10, what: @autoclosure () -> String) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        let tick = LoopTimer(loop: loop) {}
+        defer { tick.cancel() }
+        while !condition() {
+            guard Date() < deadline else { throw TestSupportError("timed out waiting for \(what())") }
+            for index in brokers.indices {
+                if let due = brokers[index].nextDeadline, due <= brokers[index].monotonicNow { feed(index, .tick) }
+            }
+            tick.schedule(after: 0.005)
+            loop.runOnce()
+        }
+    }
+
+    // MARK: - Clients
+
+    /// Opens a connection on node `node` and logs in.
+    @discardableResult
+    func login(_ userId: String, on node: Int, _ extra: [String: JSON] = [:]) throws -> Client {
+        nextConnection += 1
+        let client = Client(node: node, connection: ConnectionID(nextConnection))
+        clients[client.connection] = client
+        feed(node, .opened(client.connection))
+        var arguments: [String: JSON] = ["userId": .string(userId)]
+        for (key, value) in extra { arguments[key] = value }
+        let reply = try request(client, "login", arguments)
+        guard reply["ok"]?.boolValue == true else { throw TestSupportError("login failed: \(reply.compactString)") }
+        client.resumeToken = reply["result"]?.string("resumeToken") ?? ""
+        client.resumed = reply["result"]?["resumed"]?.boolValue ?? false
+        return client
+    }
+
+    /// Sends one request and waits for its reply.
+    @discardableResult
+    func request(_ client: Client, _ op: String, _ arguments: [String: JSON] = [:]) throws -> JSON {
+        client.nextId += 1
+        let id = client.nextId
+        var members: [(key: String, value: JSON)] = [("id", .int(id)), ("op", .string(op))]
+        for key in arguments.keys.sorted() { members.append((key, arguments[key]!)) }
+        feed(client.node, .received(client.connection, JSON.object(JSONObject(members)).encoded()))
+        try pump(until: { client.replies[id] != nil || client.closedWith != nil }, what: "the reply to \(op)")
+        return client.replies[id] ?? .null
+    }
+
+    /// Ends a client's connection: with a close frame, or dropped (the session is held).
+    func disconnect(_ client: Client, abnormally: Bool) {
+        clients[client.connection] = nil
+        feed(client.node, .ended(client.connection, abnormally ? .abnormal(.dropped) : .closeFrame))
+    }
+}
+
+extension JSON {
+    /// The string at `key` of an object.
+    func string(_ key: String) -> String? { self[key]?.stringValue }
+}

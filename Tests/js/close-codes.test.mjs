@@ -1,0 +1,50 @@
+// How the client ends or retries after the broker closes: 4409 (session limit) and a logout
+// are final; a first connection that cannot be made rejects `open()` and does not retry.
+
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { after, before, describe, test } from "node:test";
+
+import { CloseCode, RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
+import { Broker } from "./support/broker.mjs";
+import { ClientPool, FAST_BACKOFF } from "./support/clients.mjs";
+import { nextEvent, record } from "./support/eventually.mjs";
+
+describe("close codes", () => {
+  /** @type {Broker} */ let broker;
+  const pool = new ClientPool();
+
+  before(async () => {
+    broker = await Broker.start({ limits: { maxSessionsPerUser: 1 } });
+  });
+  after(async () => {
+    pool.closeAll();
+    await broker.dispose();
+  });
+
+  test("4409: the oldest session is closed for good (no reconnect that would close the new one)", async () => {
+    const first = await pool.open(broker.url, "max");
+    const states = record(first, "connection");
+    const closed = nextEvent(first, "connection", (c) => c.state === "closed");
+    const second = await pool.open(broker.url, "max");
+    const detail = await closed;
+    assert.equal(detail.code, CloseCode.SESSION_LIMIT);
+    assert.equal(first.state, "closed");
+    assert.deepEqual(states.events.map((e) => e.state), ["closed"], "no reconnecting");
+    assert.equal(second.state, "online");
+    await second.ping();
+  });
+
+  test("a first connection that fails rejects open() with DISCONNECTED and stays closed", async () => {
+    const server = createServer();
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address();
+    await new Promise((resolve) => server.close(resolve)); // nothing listens there now
+    const client = new RollcallClient(`ws://127.0.0.1:${port}/v1`, { userId: "nobody", backoff: FAST_BACKOFF });
+    pool.clients.push(client);
+    const states = record(client, "connection");
+    await assert.rejects(client.open(), (error) => error instanceof RollcallError && error.code === "DISCONNECTED");
+    assert.equal(client.state, "closed");
+    assert.deepEqual(states.events.map((e) => e.state), ["connecting", "closed"]);
+  });
+});

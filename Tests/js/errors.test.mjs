@@ -1,0 +1,164 @@
+// Error replies surface as typed `RollcallError`s: the protocol's code (PROTOCOL §7) in
+// `code`, `retryAfterMs` for rate limits, the reply's error object in `details`. Also the
+// jwt mode: a refused login, a forbidden channel, `refreshRequired` and `refresh`.
+
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+
+import { ERROR_CODES, RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
+import { Broker } from "./support/broker.mjs";
+import { ClientPool } from "./support/clients.mjs";
+import { eventually, nextEvent, record } from "./support/eventually.mjs";
+
+/** Asserts that `promise` rejects with a RollcallError of `code`; returns the error. */
+async function rejectsWith(promise, code) {
+  let caught;
+  await assert.rejects(promise, (error) => {
+    caught = error;
+    return true;
+  });
+  assert.ok(caught instanceof RollcallError, `expected a RollcallError, got ${caught}`);
+  assert.equal(caught.name, "RollcallError");
+  assert.equal(caught.code, code, caught.message);
+  assert.ok(ERROR_CODES.includes(caught.code));
+  assert.equal(caught.details.code ?? "DISCONNECTED", code);
+  return caught;
+}
+
+describe("error codes", () => {
+  /** @type {Broker} */ let broker;
+  const pool = new ClientPool();
+  let client;
+
+  before(async () => {
+    broker = await Broker.start({
+      state: { maxKeys: 2, maxKeyBytes: 8, maxValueBytes: 8, maxTotalBytes: 20, maxPendingChannels: 1 },
+      limits: { maxMessageBytes: 64, maxChannelsPerSession: 2 },
+    });
+    client = await pool.open(broker.url, "err");
+  });
+  after(async () => {
+    pool.closeAll();
+    await broker.dispose();
+  });
+
+  test("request shapes: UNKNOWN_OP, INVALID_REQUEST, INVALID_ARGUMENT, ALREADY_LOGGED_IN", async () => {
+    await rejectsWith(client.request("frobnicate"), "UNKNOWN_OP");
+    await rejectsWith(client.request("join", {}), "INVALID_REQUEST");
+    await rejectsWith(client.setState("room:e", { n: 1 }), "INVALID_REQUEST");
+    await rejectsWith(client.join("room:e", { channelType: "bogus" }), "INVALID_ARGUMENT");
+    await rejectsWith(client.getOnlineUsers("room:e", { includeUserId: false, includeState: true }), "INVALID_ARGUMENT");
+    await rejectsWith(client.request("login", { userId: "again" }), "ALREADY_LOGGED_IN");
+    assert.equal(client.rosters.size, 0, "a failed join leaves no roster behind");
+  });
+
+  test("presence: NOT_IN_CHANNEL, USER_NOT_PRESENT, state limits, TOO_MANY_PENDING_STATES, TOO_MANY_CHANNELS", async () => {
+    await rejectsWith(client.leave("room:never"), "NOT_IN_CHANNEL");
+    await rejectsWith(client.publish("stream:x", "hi", "stream"), "NOT_IN_CHANNEL");
+    await rejectsWith(client.getState("room:e", "nobody"), "USER_NOT_PRESENT");
+    await client.join("room:e");
+    await rejectsWith(client.setState("room:e", { a: "1", b: "2", c: "3" }), "TOO_MANY_KEYS");
+    await rejectsWith(client.setState("room:e", { "key-too-long": "1" }), "KEY_TOO_LONG");
+    await rejectsWith(client.setState("room:e", { a: "value-too-long" }), "VALUE_TOO_LONG");
+    await rejectsWith(client.setState("room:e", { abcdefgh: "12345678", ijklmnop: "12345678" }), "STATE_TOO_LARGE");
+    await rejectsWith(client.publish("room:e", "x".repeat(100)), "MESSAGE_TOO_LARGE");
+    const pending = await client.setState("room:p1", { a: "1" });
+    assert.equal(pending.pending, true);
+    await rejectsWith(client.setState("room:p2", { a: "1" }), "TOO_MANY_PENDING_STATES");
+    await client.join("room:e2");
+    await rejectsWith(client.join("room:e3"), "TOO_MANY_CHANNELS");
+  });
+
+  test("user status: CUSTOM_STATUS_TOO_LONG, TOO_MANY_USERS, failed ids, RATE_LIMITED with retryAfterMs", async () => {
+    await rejectsWith(client.setCustomStatus("x".repeat(65)), "CUSTOM_STATUS_TOO_LONG");
+    await rejectsWith(client.getUserStatus(Array.from({ length: 501 }, (_, i) => `u${i}`)), "TOO_MANY_USERS");
+    const { failed } = await client.subscribe(["", "err"]);
+    assert.deepEqual(failed, [{ userId: "", code: "INVALID_ARGUMENT" }, { userId: "err", code: "CANNOT_SUBSCRIBE_SELF" }]);
+    let limited;
+    for (let i = 0; i < 5 && !limited; i++) {
+      try {
+        await client.setCustomStatus(`s${i}`);
+      } catch (error) {
+        limited = error;
+      }
+    }
+    assert.ok(limited instanceof RollcallError);
+    assert.equal(limited.code, "RATE_LIMITED");
+    assert.equal(typeof limited.retryAfterMs, "number");
+    assert.ok(limited.retryAfterMs > 0);
+  });
+
+  test("DISCONNECTED: requests after close reject locally", async () => {
+    const gone = await pool.open(broker.url, "gone");
+    gone.close();
+    assert.equal(gone.state, "closed");
+    await rejectsWith(gone.ping(), "DISCONNECTED");
+  });
+});
+
+const SECRET = "js-test-secret-0123456789abcdef0123";
+
+/** An HS256 token (docs/authentication.md). */
+function mint(claims) {
+  const b64 = (value) => Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
+  const head = `${b64({ alg: "HS256", typ: "JWT" })}.${b64(claims)}`;
+  return `${head}.${createHmac("sha256", SECRET).update(head).digest("base64url")}`;
+}
+
+describe("jwt mode", () => {
+  /** @type {Broker} */ let broker;
+  const pool = new ClientPool();
+
+  before(async () => {
+    broker = await Broker.start({ auth: { mode: "jwt", secret: SECRET } });
+  });
+  after(async () => {
+    pool.closeAll();
+    await broker.dispose();
+  });
+
+  const now = () => Math.floor(Date.now() / 1000);
+
+  test("a bad token: connect rejects with UNAUTHORIZED and the client ends closed (no retry)", async () => {
+    const client = new RollcallClient(broker.url, { userId: "jan", token: mint({ sub: "someone-else", exp: now() + 600 }) });
+    pool.clients.push(client);
+    const closed = nextEvent(client, "connection", (c) => c.state === "closed");
+    await rejectsWith(client.open(), "UNAUTHORIZED");
+    await closed;
+    assert.equal(client.state, "closed");
+  });
+
+  test("FORBIDDEN outside the token's channels", async () => {
+    const client = await pool.open(broker.url, "kim", { token: mint({ sub: "kim", exp: now() + 600, channels: ["room:*"] }) });
+    await client.join("room:ok");
+    await rejectsWith(client.join("other:no"), "FORBIDDEN");
+    await rejectsWith(client.publish("other:no", "hi"), "FORBIDDEN");
+    assert.equal(client.state, "online");
+  });
+
+  test("refreshRequired, then refresh (PROTOCOL 1.1; skipped when the broker lacks `refresh`)", async (t) => {
+    // exp in 30 s: less than auth.refreshNoticeSeconds (default 60) remains, so the notice comes at once.
+    const client = new RollcallClient(broker.url, { userId: "lou", token: mint({ sub: "lou", exp: now() + 30, channels: ["room:*"] }) });
+    pool.clients.push(client);
+    const notices = record(client, "session");
+    const login = await client.open();
+    const fresh = mint({ sub: "lou", exp: now() + 1200, channels: ["room:*", "other:*"] });
+    let refreshed;
+    try {
+      refreshed = await client.refresh(fresh);
+    } catch (error) {
+      if (error.code === "UNKNOWN_OP") return t.skip("this broker does not implement `refresh` (PROTOCOL 1.1 §3)");
+      throw error;
+    }
+    assert.equal(typeof login.expiresAt, "number");
+    await eventually(() => notices.events.length > 0, { message: "refreshRequired" });
+    assert.equal(notices.events[0].type, "refreshRequired");
+    assert.equal(notices.events[0].expiresAt, login.expiresAt);
+    assert.ok(refreshed.expiresAt > login.expiresAt);
+    assert.equal(client.options.token, fresh, "later reconnects use the new token");
+    await client.join("other:yes");
+    await rejectsWith(client.refresh(mint({ sub: "not-lou", exp: now() + 600 })), "UNAUTHORIZED");
+    assert.equal(client.state, "online", "a refused refresh keeps the connection");
+  });
+});

@@ -1,0 +1,66 @@
+// examples/web/rollcall.d.ts against examples/web/rollcall.js: the declared value exports,
+// client and roster methods, error codes and close codes match what the module really has;
+// and, when TypeScript's `tsc` is installed (Debian: node-typescript), Tests/js/types/usage.ts
+// type-checks against the declarations.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import * as rollcall from "../../examples/web/rollcall.js";
+import { ROOT } from "./support/broker.mjs";
+
+const dts = readFileSync(join(ROOT, "examples", "web", "rollcall.d.ts"), "utf8");
+
+/** The text of `export class NAME … {…}` in the declarations (up to the closing brace at column 0). */
+function classBody(name) {
+  const start = dts.indexOf(`export class ${name} `);
+  assert.ok(start >= 0, `class ${name} is declared`);
+  return dts.slice(start, dts.indexOf("\n}\n", start));
+}
+
+/** Public methods of a class's prototype chain up to Object (the emitter's `on` included). */
+function methods(klass) {
+  const names = new Set();
+  for (let proto = klass.prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name !== "constructor" && name !== "emit" && typeof Object.getOwnPropertyDescriptor(proto, name).value === "function") names.add(name);
+    }
+  }
+  return [...names].sort();
+}
+
+test("every value export is declared, and nothing more", () => {
+  const declared = [...dts.matchAll(/^export (?:class|function|const) (\w+)/gm)].map((m) => m[1]).sort();
+  assert.deepEqual(declared, Object.keys(rollcall).sort());
+});
+
+test("RollcallClient and Roster: every public method is declared, and every declared one exists", () => {
+  for (const klass of [rollcall.RollcallClient, rollcall.Roster]) {
+    const body = classBody(klass.name) + dts.slice(dts.indexOf("declare class Emitter"), dts.indexOf("\n}\n", dts.indexOf("declare class Emitter")));
+    const declared = [...body.matchAll(/^  (\w+)(?:<[^>]*>)?\(/gm)].map((m) => m[1]).filter((name) => name !== "emit" && name !== "constructor");
+    assert.deepEqual([...new Set(declared)].sort(), methods(klass), klass.name);
+  }
+});
+
+test("ErrorCode lists PROTOCOL §7's codes; ERROR_CODES is that list plus DISCONNECTED", () => {
+  const union = dts.slice(dts.indexOf("export type ErrorCode ="), dts.indexOf(";", dts.indexOf("export type ErrorCode =")));
+  const codes = [...union.matchAll(/"([A-Z_]+)"/g)].map((m) => m[1]);
+  assert.equal(codes.length, 24);
+  assert.deepEqual([...codes, "DISCONNECTED"], [...rollcall.ERROR_CODES]);
+});
+
+test("CloseCode: the declared names and numbers are the module's", () => {
+  const block = dts.slice(dts.indexOf("export const CloseCode"), dts.indexOf("}>;", dts.indexOf("export const CloseCode")));
+  const declared = Object.fromEntries([...block.matchAll(/^  (\w+): (\d+);/gm)].map((m) => [m[1], Number(m[2])]));
+  assert.deepEqual(declared, { ...rollcall.CloseCode });
+});
+
+test("Tests/js/types/usage.ts type-checks against rollcall.d.ts (tsc --strict)", (t) => {
+  const probe = spawnSync("tsc", ["--version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) return t.skip("tsc is not installed (Debian: apt-get install node-typescript)");
+  const run = spawnSync("tsc", ["-p", join(ROOT, "Tests", "js", "types", "tsconfig.json")], { encoding: "utf8" });
+  assert.equal(run.status, 0, `${probe.stdout.trim()}:\n${run.stdout}${run.stderr}`);
+});
