@@ -4,7 +4,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (glibc's is older) */
+#include <linux/sockios.h>
 
 int rollcall_http_write_headers(struct lws *wsi, unsigned int status, const char *content_type,
                                 size_t content_length) {
@@ -60,6 +64,36 @@ int rollcall_half_close(struct lws *wsi) {
     if (fd < 0)
         return -1;
     return shutdown(fd, SHUT_WR);
+}
+
+long long rollcall_socket_bytes_read(struct lws *wsi) {
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    if (fd < 0)
+        return -1;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int before = 0, after = 0;
+        struct tcp_info info;
+        socklen_t size = sizeof(info);
+        memset(&info, 0, sizeof(info));
+        if (ioctl(fd, SIOCINQ, &before) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+            ioctl(fd, SIOCINQ, &after) != 0)
+            return -1;
+        if (size < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received))
+            return -1;
+        if (before == after) // no input arrived between the two reads
+            return (long long)info.tcpi_bytes_received - after;
+    }
+    return -1;
+}
+
+void rollcall_drain_and_half_close(struct lws *wsi) {
+    lws_sockfd_type fd = lws_get_socket_fd(wsi);
+    if (fd < 0)
+        return;
+    unsigned char sink[4096];
+    for (int rounds = 0; rounds < 64 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; rounds++) {
+    }
+    (void)shutdown(fd, SHUT_WR);
 }
 
 void rollcall_request_stop(struct lws_context *context, rollcall_stop_flag_t *flag) {

@@ -56,6 +56,10 @@ public final class BrokerServer {
     var openSockets = Set<OpaquePointer>()
     /// Connections sending a static file (each holds the file's descriptor too).
     var fileTransfers = Set<OpaquePointer>()
+    /// Kept-alive HTTP connections: how many bytes lws had read from the socket when their last
+    /// transaction completed (``BrokerServer/completeTransaction(_:)``), to tell a pipelined
+    /// request from a later one.
+    var keptAliveReads: [OpaquePointer: Int64] = [:]
     /// The connection cap, set when the context is created (see ``ConnectionCap``).
     var connectionCap = ConnectionCap(descriptorLimit: 1024)
     /// True while new connections are being refused (for one log line per episode).

@@ -56,6 +56,7 @@ extension BrokerServer {
         case LWS_CALLBACK_WSI_DESTROY:
             openSockets.remove(wsi)
             fileTransfers.remove(wsi)
+            keptAliveReads[wsi] = nil
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             if rollcall_stop_requested(stopFlag) != 0 { beginShutdown() }

@@ -61,6 +61,17 @@ static const enum lws_write_protocol rollcall_lws_write_close = (enum lws_write_
 /// written is still delivered, then the peer reads EOF. Returns 0 on success.
 int rollcall_half_close(struct lws *wsi);
 
+/// How many bytes the application (lws) has read from the connection's TCP socket so far:
+/// the kernel's count of bytes received (`TCP_INFO` `tcpi_bytes_received`) less those still
+/// waiting in the receive queue (`SIOCINQ`), read until both are stable. -1 when unknown.
+/// lws reads from the socket only when its own buffer of earlier input is empty, so an
+/// unchanged count means a request head was parsed from bytes lws had already buffered.
+long long rollcall_socket_bytes_read(struct lws *wsi);
+
+/// Reads and drops what waits in the socket's receive queue (non-blocking), then half-closes
+/// it: before a close that would otherwise answer unread input with a reset.
+void rollcall_drain_and_half_close(struct lws *wsi);
+
 /// A stop request that may be set from a signal handler or any thread.
 typedef struct rollcall_stop_flag {
     volatile int requested;

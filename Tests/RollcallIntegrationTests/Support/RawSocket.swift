@@ -6,6 +6,8 @@ import Glibc
 /// A blocking TCP connection to 127.0.0.1 for hand-made HTTP and WebSocket traffic.
 final class RawSocket {
     private(set) var fd: Int32
+    /// How long one blocking connect, send or recv may take (`SO_SNDTIMEO`, `SO_RCVTIMEO`).
+    static let backstopSeconds = 20
 
     /// Connects to 127.0.0.1:`port`. `receiveBufferBytes` sets `SO_RCVBUF` before the
     /// connect (a small value makes a reader that stops reading stall its peer quickly).
@@ -15,6 +17,11 @@ final class RawSocket {
         if var size = receiveBufferBytes.map(Int32.init) {
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
+        // A backstop for every blocking call (connect, send, recv): a broker that stopped
+        // serving makes the test fail after this long instead of hanging it.
+        var backstop = timeval(tv_sec: Self.backstopSeconds, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &backstop, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &backstop, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -87,31 +94,86 @@ enum RawHTTP {
         return try readResponse(socket, timeout: timeout)
     }
 
-    /// Reads a response until the body is complete (Content-Length) or the peer closes.
+    /// Reads one response: until its body is complete (`Content-Length`, or the last chunk of a
+    /// chunked body), the peer closes, or `timeout` passes. Bytes past the response (a
+    /// pipelined answer) are not read, or kept in `leftover` when given.
     static func readResponse(_ socket: RawSocket, timeout: TimeInterval) throws -> HTTPResponse {
+        var leftover: [UInt8] = []
+        return try readResponse(socket, timeout: timeout, leftover: &leftover)
+    }
+
+    /// ``readResponse(_:timeout:)`` starting with `leftover` (bytes already read); what was
+    /// read past this response is left in `leftover`.
+    static func readResponse(_ socket: RawSocket, timeout: TimeInterval, leftover: inout [UInt8]) throws -> HTTPResponse {
         let deadline = Date(timeIntervalSinceNow: timeout)
-        var data: [UInt8] = []
+        var data = leftover
+        leftover = []
         var headerEnd: Int? = nil
         var contentLength: Int? = nil
-        while Date() < deadline {
-            if let end = headerEnd {
-                if let length = contentLength, data.count - end >= length { break }
-                if data.starts(with: Array("HTTP/1.1 101".utf8)) { break } // now a WebSocket
-            }
+        var chunked = false
+        func complete() -> Int? {  // the response's length once complete
+            guard let end = headerEnd else { return nil }
+            if data.starts(with: Array("HTTP/1.1 101".utf8)) { return data.count }  // now a WebSocket
+            if let length = contentLength { return data.count - end >= length ? end + length : nil }
+            if chunked, let last = find(Array("0\r\n\r\n".utf8), in: data, from: end) { return last + 5 }
+            return nil
+        }
+        func parseHead() {
+            guard headerEnd == nil, let range = findHeaderEnd(data) else { return }
+            headerEnd = range
+            let headers = parseHeaders(String(decoding: data[..<range], as: UTF8.self)).1
+            contentLength = headers["content-length"].flatMap { Int($0) }
+            chunked = headers["transfer-encoding"]?.lowercased() == "chunked"
+        }
+        parseHead()
+        while complete() == nil, Date() < deadline {
             guard let chunk = socket.receive(timeout: deadline.timeIntervalSinceNow) else { break }
             if chunk.isEmpty { break }
             data += chunk
-            if headerEnd == nil, let range = findHeaderEnd(data) {
-                headerEnd = range
-                let head = String(decoding: data[..<range], as: UTF8.self)
-                contentLength = parseHeaders(head).1["content-length"].flatMap { Int($0) }
-            }
+            parseHead()
         }
         guard let end = headerEnd else { throw HarnessError("no HTTP response header (got \(data.count) bytes)") }
+        if let length = complete(), length < data.count {
+            leftover = Array(data[length...])
+            data = Array(data[..<length])
+        }
         let (status, headers) = parseHeaders(String(decoding: data[..<end], as: UTF8.self))
         var body = Array(data[end...])
-        if headers["transfer-encoding"]?.lowercased() == "chunked" { body = dechunk(body) }
+        if chunked { body = dechunk(body) }
         return HTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    /// Reads pipelined responses until `count` arrived, the peer closed, or `timeout` passed.
+    /// `closed` is true when the peer closed after the last complete response (a clean close);
+    /// `trailing` holds bytes of an incomplete response, if any.
+    static func readResponses(_ socket: RawSocket, count: Int, timeout: TimeInterval)
+        -> (responses: [HTTPResponse], closed: Bool, trailing: [UInt8]) {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        var responses: [HTTPResponse] = []
+        var pending: [UInt8] = []
+        while responses.count < count {
+            // Wait for the next response's first bytes (or the close) before parsing one.
+            if pending.isEmpty {
+                guard let chunk = socket.receive(timeout: max(0, deadline.timeIntervalSinceNow)) else { return (responses, false, []) }
+                if chunk.isEmpty { return (responses, true, []) }
+                pending = chunk
+            }
+            let before = pending
+            guard let response = try? readResponse(socket, timeout: max(0, deadline.timeIntervalSinceNow), leftover: &pending),
+                  let length = response.headers["content-length"].flatMap(Int.init), response.body.count == length else {
+                return (responses, false, before)
+            }
+            responses.append(response)
+        }
+        return (responses, false, pending)
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard haystack.count - start >= needle.count else { return nil }
+        for index in start...(haystack.count - needle.count) where haystack[index..<(index + needle.count)].elementsEqual(needle) {
+            return index
+        }
+        return nil
     }
 
     private static func findHeaderEnd(_ data: [UInt8]) -> Int? {
