@@ -6,10 +6,13 @@ import Testing
 
 /// `examples/backend/backend.py` (Python, standard library) receiving real webhooks from the
 /// broker: it rejects bad and stale signatures, keeps the roster of a churning channel equal
-/// to the broker's, and calls the server API to kick a user (in this branch the API answers
-/// 401 "off", which the backend logs; the kick itself is not tested here).
+/// to the broker's, and kicks a user through the server API (`disconnectUser`): the user's
+/// session closes with 4403 and the backend's reason. With a wrong key the broker's 401 is
+/// logged and nobody is kicked.
 @Suite struct ExampleBackendTests {
     static let secret = "example-backend-secret"
+    /// The server API key the backend is given (the broker's `api.keys`).
+    static let apiKey = "example-backend-api-key"
 
     /// The backend on a free port; stdout and stderr collected.
     final class Backend {
@@ -17,11 +20,11 @@ import Testing
         let output = OutputCollector()
         let port: Int
 
-        init(brokerURL: String, port: Int = 0) throws {
+        init(brokerURL: String, port: Int = 0, apiKey: String = ExampleBackendTests.apiKey) throws {
             process = try ChildProcess(
                 executable: "/usr/bin/env",
                 arguments: ["ROLLCALL_WEBHOOK_SECRET=\(ExampleBackendTests.secret)", "BACKEND_PORT=\(port)",
-                            "ROLLCALL_URL=\(brokerURL)", "ROLLCALL_API_KEY=example-key", "BANNED_WORDS=spam",
+                            "ROLLCALL_URL=\(brokerURL)", "ROLLCALL_API_KEY=\(apiKey)", "BANNED_WORDS=spam",
                             "python3", "examples/backend/backend.py"],
                 directory: BrokerProcess.packageRoot.path)
             output.attach(stdout: process.stdout, stderr: process.stderr)
@@ -83,6 +86,7 @@ import Testing
             "webhooks": ["url": "http://127.0.0.1:\(backendPort)/webhooks", "secret": Self.secret,
                          "batchMaxDelaySeconds": 0.05, "batchMaxEvents": 5],
             "presence": ["maxInstantEvents": 4, "hysteresis": 1, "intervalSeconds": 0.2, "timeoutSeconds": 0.5],
+            "api": ["keys": [Self.apiKey]],
         ])
         var generator = SeededGenerator(seed: 13)
         var connections: [String: RollcallConnection] = [:]
@@ -116,10 +120,30 @@ import Testing
         }
         #expect(matched, "backend \(String(describing: held)) != broker \(expected)")
 
-        // A banned word in a custom status: the backend calls disconnectUser (PROTOCOL §10);
-        // the API is not in this branch, so the broker answers 401 and the backend says so.
+        // A banned word in a custom status: the backend kicks the user through the server API
+        // (disconnectUser, PROTOCOL §10); the session closes with 4403 and the backend's reason.
         let spammer = try broker.session("spammer")
         #expect(try spammer.request("setCustomStatus", ["customStatus": "buy spam now"]).ok)
+        let close = try spammer.waitForClose(timeout: .seconds(15))
+        #expect(close.code == 4403)
+        #expect(close.reason == "banned word in status")
+        #expect(backend.output.waitForStdoutLine(prefix: "backend: kicked spammer (1 sessions)", timeout: 5) != nil,
+                "\(backend.output.stdoutText) \(backend.output.stderrText)")
+        #expect(try broker.session("observer-2").request("getUserStatus", ["userIds": ["spammer"]])
+            .result["statuses"]?.arrayValue?.first?["status"] == "loggedOut")
+    }
+
+    @Test func aKickWithAWrongKeyIsRefusedAndLogged() throws {
+        let backendPort = try WebhookReceiver.freePort()
+        let broker = try BrokerProcess(config: [
+            "webhooks": ["url": "http://127.0.0.1:\(backendPort)/webhooks", "secret": Self.secret,
+                         "events": ["userStatus"], "batchMaxDelaySeconds": 0.05],
+            "api": ["keys": [Self.apiKey]],
+        ])
+        let backend = try Backend(brokerURL: "http://127.0.0.1:\(broker.port)", port: backendPort, apiKey: "not-the-api-key-0123")
+        let spammer = try broker.session("spammer")
+        #expect(try spammer.request("setCustomStatus", ["customStatus": "spam"]).ok)
         #expect(backend.output.waitForStderr(containing: "cannot kick spammer: HTTP Error 401", timeout: 15))
+        #expect(try spammer.request("ping").ok, "still connected")
     }
 }
