@@ -26,7 +26,7 @@ struct HTTPPipeliningTests {
     /// Sends `requests` in one write and reads the answers: `expected` statuses in order, each
     /// present, except that after the first `required` the broker may instead close the
     /// connection cleanly (no partial answer). Meanwhile `session` must keep answering.
-    func expectPipelined(
+    static func expectPipelined(
         _ broker: BrokerProcess, _ requests: [[UInt8]], statuses expected: [Int], required: Int,
         session: RollcallConnection, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
@@ -50,12 +50,12 @@ struct HTTPPipeliningTests {
         let broker = try BrokerProcess(config: ServerAPIRequest.config)
         let bob = try broker.session("bob")
         #expect(try bob.request("join", ["channel": "room"]).ok)
-        try expectPipelined(broker, [Self.getInfo, Self.getInfo], statuses: [200, 200], required: 1, session: bob)
-        try expectPipelined(broker, [Self.getInfo, Self.getInfo, Self.getInfo], statuses: [200, 200, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [Self.getInfo, Self.getInfo], statuses: [200, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [Self.getInfo, Self.getInfo, Self.getInfo], statuses: [200, 200, 200], required: 1, session: bob)
         // A publish pipelined behind another reaches bob at most once, and only when answered.
         let publishArgs: JSON = ["channel": "room", "message": "m"]
         let publish = Self.request("POST", "/api/v1/publish", body: publishArgs.encoded())
-        try expectPipelined(broker, [Self.getInfo, publish], statuses: [200, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [Self.getInfo, publish], statuses: [200, 200], required: 1, session: bob)
     }
 
     @Test("pipelined 401s (a wrong key): answered in order or closed cleanly")
@@ -63,11 +63,11 @@ struct HTTPPipeliningTests {
         let broker = try BrokerProcess(config: ServerAPIRequest.config)
         let bob = try broker.session("bob")
         let wrong = Self.request("POST", "/api/v1/getInfo", body: Array("{}".utf8), key: "not-the-key-0123456789")
-        try expectPipelined(broker, [wrong, wrong], statuses: [401, 401], required: 1, session: bob)
+        try Self.expectPipelined(broker, [wrong, wrong], statuses: [401, 401], required: 1, session: bob)
         // The API off: every request is 401.
         let off = try BrokerProcess()
         let carol = try off.session("carol")
-        try expectPipelined(off, [Self.getInfo, Self.getInfo], statuses: [401, 401], required: 1, session: carol)
+        try Self.expectPipelined(off, [Self.getInfo, Self.getInfo], statuses: [401, 401], required: 1, session: carol)
     }
 
     @Test("a GET pipelined after a POST is answered after it")
@@ -75,8 +75,8 @@ struct HTTPPipeliningTests {
         let broker = try BrokerProcess(config: ServerAPIRequest.config)
         let bob = try broker.session("bob")
         let healthz = Self.request("GET", "/healthz", key: nil)
-        try expectPipelined(broker, [Self.getInfo, healthz], statuses: [200, 200], required: 2, session: bob)
-        try expectPipelined(broker, [healthz, healthz, Self.getInfo], statuses: [200, 200, 200], required: 2, session: bob)
+        try Self.expectPipelined(broker, [Self.getInfo, healthz], statuses: [200, 200], required: 2, session: bob)
+        try Self.expectPipelined(broker, [healthz, healthz, Self.getInfo], statuses: [200, 200, 200], required: 2, session: bob)
     }
 
     @Test("bytes after a 405, a 404 or a 413: the refusal, then nothing but a clean close or the next answer")
@@ -84,17 +84,17 @@ struct HTTPPipeliningTests {
         let broker = try BrokerProcess(config: BrokerProcess.merge(ServerAPIRequest.config, ["limits": ["maxFrameBytes": 1000]]))
         let bob = try broker.session("bob")
         let getOnAPI = Self.request("GET", "/api/v1/getInfo")
-        try expectPipelined(broker, [getOnAPI, Self.getInfo], statuses: [405, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [getOnAPI, Self.getInfo], statuses: [405, 200], required: 1, session: bob)
         let postOnHealthz = Self.request("POST", "/healthz", body: Array("{}".utf8), key: nil)
-        try expectPipelined(broker, [postOnHealthz, Self.getInfo], statuses: [405, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [postOnHealthz, Self.getInfo], statuses: [405, 200], required: 1, session: bob)
         let postElsewhere = Self.request("POST", "/nowhere", body: Array("{}".utf8), key: nil)
-        try expectPipelined(broker, [postElsewhere, Self.getInfo], statuses: [404, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [postElsewhere, Self.getInfo], statuses: [404, 200], required: 1, session: bob)
         // Declared over the limit: refused at the head, the body read and dropped.
         let tooLarge = Self.request("POST", "/api/v1/getInfo", body: Array(repeating: UInt8(ascii: " "), count: 1001))
-        try expectPipelined(broker, [tooLarge, Self.getInfo], statuses: [413, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [tooLarge, Self.getInfo], statuses: [413, 200], required: 1, session: bob)
         // Declared within the limit but followed by a pipelined request in the same write.
         let options = Self.request("OPTIONS", "/api/v1/getInfo", body: Array("{}".utf8))
-        try expectPipelined(broker, [options, Self.getInfo], statuses: [405, 200], required: 1, session: bob)
+        try Self.expectPipelined(broker, [options, Self.getInfo], statuses: [405, 200], required: 1, session: bob)
     }
 
     @Test("keep-alive without pipelining: POSTs and GETs one after the other on one connection are all answered")
