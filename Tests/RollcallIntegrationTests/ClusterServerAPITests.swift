@@ -82,6 +82,29 @@ struct ClusterServerAPITests {
             .map { $0["status"]?.stringValue ?? "?" } == ["loggedOut", "loggedOut"])
     }
 
+    @Test("Redis stopped: the API answers 503 UNAVAILABLE on every node within nodeTimeoutSeconds, 200 again after")
+    func unavailableWhileRedisIsStopped() throws {
+        let cluster = try ClusterProcess(config: ServerAPIRequest.config)  // nodeTimeoutSeconds 1
+        let alice = try cluster.session("alice", node: 0)
+        #expect(try alice.join("room").ok)
+        cluster.redis.suspend()
+        defer { cluster.redis.resume() }
+        for node in 0..<3 {
+            for (op, body) in [("getOnlineUsers", ["channel": "room"] as JSON), ("publish", ["channel": "room", "message": 1])] {
+                let started = Date()
+                let (status, answer) = try ServerAPIRequest.call(port: cluster.node(node).port, op, body)
+                let waited = Date().timeIntervalSince(started)
+                #expect(status == 503 && answer["error"]?["code"] == "UNAVAILABLE", "n\(node + 1) \(op): \(status) \(answer)")
+                #expect((answer["error"]?["retryAfterMs"]?.numberValue?.intValue ?? 0) > 0, "\(answer)")
+                #expect(waited < 2.5, "n\(node + 1) \(op) waited \(waited) s; nodeTimeoutSeconds is 1")
+            }
+        }
+        cluster.redis.resume()
+        #expect(eventually(timeout: 15) {
+            (0..<3).allSatisfy { (try? ServerAPIRequest.call(port: cluster.node($0).port, "getOnlineUsers", ["channel": "room"]).status) == 200 }
+        }, "\(cluster.describeNodes())")
+    }
+
     @Test("presence, channel and userStatus webhooks: each event once in the whole cluster, the clients' bytes plus id")
     func webhooksOncePerEvent() throws {
         let receiver = try WebhookReceiver()
