@@ -296,10 +296,9 @@ import Testing
 
     // MARK: - A backend's roster
 
-    /// A backend that starts from an empty channel (seq 0: `getOnlineUsers` in this branch does
-    /// not return `seq` yet, see docs/webhooks.md) and applies presence webhooks in order,
-    /// checking that `seq` never skips, ends up with the broker's exact roster after random
-    /// churn in announce and interval mode.
+    /// A backend that starts from an empty channel (seq 0) and applies presence webhooks in
+    /// order, checking that `seq` never skips, ends up with the broker's exact roster after
+    /// random churn in announce and interval mode. (From a `getOnlineUsers` baseline: below.)
     @Test(arguments: [50, 3])
     func aBackendRebuildsTheRosterFromPresenceWebhooks(maxInstantEvents: Int) throws {
         let receiver = try WebhookReceiver()
@@ -349,11 +348,65 @@ import Testing
         }
     }
 
-    /// Applies `presence` and `channel` events in order: `vacated` clears the roster and
-    /// restarts `seq`; any other gap in `seq` throws.
-    static func applyPresence(_ events: [JSON]) throws -> [String: [String: String]] {
+    /// A backend that starts in the middle of the churn from a `getOnlineUsers` baseline over
+    /// the server API (its users and `seq`), then applies only the presence webhooks after that
+    /// `seq` (PROTOCOL §11), ends up with the broker's exact roster.
+    @Test func aBackendStartingFromAGetOnlineUsersBaselineMatchesTheBroker() throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let broker = try broker(url: receiver.url, ["events": ["presence", "channel"], "batchMaxEvents": 5],
+                                BrokerProcess.merge(ServerAPIRequest.config, ["presence": ["timeoutSeconds": 0.5]]))
+        var generator = SeededGenerator(seed: 1311)
+        var connections: [String: RollcallConnection] = [:]
+        // Two members that stay, so the channel is never vacated and its seq never restarts.
+        for user in ["anchor-a", "anchor-b"] {
+            let connection = try broker.session(user)
+            try joinOrFail(connection, "room", state: ["k": user])
+            connections[user] = connection
+        }
+        func churn(_ steps: Int) throws {
+            for _ in 0..<steps {
+                let user = "user-\(Int.random(in: 0..<6, using: &generator))"
+                if let connection = connections[user] {
+                    switch Int.random(in: 0..<3, using: &generator) {
+                    case 0: _ = try connection.channelOp("leave", "room"); connection.close(); connections[user] = nil
+                    case 1: connection.drop(); connections[user] = nil
+                    default: _ = try connection.channelOp("setState", "room", ["state": ["k": .string("v\(Int.random(in: 0..<5, using: &generator))")]])
+                    }
+                } else {
+                    let connection = try broker.session(user)
+                    try joinOrFail(connection, "room", state: ["k": "v0"])
+                    connections[user] = connection
+                }
+            }
+        }
+        try churn(30)
+        let baseline = try ServerAPIRequest.ok(port: broker.port, "getOnlineUsers", ["channel": "room", "includeState": true, "pageSize": 1000])
+        let baselineSeq = try #require(baseline["seq"]?.numberValue?.intValue)
+        var start: [String: [String: String]] = [:]
+        for user in baseline["users"]?.arrayValue ?? [] { start[user["userId"]?.stringValue ?? "?"] = stringMap(user["state"]) ?? [:] }
+        try churn(30)
+        let observer = try broker.session("observer")
+        var expected: [String: [String: String]] = [:]
         var roster: [String: [String: String]] = [:]
-        var seq = 0
+        let matched = eventually(timeout: 20) {
+            guard let online = try? observer.onlineUsers("room") else { return false }
+            expected = online
+            let later = deliveredEvents(receiver).filter { ($0["seq"]?.numberValue?.intValue ?? 0) > baselineSeq }
+            roster = (try? Self.applyPresence(later, from: start, seq: baselineSeq)) ?? ["<seq gap>": [:]]
+            return roster == expected
+        }
+        #expect(matched, "backend roster \(roster) != broker \(expected)")
+        #expect(baselineSeq > 0 && expected["anchor-a"] == ["k": "anchor-a"])
+        #expect(!deliveredEvents(receiver).contains { $0["type"]?.stringValue == "vacated" })
+    }
+
+    /// Applies `presence` and `channel` events in order to `roster` standing at `seq`:
+    /// `vacated` clears the roster and restarts `seq`; any other gap in `seq` throws.
+    static func applyPresence(_ events: [JSON], from start: [String: [String: String]] = [:], seq baseline: Int = 0) throws
+        -> [String: [String: String]] {
+        var roster = start
+        var seq = baseline
         for event in events {
             if event["event"]?.stringValue == "channel" {
                 if event["type"]?.stringValue == "vacated" { roster = [:]; seq = 0 }
