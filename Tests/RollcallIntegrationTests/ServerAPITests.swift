@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 @_spi(Testing) import RollcallClient
 import RollcallProtocol
@@ -138,6 +139,41 @@ struct ServerAPITests {
         #expect(login.result["resumed"] == false)
         let status = try ServerAPIRequest.ok(port: broker.port, "getUserStatus", ["userIds": ["bob"]])
         #expect(status["statuses"]?.arrayValue?.first?["status"] == "online", "the new login is online again")
+    }
+
+    @Test("the API acts as the server: no token globs (jwt mode) and no rate limits")
+    func noGlobsNoRateLimits() throws {
+        let secret = "server-api-jwt-secret"
+        let broker = try apiBroker(["auth": ["mode": "jwt", "secret": secret],
+                                    "limits": ["requestsPerSecond": 5, "requestBurst": 5]])
+        func token(_ user: String, channels: [String]) -> String {
+            func base64URL(_ bytes: [UInt8]) -> String {
+                Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            let claims: JSON = ["sub": .string(user), "exp": .int(Int(Date().timeIntervalSince1970) + 600),
+                                "channels": .array(channels.map { .string($0) })]
+            let signed = base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + base64URL(claims.encoded())
+            let mac = HMAC<SHA256>.authenticationCode(for: Array(signed.utf8), using: SymmetricKey(data: Array(secret.utf8)))
+            return signed + "." + base64URL(Array(mac))
+        }
+        let bob = try broker.connect()
+        #expect(try bob.login(userId: "bob", platform: "cli", token: token("bob", channels: ["a:*"])).ok)
+        #expect(try bob.request("join", ["channel": "a:1"]).ok)
+        let carol = try broker.connect()
+        #expect(try carol.login(userId: "carol", platform: "cli", token: token("carol", channels: ["b:*"])).ok)
+        #expect(try carol.request("join", ["channel": "b:1"]).ok)
+        // Bob's token does not cover b:1; the API reads and publishes it all the same.
+        let refused = try bob.request("publish", ["channel": "b:1", "message": "x"])
+        #expect(refused.errorCodeText == "FORBIDDEN", "\(refused)")
+        #expect(try ServerAPIRequest.ok(port: broker.port, "getOnlineUsers", ["channel": "b:1"])["users"] == [["userId": "carol"]])
+        #expect(try ServerAPIRequest.ok(port: broker.port, "getUserChannels", ["userId": "carol"])["totalChannel"] == 1)
+        #expect(try ServerAPIRequest.ok(port: broker.port, "publish", ["channel": "b:1", "message": "x"]) == ["recipients": 1])
+        // Far more calls than a session's requestsPerSecond/requestBurst: none is refused.
+        for index in 0..<30 {
+            let (status, answer) = try ServerAPIRequest.call(port: broker.port, "publish", ["channel": "a:1", "message": .int(index)])
+            #expect(status == 200, "call \(index): \(status) \(answer)")
+        }
     }
 
     @Test("getInfo: version, one standalone node, totals of live and held sessions and live channels")

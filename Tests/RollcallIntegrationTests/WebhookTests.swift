@@ -272,6 +272,7 @@ import Testing
         for index in 1...5 { try joinOrFail(alice, "room-\(index)") }
         #expect(try eventually(timeout: 10) { try broker.metric(#"rollcall_webhook_events_dropped_total{reason="overflow"}"#) == 3 })
         #expect(try broker.metric("rollcall_webhook_queue_events") == 2)
+        #expect(broker.stderrText.contains("webhook events dropped"), "overflow drops are logged")
         gate.withLock { open = true; gate.broadcast() }
         #expect(receiver.wait(timeout: 15) { $0.count >= 3 })
         #expect(receiver.requests.flatMap(\.events).map { $0["channel"]?.stringValue ?? "?" } == ["room-0", "room-4", "room-5"])
