@@ -295,6 +295,19 @@ import Testing
         #expect(kinds == ["userStatus:online", "channel:occupied", "presence:join", "channel:vacated", "userStatus:offline"])
     }
 
+    @Test func sigtermGivesAReceiverThatHangsFiveSecondsThenExits() throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        receiver.answer { _ in .hang }
+        let broker = try broker(url: receiver.url, ["events": ["channel"], "timeoutSeconds": 30])
+        let alice = try broker.session("alice")
+        try joinOrFail(alice, "room")
+        #expect(receiver.wait(timeout: 10) { !$0.isEmpty }, "the batch is in flight")
+        let exit = try #require(broker.stop(timeout: 10))
+        #expect(!exit.signaled && exit.status == 0)
+        #expect(exit.seconds >= 4 && exit.seconds < 6.5, "the 5 s grace, then exit: \(exit.seconds) s")
+    }
+
     // MARK: - A backend's roster
 
     /// A backend that starts from an empty channel (seq 0) and applies presence webhooks in
