@@ -278,6 +278,20 @@ import Testing
         #expect(receiver.requests.flatMap(\.events).map { $0["channel"]?.stringValue ?? "?" } == ["room-0", "room-4", "room-5"])
     }
 
+    // MARK: - Start checks
+
+    @Test(arguments: [
+        (["url": "http://127.0.0.1:9/hooks", "secretEnv": "ROLLCALL_TEST_UNSET_VARIABLE"], "webhooks.secret"),
+        (["url": "ftp://127.0.0.1/hooks", "secret": "s"], "webhooks.url"),
+        (["url": "http://127.0.0.1:9/hooks", "secret": "s", "events": ["presence", "typing"]], "webhooks.events"),
+    ] as [([String: any Sendable], String)])
+    func aBadWebhooksSectionStopsTheBrokerNamingTheKey(section: [String: any Sendable], key: String) throws {
+        let error = #expect(throws: HarnessError.self) {
+            _ = try BrokerProcess(config: ["webhooks": section], startTimeout: 5)
+        }
+        #expect(error?.description.contains(key) == true, "\(String(describing: error))")
+    }
+
     // MARK: - Shutdown
 
     @Test func sigtermSendsWaitingBatchesBeforeExiting() throws {

@@ -69,6 +69,7 @@ final class BrokerProcess: @unchecked Sendable {
         else {
             child.send(SIGKILL)
             _ = child.waitForExit(timeout: 5)
+            output.waitForEOF(timeout: 2)  // all of stderr, which names what was refused
             throw HarnessError("broker did not report its port; stderr:\n\(output.stderrText)")
         }
         self.port = port
@@ -155,6 +156,7 @@ final class OutputCollector: @unchecked Sendable {
     private var stderr = Data()
 
     private var openStreams = 2
+    private var stdoutClosed = false
 
     func attach(stdout out: FileHandle, stderr err: FileHandle) {
         out.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: true) }
@@ -167,6 +169,7 @@ final class OutputCollector: @unchecked Sendable {
         if data.isEmpty {
             handle.readabilityHandler = nil
             openStreams -= 1
+            if toStdout { stdoutClosed = true }
         } else if toStdout {
             stdout.append(data)
         } else {
@@ -202,7 +205,8 @@ final class OutputCollector: @unchecked Sendable {
         return true
     }
 
-    /// Waits for a complete stdout line starting with `prefix`.
+    /// Waits for a complete stdout line starting with `prefix`; nil at the deadline, or at once
+    /// when stdout ended without one (the child exited, e.g. refusing its config).
     func waitForStdoutLine(prefix: String, timeout: TimeInterval) -> String? {
         let deadline = Date(timeIntervalSinceNow: timeout)
         cond.lock()
@@ -213,6 +217,7 @@ final class OutputCollector: @unchecked Sendable {
                 .first(where: { $0.hasPrefix(prefix) }) {
                 return String(line.dropFirst(prefix.count))
             }
+            if stdoutClosed { return nil }
             if !cond.wait(until: deadline) { return nil }
         }
     }
