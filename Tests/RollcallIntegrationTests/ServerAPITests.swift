@@ -264,5 +264,9 @@ struct ServerAPITests {
         #expect(wrongKey.stderr.contains("401"))
         let noKey = try ExternalCommand.run(CLITests.cliBinary, ["--url", url, "api", "getInfo"])
         #expect(noKey.status != 0)
+        let fromEnvironment = try ExternalCommand.run(
+            "/usr/bin/env", ["ROLLCALL_API_KEY=\(ServerAPIRequest.key)", CLITests.cliBinary, "--url", url, "api", "getInfo"])
+        #expect(fromEnvironment.status == 0, "the key from ROLLCALL_API_KEY: \(fromEnvironment.stderr)")
+        #expect(fromEnvironment.stdout.contains("\"version\""), "\(fromEnvironment.stdout)")
     }
 }
