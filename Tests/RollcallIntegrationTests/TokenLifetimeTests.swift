@@ -95,6 +95,8 @@ struct TokenLifetimeIntegrationTests {
         #expect(try alice.request("ping").ok)
         let roster = try bob.channelOp("getOnlineUsers", "lobby")
         #expect((roster["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue } == ["alice", "bob"])
+        #expect(eventually(timeout: 10) { (try? broker.metric("rollcall_token_expiries_total")) == 1 })
+        #expect(try broker.metric("rollcall_token_refreshes_total") == 1)
         let aboutAlice = bob.drainEvents().filter { $0.name == "presence" && $0["publisher"]?.stringValue == "alice" }
         #expect(aboutAlice.isEmpty, "nobody saw alice leave")
     }
