@@ -189,4 +189,24 @@ struct TokenLifetimeTests {
         try alice.ok("leave", [("channel", "room:b")])
         #expect(bob.presenceEvents().map { $0.string("type") } == ["leave"])
     }
+
+    @Test("a wall clock stepped back: the timer fires at its monotonic deadline, finds exp not reached by the wall clock, and waits for what remains")
+    func wallClockSteppedBack() throws {
+        let harness = jwtHarness()
+        let alice = try harness.login("alice", ["token": .string(F.token(ttl: 600))])
+        _ = alice.events()
+        // exp + skew, counted from now (the monotonic deadline the timer is armed for).
+        let untilClose = Double(expiry(ttl: 600) + 30_000 - Int(harness.clock.now)) / 1000
+        harness.clock.stepWallClock(byMilliseconds: -100_000)
+        harness.advance(seconds: untilClose)
+        // The wall clock says exp - 70 s: no notice yet, no close.
+        #expect(harness.closes[alice.connection] == nil)
+        #expect(notices(alice.events()).isEmpty)
+        harness.advance(seconds: 10)
+        #expect(notices(alice.events()).count == 1)
+        harness.advance(seconds: 89.999)
+        #expect(harness.closes[alice.connection] == nil)
+        harness.advance(seconds: 0.001)
+        #expect(harness.closes[alice.connection] == .unauthorized)
+    }
 }
