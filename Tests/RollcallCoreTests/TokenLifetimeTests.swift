@@ -209,4 +209,27 @@ struct TokenLifetimeTests {
         harness.advance(seconds: 0.001)
         #expect(harness.closes[alice.connection] == .unauthorized)
     }
+
+    @Test("one timer entry per live session, at its next deadline; ticks before it find nothing to do")
+    func oneTimerPerSession() throws {
+        let harness = jwtHarness()
+        var clients: [HarnessClient] = []
+        for n in 0..<200 {
+            let user = "u\(n)"
+            clients.append(try harness.login(user, ["token": .string(F.token(sub: user, ttl: 3600 + n))]))
+        }
+        #expect(harness.broker.tokenDeadlines.count == 200)
+        // The earliest deadline is u0's notice (exp - 60 s); nothing is due before it.
+        let firstNotice = harness.clock.monotonic + Int64(expiry(ttl: 3600) - 60_000) - harness.clock.now
+        #expect(harness.broker.tokenDeadlines.nextDeadline() == firstNotice)
+        at(harness, seconds: 3539)
+        #expect(clients.allSatisfy { notices($0.events()).isEmpty })
+        #expect(harness.broker.tokenDeadlines.count == 200)
+        at(harness, seconds: 3540)
+        #expect(notices(clients[0].events()).count == 1)
+        #expect(clients.dropFirst().allSatisfy { notices($0.events()).isEmpty })
+        // Ended sessions leave nothing armed.
+        for client in clients { client.close() }
+        #expect(harness.broker.tokenDeadlines.count == 0)
+    }
 }
