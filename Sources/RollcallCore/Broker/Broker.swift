@@ -280,7 +280,10 @@ public final class Broker {
         case .ping:
             return ["serverTime": .number(JSONNumber(Int(clock.now)))]
         case .refresh:
-            return try refresh(request, from: session)
+            guard authenticator.checksTokens else {
+                throw BrokerError(.invalidRequest, "refresh needs auth.mode jwt; this broker does not check tokens")
+            }
+            return try refresh(RefreshRequest(request), from: session)
         case .join:
             return try presence.join(JoinRequest(request, limits: limits), from: session, grant: grant(of: session))
         case .leave:

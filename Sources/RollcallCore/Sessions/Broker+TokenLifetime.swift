@@ -69,13 +69,9 @@ extension Broker {
     /// `exp`, `channels`, `users` and `info` replace the session's for later requests. A bad
     /// token is `UNAUTHORIZED` and changes nothing (the connection stays open); `INVALID_REQUEST`
     /// when the broker does not check tokens (`auth.mode` `none`).
-    func refresh(_ request: Request, from session: Session) throws(BrokerError) -> JSON {
-        guard authenticator.checksTokens else {
-            throw BrokerError(.invalidRequest, "refresh needs auth.mode jwt; this broker does not check tokens")
-        }
-        let token = try request.string("token")
+    func refresh(_ request: RefreshRequest, from session: Session) throws(BrokerError) -> JSON {
         let grant: Grant
-        switch authenticator.authenticate(userId: session.userId, token: token, now: clock.now) {
+        switch authenticator.authenticate(userId: session.userId, token: request.token, now: clock.now) {
         case .success(let granted): grant = granted
         case .failure(let error): throw error
         }
