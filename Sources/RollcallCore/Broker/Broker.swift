@@ -122,8 +122,8 @@ public final class Broker {
     /// The earliest moment something is due, in monotonic milliseconds of the injected clock
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
-        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), tokenDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
-         clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
+        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), tokenDeadlines.nextDeadline(),
+         presence.nextDeadline, userStatus.nextDeadline, clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
          clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
     }
