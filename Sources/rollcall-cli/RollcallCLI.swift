@@ -151,7 +151,7 @@ struct Who: ParsableCommand {
                 for user in reply["users"]?.arrayValue ?? [] {
                     let id = user["userId"]?.stringValue ?? "?"
                     let name = global.style.bold(id)
-                    Output.line(state ? "  \(name) \(Output.state(user["state"]))" : "  \(name)")
+                    Output.line((state ? "  \(name) \(Output.state(user["state"]))" : "  \(name)") + Output.info(user["info"]))
                 }
             }
             page = reply["nextPage"] ?? .null

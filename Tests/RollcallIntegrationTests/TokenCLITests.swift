@@ -112,6 +112,9 @@ struct TokenCLITests {
         #expect(try alice.request("getUserStatus", ["userIds": ["bob"]]).failures.isEmpty)
         #expect(try alice.request("getUserStatus", ["userIds": ["carol"]]).failures == ["carol": "FORBIDDEN"])
         #expect(try alice.join("lobby").ok)
+        let who = try cli(["--url", broker.url(), "--user", "bob", "--token", try mint(["--user", "bob"]), "--color", "never", "who", "lobby"])
+        #expect(who.status == 0, "\(who.stderr)")
+        #expect(who.stdout.contains(#"alice info={"name":"Alice","role":"admin"}"#), "\(who.stdout)")
 
         let fresh = try mint(["--user", "alice", "--ttl", "600"])
         let refreshed = try cli(["--url", broker.url(), "--user", "alice", "--token", token, "refresh", fresh])
