@@ -232,4 +232,17 @@ struct TokenLifetimeTests {
         for client in clients { client.close() }
         #expect(harness.broker.tokenDeadlines.count == 0)
     }
+
+    @Test("a token whose exp is out of any calendar (1e300 s) logs in and refreshes without overflow: expiresAt is clamped")
+    func hugeExp() throws {
+        let harness = jwtHarness()
+        let alice = try harness.login("alice", ["token": .string(F.signed(#"{"sub":"alice","exp":1e300}"#))])
+        #expect(alice.lastLoginResult?.int("expiresAt") == 10_000_000_000_000_000)
+        harness.advance(seconds: 86_400)
+        #expect(harness.closes.isEmpty)
+        #expect(try alice.ok("refresh", [("token", .string(F.signed(#"{"sub":"alice","exp":1.7976931348623157e308}"#)))])
+            .int("expiresAt") == 10_000_000_000_000_000)
+        harness.advance(seconds: 86_400)
+        #expect(harness.closes.isEmpty)
+    }
 }

@@ -20,6 +20,16 @@ struct JWTAuthenticator: LoginAuthenticator, Sendable {
         grant(userId: userId, token: token, now: now).mapError(\.brokerError)
     }
 
+    /// Latest `exp` kept, in ms (about the year 318,000): a larger one counts as this, so the
+    /// expiry arithmetic never overflows.
+    static let latestExpiryMs: Double = 1e16
+
+    /// A NumericDate `exp` (finite, checked by the verifier) as whole milliseconds, clamped to
+    /// `0...latestExpiryMs`.
+    static func milliseconds(_ seconds: Double) -> Timestamp {
+        Timestamp(min(max(seconds * 1000, 0), latestExpiryMs).rounded())
+    }
+
     /// The grant for `userId` with `token` at `now`, or why it is refused.
     func grant(userId: Name, token: String?, now: Timestamp) -> Result<Grant, JWTRefusal> {
         guard let token else { return .failure(.missingToken) }
@@ -27,7 +37,7 @@ struct JWTAuthenticator: LoginAuthenticator, Sendable {
             // Byte-exact, as every user id comparison (not String's canonical equivalence).
             guard Name(unchecked: claims.subject) == userId else { return .failure(.subjectMismatch) }
             return .success(Grant(channelPatterns: claims.channels, userPatterns: claims.users,
-                                  expiresAt: Timestamp((claims.expiresAt * 1000).rounded()), info: claims.info))
+                                  expiresAt: Self.milliseconds(claims.expiresAt), info: claims.info))
         }
     }
 }
