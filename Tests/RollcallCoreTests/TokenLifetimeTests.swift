@@ -110,6 +110,10 @@ struct TokenLifetimeTests {
         #expect(notices(alice.events()).isEmpty)
         at(harness, seconds: 7140)
         #expect(notices(alice.events()).count == 1)
+        // The same exp again (a reissued token): no second notice.
+        try alice.ok("refresh", [("token", .string(F.token(ttl: 7200, extra: #""channels":["room:*"]"#)))])
+        harness.run(.tick)
+        #expect(notices(alice.events()).isEmpty)
     }
 
     @Test("a short token gets the notice at once, after the login reply")

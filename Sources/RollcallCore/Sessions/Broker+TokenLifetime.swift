@@ -75,8 +75,10 @@ extension Broker {
         case .success(let granted): grant = granted
         case .failure(let error): throw error
         }
+        // The notice is once per token: a refresh to a token with the same `exp` (say, a
+        // reissue with other channels) does not repeat it.
+        if grant.expiresAt != session.grant.expiresAt { session.refreshNoticeSent = false }
         session.grant = grant
-        session.refreshNoticeSent = false
         armTokenTimer(session)
         metrics.refreshes += 1
         return .object(["expiresAt": grant.expiresAt.map { .int(Int($0)) } ?? .null])
