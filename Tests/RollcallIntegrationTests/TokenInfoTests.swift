@@ -80,4 +80,29 @@ struct TokenInfoIntegrationTests {
         #expect(try alice.refresh(token: token("alice", info: big)).errorCodeText == "UNAUTHORIZED")
         #expect(try alice.request("ping").ok)
     }
+
+    @Test("interval mode: a member who leaves and comes back with another info inside an interval shows the old info in the roster as of the last event",
+          arguments: Topology.singleAndCluster)
+    func infoAtTheLastEvent(topology: Topology) throws {
+        var config = Self.config
+        config["presence"] = ["maxInstantEvents": 2, "hysteresis": 1, "intervalSeconds": 2, "snapshotMaxMembers": 100]
+        let broker = try topology.start(config: config)
+        let bob = try login(broker, "bob", name: nil)
+        let carol = try login(broker, "carol", name: nil)
+        #expect(try bob.join("room").ok)
+        #expect(try carol.join("room").ok)
+        let phone = try login(broker, "alice", name: "Alice")
+        #expect(try phone.join("room").ok)
+        // The interval event that makes alice a member of the roster "as of the last event".
+        let first = try bob.presenceEvent("interval", channel: "room")
+        #expect(first["interval"]?["joinInfo"] == ["alice": ["name": "Alice"]])
+        #expect(try phone.channelOp("leave", "room").ok)
+        let laptop = try login(broker, "alice", name: "Alice 2")
+        #expect(try laptop.join("room").ok)
+        let dave = try login(broker, "dave", name: nil)
+        #expect(try dave.join("room").ok)
+        let snapshot = try dave.presenceEvent("snapshot", channel: "room")
+        #expect(names(snapshot["snapshot"]) == ["alice": "Alice"], "\(snapshot)")
+        #expect(names(try dave.channelOp("getOnlineUsers", "room")["users"]) == ["alice": "Alice 2"])
+    }
 }

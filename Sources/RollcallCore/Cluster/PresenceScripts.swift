@@ -70,15 +70,15 @@ enum PresenceScripts {
         forgetTTL(user)
         if kind == '-' then
           redis.call('HDEL', ch.pending, user)
+          redis.call('HDEL', ch.pendingInfo, user)
         else
           memberChanged(kind == 't' and 'timeout' or 'leave', user, enc, true, before, head)
         end
-        -- A departure still pending (interval mode) keeps the info for snapshots until the flush.
-        if redis.call('HEXISTS', ch.pending, user) == 0 then redis.call('HDEL', ch.info, user) end
+        redis.call('HDEL', ch.info, user)
         if redis.call('ZCARD', ch.members) == 0 then
           redis.call('ZREM', allChannels, channelEntry)
           redis.call('ZREM', ch.due, ch.id)
-          redis.call('DEL', ch.base, ch.pending, ch.info)
+          redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo)
           produced[#produced + 1] = 'v'
         end
         return {'ok', dueAndNow(), produced}
@@ -170,7 +170,8 @@ enum PresenceScripts {
         local ch = {base = ARGV[1], id = ARGV[2], events = ARGV[3], due = ARGV[4],
           maxInstant = tonumber(ARGV[5]), hysteresis = tonumber(ARGV[6]), intervalMs = tonumber(ARGV[7])}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
-        ch.sessions, ch.pending, ch.info = ch.base .. ':s', ch.base .. ':pend', ch.base .. ':info'
+        ch.sessions, ch.pending = ch.base .. ':s', ch.base .. ':pend'
+        ch.info, ch.pendingInfo = ch.base .. ':info', ch.base .. ':pinfo'
         if ARGV[8] ~= '' then redis.call('HSETNX', ch.base, 'ih', ARGV[8]) end
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -265,7 +266,7 @@ enum PresenceScripts {
 
         local function flush()
           local pending = redis.call('HGETALL', ch.pending)
-          redis.call('DEL', ch.pending)
+          redis.call('DEL', ch.pending, ch.pendingInfo)
           redis.call('HDEL', ch.base, 'due')
           redis.call('ZREM', ch.due, ch.id)
           if #pending == 0 then return end
@@ -274,7 +275,6 @@ enum PresenceScripts {
             local user, p = pending[i], parsePending(pending[i + 1])
             local current = redis.call('HGET', ch.st, user)
             local entry = {user = user, enc = p.enc, state = current}
-            if not current then redis.call('HDEL', ch.info, user) end
             if p.was and not current then
               if p.removal == 't' then timeouts[#timeouts + 1] = entry else leaves[#leaves + 1] = entry end
             elseif not p.was and current then
@@ -318,6 +318,8 @@ enum PresenceScripts {
           local record = redis.call('HGET', ch.pending, user)
           if not record then
             record = (wasPresent and '1' or '0') .. '-' .. #enc .. ':' .. enc .. before
+            -- The info at the last event, for snapshots of the roster as of that event.
+            if wasPresent then redis.call('HSET', ch.pendingInfo, user, redis.call('HGET', ch.info, user) or '') end
           end
           if removal then record = string.sub(record, 1, 1) .. removal .. string.sub(record, 3) end
           redis.call('HSET', ch.pending, user, record)
@@ -362,10 +364,11 @@ enum PresenceScripts {
           local pending, departed = {}, {}
           for i = 1, #pendingList, 2 do
             local user, p = pendingList[i], parsePending(pendingList[i + 1])
+            if p.was then p.info = redis.call('HGET', ch.pendingInfo, user) or '' end
             pending[user] = p
             local present = redis.call('ZSCORE', ch.members, user)
             if p.was and not present then
-              departed[#departed + 1] = {user, p.before, redis.call('HGET', ch.info, user) or ''}
+              departed[#departed + 1] = {user, p.before, p.info}
               occupancy = occupancy + 1
             elseif not p.was and present then
               occupancy = occupancy - 1
@@ -395,7 +398,7 @@ enum PresenceScripts {
               if full then break end
               local p = pending[user]
               if p then
-                if p.was and not emit(user, p.before, infos[i]) then break end
+                if p.was and not emit(user, p.before, p.info) then break end
               elseif not emit(user, states[i], infos[i]) then
                 break
               end
