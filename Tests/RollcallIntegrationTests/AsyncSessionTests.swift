@@ -14,6 +14,15 @@ private func eventuallyAsync(timeout: Double = 10, _ condition: () async -> Bool
     return await condition()
 }
 
+/// A thread-safe call counter.
+private final class CallCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    /// Counts one call; returns the new count.
+    func increment() -> Int { lock.withLock { count += 1; return count } }
+    var value: Int { lock.withLock { count } }
+}
+
 /// Collects a session's state changes as they come.
 private final class StateLog: @unchecked Sendable {
     private let lock = NSLock()
@@ -124,6 +133,32 @@ struct AsyncSessionTests {
         alice.dropConnection()
         #expect(await eventuallyAsync { alice.state == .online && alice.lastLogin?.resumed == true })
         #expect(alice.lastLogin?.expiresAt == secondExpiry, "the reconnect logged in with the refreshed token")
+        alice.close()
+    }
+
+    @Test("tokenProvider: called on refreshRequired (the session refreshes by itself) and before a reconnect's login")
+    func tokenProviderRefreshes() async throws {
+        let secret = "async-session-secret-0123456789abcdef"
+        let broker = try asyncBroker(["auth": ["mode": "jwt", "secret": secret, "refreshNoticeSeconds": 60],
+                                      "presence": ["timeoutSeconds": 30]])
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let calls = CallCounter()
+        let alice = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.5))
+        alice.tokenProvider = {
+            let call = calls.increment()
+            return JWTMinter.mint(secret: secret, userId: "alice", ttlSeconds: 600 + call, now: now)
+        }
+        try await alice.connect()
+        // A 30 s token: under the 60 s notice, so refreshRequired comes at once and the session refreshes.
+        try await alice.login(userId: "alice", token: JWTMinter.mint(secret: secret, userId: "alice", ttlSeconds: 30, now: now))
+        let refreshedExpiry = Int((now / 1000 + 601) * 1000)
+        #expect(await eventuallyAsync { alice.lastLogin?.expiresAt == refreshedExpiry })
+        #expect(calls.value == 1)
+
+        alice.dropConnection()
+        #expect(await eventuallyAsync { alice.state == .online && alice.lastLogin?.resumed == true })
+        #expect(calls.value == 2, "a fresh token for the reconnect")
+        #expect(alice.lastLogin?.expiresAt == Int((now / 1000 + 602) * 1000))
         alice.close()
     }
 
