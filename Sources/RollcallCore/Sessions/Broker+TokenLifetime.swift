@@ -31,7 +31,8 @@ extension Broker {
             tokenDeadlines.cancel(connection)
             return
         }
-        let wall = session.refreshNoticeSent ? tokenClosesAt(expiresAt) : min(tokenNoticeAt(expiresAt), tokenClosesAt(expiresAt))
+        let closesAt = tokenClosesAt(expiresAt)
+        let wall = session.refreshNoticeSent ? closesAt : min(tokenNoticeAt(expiresAt), closesAt)
         tokenDeadlines.schedule(connection, at: clock.monotonicDeadline(forWallTime: wall))
     }
 
