@@ -105,4 +105,22 @@ struct TokenInfoIntegrationTests {
         #expect(names(snapshot["snapshot"]) == ["alice": "Alice"], "\(snapshot)")
         #expect(names(try dave.channelOp("getOnlineUsers", "room")["users"]) == ["alice": "Alice 2"])
     }
+
+    @Test("a user's info is the one of the session whose join made the user a member (sessions on different nodes in a cluster)",
+          arguments: Topology.singleAndCluster)
+    func infoOfTheFirstJoin(topology: Topology) throws {
+        let broker = try topology.start(config: Self.config)
+        let watcher = try login(broker, "watcher", name: nil)
+        let phone = try login(broker, "alice", name: "Alice (phone)")
+        let laptop = try login(broker, "alice", name: "Alice (laptop)")
+        #expect(try phone.join("room").ok)
+        #expect(try laptop.join("room").ok)
+        func shown() throws -> String? { names(try watcher.channelOp("getOnlineUsers", "room")["users"])["alice"] }
+        #expect(try shown() == "Alice (phone)")
+        #expect(try phone.channelOp("leave", "room").ok)
+        #expect(try shown() == "Alice (phone)", "still a member through the laptop, with the same info")
+        #expect(try laptop.channelOp("leave", "room").ok)
+        #expect(try laptop.join("room").ok)
+        #expect(try shown() == "Alice (laptop)")
+    }
 }
