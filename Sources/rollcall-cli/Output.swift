@@ -45,6 +45,12 @@ enum Output {
     }
 
     /// One event in human-readable form.
+    /// ` info={…}` for a member's token `info` (1.1); empty when there is none.
+    static func info(_ value: JSON?) -> String {
+        guard let value, value.objectValue != nil else { return "" }
+        return " info=\(value.compactString)"
+    }
+
     static func event(_ event: Event, _ style: Style = .plain) -> String {
         let channel = event["channel"]?.stringValue ?? ""
         let stream = event["channelType"]?.stringValue == "stream" ? " (stream)" : ""
@@ -60,7 +66,7 @@ enum Output {
                 let members = event["snapshot"]?.arrayValue ?? []
                 var text = "\(head): \(members.count) member(s), occupancy \(occupancy), seq \(event["seq"]?.compactString ?? "?")"
                 for member in members {
-                    text += "\n    \(style.bold(member["userId"]?.stringValue ?? "?")) \(state(member["state"]))"
+                    text += "\n    \(style.bold(member["userId"]?.stringValue ?? "?")) \(state(member["state"]))\(info(member["info"]))"
                 }
                 if event["truncated"]?.boolValue == true { text += "\n    … truncated, nextPage \(event["nextPage"]?.compactString ?? "null")" }
                 return text
@@ -71,12 +77,15 @@ enum Output {
                 }
                 var text = "\(head): occupancy \(occupancy)"
                 for key in ["join", "leave", "timeout"] where !list(key).isEmpty { text += "\n    \(style.presenceType(key)): \(list(key))" }
+                for entry in delta?["joinInfo"]?.objectValue?.members ?? [] {
+                    text += "\n    \(style.bold(entry.key))\(info(entry.value))"
+                }
                 for change in delta?["stateChanged"]?.arrayValue ?? [] {
                     text += "\n    \(style.presenceType("stateChanged")): \(style.bold(change["userId"]?.stringValue ?? "?")) \(state(change["state"]))"
                 }
                 return text
             case "join", "stateChanged":
-                return "\(head) \(who) \(state(event["state"])) (occupancy \(occupancy))"
+                return "\(head) \(who) \(state(event["state"]))\(info(event["info"])) (occupancy \(occupancy))"
             default:
                 return "\(head) \(who) (occupancy \(occupancy))"
             }
@@ -84,6 +93,8 @@ enum Output {
             let from = style.bold(event["publisher"]?.stringValue ?? "?")
             let message = event["message"].map { $0.stringValue ?? $0.compactString } ?? ""
             return "\(clock) \(channel)\(stream) <\(from)> \(message)"
+        case "session":
+            return "\(style.dim("[session]")) \(event.type ?? "?"): the token expires at \(time(event["expiresAt"]?.numberValue?.intValue))"
         case "userStatus":
             return (event["statuses"]?.arrayValue ?? []).map { status in
                 "\(style.dim("[status]")) \(style.bold(status["userId"]?.stringValue ?? "?")): \(style.userStatus(status["status"]?.stringValue ?? "?"))"

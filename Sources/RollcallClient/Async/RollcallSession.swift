@@ -46,6 +46,7 @@ public final class RollcallSession: @unchecked Sendable {
     private var current: ConnectionState = .connecting
     private var latestLogin: LoginResult?
     private var closing = false
+    private var provider: (@Sendable () async throws -> String)?
 
     /// A session that has not connected yet.
     public init(url: String, reconnect: ReconnectPolicy = ReconnectPolicy(), runtime: ClientRuntime = .shared) {
@@ -92,6 +93,21 @@ public final class RollcallSession: @unchecked Sendable {
         return result
     }
 
+    /// `refresh {token}` (PROTOCOL §3, 1.1): hands the broker a fresh token for the same user
+    /// without reconnecting; returns the new `expiresAt` (ms). The token is remembered, so a
+    /// later automatic reconnect logs in with it. Call it when a `session` event of type
+    /// `refreshRequired` arrives. A refused token throws `UNAUTHORIZED` and leaves the
+    /// connection and the old token as they were.
+    @discardableResult
+    public func refresh(token: String) async throws(RollcallError) -> Int? {
+        let expiresAt = try await send(Requests.Refresh(token: token))
+        lock.withLock {
+            loginRequest?.token = token
+            latestLogin?.expiresAt = expiresAt
+        }
+        return expiresAt
+    }
+
     /// Joins a channel; with `presence` its ``roster(of:)`` is kept. Joined again after a
     /// reconnect that could not resume.
     @discardableResult
@@ -112,6 +128,16 @@ public final class RollcallSession: @unchecked Sendable {
             rosters[channel] = nil
         }
         _ = try await send(Requests.Leave(channel))
+    }
+
+    /// Fetches a fresh token from the application's backend (PROTOCOL §3, 1.1). When set, the
+    /// session calls it on each `refreshRequired` event and sends the token with ``refresh(token:)``,
+    /// and before each automatic reconnect's login (so a reconnect after the old token expired
+    /// still logs in). A provider that throws leaves things as they are: the broker closes the
+    /// session at its token's expiry. Set it before ``login(userId:platform:token:customStatus:presenceTimeout:)``.
+    public var tokenProvider: (@Sendable () async throws -> String)? {
+        get { lock.withLock { provider } }
+        set { lock.withLock { provider = newValue } }
     }
 
     /// Sends any typed request and waits for its reply (without blocking a thread).
@@ -181,6 +207,12 @@ public final class RollcallSession: @unchecked Sendable {
             let outcome = lock.withLock { rosters[channel]?.apply(event) }
             if let outcome { follow(outcome, channel: channel, on: connection) }
         }
+        if event.name == "session", event.type == "refreshRequired", let provider = tokenProvider {
+            Task { [weak self] in
+                guard let token = try? await provider() else { return }
+                _ = try? await self?.refresh(token: token)
+            }
+        }
         eventSink.yield(event)
     }
 
@@ -246,7 +278,11 @@ public final class RollcallSession: @unchecked Sendable {
             login?.resumeToken = resumeToken
             return (login, Array(joins.values))
         }
-        guard let login else { return }
+        guard var login else { return }
+        if let provider = tokenProvider, let fresh = try? await provider() {
+            login.token = fresh
+            lock.withLock { loginRequest?.token = fresh }
+        }
         do {
             let result = try await send(login)
             lock.withLock {

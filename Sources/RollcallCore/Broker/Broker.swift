@@ -22,6 +22,8 @@ public final class Broker {
     var connections: [ConnectionID: ConnectionState] = [:]
     var loginDeadlines = TimerQueue<ConnectionID>()
     var holdDeadlines = TimerQueue<UInt64>()
+    /// Token notices and expiries of live sessions, by connection (``armTokenTimer(_:)``).
+    var tokenDeadlines = TimerQueue<ConnectionID>()
     var heldSessions: [UInt64: Session] = [:]
     var nextSessionNumber: UInt64 = 0
     /// Cluster mode: channel presence on Redis (nil on one node, where ``presence`` serves).
@@ -120,8 +122,8 @@ public final class Broker {
     /// The earliest moment something is due, in monotonic milliseconds of the injected clock
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
-        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
-         clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
+        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), tokenDeadlines.nextDeadline(),
+         presence.nextDeadline, userStatus.nextDeadline, clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
          clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
     }
@@ -277,6 +279,11 @@ public final class Broker {
             return [:]
         case .ping:
             return ["serverTime": .number(JSONNumber(Int(clock.now)))]
+        case .refresh:
+            guard authenticator.checksTokens else {
+                throw BrokerError(.invalidRequest, "refresh needs auth.mode jwt; this broker does not check tokens")
+            }
+            return try refresh(RefreshRequest(request), from: session)
         case .join:
             return try presence.join(JoinRequest(request, limits: limits), from: session, grant: grant(of: session))
         case .leave:
@@ -288,17 +295,17 @@ public final class Broker {
         case .removeState:
             return try presence.removeState(RemoveStateRequest(request), from: session)
         case .getState:
-            return try presence.getState(GetStateRequest(request))
+            return try presence.getState(readableGetState(request, by: session))
         case .getOnlineUsers:
-            return try presence.getOnlineUsers(GetOnlineUsersRequest(request))
+            return try presence.getOnlineUsers(readableGetOnlineUsers(request, by: session))
         case .getUserChannels:
-            return try presence.getUserChannels(GetUserChannelsRequest(request))
+            return try presence.getUserChannels(readableGetUserChannels(request, by: session), allowing: session.grant)
         case .setCustomStatus:
             return try userStatus.setCustomStatus(SetCustomStatusRequest(request), from: session)
         case .getUserStatus:
-            return try userStatus.getUserStatus(GetUserStatusRequest(request), from: session)
+            return try userStatus.getUserStatus(readableGetUserStatus(request, by: session), from: session)
         case .subscribeUserStatus:
-            return try userStatus.subscribe(SubscribeUserStatusRequest(request), from: session)
+            return try userStatus.subscribe(readableSubscribe(request, by: session), from: session)
         case .unsubscribeUserStatus:
             return try userStatus.unsubscribe(UnsubscribeUserStatusRequest(request), from: session)
         case .getSubscriptions:
@@ -318,6 +325,7 @@ public final class Broker {
             guard let session = heldSessions[number] else { continue }
             end(session, .timedOut)
         }
+        fireDueTokenTimers()
         presence.fireDueTimers()
         clusterPresence?.fireDueFlushes()
         clusterPresence?.fireDueExpiries()
@@ -367,4 +375,8 @@ package struct BrokerMetrics: Sendable {
     package var errors: [ErrorCode: Int] = [:]
     /// Sessions ended, by how.
     package var sessionEnds: [String: Int] = [:]
+    /// Successful `refresh` requests (1.1).
+    package var refreshes = 0
+    /// Sessions closed because their token expired (1.1).
+    package var tokenExpiries = 0
 }

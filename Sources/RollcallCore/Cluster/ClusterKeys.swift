@@ -8,8 +8,9 @@ struct ClusterKeys {
     /// The keys and arguments of one channel.
     struct ChannelKeys {
         /// `P c:<t>:<n>:<name>`: the channel's hash (`seq`, `mode`, `due`, `ml`, `ih`); its
-        /// members, states, counts, sessions and pending changes are this key plus `:m`,
-        /// `:st`, `:n`, `:s`, `:pend`.
+        /// members, states, counts, sessions, pending changes, token infos (1.1) and infos at
+        /// the last event of pending users are this key plus `:m`, `:st`, `:n`, `:s`, `:pend`,
+        /// `:info`, `:pinfo`.
         let base: String
         /// `<t>:<n>:<name>`: the channel's id in sets of channels.
         let id: String

@@ -114,12 +114,12 @@ final class ClusterPresence {
                 let arguments = channelArguments(key, channelKeys, intervalHead: true) + [
                     Array(user.string.utf8), Array(session.sessionId.utf8), Array(flags.utf8),
                     current.map { [UInt8(ascii: "=")] + $0 } ?? [], stateBytes,
-                    PresenceEvents.head("join", channel: key, publisher: user, state: state),
+                    PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
                     PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
                     PresenceEvents.encodedName(user),
                     Array(String(request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0).utf8),
                     Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
-                    Array(keys.sessionChannels(session.sessionId).utf8),
+                    Array(keys.sessionChannels(session.sessionId).utf8), session.grant.info ?? [],
                 ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
                 store.call([.script(PresenceScripts.join, arguments: arguments)]) { [self] result in
                     switch result {
@@ -380,6 +380,7 @@ final class ClusterPresence {
                 let reply = replies.first ?? .null
                 let users = reply[2].elements ?? []
                 let states = reply[3].elements ?? []
+                let infos = reply[5].elements ?? []
                 var writer = JSONWriter(capacity: 2 + users.count * (request.includeState ? 64 : 24))
                 writer.beginArray()
                 var last: Name?
@@ -391,6 +392,7 @@ final class ClusterPresence {
                     if request.includeState {
                         writer.key("state"); writer.raw(states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8))
                     }
+                    if infos.count > index, let info = infos[index].bytes, !info.isEmpty { writer.key("info"); writer.raw(info) }
                     writer.endObject()
                 }
                 writer.endArray()
@@ -405,12 +407,14 @@ final class ClusterPresence {
     }
 
     /// `getUserChannels`: the channels the user is a member of, on any node.
-    func getUserChannels(_ request: GetUserChannelsRequest, then done: @escaping Completion) {
+    /// Only the channels `grant` lets the session read are listed and counted (1.1).
+    func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping Completion) {
         store.call([.command([Array("ZRANGE"), Array(keys.userChannels(request.userId).utf8), Array("0".utf8), Array("-1".utf8)])]) { result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
-                let channels = (replies.first?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }.sorted()
+                let channels = (replies.first?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+                    .filter { grant.allows(channel: $0.name) }.sorted()
                 done(.success(Answer(result: .object([
                     "totalChannel": .int(channels.count), "channels": .array(channels.map(\.json)),
                 ]))))
