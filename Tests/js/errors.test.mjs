@@ -3,13 +3,13 @@
 // jwt mode: a refused login, a forbidden channel, `refreshRequired` and `refresh`.
 
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import { ERROR_CODES, RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
+import { SECRET, mint, nowSeconds as now } from "./support/jwt.mjs";
 
 /** Asserts that `promise` rejects with a RollcallError of `code`; returns the error. */
 async function rejectsWith(promise, code) {
@@ -97,15 +97,6 @@ describe("error codes", () => {
   });
 });
 
-const SECRET = "js-test-secret-0123456789abcdef0123";
-
-/** An HS256 token (docs/authentication.md). */
-function mint(claims) {
-  const b64 = (value) => Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
-  const head = `${b64({ alg: "HS256", typ: "JWT" })}.${b64(claims)}`;
-  return `${head}.${createHmac("sha256", SECRET).update(head).digest("base64url")}`;
-}
-
 describe("jwt mode", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
@@ -117,8 +108,6 @@ describe("jwt mode", () => {
     pool.closeAll();
     await broker.dispose();
   });
-
-  const now = () => Math.floor(Date.now() / 1000);
 
   test("a bad token: connect rejects with UNAUTHORIZED and the client ends closed (no retry)", async () => {
     const client = new RollcallClient(broker.url, { userId: "jan", token: mint({ sub: "someone-else", exp: now() + 600 }) });
@@ -137,28 +126,25 @@ describe("jwt mode", () => {
     assert.equal(client.state, "online");
   });
 
-  test("refreshRequired, then refresh (PROTOCOL 1.1; skipped when the broker lacks `refresh`)", async (t) => {
+  test("refreshRequired, then refresh (PROTOCOL 1.1)", async () => {
     // exp in 30 s: less than auth.refreshNoticeSeconds (default 60) remains, so the notice comes at once.
     const client = new RollcallClient(broker.url, { userId: "lou", token: mint({ sub: "lou", exp: now() + 30, channels: ["room:*"] }) });
     pool.clients.push(client);
     const notices = record(client, "session");
     const login = await client.open();
     const fresh = mint({ sub: "lou", exp: now() + 1200, channels: ["room:*", "other:*"] });
-    let refreshed;
-    try {
-      refreshed = await client.refresh(fresh);
-    } catch (error) {
-      if (error.code === "UNKNOWN_OP") return t.skip("this broker does not implement `refresh` (PROTOCOL 1.1 §3)");
-      throw error;
-    }
+    const refreshed = await client.refresh(fresh);
     assert.equal(typeof login.expiresAt, "number");
     await eventually(() => notices.events.length > 0, { message: "refreshRequired" });
     assert.equal(notices.events[0].type, "refreshRequired");
     assert.equal(notices.events[0].expiresAt, login.expiresAt);
     assert.ok(refreshed.expiresAt > login.expiresAt);
+    assert.equal(client.expiresAt, refreshed.expiresAt, "expiresAt follows the refresh");
     assert.equal(client.options.token, fresh, "later reconnects use the new token");
     await client.join("other:yes");
     await rejectsWith(client.refresh(mint({ sub: "not-lou", exp: now() + 600 })), "UNAUTHORIZED");
     assert.equal(client.state, "online", "a refused refresh keeps the connection");
+    assert.equal(client.expiresAt, refreshed.expiresAt, "and the old token stays in force");
+    assert.equal(client.options.token, fresh);
   });
 });
