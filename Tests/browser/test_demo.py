@@ -435,12 +435,21 @@ def test_typing_indicator_appears_then_expires_by_itself(broker, browsers, scree
 SECRET = "browser-test-secret-0123456789abcdef"
 
 
-def mint(user, ttl=600):
-    """An HS256 token for `user` (see docs/authentication.md)."""
+def mint(user, ttl=600, info=None):
+    """An HS256 token for `user` (see docs/authentication.md), with the 1.1 `info` claim when
+    given. Returns the token; its `exp` is `int(time.time()) + ttl`."""
     b64 = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
     claims = {"sub": user, "iat": int(time.time()), "exp": int(time.time()) + ttl}
+    if info is not None:
+        claims["info"] = info
     head = b64(b'{"alg":"HS256","typ":"JWT"}') + "." + b64(json.dumps(claims).encode())
     return head + "." + b64(hmac.new(SECRET.encode(), head.encode(), hashlib.sha256).digest())
+
+
+def token_expiry_ms(token):
+    """The `exp` of a token minted here, in ms (what the page shows as `data-expires-at`)."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"] * 1000
 
 
 def test_jwt_login_and_interval_mode(browsers):
@@ -472,3 +481,86 @@ def test_jwt_login_and_interval_mode(browsers):
         css(frank, "#leave-button").click()
         wait(erin).until(absent(member("frank")))
         wait(erin).until(present('#activity [data-kind="leave"][data-user-id="frank"]'))
+
+
+SHORT_TOKEN_SECONDS = 20
+
+
+def test_page_refreshes_an_expiring_token_without_a_leave(browsers, screenshots_on_failure):
+    """Protocol 1.1 token lifecycle in the page (auth.mode jwt, no clock skew): hana logs in
+    with a token that expires within seconds; the broker's refreshRequired makes the page ask
+    for a new token (the token panel); she pastes one and stays connected past the first
+    token's exp: ivo, in the channel with her, sees no leave. A third user, gus, whose page is
+    never given a new token, is closed with 4401 at his exp, and ivo sees him leave — so the
+    broker's expiry did run meanwhile. Tokens carry `info`: ivo's roster shows `info.name`."""
+    with running_broker(auth={"mode": "jwt", "secret": SECRET, "clockSkewSeconds": 0}) as url:
+        hana, ivo = browsers
+        # Long enough for the logins and joins below; gus's token, minted later with the same
+        # lifetime, expires no sooner than hana's first one.
+        short = mint("hana", ttl=SHORT_TOKEN_SECONDS, info={"name": "Hana Example"})
+        log_in(hana, url, "hana", "web", token=short)
+        log_in(ivo, url, "ivo", "linux", token=mint("ivo", info={"name": "Ivo"}))
+        assert css(hana, "#token-expiry").get_attribute("data-expires-at") == str(token_expiry_ms(short))
+
+        # gus, in a second tab of ivo's browser, with a short token nobody renews.
+        ivo_tab = ivo.current_window_handle
+        ivo.switch_to.new_window("tab")
+        gus_tab = ivo.current_window_handle
+        log_in(ivo, url, "gus", "cli", token=mint("gus", ttl=SHORT_TOKEN_SECONDS))
+        join(ivo, "room:tokens")
+        ivo.switch_to.window(ivo_tab)
+
+        join(ivo, "room:tokens")
+        join(hana, "room:tokens")
+        wait(ivo).until(present(member("hana")))
+        wait(ivo).until(present(member("gus")))
+        wait(hana).until(present(member("ivo")))
+
+        # info.name in the roster, for others and for oneself; no name: the user id alone.
+        assert css(ivo, member("hana") + ' [data-testid="display-name"]').text == "Hana Example"
+        wait(ivo).until(EC.text_to_be_present_in_element(
+            (By.CSS_SELECTOR, '#activity [data-kind="join"][data-user-id="hana"]'), "Hana Example"))
+        assert css(hana, member("ivo") + ' [data-testid="display-name"]').text == "Ivo"
+        assert css(hana, member("hana") + ' [data-testid="display-name"]').text == "Hana Example"
+        assert not ivo.find_elements(By.CSS_SELECTOR, member("gus") + ' [data-testid="display-name"]')
+
+        # Less than auth.refreshNoticeSeconds (60) left: the notice comes at once and the page
+        # asks for a new token.
+        wait(hana).until(EC.visibility_of_element_located((By.ID, "token-panel")))
+        assert "expire" in css(hana, "#token-message").text
+        fresh = mint("hana", ttl=600, info={"name": "Hana Example"})
+        css(hana, "#token-input").send_keys(fresh)
+        css(hana, "#token-button").click()
+        wait(hana).until(EC.text_to_be_present_in_element_attribute(
+            (By.ID, "token-expiry"), "data-expires-at", str(token_expiry_ms(fresh))))
+        wait(hana).until(EC.invisibility_of_element_located((By.ID, "token-panel")))
+
+        # gus's token runs out: the broker closes his session (4401) and ivo sees him leave.
+        wait(ivo).until(present('#activity [data-kind="leave"][data-user-id="gus"]'))
+        wait(ivo).until(absent(member("gus")))
+        assert time.time() * 1000 > token_expiry_ms(short), "past hana's first token's exp"
+
+        # hana is still there, never dropped: no leave, timeout or rejoin for ivo, nor for her.
+        assert css(hana, "#connection-state").get_attribute("data-state") == "online"
+        assert ivo.find_elements(By.CSS_SELECTOR, member("hana"))
+        for kind in ("leave", "timeout"):
+            assert not ivo.find_elements(By.CSS_SELECTOR, f'#activity [data-kind="{kind}"][data-user-id="hana"]')
+        assert len(ivo.find_elements(By.CSS_SELECTOR, '#activity [data-kind="join"][data-user-id="hana"]')) == 1
+        assert not hana.find_elements(By.CSS_SELECTOR, '#activity [data-kind="reconnect"]')
+
+        # The refreshed session works: a state change reaches ivo.
+        css(hana, "#state-key").send_keys("still")
+        css(hana, "#state-value").send_keys("here")
+        css(hana, "#state-set").click()
+        wait(ivo).until(present(member("hana") + ' [data-testid="chip"][data-key="still"][data-value="here"]'))
+
+        # gus's page asks for a token to reconnect with (rollcall.js calls getToken after 4401).
+        ivo.switch_to.window(gus_tab)
+        wait(ivo).until(EC.visibility_of_element_located((By.ID, "token-panel")))
+        assert "expired" in css(ivo, "#token-message").text
+        ivo.close()
+        ivo.switch_to.window(ivo_tab)
+
+        for driver in browsers:
+            errors = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+            assert errors == [], errors
