@@ -372,6 +372,7 @@ export class RollcallClient extends Emitter {
   #closing = false;
   #firstLogin = true;
   #refusals = 0; // logins refused with UNAUTHORIZED in a row (a fresh token is tried once more)
+  #noticeAnswered = null; // the `expiresAt` of the last refreshRequired this client refreshed for
   #ttlTimers = new Map(); // channelKey → Map(state key → {timer, expired}) for this user's keys set with ttlSeconds
 
   /** This client's user id. */
@@ -386,6 +387,7 @@ export class RollcallClient extends Emitter {
    */
   open() {
     this.#closing = false;
+    this.#refusals = 0;
     return this.#dial("connecting");
   }
 
@@ -716,8 +718,14 @@ export class RollcallClient extends Emitter {
     this.emit("token", { expiresAt: this.expiresAt });
   }
 
-  /** Asks `getToken()` for a token, and then the broker to `refresh` with it (on `refreshRequired`). */
-  #refreshByItself() {
+  /**
+   * On `refreshRequired`: asks `getToken()` for a token, then the broker to `refresh` with it.
+   * Once per notice: when `getToken()` handed back the token already in force, the broker's
+   * next notice names the same expiry, and answering it again would only loop.
+   */
+  #refreshByItself(notice) {
+    if (notice.expiresAt !== undefined && notice.expiresAt === this.#noticeAnswered) return;
+    this.#noticeAnswered = notice.expiresAt;
     this.refresh().catch((error) => this.emit("error", { op: "refresh", error }));
   }
 
@@ -1006,7 +1014,7 @@ export class RollcallClient extends Emitter {
       }
       case "session":
         this.emit("session", event);
-        if (event.type === "refreshRequired" && this.options.getToken) this.#refreshByItself();
+        if (event.type === "refreshRequired" && this.options.getToken) this.#refreshByItself(event);
         break;
     }
   }
