@@ -25,15 +25,15 @@ struct AuthFactoryTests {
     func jwtWithSecret() throws {
         let authenticator = try #require(try Authenticators.make(jwtConfiguration(secret: F.secret, skew: 4.5), environment: [:]) as? JWTAuthenticator)
         #expect(authenticator.verifier.clockSkewMs == 4_500)
-        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now) == .success(.unlimited))
+        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now).map(\.channelPatterns) == .success(nil))
         #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(ttl: -5), now: F.now).isFailure)
-        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(ttl: -4), now: F.now) == .success(.unlimited))
+        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(ttl: -4), now: F.now).map(\.channelPatterns) == .success(nil))
     }
 
     @Test("mode jwt without auth.secret reads the variable named by auth.secretEnv")
     func jwtFromEnvironment() throws {
         let authenticator = try Authenticators.make(jwtConfiguration(secretEnv: "MY_SECRET"), environment: ["MY_SECRET": F.secret])
-        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now) == .success(.unlimited))
+        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now).map(\.channelPatterns) == .success(nil))
         let other = try Authenticators.make(jwtConfiguration(secretEnv: "MY_SECRET"), environment: ["MY_SECRET": "other"])
         #expect(other.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now)
                 == .failure(BrokerError(.unauthorized, JWTRefusal.badSignature.message)))
@@ -42,7 +42,7 @@ struct AuthFactoryTests {
     @Test("auth.secret wins over the environment")
     func secretWins() throws {
         let authenticator = try Authenticators.make(jwtConfiguration(secret: F.secret), environment: ["ROLLCALL_JWT_SECRET": "other"])
-        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now) == .success(.unlimited))
+        #expect(authenticator.authenticate(userId: Name(unchecked: "alice"), token: F.token(), now: F.now).map(\.channelPatterns) == .success(nil))
     }
 
     @Test("mode jwt with no usable secret is refused naming auth.secret and the variable, never a value",

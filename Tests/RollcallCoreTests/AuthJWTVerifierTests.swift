@@ -45,6 +45,26 @@ struct AuthJWTVerifierTests {
         #expect(F.check(token) == .success(Grant(channelPatterns: ["room:*"])))
     }
 
+    @Test("users and info claims verify into the grant; info is kept as its compact encoding, up to maxInfoBytes exactly")
+    func usersAndInfo() {
+        let token = F.token(extra: #""users":["team:*","bob"],"info":{ "name" : "Alice", "role":"admin" }"#)
+        #expect(F.check(token) == .success(Grant(channelPatterns: nil, userPatterns: ["team:*", "bob"],
+                                                 info: Array(#"{"name":"Alice","role":"admin"}"#.utf8))))
+        // {"n":"…"} is 8 bytes plus the value: exactly 1024 passes, 1025 does not.
+        let fits = F.token(extra: #""info":{"n":"\#(String(repeating: "y", count: 1016))"}"#)
+        #expect(F.check(fits).map { $0.info?.count } == .success(1024))
+        let over = F.token(extra: #""info":{"n":"\#(String(repeating: "y", count: 1017))"}"#)
+        #expect(F.refusal(over) == .invalidClaim("info", "at most 1024 bytes encoded (auth.maxInfoBytes), not 1025"))
+        let small = JWTAuthenticator(secret: F.secret, maxInfoBytes: 15)  // {"name":"Alice"} is 16
+        #expect(F.check(F.token(extra: #""info":{"name":"Alice"}"#), authenticator: small).isFailure)
+    }
+
+    @Test("the grant's expiresAt is exp in milliseconds, fractions kept")
+    func expiresAtInMilliseconds() {
+        #expect(F.expiry(F.token(ttl: 60)) == Timestamp(F.nowSeconds + 60) * 1000)
+        #expect(F.expiry(F.signed(#"{"sub":"alice","exp":\#(F.nowSeconds + 60).25}"#)) == Timestamp(F.nowSeconds + 60) * 1000 + 250)
+    }
+
     @Test("the minter's output is byte-exact with an independently computed token")
     func mintedVector() {
         let token = JWTMinter.mint(secret: F.secret, userId: "alice", channels: ["room:*"], ttlSeconds: 3600, now: 1_700_000_000_999)
@@ -206,6 +226,13 @@ struct AuthJWTVerifierTests {
                          expected: .invalidClaim("channels", "an array of strings")),
             RefusedToken(name: "channels an object", token: F.token(extra: #""channels":{"room:*":true}"#),
                          expected: .invalidClaim("channels", "an array of strings")),
+            RefusedToken(name: "users a string", token: F.token(extra: #""users":"bob""#), expected: .invalidClaim("users", "an array of strings")),
+            RefusedToken(name: "users with a null", token: F.token(extra: #""users":["bob",null]"#),
+                         expected: .invalidClaim("users", "an array of strings")),
+            RefusedToken(name: "info a string", token: F.token(extra: #""info":"Alice""#), expected: .invalidClaim("info", "a JSON object")),
+            RefusedToken(name: "info an array", token: F.token(extra: #""info":[1]"#), expected: .invalidClaim("info", "a JSON object")),
+            RefusedToken(name: "info over auth.maxInfoBytes", token: F.token(extra: #""info":{"name":"\#(String(repeating: "x", count: 1020))"}"#),
+                         expected: .invalidClaim("info", "at most 1024 bytes encoded (auth.maxInfoBytes), not 1031")),
             RefusedToken(name: "sub is another user", token: F.token(sub: "mallory"), expected: .subjectMismatch),
             RefusedToken(name: "sub differs in case", token: F.token(sub: "Alice"), expected: .subjectMismatch),
             RefusedToken(name: "sub canonically equivalent but not byte-equal", token: F.token(sub: "e\u{301}"), userId: "\u{E9}",

@@ -34,10 +34,20 @@ enum AuthFixture {
 
     static let authenticator = JWTAuthenticator(secret: secret)
 
-    /// What the authenticator says about `token` for `userId` at `now`.
+    /// What the authenticator says about `token` for `userId` at `now`, without the expiry
+    /// (``expiry(_:)`` reads it; TokenLifetimeTests check what the broker does with it).
     static func check(_ token: String?, userId: String = "alice", at time: Timestamp = now,
                       authenticator: JWTAuthenticator = authenticator) -> Result<Grant, JWTRefusal> {
-        authenticator.grant(userId: Name(unchecked: userId), token: token, now: time)
+        authenticator.grant(userId: Name(unchecked: userId), token: token, now: time).map { grant in
+            var access = grant
+            access.expiresAt = nil
+            return access
+        }
+    }
+
+    /// The `exp` (ms) of the grant `token` gives, or nil when it is refused.
+    static func expiry(_ token: String, userId: String = "alice", at time: Timestamp = now) -> Timestamp? {
+        try? authenticator.grant(userId: Name(unchecked: userId), token: token, now: time).get().expiresAt
     }
 
     /// The refusal for `token`, or nil if it was accepted.

@@ -32,7 +32,7 @@ private let everyKeyChanged = """
       "listen":    {"host": "::1", "port": 9090},
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
       "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
-                    "clockSkewSeconds": 4.5},
+                    "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"]},
       "heartbeat": {"intervalSeconds": 2.5, "timeoutSeconds": 7.5},
       "presence":  {"maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2,
@@ -65,7 +65,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.listen.host = "::1"; c.listen.port = 9090
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
-    c.auth.clockSkewSeconds = 4.5
+    c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
     c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]
     c.heartbeat.intervalSeconds = 2.5; c.heartbeat.timeoutSeconds = 7.5
     c.presence.maxInstantEvents = 3; c.presence.hysteresis = 1; c.presence.intervalSeconds = 0.2
@@ -279,6 +279,10 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"auth": {"clockSkewSeconds": "30"}}"#, code: .wrongType, keyPath: "auth.clockSkewSeconds", mentions: "expected a number"),
         .init(json: #"{"auth": {"clockSkewSeconds": -1}}"#, code: .outOfRange, keyPath: "auth.clockSkewSeconds", mentions: "from 0 to 3600"),
         .init(json: #"{"auth": {"clockSkewSeconds": 3600.5}}"#, code: .outOfRange, keyPath: "auth.clockSkewSeconds", mentions: "from 0 to 3600"),
+        .init(json: #"{"auth": {"refreshNoticeSeconds": -1}}"#, code: .outOfRange, keyPath: "auth.refreshNoticeSeconds", mentions: "from 0 to 86400"),
+        .init(json: #"{"auth": {"refreshNoticeSeconds": "60"}}"#, code: .wrongType, keyPath: "auth.refreshNoticeSeconds", mentions: "expected a number"),
+        .init(json: #"{"auth": {"maxInfoBytes": 1}}"#, code: .outOfRange, keyPath: "auth.maxInfoBytes", mentions: "from 2 to 1048576"),
+        .init(json: #"{"auth": {"maxInfoBytes": 10.5}}"#, code: .wrongType, keyPath: "auth.maxInfoBytes", mentions: "integer"),
         .init(json: #"{"auth": {"mode": 1}}"#, code: .wrongType, keyPath: "auth.mode", mentions: "expected a string"),
         .init(json: #"{"http": {"allowedOrigins": "*"}}"#, code: .wrongType, keyPath: "http.allowedOrigins", mentions: "expected an array of strings"),
         .init(json: #"{"http": {"allowedOrigins": ["*", 1]}}"#, code: .wrongType, keyPath: "http.allowedOrigins", mentions: "expected an array of strings"),

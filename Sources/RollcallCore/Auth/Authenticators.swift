@@ -10,7 +10,8 @@ public enum Authenticators {
         case .none:
             return OpenAuthenticator()
         case .jwt:
-            return JWTAuthenticator(secret: try secret(auth, environment: environment), clockSkewSeconds: auth.clockSkewSeconds)
+            return JWTAuthenticator(secret: try secret(auth, environment: environment), clockSkewSeconds: auth.clockSkewSeconds,
+                                    maxInfoBytes: auth.maxInfoBytes)
         }
     }
 

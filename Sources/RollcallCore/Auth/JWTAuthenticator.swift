@@ -1,5 +1,5 @@
 /// `auth.mode: jwt` (PROTOCOL §3): a login needs an HS256 token whose `sub` is its `userId`;
-/// the token's `channels` claim, if any, becomes the session's ``Grant``. Every refusal is
+/// the token's `exp`, `channels`, `users` and `info` claims become the session's ``Grant``. Every refusal is
 /// `UNAUTHORIZED` with a message naming the claim or the reason (see ``JWTRefusal``).
 struct JWTAuthenticator: LoginAuthenticator, Sendable {
     /// Clock skew tolerated on `exp` and `nbf` when the configuration does not say: 30 s.
@@ -9,9 +9,12 @@ struct JWTAuthenticator: LoginAuthenticator, Sendable {
     let verifier: JWTVerifier
 
     /// Accepts tokens signed with `secret`, tolerating `clockSkewSeconds` of clock difference.
-    public init(secret: String, clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds) {
-        verifier = JWTVerifier(secret: secret, clockSkewSeconds: clockSkewSeconds)
+    public init(secret: String, clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds, maxInfoBytes: Int = 1024) {
+        verifier = JWTVerifier(secret: secret, clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
     }
+
+    /// Tokens are refreshable (`refresh`).
+    var checksTokens: Bool { true }
 
     func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
         grant(userId: userId, token: token, now: now).mapError(\.brokerError)
@@ -23,7 +26,8 @@ struct JWTAuthenticator: LoginAuthenticator, Sendable {
         return verifier.verify(token, now: now).flatMap { claims in
             // Byte-exact, as every user id comparison (not String's canonical equivalence).
             guard Name(unchecked: claims.subject) == userId else { return .failure(.subjectMismatch) }
-            return .success(Grant(channelPatterns: claims.channels))
+            return .success(Grant(channelPatterns: claims.channels, userPatterns: claims.users,
+                                  expiresAt: Timestamp((claims.expiresAt * 1000).rounded()), info: claims.info))
         }
     }
 }

@@ -1,5 +1,5 @@
 /// The registered claims of a verified token that the broker uses (RFC 7519 §4.1), plus the
-/// Rollcall `channels` claim. Times are NumericDate: seconds since the Unix epoch, possibly fractional.
+/// Rollcall `channels`, `users` and `info` claims. Times are NumericDate: seconds since the Unix epoch, possibly fractional.
 struct JWTClaims: Sendable, Equatable {
     /// `sub`: the user id the token was issued to.
     public var subject: String
@@ -11,12 +11,19 @@ struct JWTClaims: Sendable, Equatable {
     var issuedAt: Double?
     /// `channels`: glob patterns limiting `join`, `publish` and `setState`; nil allows every channel.
     public var channels: [String]?
+    /// `users` (1.1): glob patterns of user ids whose status may be read; nil allows every user.
+    public var users: [String]?
+    /// `info` (1.1): the issuer's JSON object about the user, encoded; nil when absent.
+    public var info: [UInt8]?
 
-    public init(subject: String, expiresAt: Double, notBefore: Double? = nil, issuedAt: Double? = nil, channels: [String]? = nil) {
+    public init(subject: String, expiresAt: Double, notBefore: Double? = nil, issuedAt: Double? = nil, channels: [String]? = nil,
+                users: [String]? = nil, info: [UInt8]? = nil) {
         self.subject = subject
         self.expiresAt = expiresAt
         self.notBefore = notBefore
         self.issuedAt = issuedAt
         self.channels = channels
+        self.users = users
+        self.info = info
     }
 }

@@ -8,7 +8,8 @@ import RollcallProtocol
 /// `alg` exactly `HS256`, `typ` (if present) exactly `JWT` and no `crit`; the signature
 /// (HMAC-SHA256 over the first two segments, compared in constant time); only then is the
 /// claims set parsed: a JSON object with string `sub`, numeric `exp`, optional numeric
-/// `nbf` and `iat`, optional `channels` array of strings. A header or claims set that names
+/// `nbf` and `iat`, optional `channels` and `users` arrays of strings, optional `info`
+/// object of at most `maxInfoBytes` encoded. A header or claims set that names
 /// a member twice is refused rather than guessed at.
 struct JWTVerifier: Sendable {
     /// The only accepted `alg`.
@@ -18,12 +19,15 @@ struct JWTVerifier: Sendable {
     private let secret: [UInt8]
     /// Allowed difference between the broker's clock and the issuer's, in milliseconds.
     let clockSkewMs: Int64
+    /// Most bytes the `info` claim may have, encoded (`auth.maxInfoBytes`).
+    let maxInfoBytes: Int
 
     /// A verifier for tokens signed with the UTF-8 bytes of `secret`, tolerating
     /// `clockSkewSeconds` of clock difference on `exp` and `nbf` (clamped to 0…86400;
     /// a non-finite value counts as 0).
-    public init(secret: String, clockSkewSeconds: Double) {
+    public init(secret: String, clockSkewSeconds: Double, maxInfoBytes: Int = 1024) {
         self.secret = Array(secret.utf8)
+        self.maxInfoBytes = maxInfoBytes
         let seconds = clockSkewSeconds.isFinite ? min(max(0, clockSkewSeconds), 86_400) : 0
         clockSkewMs = Int64((seconds * 1000).rounded())
     }
@@ -56,7 +60,7 @@ struct JWTVerifier: Sendable {
         }
 
         let claims: JWTClaims
-        switch Self.object(payloadBytes, part: "payload").flatMap(Self.claims) {
+        switch Self.object(payloadBytes, part: "payload").flatMap({ Self.claims($0, maxInfoBytes: maxInfoBytes) }) {
         case .success(let decoded): claims = decoded
         case .failure(let refusal): return .failure(refusal)
         }
@@ -94,7 +98,7 @@ struct JWTVerifier: Sendable {
         return nil
     }
 
-    private static func claims(_ payload: JSONObject) -> Result<JWTClaims, JWTRefusal> {
+    private static func claims(_ payload: JSONObject, maxInfoBytes: Int) -> Result<JWTClaims, JWTRefusal> {
         guard let subValue = payload["sub"] else { return .failure(.missingClaim("sub")) }
         guard let subject = subValue.stringValue else { return .failure(.invalidClaim("sub", "a string")) }
         guard let expValue = payload["exp"] else { return .failure(.missingClaim("exp")) }
@@ -105,16 +109,34 @@ struct JWTVerifier: Sendable {
         case (.success(let exp), .success(let nbf), .success(let iat)):
             (expiresAt, notBefore, issuedAt) = (exp, nbf, iat)
         }
-        var channels: [String]?
-        if let channelsValue = payload["channels"] {
-            let patterns = channelsValue.arrayValue?.compactMap(\.stringValue)
-            guard let patterns, patterns.count == channelsValue.arrayValue?.count else {
-                return .failure(.invalidClaim("channels", "an array of strings"))
+        let channels: [String]?, users: [String]?
+        switch (patterns(payload["channels"], "channels"), patterns(payload["users"], "users")) {
+        case (.failure(let refusal), _), (_, .failure(let refusal)):
+            return .failure(refusal)
+        case (.success(let channelPatterns), .success(let userPatterns)):
+            (channels, users) = (channelPatterns, userPatterns)
+        }
+        var info: [UInt8]?
+        if let infoValue = payload["info"] {
+            guard infoValue.objectValue != nil else { return .failure(.invalidClaim("info", "a JSON object")) }
+            let encoded = infoValue.encoded()
+            guard encoded.count <= maxInfoBytes else {
+                return .failure(.invalidClaim("info", "at most \(maxInfoBytes) bytes encoded (auth.maxInfoBytes), not \(encoded.count)"))
             }
-            channels = patterns
+            info = encoded
         }
         return .success(JWTClaims(subject: subject, expiresAt: expiresAt, notBefore: notBefore,
-                                  issuedAt: issuedAt, channels: channels))
+                                  issuedAt: issuedAt, channels: channels, users: users, info: info))
+    }
+
+    /// An optional array of glob patterns (`channels`, `users`).
+    private static func patterns(_ value: JSON?, _ name: String) -> Result<[String]?, JWTRefusal> {
+        guard let value else { return .success(nil) }
+        let patterns = value.arrayValue?.compactMap(\.stringValue)
+        guard let patterns, patterns.count == value.arrayValue?.count else {
+            return .failure(.invalidClaim(name, "an array of strings"))
+        }
+        return .success(patterns)
     }
 
     /// A NumericDate: a finite JSON number of seconds.

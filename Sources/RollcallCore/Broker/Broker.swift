@@ -22,6 +22,8 @@ public final class Broker {
     var connections: [ConnectionID: ConnectionState] = [:]
     var loginDeadlines = TimerQueue<ConnectionID>()
     var holdDeadlines = TimerQueue<UInt64>()
+    /// Token notices and expiries of live sessions, by connection (``armTokenTimer(_:)``).
+    var tokenDeadlines = TimerQueue<ConnectionID>()
     var heldSessions: [UInt64: Session] = [:]
     var nextSessionNumber: UInt64 = 0
     /// Cluster mode: channel presence on Redis (nil on one node, where ``presence`` serves).
@@ -120,7 +122,7 @@ public final class Broker {
     /// The earliest moment something is due, in monotonic milliseconds of the injected clock
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
-        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
+        [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), tokenDeadlines.nextDeadline(), presence.nextDeadline, userStatus.nextDeadline,
          clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
          clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
@@ -277,6 +279,8 @@ public final class Broker {
             return [:]
         case .ping:
             return ["serverTime": .number(JSONNumber(Int(clock.now)))]
+        case .refresh:
+            return try refresh(request, from: session)
         case .join:
             return try presence.join(JoinRequest(request, limits: limits), from: session, grant: grant(of: session))
         case .leave:
@@ -318,6 +322,7 @@ public final class Broker {
             guard let session = heldSessions[number] else { continue }
             end(session, .timedOut)
         }
+        fireDueTokenTimers()
         presence.fireDueTimers()
         clusterPresence?.fireDueFlushes()
         clusterPresence?.fireDueExpiries()
@@ -367,4 +372,8 @@ package struct BrokerMetrics: Sendable {
     package var errors: [ErrorCode: Int] = [:]
     /// Sessions ended, by how.
     package var sessionEnds: [String: Int] = [:]
+    /// Successful `refresh` requests (1.1).
+    package var refreshes = 0
+    /// Sessions closed because their token expired (1.1).
+    package var tokenExpiries = 0
 }

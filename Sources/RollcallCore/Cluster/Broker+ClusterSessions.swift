@@ -115,6 +115,7 @@ extension Broker {
                     return
                 }
                 directory.add(session)
+                armTokenTimer(session)
                 loginDeadlines.cancel(connection)
                 metrics.logins += 1
                 clusterUserStatus!.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)

@@ -37,6 +37,10 @@ public struct Configuration: Sendable, Equatable {
         public var allowInsecure = false
         /// Seconds of clock difference tolerated on a token's `exp` and `nbf`. Default 30.
         var clockSkewSeconds = 30.0
+        /// Seconds before a token's `exp` that the `refreshRequired` event is sent (1.1). Default 60.
+        public var refreshNoticeSeconds = 60.0
+        /// Most bytes a token's `info` claim may have, encoded (1.1). Default 1024.
+        public var maxInfoBytes = 1024
         public init() {}
     }
 

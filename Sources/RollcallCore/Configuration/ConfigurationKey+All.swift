@@ -25,6 +25,8 @@ extension ConfigurationKey {
             .optionalString("auth.secretEnv", \.auth.secretEnv),
             .boolean("auth.allowInsecure", \.auth.allowInsecure),
             .number("auth.clockSkewSeconds", \.auth.clockSkewSeconds, .from(0, upTo: 3600)),
+            .number("auth.refreshNoticeSeconds", \.auth.refreshNoticeSeconds, .from(0, upTo: 86_400)),
+            .integer("auth.maxInfoBytes", \.auth.maxInfoBytes, 2...1_048_576),
 
             .optionalString("http.staticDir", \.http.staticDir),
             .strings("http.allowedOrigins", \.http.allowedOrigins),

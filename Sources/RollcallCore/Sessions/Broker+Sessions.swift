@@ -27,6 +27,7 @@ extension Broker {
             idPrefix: sessionIdPrefix)
         session.grant = grant
         directory.add(session)
+        armTokenTimer(session)
         // The newcomer is in before the oldest goes, so the user never reads offline in between.
         closeOldestSessionsOverTheLimit(of: userId)
         loginDeadlines.cancel(connection)
@@ -51,6 +52,8 @@ extension Broker {
         directory.attach(session, to: connection, newToken: token ?? ResumeToken(using: &random))
         session.presenceTimeoutMs = presenceTimeoutMs
         session.grant = grant
+        session.refreshNoticeSent = false
+        armTokenTimer(session)
         loginDeadlines.cancel(connection)
         metrics.logins += 1
         metrics.resumes += 1
@@ -110,6 +113,7 @@ extension Broker {
         result["limits"] = .object(JSONObject(limitMembers))
         if let channels { result["channels"] = .array(channels) }
         if let messagesDropped { result["messagesDropped"] = .int(messagesDropped) }
+        result["expiresAt"] = session.grant.expiresAt.map { .int(Int($0)) } ?? .null
         return .object(result)
     }
 
@@ -130,6 +134,7 @@ extension Broker {
 
     /// An abnormal drop: keep the session for its presence timeout, resumable.
     func hold(_ session: Session, cause: AbnormalCause) {
+        disarmTokenTimer(session)
         directory.detach(session)
         session.heldSince = clock.now
         heldSessions[session.number] = session
@@ -142,6 +147,7 @@ extension Broker {
     func end(_ session: Session, _ how: SessionEnd) {
         if let connection = session.connection {
             connections[connection] = nil
+            tokenDeadlines.cancel(connection)
         }
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil

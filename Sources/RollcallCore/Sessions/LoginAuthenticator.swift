@@ -1,18 +1,40 @@
-/// What a login is allowed to do, from its token.
-public struct Grant: Sendable, Equatable {
-    /// Glob patterns (`room:*`) limiting `join`, `publish` and `setState`; nil allows every channel.
-    var channelPatterns: [String]?
+import RollcallProtocol
 
-    /// A grant with no channel limit.
+/// What a login (or a `refresh`) is allowed to do, from its token (PROTOCOL §3).
+public struct Grant: Sendable, Equatable {
+    /// Glob patterns (`room:*`) limiting `join`, `publish`, `setState` and (1.1) the reads of a
+    /// channel: `getOnlineUsers`, `getState`, the list `getUserChannels` returns; nil allows every channel.
+    var channelPatterns: [String]?
+    /// Glob patterns of user ids whose status the session may read (`users` claim, 1.1);
+    /// nil allows every user. The session's own user is always allowed.
+    var userPatterns: [String]?
+    /// The token's `exp` in wall milliseconds; nil when tokens do not expire (`auth.mode` `none`).
+    var expiresAt: Timestamp?
+    /// The issuer's `info` object as encoded JSON bytes (1.1); nil when the token has none.
+    var info: [UInt8]?
+
+    /// A grant with no limit, no expiry and no `info`.
     static let unlimited = Grant(channelPatterns: nil)
 
-    public init(channelPatterns: [String]?) { self.channelPatterns = channelPatterns }
+    public init(channelPatterns: [String]?, userPatterns: [String]? = nil, expiresAt: Timestamp? = nil, info: [UInt8]? = nil) {
+        self.channelPatterns = channelPatterns
+        self.userPatterns = userPatterns
+        self.expiresAt = expiresAt
+        self.info = info
+    }
 }
 
 /// Checks a login's token (PROTOCOL §3, `auth.mode`).
 public protocol LoginAuthenticator {
     /// Accepts or refuses `userId` with `token` at `now`; refusal is `UNAUTHORIZED`.
     func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError>
+    /// True when sessions carry tokens that can be refreshed (`refresh` is `INVALID_REQUEST` otherwise).
+    var checksTokens: Bool { get }
+}
+
+extension LoginAuthenticator {
+    /// Authenticators that do not read tokens do not refresh them.
+    public var checksTokens: Bool { false }
 }
 
 /// `auth.mode: none`: every user id is accepted, with no channel limit.

@@ -23,6 +23,8 @@ public final class Session {
     internal(set) var heldSince: Timestamp?
     /// What its token allows.
     internal(set) var grant = Grant.unlimited
+    /// The `refreshRequired` notice went out for the current token.
+    var refreshNoticeSent = false
     /// Channel presence bookkeeping for this session.
     var presence = SessionPresence()
     /// `message` events that arrived while held, for the resume.
