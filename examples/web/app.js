@@ -145,6 +145,10 @@ function backToLogin(message) {
 function wireClient(c) {
   c.on("connection", (detail) => {
     renderConnection(detail);
+    if (detail.state === "reconnecting" && detail.code === 4401 && c === client && tokens) {
+      // The token ran out before a new one came: the session ended; the next token logs in anew.
+      showTokenPanel(`Your token has expired and the broker ended the session. Paste a new token for ${c.userId} to log in again.`);
+    }
     if (detail.state === "closed" && c === client) {
       const reason = { 1000: "", 4401: "Unauthorized (4401).", 4409: "Logged in elsewhere too often: this session was closed (4409)." };
       backToLogin(reason[detail.code] ?? (detail.code ? `Connection closed (${detail.code}).` : ""));
