@@ -307,6 +307,12 @@ public final class RollcallConnection: @unchecked Sendable {
         return try request("login", .object(args), timeout: timeout)
     }
 
+    /// `refresh {token}` (PROTOCOL §3, 1.1): a fresh token for the logged-in user. Returns the
+    /// reply (`result.expiresAt`, or `UNAUTHORIZED` with the connection left open).
+    public func refresh(token: String, timeout: Duration = .seconds(5)) throws(ClientError) -> Reply {
+        try request("refresh", ["token": .string(token)], timeout: timeout)
+    }
+
     // MARK: Events
 
     /// Removes and returns the oldest queued event, waiting up to `timeout` for one.

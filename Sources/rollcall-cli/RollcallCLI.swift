@@ -9,7 +9,7 @@ struct RollcallCLI: ParsableCommand {
         commandName: "rollcall-cli",
         abstract: "Talk to a Rollcall presence broker.",
         discussion: "Global options (--url, --user, --platform, --token, --json, --color, --timeout, --insecure) may come before or after the command. Output is coloured on a terminal unless NO_COLOR is set; --color always|never forces it.",
-        subcommands: [Ping.self, Raw.self, Join.self, Watch.self, Who.self, Where.self, StateCommand.self, Publish.self, StatusCommand.self, Token.self, APICommand.self]
+        subcommands: [Ping.self, Raw.self, Join.self, Watch.self, Who.self, Where.self, StateCommand.self, Publish.self, StatusCommand.self, Token.self, Refresh.self, APICommand.self]
     )
 }
 

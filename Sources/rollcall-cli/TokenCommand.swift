@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import RollcallCore
+import RollcallProtocol
 
-/// `rollcall-cli token --secret-env NAME --user alice [--channels 'room:*' ...] [--ttl 3600]`:
+/// `rollcall-cli token --secret-env NAME --user alice [--channels 'room:*' ...] [--users 'team:*' ...]
+/// [--info '{"name":"Alice"}'] [--ttl 3600]`:
 /// mints an HS256 login token for development (docs/authentication.md). The secret is read
 /// from the environment variable NAME, never from the command line (which other users of
 /// the machine can see in the process list).
@@ -20,7 +22,13 @@ struct Token: ParsableCommand {
     @Option(parsing: .upToNextOption, help: "Channel glob patterns the token allows for join/publish/setState (e.g. 'room:*'); omit for every channel.")
     var channels: [String] = []
 
-    @Option(help: "Seconds the token stays valid (1...31536000).")
+    @Option(parsing: .upToNextOption, help: "User id glob patterns whose status the token may read (getUserStatus, subscribeUserStatus, another user's getUserChannels); omit for every user.")
+    var users: [String] = []
+
+    @Option(help: "A JSON object the broker shows with the user in presence listings (e.g. '{\"name\":\"Alice\"}'); at most the broker's auth.maxInfoBytes encoded.")
+    var info: String?
+
+    @Option(help: "Seconds the token stays valid (1...31536000); a short one (e.g. 20) shows refreshRequired and expiry.")
     var ttl: Int = 3600
 
     func validate() throws {
@@ -31,6 +39,15 @@ struct Token: ParsableCommand {
         for pattern in channels where pattern.isEmpty || pattern.utf8.count > Name.maxBytes {
             throw ValidationError("--channels patterns must be 1-\(Name.maxBytes) bytes (got \"\(pattern)\")")
         }
+        for pattern in users where pattern.isEmpty || pattern.utf8.count > Name.maxBytes {
+            throw ValidationError("--users patterns must be 1-\(Name.maxBytes) bytes (got \"\(pattern)\")")
+        }
+        if let info, infoObject(info) == nil { throw ValidationError("--info must be a JSON object, e.g. '{\"name\":\"Alice\"}'") }
+    }
+
+    /// `text` parsed as a JSON object, or nil.
+    private func infoObject(_ text: String) -> JSONObject? {
+        (try? JSONParser.parse(Array(text.utf8)))?.objectValue
     }
 
     func run() throws {
@@ -38,8 +55,8 @@ struct Token: ParsableCommand {
             Output.fail("the environment variable \(secretEnv) is not set or empty; it must hold the HS256 secret", code: 1)
         }
         let token = JWTMinter.mint(
-            secret: secret, userId: user, channels: channels.isEmpty ? nil : channels,
-            ttlSeconds: ttl, now: SystemClock().now)
+            secret: secret, userId: user, channels: channels.isEmpty ? nil : channels, users: users.isEmpty ? nil : users,
+            info: info.flatMap(infoObject), ttlSeconds: ttl, now: SystemClock().now)
         Output.line(token)
     }
 }

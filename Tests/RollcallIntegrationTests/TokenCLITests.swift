@@ -98,4 +98,35 @@ struct TokenCLITests {
         #expect(close.code == 4401 || close.code == 1002, "\(close)")
         #expect(try good.request("ping").ok)
     }
+
+    @Test("token mints users, info and a short ttl; refresh swaps the token on the connection, exit 1 with the error when refused")
+    func mintedClaimsAndRefresh() throws {
+        let broker = try jwtBroker()
+        let token = try mint(["--user", "alice", "--users", "team:*", "bob", "--info", #"{"name":"Alice","role":"admin"}"#, "--ttl", "5"])
+        let alice = try broker.connect()
+        let login = try alice.login(userId: "alice", token: token)
+        #expect(login.ok, "\(login)")
+        let expiresAt = try #require(login["expiresAt"]?.numberValue?.intValue)
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        #expect(expiresAt > now && expiresAt <= now + 5_000, "a 5 s token")
+        #expect(try alice.request("getUserStatus", ["userIds": ["bob"]]).failures.isEmpty)
+        #expect(try alice.join("lobby").ok)
+
+        let fresh = try mint(["--user", "alice", "--ttl", "600"])
+        let refreshed = try cli(["--url", broker.url(), "--user", "alice", "--token", token, "refresh", fresh])
+        #expect(refreshed.status == 0, "\(refreshed.stderr)")
+        #expect(refreshed.stdout.contains("refreshed"), "\(refreshed.stdout)")
+        let json = try cli(["--url", broker.url(), "--user", "alice", "--token", token, "--json", "refresh", fresh])
+        let reply = try JSONParser.parse(Array(json.stdout.utf8))
+        #expect(reply["result"]?["expiresAt"]?.numberValue?.intValue ?? 0 > now + 500_000, "\(json.stdout)")
+
+        let refused = try cli(["--url", broker.url(), "--user", "alice", "--token", token, "refresh", try mint(["--user", "mallory"])])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("UNAUTHORIZED") || refused.stdout.contains("UNAUTHORIZED"), "\(refused)")
+
+        let badInfo = try cli(["token", "--secret-env", Self.variable, "--user", "alice", "--info", "[1]"],
+                              environment: ["\(Self.variable)=\(Self.secret)"])
+        #expect(badInfo.status != 0)
+        #expect(badInfo.stdout.isEmpty, "no token printed")
+    }
 }

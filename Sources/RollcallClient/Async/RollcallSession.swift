@@ -92,6 +92,21 @@ public final class RollcallSession: @unchecked Sendable {
         return result
     }
 
+    /// `refresh {token}` (PROTOCOL §3, 1.1): hands the broker a fresh token for the same user
+    /// without reconnecting; returns the new `expiresAt` (ms). The token is remembered, so a
+    /// later automatic reconnect logs in with it. Call it when a `session` event of type
+    /// `refreshRequired` arrives. A refused token throws `UNAUTHORIZED` and leaves the
+    /// connection and the old token as they were.
+    @discardableResult
+    public func refresh(token: String) async throws(RollcallError) -> Int? {
+        let expiresAt = try await send(Requests.Refresh(token: token))
+        lock.withLock {
+            loginRequest?.token = token
+            latestLogin?.expiresAt = expiresAt
+        }
+        return expiresAt
+    }
+
     /// Joins a channel; with `presence` its ``roster(of:)`` is kept. Joined again after a
     /// reconnect that could not resume.
     @discardableResult

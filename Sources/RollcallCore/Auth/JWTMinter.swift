@@ -2,11 +2,14 @@ import Crypto
 import RollcallProtocol
 
 /// Mints HS256 tokens for development (`rollcall-cli token`) and tests: header
-/// `{"alg":"HS256","typ":"JWT"}`, claims `sub`, `iat`, `exp` and, when given, `channels`.
+/// `{"alg":"HS256","typ":"JWT"}`, claims `sub`, `iat`, `exp` and, when given, `channels`,
+/// `users` and `info` (PROTOCOL §3).
 public enum JWTMinter {
-    /// A token for `userId`, valid from `now` for `ttlSeconds`, limited to `channels` glob
-    /// patterns when not nil, signed with the UTF-8 bytes of `secret`.
-    public static func mint(secret: String, userId: String, channels: [String]? = nil, ttlSeconds: Int, now: Timestamp) -> String {
+    /// A token for `userId`, valid from `now` for `ttlSeconds`, limited to `channels` and
+    /// `users` glob patterns when not nil, carrying the `info` object when not nil, signed
+    /// with the UTF-8 bytes of `secret`.
+    public static func mint(secret: String, userId: String, channels: [String]? = nil, users: [String]? = nil,
+                            info: JSONObject? = nil, ttlSeconds: Int, now: Timestamp) -> String {
         let issuedAt = Int(now.floorDividedBy(1000))
         var claims: [(key: String, value: JSON)] = [
             ("sub", .string(userId)),
@@ -14,6 +17,8 @@ public enum JWTMinter {
             ("exp", .int(issuedAt + ttlSeconds)),
         ]
         if let channels { claims.append(("channels", .array(channels.map(JSON.string)))) }
+        if let users { claims.append(("users", .array(users.map(JSON.string)))) }
+        if let info { claims.append(("info", .object(info))) }
         let header: JSON = ["alg": "HS256", "typ": "JWT"]
         return sign(header: header.encoded(), payload: JSON.object(JSONObject(claims)).encoded(), secret: secret)
     }

@@ -107,17 +107,18 @@ extension ClusterPresence {
                         in channel: LocalChannel) -> [[UInt8]] {
         let limit = max(1, configuration.presence.snapshotMaxMembers)
         let flat = roster[1].elements ?? []
-        var entries: [(userId: Name, state: [UInt8])] = []
-        entries.reserveCapacity(flat.count / 2)
+        var entries: [(userId: Name, state: [UInt8], info: [UInt8]?)] = []
+        entries.reserveCapacity(flat.count / 3)
         var index = 0
-        while index + 1 < flat.count {
-            entries.append((Name(unchecked: flat[index].text ?? ""), flat[index + 1].bytes ?? Array("{}".utf8)))
-            index += 2
+        while index + 2 < flat.count {
+            let info = flat[index + 2].bytes.flatMap { $0.isEmpty ? nil : $0 }
+            entries.append((Name(unchecked: flat[index].text ?? ""), flat[index + 1].bytes ?? Array("{}".utf8), info))
+            index += 3
         }
         let built = SnapshotRoster(seq: seq, limit: limit, total: Int(roster[0].integer ?? 0), encodedEntries: entries)
-        var insert: (userId: Name, state: PresenceState)?
+        var insert: RosterEntry?
         if let stored = roster[2].bytes, !stored.isEmpty, let state = PresenceState(stored: stored) {
-            insert = (viewer.userId, state)
+            insert = (viewer.userId, state, roster[3].bytes.flatMap { $0.isEmpty ? nil : $0 })
         }
         let array = built.array(inserting: insert)
         let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil

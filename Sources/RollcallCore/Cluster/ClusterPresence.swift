@@ -114,12 +114,12 @@ final class ClusterPresence {
                 let arguments = channelArguments(key, channelKeys, intervalHead: true) + [
                     Array(user.string.utf8), Array(session.sessionId.utf8), Array(flags.utf8),
                     current.map { [UInt8(ascii: "=")] + $0 } ?? [], stateBytes,
-                    PresenceEvents.head("join", channel: key, publisher: user, state: state),
+                    PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
                     PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
                     PresenceEvents.encodedName(user),
                     Array(String(request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0).utf8),
                     Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
-                    Array(keys.sessionChannels(session.sessionId).utf8),
+                    Array(keys.sessionChannels(session.sessionId).utf8), session.grant.info ?? [],
                 ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
                 store.call([.script(PresenceScripts.join, arguments: arguments)]) { [self] result in
                     switch result {
@@ -380,6 +380,7 @@ final class ClusterPresence {
                 let reply = replies.first ?? .null
                 let users = reply[2].elements ?? []
                 let states = reply[3].elements ?? []
+                let infos = reply[5].elements ?? []
                 var writer = JSONWriter(capacity: 2 + users.count * (request.includeState ? 64 : 24))
                 writer.beginArray()
                 var last: Name?
@@ -391,6 +392,7 @@ final class ClusterPresence {
                     if request.includeState {
                         writer.key("state"); writer.raw(states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8))
                     }
+                    if infos.count > index, let info = infos[index].bytes, !info.isEmpty { writer.key("info"); writer.raw(info) }
                     writer.endObject()
                 }
                 writer.endArray()

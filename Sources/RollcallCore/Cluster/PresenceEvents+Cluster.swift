@@ -6,8 +6,9 @@ import RollcallProtocol
 /// ``PresenceEvents`` writes on one node.
 extension PresenceEvents {
     /// A `join`/`leave`/`timeout`/`stateChanged` event without its footer and closing brace.
-    static func head(_ type: String, channel: ChannelKey, publisher: Name, state: PresenceState?) -> [UInt8] {
-        let full = change(type, channel: channel, publisher: publisher, state: state, occupancy: 0, mode: .announce, seq: 0, timestamp: 0)
+    static func head(_ type: String, channel: ChannelKey, publisher: Name, state: PresenceState?, info: [UInt8]? = nil) -> [UInt8] {
+        let full = change(type, channel: channel, publisher: publisher, state: state, info: info,
+                          occupancy: 0, mode: .announce, seq: 0, timestamp: 0)
         return withoutFooter(full)
     }
 
@@ -65,9 +66,9 @@ extension PresenceState {
 }
 
 extension SnapshotRoster {
-    /// A roster whose states come encoded (from Redis), in byte order of user id.
-    init(seq: Int, limit: Int, total: Int, encodedEntries: [(userId: Name, state: [UInt8])]) {
-        var writer = JSONWriter(capacity: 64 + encodedEntries.reduce(0) { $0 + $1.state.count + 32 })
+    /// A roster whose states and infos come encoded (from Redis), in byte order of user id.
+    init(seq: Int, limit: Int, total: Int, encodedEntries: [(userId: Name, state: [UInt8], info: [UInt8]?)]) {
+        var writer = JSONWriter(capacity: 64 + encodedEntries.reduce(0) { $0 + $1.state.count + ($1.info?.count ?? 0) + 32 })
         var starts: [Int] = []
         starts.reserveCapacity(encodedEntries.count)
         for entry in encodedEntries {
@@ -75,6 +76,7 @@ extension SnapshotRoster {
             writer.beginObject()
             writer.key("userId"); writer.string(entry.userId.string)
             writer.key("state"); writer.raw(entry.state)
+            if let info = entry.info { writer.key("info"); writer.raw(info) }
             writer.endObject()
         }
         self.init(seq: seq, limit: limit, total: total, names: encodedEntries.map(\.userId), encoded: writer.bytes, starts: starts)

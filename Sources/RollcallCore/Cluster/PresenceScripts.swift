@@ -16,11 +16,12 @@ enum PresenceScripts {
         local user, session, flags, expected, newState = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
         local headJoin, headChanged, enc, limit = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[17])
         local userChannels, allChannels, channelEntry, sessionChannels = ARGV[18], ARGV[19], ARGV[20], ARGV[21]
+        local info = ARGV[22]
         local current = redis.call('HGET', ch.st, user)
         if (expected == '' and current) or (expected ~= '' and current ~= string.sub(expected, 2)) then
           return {'retry'}
         end
-        if not checkExpiries(user, 22) then return {'retry'} end
+        if not checkExpiries(user, 23) then return {'retry'} end
         local oldFlags = redis.call('HGET', ch.sessions, session)
         redis.call('HSET', ch.sessions, session, flags)
         if countsForMessages(oldFlags) ~= countsForMessages(flags) then
@@ -34,6 +35,7 @@ enum PresenceScripts {
           redis.call('ZADD', ch.members, 0, user)
           if redis.call('ZCARD', ch.members) == 1 then produced[#produced + 1] = 'o' end
           redis.call('HSET', ch.st, user, newState)
+          if info ~= '' then redis.call('HSET', ch.info, user, info) else redis.call('HDEL', ch.info, user) end
           redis.call('ZADD', userChannels, 0, ch.id)
           redis.call('ZADD', allChannels, 0, channelEntry)
           memberChanged('join', user, enc, false, '{}', headJoin)
@@ -41,7 +43,7 @@ enum PresenceScripts {
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, headChanged)
         end
-        local earliest = applyTTL(user, 22)
+        local earliest = applyTTL(user, 23)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
           tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest, produced}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
@@ -71,10 +73,12 @@ enum PresenceScripts {
         else
           memberChanged(kind == 't' and 'timeout' or 'leave', user, enc, true, before, head)
         end
+        -- A departure still pending (interval mode) keeps the info for snapshots until the flush.
+        if redis.call('HEXISTS', ch.pending, user) == 0 then redis.call('HDEL', ch.info, user) end
         if redis.call('ZCARD', ch.members) == 0 then
           redis.call('ZREM', allChannels, channelEntry)
           redis.call('ZREM', ch.due, ch.id)
-          redis.call('DEL', ch.base, ch.pending)
+          redis.call('DEL', ch.base, ch.pending, ch.info)
           produced[#produced + 1] = 'v'
         end
         return {'ok', dueAndNow(), produced}
@@ -133,9 +137,10 @@ enum PresenceScripts {
         local users = redis.call('ZRANGEBYLEX', ch.members, start, '+', 'LIMIT', 0, pageSize + 1)
         local more = 0
         if #users > pageSize then more = 1; users[#users] = nil end
-        local states = {}
+        local states, infos = {}, {}
         if includeState == '1' and #users > 0 then states = redis.call('HMGET', ch.st, unpack(users)) end
-        return {occupancy, seq, users, states, more}
+        if #users > 0 then infos = redis.call('HMGET', ch.info, unpack(users)) end
+        return {occupancy, seq, users, states, more, infos}
         """)
 
     /// What a TTL expiry needs: Redis' time, the member's state and its keys' deadlines
@@ -165,7 +170,7 @@ enum PresenceScripts {
         local ch = {base = ARGV[1], id = ARGV[2], events = ARGV[3], due = ARGV[4],
           maxInstant = tonumber(ARGV[5]), hysteresis = tonumber(ARGV[6]), intervalMs = tonumber(ARGV[7])}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
-        ch.sessions, ch.pending = ch.base .. ':s', ch.base .. ':pend'
+        ch.sessions, ch.pending, ch.info = ch.base .. ':s', ch.base .. ':pend', ch.base .. ':info'
         if ARGV[8] ~= '' then redis.call('HSETNX', ch.base, 'ih', ARGV[8]) end
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -269,9 +274,11 @@ enum PresenceScripts {
             local user, p = pending[i], parsePending(pending[i + 1])
             local current = redis.call('HGET', ch.st, user)
             local entry = {user = user, enc = p.enc, state = current}
+            if not current then redis.call('HDEL', ch.info, user) end
             if p.was and not current then
               if p.removal == 't' then timeouts[#timeouts + 1] = entry else leaves[#leaves + 1] = entry end
             elseif not p.was and current then
+              entry.info = redis.call('HGET', ch.info, user)
               joins[#joins + 1] = entry
               if current ~= '{}' then changes[#changes + 1] = entry end
             elseif p.was and current and current ~= p.before then
@@ -291,10 +298,18 @@ enum PresenceScripts {
             for i, e in ipairs(list) do out[i] = '{"userId":' .. e.enc .. ',"state":' .. e.state .. '}' end
             return '[' .. table.concat(out, ',') .. ']'
           end
+          local function joinInfo(list)
+            local out = {}
+            for _, e in ipairs(list) do
+              if e.info then out[#out + 1] = e.enc .. ':' .. e.info end
+            end
+            if #out == 0 then return '' end
+            return ',"joinInfo":{' .. table.concat(out, ',') .. '}'
+          end
           local seq = redis.call('HINCRBY', ch.base, 'seq', 1)
           local bytes = redis.call('HGET', ch.base, 'ih') .. ',"interval":{"join":' .. names(joins)
             .. ',"leave":' .. names(leaves) .. ',"timeout":' .. names(timeouts)
-            .. ',"stateChanged":' .. states(changes) .. '}'
+            .. ',"stateChanged":' .. states(changes) .. joinInfo(joins) .. '}'
             .. footer(redis.call('ZCARD', ch.members), 'interval', seq)
           publishPresence(seq, '', bytes)
         end
@@ -337,9 +352,10 @@ enum PresenceScripts {
           end
         end
 
-        -- The first `limit` members as of the channel's last event, with their states, and how
-        -- many members that roster has; plus the viewer's current state when the viewer joined
-        -- since (else ''). The snapshot a joiner gets (PresenceEngine.sendSnapshot).
+        -- The first `limit` members as of the channel's last event, with their states and infos
+        -- (flat triples; '' for no info), and how many members that roster has; plus the
+        -- viewer's current state and info when the viewer joined since (else '').
+        -- The snapshot a joiner gets (PresenceEngine.sendSnapshot).
         local function rosterAtLastEvent(limit, viewer)
           local occupancy = redis.call('ZCARD', ch.members)
           local pendingList = redis.call('HGETALL', ch.pending)
@@ -349,7 +365,7 @@ enum PresenceScripts {
             pending[user] = p
             local present = redis.call('ZSCORE', ch.members, user)
             if p.was and not present then
-              departed[#departed + 1] = {user, p.before}
+              departed[#departed + 1] = {user, p.before, redis.call('HGET', ch.info, user) or ''}
               occupancy = occupancy + 1
             elseif not p.was and present then
               occupancy = occupancy - 1
@@ -357,10 +373,11 @@ enum PresenceScripts {
           end
           table.sort(departed, function(a, b) return lessBytes(a[1], b[1]) end)
           local shown, full, nextDeparted = {}, false, 1
-          local function emit(user, state)
-            if #shown >= 2 * limit then full = true; return false end
+          local function emit(user, state, info)
+            if #shown >= 3 * limit then full = true; return false end
             shown[#shown + 1] = user
             shown[#shown + 1] = state
+            shown[#shown + 1] = info or ''
             return true
           end
           local cursor = '-'
@@ -368,32 +385,34 @@ enum PresenceScripts {
             local users = redis.call('ZRANGEBYLEX', ch.members, cursor, '+', 'LIMIT', 0, 256)
             if #users == 0 then break end
             local states = redis.call('HMGET', ch.st, unpack(users))
+            local infos = redis.call('HMGET', ch.info, unpack(users))
             for i = 1, #users do
               local user = users[i]
               while nextDeparted <= #departed and lessBytes(departed[nextDeparted][1], user) do
-                if not emit(departed[nextDeparted][1], departed[nextDeparted][2]) then break end
+                if not emit(departed[nextDeparted][1], departed[nextDeparted][2], departed[nextDeparted][3]) then break end
                 nextDeparted = nextDeparted + 1
               end
               if full then break end
               local p = pending[user]
               if p then
-                if p.was and not emit(user, p.before) then break end
-              elseif not emit(user, states[i]) then
+                if p.was and not emit(user, p.before, infos[i]) then break end
+              elseif not emit(user, states[i], infos[i]) then
                 break
               end
             end
             cursor = '(' .. users[#users]
           end
           while not full and nextDeparted <= #departed do
-            if not emit(departed[nextDeparted][1], departed[nextDeparted][2]) then break end
+            if not emit(departed[nextDeparted][1], departed[nextDeparted][2], departed[nextDeparted][3]) then break end
             nextDeparted = nextDeparted + 1
           end
-          local insert = ''
+          local insert, insertInfo = '', ''
           local viewerPending = pending[viewer]
           if viewerPending and not viewerPending.was then
             insert = redis.call('HGET', ch.st, viewer) or ''
+            insertInfo = redis.call('HGET', ch.info, viewer) or ''
           end
-          return {occupancy, shown, insert}
+          return {occupancy, shown, insert, insertInfo}
         end
 
         """

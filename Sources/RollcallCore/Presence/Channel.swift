@@ -20,6 +20,8 @@ struct ChannelMember {
     var state: PresenceState
     /// How many of the user's sessions joined the channel (held ones included).
     var sessionCount: Int
+    /// The token `info` (encoded) of the session whose join made the user a member (1.1).
+    var info: [UInt8]? = nil
 }
 
 /// One session that joined a channel, with the flags of its (last) join.
@@ -42,6 +44,8 @@ struct PendingChange {
     let wasPresent: Bool
     /// Their state at the last event (empty when absent).
     let stateAtLastEvent: PresenceState
+    /// Their `info` at the last event (nil when absent or none).
+    var infoAtLastEvent: [UInt8]? = nil
     /// The kind of their latest removal since then.
     var removal: RemovalKind?
 }
@@ -95,9 +99,9 @@ final class Channel {
     }
 
     /// Remembers how `user` looked at the last event, unless a change is already pending.
-    func notePending(_ user: Name, wasPresent: Bool, state: PresenceState, removal: RemovalKind?) {
+    func notePending(_ user: Name, wasPresent: Bool, state: PresenceState, info: [UInt8]?, removal: RemovalKind?) {
         if pending[user] == nil {
-            pending[user] = PendingChange(wasPresent: wasPresent, stateAtLastEvent: state, removal: nil)
+            pending[user] = PendingChange(wasPresent: wasPresent, stateAtLastEvent: state, infoAtLastEvent: info, removal: nil)
         }
         if let removal { pending[user]!.removal = removal }
     }

@@ -36,10 +36,11 @@ extension PresenceEngine {
 
     // MARK: - Membership
 
-    /// Adds a user as a new member with `state` and reports the join.
-    func addMember(_ user: Name, state: PresenceState, to channel: Channel) {
+    /// Adds a user as a new member with `state` and the joining session's token `info`, and
+    /// reports the join.
+    func addMember(_ user: Name, state: PresenceState, info: [UInt8]?, to channel: Channel) {
         if channel.members.isEmpty { notifyBackendOfOccupancy("occupied", channel) }
-        channel.members[user] = ChannelMember(state: state, sessionCount: 1)
+        channel.members[user] = ChannelMember(state: state, sessionCount: 1, info: info)
         channel.order.insert(user)
         userChannels.add(channel.key, for: user)
         if channel.occupancy == 1 { liveChannels.add(channel.key) }
@@ -63,7 +64,8 @@ extension PresenceEngine {
                 userChannels.remove(channel.key, for: user)
                 if channel.members.isEmpty { liveChannels.remove(channel.key) }
                 if let kind {
-                    memberChanged(.removed(kind), user, in: channel, wasPresent: true, previousState: member.state)
+                    memberChanged(.removed(kind), user, in: channel, wasPresent: true, previousState: member.state,
+                                  previousInfo: member.info)
                 } else {
                     channel.pending[user] = nil
                     channel.snapshotRoster = nil
@@ -97,7 +99,7 @@ extension PresenceEngine {
         let before = member.state
         member.state = state
         channel.members[user] = member
-        memberChanged(.stateChanged, user, in: channel, wasPresent: true, previousState: before)
+        memberChanged(.stateChanged, user, in: channel, wasPresent: true, previousState: before, previousInfo: member.info)
     }
 
     // MARK: - Announce and interval
@@ -105,18 +107,18 @@ extension PresenceEngine {
     /// Reports a change already applied to `channel.members`: announced at once, or kept
     /// for the next interval event. Switches modes at the thresholds.
     func memberChanged(_ change: MemberChange, _ user: Name, in channel: Channel, wasPresent: Bool,
-                       previousState: PresenceState) {
+                       previousState: PresenceState, previousInfo: [UInt8]? = nil) {
         let limits = configuration.presence
         switch channel.mode {
         case .announce:
             if case .joined = change, channel.occupancy > limits.maxInstantEvents {
                 channel.mode = .interval
-                deferChange(change, user, in: channel, wasPresent: wasPresent, previousState: previousState)
+                deferChange(change, user, in: channel, wasPresent: wasPresent, previousState: previousState, previousInfo: previousInfo)
             } else {
                 announce(change, user, in: channel)
             }
         case .interval:
-            deferChange(change, user, in: channel, wasPresent: wasPresent, previousState: previousState)
+            deferChange(change, user, in: channel, wasPresent: wasPresent, previousState: previousState, previousInfo: previousInfo)
             if case .removed = change, channel.occupancy <= limits.maxInstantEvents - limits.hysteresis {
                 flush(channel)
                 channel.mode = .announce
@@ -125,10 +127,10 @@ extension PresenceEngine {
     }
 
     private func deferChange(_ change: MemberChange, _ user: Name, in channel: Channel, wasPresent: Bool,
-                             previousState: PresenceState) {
+                             previousState: PresenceState, previousInfo: [UInt8]?) {
         var removal: RemovalKind?
         if case .removed(let kind) = change { removal = kind }
-        channel.notePending(user, wasPresent: wasPresent, state: previousState, removal: removal)
+        channel.notePending(user, wasPresent: wasPresent, state: previousState, info: previousInfo, removal: removal)
         if !flushes.isScheduled(channel.key) {
             flushes.schedule(channel.key, at: clock.monotonic + configuration.presence.intervalSeconds.milliseconds)
         }
@@ -140,12 +142,16 @@ extension PresenceEngine {
         channel.seq += 1
         channel.snapshotRoster = nil
         var state: PresenceState?
+        var info: [UInt8]?
         switch change {
-        case .joined, .stateChanged: state = channel.members[user]?.state ?? .empty
+        case .joined:
+            state = channel.members[user]?.state ?? .empty
+            info = channel.members[user]?.info
+        case .stateChanged: state = channel.members[user]?.state ?? .empty
         case .removed: state = nil
         }
         let bytes = PresenceEvents.change(
-            change.eventType, channel: channel.key, publisher: user, state: state,
+            change.eventType, channel: channel.key, publisher: user, state: state, info: info,
             occupancy: channel.occupancy, mode: .announce, seq: channel.seq, timestamp: clock.now)
         outbox.broadcast(bytes, to: channel.presenceSubscribers.values.lazy.filter { $0.userId != user })
         if outbox.notifiesPresence { outbox.notifyBackend(.presence, bytes) }
@@ -164,6 +170,7 @@ extension PresenceEngine {
                 if pending.removal == .timeout { change.timeouts.append(user) } else { change.leaves.append(user) }
             case (false, let member?):
                 change.joins.append(user)
+                if let info = member.info { change.joinInfo.append((user, info)) }
                 if !member.state.isEmpty { change.stateChanges.append((user, member.state)) }
             case (true, let member?):
                 if member.state != pending.stateAtLastEvent { change.stateChanges.append((user, member.state)) }
@@ -177,6 +184,7 @@ extension PresenceEngine {
         change.leaves.sort()
         change.timeouts.sort()
         change.stateChanges.sort { $0.userId < $1.userId }
+        change.joinInfo.sort { $0.userId < $1.userId }
         channel.seq += 1
         channel.snapshotRoster = nil
         let bytes = PresenceEvents.interval(
@@ -198,7 +206,7 @@ extension PresenceEngine {
             return
         }
         let page = channel.order.names(after: nil, limit: limit)
-        let shown: [(userId: Name, state: PresenceState)] = page.names.map { ($0, channel.members[$0]?.state ?? .empty) }
+        let shown: [RosterEntry] = page.names.map { ($0, channel.members[$0]?.state ?? .empty, channel.members[$0]?.info) }
         let nextPage = page.more ? shown.last.map { PageCursor.encode(after: $0.userId) } : nil
         let bytes = PresenceEvents.snapshot(
             channel: channel.key, members: shown, nextPage: nextPage, occupancy: channel.occupancy,
@@ -219,9 +227,9 @@ extension PresenceEngine {
             channel.snapshotRoster = roster
         }
         let viewer = session.userId
-        var insert: (userId: Name, state: PresenceState)?
+        var insert: RosterEntry?
         if let member = channel.members[viewer], !(channel.pending[viewer]?.wasPresent ?? true) {
-            insert = (viewer, member.state)
+            insert = (viewer, member.state, member.info)
         }
         let array = roster.array(inserting: insert)
         let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil
@@ -234,14 +242,14 @@ extension PresenceEngine {
     /// The first `limit` members as of the last event (the pending changes undone); whether
     /// more follow; and how many members that roster has.
     private func rosterAtLastEvent(of channel: Channel, limit: Int)
-        -> (shown: [(userId: Name, state: PresenceState)], more: Bool, occupancy: Int)
+        -> (shown: [RosterEntry], more: Bool, occupancy: Int)
     {
-        var departed: [(userId: Name, state: PresenceState)] = []
+        var departed: [RosterEntry] = []
         var occupancy = channel.occupancy
         for (user, pending) in channel.pending {
             let present = channel.members[user] != nil
             if pending.wasPresent, !present {
-                departed.append((user, pending.stateAtLastEvent))
+                departed.append((user, pending.stateAtLastEvent, pending.infoAtLastEvent))
                 occupancy += 1
             } else if !pending.wasPresent, present {
                 occupancy -= 1
@@ -249,10 +257,10 @@ extension PresenceEngine {
         }
         departed.sort { $0.userId < $1.userId }
 
-        var shown: [(userId: Name, state: PresenceState)] = []
+        var shown: [RosterEntry] = []
         shown.reserveCapacity(min(limit, occupancy))
         var more = false
-        func emit(_ entry: (userId: Name, state: PresenceState)) -> Bool {
+        func emit(_ entry: RosterEntry) -> Bool {
             if shown.count == limit {
                 more = true
                 return false
@@ -267,9 +275,10 @@ extension PresenceEngine {
                 next += 1
             }
             if let pending = channel.pending[user] {
-                return pending.wasPresent ? emit((user, pending.stateAtLastEvent)) : true
+                return pending.wasPresent ? emit((user, pending.stateAtLastEvent, pending.infoAtLastEvent)) : true
             }
-            return emit((user, channel.members[user]?.state ?? .empty))
+            let member = channel.members[user]
+            return emit((user, member?.state ?? .empty, member?.info))
         }
         while !more, next < departed.count {
             guard emit(departed[next]) else { break }

@@ -35,7 +35,7 @@ extension PresenceEngine {
             }
             setMemberState(user, to: state, in: channel)
         } else {
-            addMember(user, state: state, to: channel)
+            addMember(user, state: state, info: session.grant.info, to: channel)
         }
         // A pending state's TTL starts now; the join's own keys set or clear theirs.
         let member = StateExpiries.Member(channel: key, user: user)
@@ -166,12 +166,14 @@ extension PresenceEngine {
         var users = JSONWriter(capacity: 2 + listed.names.count * (includeState ? 64 : 24))
         users.beginArray()
         for user in listed.names {
+            let member = channel.members[user]
             users.beginObject()
             users.key("userId"); users.string(user.string)
             if includeState {
                 users.key("state")
-                (channel.members[user]?.state ?? .empty).write(to: &users)
+                (member?.state ?? .empty).write(to: &users)
             }
+            if let info = member?.info { users.key("info"); users.raw(info) }
             users.endObject()
         }
         users.endArray()

@@ -1,19 +1,23 @@
 import RollcallProtocol
 
+/// One member of a listing: user id, state and token `info` (encoded; nil when none).
+typealias RosterEntry = (userId: Name, state: PresenceState, info: [UInt8]?)
+
 /// Encoders for the presence and message events (PROTOCOL §4). Each event is encoded once
 /// and the same bytes go to every recipient.
 enum PresenceEvents {
     /// `join`, `leave`, `timeout` or `stateChanged` about `publisher`; `state` is written for
-    /// `join` and `stateChanged` only.
+    /// `join` and `stateChanged` only, `info` (the member's token info, 1.1) for `join` only.
     static func change(
-        _ type: String, channel: ChannelKey, publisher: Name, state: PresenceState?,
+        _ type: String, channel: ChannelKey, publisher: Name, state: PresenceState?, info: [UInt8]? = nil,
         occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
     ) -> [UInt8] {
-        Frames.event("presence", capacity: 192 + (state?.totalBytes ?? 0)) { w in
+        Frames.event("presence", capacity: 192 + (state?.totalBytes ?? 0) + (info?.count ?? 0)) { w in
             w.key("type"); w.string(type)
             header(&w, channel)
             w.key("publisher"); w.string(publisher.string)
             if let state { w.key("state"); state.write(to: &w) }
+            if let info { w.key("info"); w.raw(info) }
             footer(&w, occupancy: occupancy, mode: mode, seq: seq, timestamp: timestamp)
         }
     }
@@ -24,6 +28,8 @@ enum PresenceEvents {
         var leaves: [Name] = []
         var timeouts: [Name] = []
         var stateChanges: [(userId: Name, state: PresenceState)] = []
+        /// The token `info` of users in `joins` that have one (1.1).
+        var joinInfo: [(userId: Name, info: [UInt8])] = []
 
         var isEmpty: Bool { joins.isEmpty && leaves.isEmpty && timeouts.isEmpty && stateChanges.isEmpty }
     }
@@ -42,18 +48,28 @@ enum PresenceEvents {
             w.key("timeout"); names(&w, change.timeouts)
             w.key("stateChanged")
             entries(&w, change.stateChanges)
+            if !change.joinInfo.isEmpty {
+                w.key("joinInfo")
+                w.beginObject()
+                for entry in change.joinInfo { w.key(entry.userId.string); w.raw(entry.info) }
+                w.endObject()
+            }
             w.endObject()
             footer(&w, occupancy: occupancy, mode: .interval, seq: seq, timestamp: timestamp)
         }
     }
 
-    /// `snapshot` with `snapshot: [{userId, state}]`, and `truncated`/`nextPage` when cut.
+    /// `snapshot` with `snapshot: [{userId, state, info?}]`, and `truncated`/`nextPage` when cut.
     static func snapshot(
-        channel: ChannelKey, members: [(userId: Name, state: PresenceState)], nextPage: String?,
+        channel: ChannelKey, members: [RosterEntry], nextPage: String?,
         occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
     ) -> [UInt8] {
         snapshot(channel: channel, capacity: 192 + members.count * 32, nextPage: nextPage, occupancy: occupancy,
-                 mode: mode, seq: seq, timestamp: timestamp) { w in entries(&w, members) }
+                 mode: mode, seq: seq, timestamp: timestamp) { w in
+            w.beginArray()
+            for member in members { entry(&w, member.userId, member.state, info: member.info) }
+            w.endArray()
+        }
     }
 
     /// `snapshot` whose member array (`[{userId, state}, …]`) is already encoded.
@@ -117,11 +133,13 @@ enum PresenceEvents {
         w.endArray()
     }
 
-    /// One `{userId, state}` member entry, as snapshots and `stateChanged` lists carry it.
-    static func entry(_ w: inout JSONWriter, _ userId: Name, _ state: PresenceState) {
+    /// One `{userId, state, info?}` member entry, as snapshots and `stateChanged` lists
+    /// carry it (`info` in snapshots only, 1.1).
+    static func entry(_ w: inout JSONWriter, _ userId: Name, _ state: PresenceState, info: [UInt8]? = nil) {
         w.beginObject()
         w.key("userId"); w.string(userId.string)
         w.key("state"); state.write(to: &w)
+        if let info { w.key("info"); w.raw(info) }
         w.endObject()
     }
 }

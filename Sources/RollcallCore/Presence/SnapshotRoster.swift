@@ -37,7 +37,7 @@ struct SnapshotRoster {
     }
 
     /// Encodes `entries` (the first members, in byte order) of a roster of `total` members.
-    init(seq: Int, limit: Int, total: Int, entries: [(userId: Name, state: PresenceState)]) {
+    init(seq: Int, limit: Int, total: Int, entries: [RosterEntry]) {
         self.seq = seq
         self.limit = limit
         self.total = total
@@ -48,7 +48,7 @@ struct SnapshotRoster {
         for entry in entries {
             // The writer puts a comma before every entry but the first.
             starts.append(writer.bytes.count + (starts.isEmpty ? 0 : 1))
-            PresenceEvents.entry(&writer, entry.userId, entry.state)
+            PresenceEvents.entry(&writer, entry.userId, entry.state, info: entry.info)
         }
         encoded = writer.bytes
         self.starts = starts
@@ -60,7 +60,7 @@ struct SnapshotRoster {
     /// - Parameter insert: the viewer's user and current state when the viewer is a member
     ///   now but was not at the last event (it is shown in its byte-order place); nil when
     ///   the roster already holds the viewer's user, or the viewer is not a member.
-    func array(inserting insert: (userId: Name, state: PresenceState)?)
+    func array(inserting insert: RosterEntry?)
         -> (bytes: [UInt8], occupancy: Int, more: Bool, last: Name?)
     {
         let occupancy = total + (insert == nil ? 0 : 1)
@@ -83,8 +83,8 @@ struct SnapshotRoster {
         }
         append(0..<position, to: &bytes)
         if position > 0 { bytes.append(UInt8(ascii: ",")) }
-        var writer = JSONWriter(capacity: 64 + insert.state.totalBytes * 2)
-        PresenceEvents.entry(&writer, insert.userId, insert.state)
+        var writer = JSONWriter(capacity: 64 + insert.state.totalBytes * 2 + (insert.info?.count ?? 0))
+        PresenceEvents.entry(&writer, insert.userId, insert.state, info: insert.info)
         bytes.append(contentsOf: writer.bytes)
         let after = position..<(shownCount - 1)
         if !after.isEmpty {
