@@ -183,6 +183,8 @@ struct TokenLifetimeTests {
         #expect(alice.errorCode("publish", [("channel", "room:b"), ("message", "hi")]) == "FORBIDDEN")
         #expect(alice.errorCode("setState", [("channel", "room:b"), ("state", ["a": "b"])]) == "FORBIDDEN")
         #expect(alice.errorCode("join", [("channel", "room:b")]) == "FORBIDDEN")
+        #expect(alice.errorCode("getOnlineUsers", [("channel", "room:b")]) == "FORBIDDEN")
+        #expect(try alice.ok("getUserChannels", [("userId", "alice")])["channels"] == [["channel": "room:a", "channelType": "message"]])
         try alice.ok("setState", [("channel", "room:a"), ("state", ["a": "b"])])
         try alice.ok("leave", [("channel", "room:b")])
         #expect(bob.presenceEvents().map { $0.string("type") } == ["leave"])

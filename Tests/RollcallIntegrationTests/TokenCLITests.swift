@@ -110,6 +110,7 @@ struct TokenCLITests {
         let now = Int(Date().timeIntervalSince1970 * 1000)
         #expect(expiresAt > now && expiresAt <= now + 5_000, "a 5 s token")
         #expect(try alice.request("getUserStatus", ["userIds": ["bob"]]).failures.isEmpty)
+        #expect(try alice.request("getUserStatus", ["userIds": ["carol"]]).failures == ["carol": "FORBIDDEN"])
         #expect(try alice.join("lobby").ok)
 
         let fresh = try mint(["--user", "alice", "--ttl", "600"])

@@ -292,17 +292,17 @@ public final class Broker {
         case .removeState:
             return try presence.removeState(RemoveStateRequest(request), from: session)
         case .getState:
-            return try presence.getState(GetStateRequest(request))
+            return try presence.getState(readableGetState(request, by: session))
         case .getOnlineUsers:
-            return try presence.getOnlineUsers(GetOnlineUsersRequest(request))
+            return try presence.getOnlineUsers(readableGetOnlineUsers(request, by: session))
         case .getUserChannels:
-            return try presence.getUserChannels(GetUserChannelsRequest(request))
+            return try presence.getUserChannels(readableGetUserChannels(request, by: session), allowing: session.grant)
         case .setCustomStatus:
             return try userStatus.setCustomStatus(SetCustomStatusRequest(request), from: session)
         case .getUserStatus:
-            return try userStatus.getUserStatus(GetUserStatusRequest(request), from: session)
+            return try userStatus.getUserStatus(readableGetUserStatus(request, by: session), from: session)
         case .subscribeUserStatus:
-            return try userStatus.subscribe(SubscribeUserStatusRequest(request), from: session)
+            return try userStatus.subscribe(readableSubscribe(request, by: session), from: session)
         case .unsubscribeUserStatus:
             return try userStatus.unsubscribe(UnsubscribeUserStatusRequest(request), from: session)
         case .getSubscriptions:

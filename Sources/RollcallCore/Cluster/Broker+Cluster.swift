@@ -39,17 +39,17 @@ extension Broker: StoreCaller {
             try presence.changeState(of: session, in: decoded.channel, setting: nil, removing: decoded.keys,
                                      ttlMs: nil, grant: nil, then: answer)
         case .getState:
-            presence.getState(try GetStateRequest(request), then: answer)
+            presence.getState(try readableGetState(request, by: session), then: answer)
         case .getOnlineUsers:
-            presence.getOnlineUsers(try GetOnlineUsersRequest(request), then: answer)
+            presence.getOnlineUsers(try readableGetOnlineUsers(request, by: session), then: answer)
         case .getUserChannels:
-            presence.getUserChannels(try GetUserChannelsRequest(request), then: answer)
+            presence.getUserChannels(try readableGetUserChannels(request, by: session), allowing: session.grant, then: answer)
         case .setCustomStatus:
             try clusterUserStatus!.setCustomStatus(SetCustomStatusRequest(request), from: session, then: answer)
         case .getUserStatus:
-            try clusterUserStatus!.getUserStatus(GetUserStatusRequest(request), from: session, then: answer)
+            try clusterUserStatus!.getUserStatus(readableGetUserStatus(request, by: session), from: session, then: answer)
         case .subscribeUserStatus:
-            try clusterUserStatus!.subscribe(SubscribeUserStatusRequest(request), from: session, then: answer)
+            try clusterUserStatus!.subscribe(readableSubscribe(request, by: session), from: session, then: answer)
         case .unsubscribeUserStatus:
             try clusterUserStatus!.unsubscribe(UnsubscribeUserStatusRequest(request), from: session, then: answer)
         case .getSubscriptions:

@@ -21,7 +21,7 @@ extension Broker {
         case .getState:
             presence.getState(try GetStateRequest(request), then: presenceAnswer)
         case .getUserChannels:
-            presence.getUserChannels(try GetUserChannelsRequest(request), then: presenceAnswer)
+            presence.getUserChannels(try GetUserChannelsRequest(request), allowing: .unlimited, then: presenceAnswer)
         case .getUserStatus:
             let batch = try GetUserStatusRequest(request).userIds
             status.records(of: batch.valid) { outcome in

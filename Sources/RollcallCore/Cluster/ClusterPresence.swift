@@ -407,12 +407,14 @@ final class ClusterPresence {
     }
 
     /// `getUserChannels`: the channels the user is a member of, on any node.
-    func getUserChannels(_ request: GetUserChannelsRequest, then done: @escaping Completion) {
+    /// Only the channels `grant` lets the session read are listed and counted (1.1).
+    func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping Completion) {
         store.call([.command([Array("ZRANGE"), Array(keys.userChannels(request.userId).utf8), Array("0".utf8), Array("-1".utf8)])]) { result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
-                let channels = (replies.first?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }.sorted()
+                let channels = (replies.first?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+                    .filter { grant.allows(channel: $0.name) }.sorted()
                 done(.success(Answer(result: .object([
                     "totalChannel": .int(channels.count), "channels": .array(channels.map(\.json)),
                 ]))))

@@ -181,9 +181,10 @@ extension PresenceEngine {
         return .object(["totalOccupancy": total, "seq": seq, "users": .encoded(users.bytes), "nextPage": nextPage])
     }
 
-    /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index.
-    func getUserChannels(_ request: GetUserChannelsRequest) throws(BrokerError) -> JSON {
-        userChannels.listing(of: request.userId)
+    /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index; only
+    /// the channels `grant` lets the session read (1.1).
+    func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant = .unlimited) throws(BrokerError) -> JSON {
+        userChannels.listing(of: request.userId) { grant.allows(channel: $0.name) }
     }
 
     private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {

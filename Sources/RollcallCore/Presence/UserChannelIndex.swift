@@ -45,8 +45,9 @@ struct UserChannelIndex {
     func channels(of user: Name) -> [ChannelKey] { (lists[user] ?? []).map(\.key) }
 
     /// The `{totalChannel, channels}` result of `getUserChannels`.
-    func listing(of user: Name) -> JSON {
-        let list = lists[user] ?? []
+    /// Only the channels `included` accepts are listed and counted (a token's `channels`).
+    func listing(of user: Name, including included: (ChannelKey) -> Bool = { _ in true }) -> JSON {
+        let list = (lists[user] ?? []).filter { included($0.key) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(2 + list.reduce(0) { $0 + $1.entry.count + 1 })
         bytes.append(UInt8(ascii: "["))

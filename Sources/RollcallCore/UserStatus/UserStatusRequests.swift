@@ -46,7 +46,7 @@ struct SetCustomStatusRequest: Sendable {
 
 /// `getUserStatus {userIds ≤ 500}`.
 struct GetUserStatusRequest: Sendable {
-    let userIds: UserIdBatch
+    var userIds: UserIdBatch
 
     init(_ request: Request) throws(BrokerError) {
         userIds = try UserIdBatch(request, required: true, limit: StatusLimits.getUserStatusIds)
@@ -55,7 +55,7 @@ struct GetUserStatusRequest: Sendable {
 
 /// `subscribeUserStatus {userIds ≤ 100, duration?}`.
 struct SubscribeUserStatusRequest: Sendable {
-    let userIds: UserIdBatch
+    var userIds: UserIdBatch
     let durationSeconds: Double
 
     init(_ request: Request) throws(BrokerError) {
