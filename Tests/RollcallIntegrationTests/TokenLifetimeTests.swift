@@ -1,5 +1,5 @@
 import Foundation
-import RollcallClient
+@_spi(Testing) import RollcallClient
 import RollcallCore
 import RollcallProtocol
 import Testing
@@ -95,6 +95,8 @@ struct TokenLifetimeIntegrationTests {
         #expect(try alice.request("ping").ok)
         let roster = try bob.channelOp("getOnlineUsers", "lobby")
         #expect((roster["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue } == ["alice", "bob"])
+        #expect(eventually(timeout: 10) { (try? broker.metric("rollcall_token_expiries_total")) == 1 })
+        #expect(try broker.metric("rollcall_token_refreshes_total") == 1)
         let aboutAlice = bob.drainEvents().filter { $0.name == "presence" && $0["publisher"]?.stringValue == "alice" }
         #expect(aboutAlice.isEmpty, "nobody saw alice leave")
     }
@@ -105,5 +107,47 @@ struct TokenLifetimeIntegrationTests {
         let alice = try broker.session("alice")
         #expect(try alice.refresh(token: token("alice", ttl: 600)).errorCodeText == "INVALID_REQUEST")
         #expect(try alice.request("ping").ok)
+    }
+
+    @Test("cluster: sessions dropped on n1 resume on n2 with fresh tokens; their notice, refresh and expiry run on n2")
+    func refreshAfterACrossNodeResume() throws {
+        var config = Self.config
+        config["presence"] = ["timeoutSeconds": 60]
+        let cluster = try ClusterProcess(config: config)
+        let bob = try cluster.connect(node: 2)
+        #expect(try bob.login(userId: "bob", token: token("bob", ttl: 600)).ok)
+        #expect(try bob.join("lobby").ok)
+        var resumeTokens: [String: String] = [:]
+        for user in ["alice", "dave"] {
+            let first = try cluster.connect(node: 0)
+            resumeTokens[user] = try #require(try first.login(userId: user, token: token(user, ttl: 600))["resumeToken"]?.stringValue)
+            #expect(try first.join("lobby").ok)
+            _ = try bob.presenceEvent("join", channel: "lobby", publisher: user)
+            first.drop()
+            #expect(try first.waitForClose(timeout: presenceDeadline).dropped)
+        }
+        #expect(eventually(timeout: 10) { (try? cluster.metric("rollcall_sessions{state=\"held\"}")) == 2 })
+        let minted = now
+        var resumed: [String: RollcallConnection] = [:]
+        for user in ["alice", "dave"] {
+            let second = try cluster.connect(node: 1)
+            let short = token(user, ttl: 3, at: minted)
+            let login = try second.login(userId: user, token: short, resumeToken: resumeTokens[user])
+            #expect(login["resumed"]?.boolValue == true, "\(login)")
+            #expect(login["expiresAt"]?.numberValue?.intValue == (try expiry(short)))
+            let notice = try second.waitForEvent(timeout: presenceDeadline) { $0.name == "session" }
+            #expect(notice["expiresAt"]?.numberValue?.intValue == (try expiry(short)))
+            resumed[user] = second
+        }
+        let alice = try #require(resumed["alice"]), dave = try #require(resumed["dave"])
+        #expect(try alice.refresh(token: token("mallory", ttl: 600)).errorCodeText == "UNAUTHORIZED")
+        #expect(try alice.refresh(token: token("alice", ttl: 600)).ok)
+        let closed = try dave.waitForClose(timeout: presenceDeadline)
+        #expect(closed.code == 4401)
+        #expect(closed.reason == "token expired")
+        _ = try bob.presenceEvent("leave", channel: "lobby", publisher: "dave")
+        #expect(try alice.request("ping").ok)
+        let roster = try bob.channelOp("getOnlineUsers", "lobby")
+        #expect((roster["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue } == ["alice", "bob"])
     }
 }

@@ -74,6 +74,8 @@ final class MetricsExposition {
         series.gauge("rollcall_storage_pending_writes", "Durable changes queued and not committed yet", s.storage.pendingWrites)
         series.counter("rollcall_logins_total", "Successful logins, resumes included", total: core.logins)
         series.counter("rollcall_resumes_total", "Sessions resumed with a resume token", total: core.resumes)
+        series.counter("rollcall_token_refreshes_total", "Successful refresh requests (jwt mode)", total: core.tokenRefreshes)
+        series.counter("rollcall_token_expiries_total", "Sessions closed 4401 because their token expired", total: core.tokenExpiries)
         series.counter("rollcall_requests_total", "Requests received", total: core.requests)
         series.counter("rollcall_api_requests_total", "Server API requests handed to the core (key accepted)", total: core.apiRequests)
         series.counter("rollcall_frames_in_total", "Complete text messages received", total: t.framesIn)

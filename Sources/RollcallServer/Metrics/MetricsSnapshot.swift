@@ -13,6 +13,8 @@ struct MetricsSnapshot {
     /// The core's running totals (``BrokerMetrics``).
     var logins = 0
     var resumes = 0
+    var tokenRefreshes = 0
+    var tokenExpiries = 0
     var requests = 0
     var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
@@ -50,6 +52,8 @@ extension MetricsSnapshot {
         self.transport = transport
         logins = broker.metrics.logins
         resumes = broker.metrics.resumes
+        tokenRefreshes = broker.metrics.refreshes
+        tokenExpiries = broker.metrics.tokenExpiries
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
