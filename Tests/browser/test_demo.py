@@ -16,6 +16,7 @@ import queue
 import re
 import shutil
 import socket
+import sys
 import subprocess
 import tempfile
 import threading
@@ -568,3 +569,60 @@ def test_page_refreshes_an_expiring_token_without_a_leave(browsers, screenshots_
             errors = [entry for entry in driver.get_log("browser")
                       if entry.get("level") == "SEVERE" and address in entry.get("message", "")]
             assert errors == [], errors
+
+
+@contextlib.contextmanager
+def running_issuer(ttl):
+    """examples/issuer/issuer.py's demo endpoint (`GET /token?user=ID`) on a free port, signing
+    with SECRET, tokens valid `ttl` seconds. Yields its /token URL; stops it (by its PID) after."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "issuer" / "issuer.py"), "--serve", "0", "--ttl", str(ttl)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "ROLLCALL_JWT_SECRET": SECRET},
+    )
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"listening on (\S+):(\d+)", line)
+        if not match:
+            pytest.fail("issuer did not start: " + line + process.stdout.read())
+        yield f"http://{match.group(1)}:{match.group(2)}/token"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_page_renews_tokens_from_an_issuer_without_a_leave(browsers, screenshots_on_failure):
+    """Logged in with a token issuer URL (examples/issuer's demo endpoint, 6-second tokens) and
+    no pasted token, the page fetches a new token for the login and on each refreshRequired
+    (auth.refreshNoticeSeconds 4): it stays connected well past its first token's exp, and
+    the other user sees no leave. The issuer's `info` ({"name": "Kai"}) shows in her roster."""
+    with running_issuer(ttl=6) as issuer, running_broker(
+        auth={"mode": "jwt", "secret": SECRET, "clockSkewSeconds": 0, "refreshNoticeSeconds": 4},
+    ) as url:
+        kai, lee = browsers
+        kai.get(url)
+        wait(kai).until(EC.element_to_be_clickable((By.ID, "login-button")))
+        css(kai, "#login-user").send_keys("kai")
+        css(kai, "#login-issuer").send_keys(issuer)
+        css(kai, "#login-button").click()
+        wait(kai).until(EC.text_to_be_present_in_element_attribute((By.ID, "connection-state"), "data-state", "online"))
+        wait(kai).until(present('#token-expiry:not([data-expires-at=""])'))
+        first_expiry = int(css(kai, "#token-expiry").get_attribute("data-expires-at"))
+        log_in(lee, url, "lee", "linux", token=mint("lee"))
+        join(lee, "room:issuer")
+        join(kai, "room:issuer")
+        wait(lee).until(present(member("kai")))
+        assert css(lee, member("kai") + ' [data-testid="display-name"]').text == "Kai"
+
+        # Renewed until a second past the first token's exp; kai never dropped.
+        wait(kai).until(lambda driver: time.time() * 1000 > first_expiry + 1000
+                        and int(css(driver, "#token-expiry").get_attribute("data-expires-at") or 0) > time.time() * 1000)
+        assert css(kai, "#connection-state").get_attribute("data-state") == "online"
+        assert css(kai, "#token-panel").get_attribute("hidden") is not None, "nobody was asked to paste a token"
+        assert not kai.find_elements(By.CSS_SELECTOR, '#activity [data-kind="reconnect"]')
+        for kind in ("leave", "timeout"):
+            assert not lee.find_elements(By.CSS_SELECTOR, f'#activity [data-kind="{kind}"][data-user-id="kai"]')
+        assert lee.find_elements(By.CSS_SELECTOR, member("kai"))
+        css(kai, "#publish-text").send_keys("still here")
+        css(kai, "#publish-button").click()
+        wait(lee).until(EC.text_to_be_present_in_element((By.ID, "messages"), "still here"))

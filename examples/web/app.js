@@ -2,7 +2,7 @@
 // Every piece of text from the network is set with textContent (never parsed as HTML).
 
 import { RollcallClient, channelKey } from "./rollcall.js";
-import { tokenAsker } from "./token.js";
+import { issuerTokens, tokenAsker } from "./token.js";
 import { TYPING_KEY, isTyping, typingNotifier, withoutTyping } from "./typing.js";
 
 const $ = (id) => document.getElementById(id);
@@ -80,12 +80,14 @@ $("login-form").addEventListener("submit", (event) => {
     try {
       const options = { userId: $("login-user").value.trim(), platform: $("login-platform").value };
       const token = $("login-token").value.trim();
+      const issuer = $("login-issuer").value.trim();
       let candidate;
       tokens = null;
-      if (token) {
-        // Later tokens (refresh, reconnects) come from the user too: the page asks for one.
-        tokens = tokenAsker(() => candidate.options.token, askForToken);
-        options.token = token;
+      if (token || issuer) {
+        // Later tokens (refresh, reconnects) come from the issuer, or else from the user: the
+        // page asks for one.
+        tokens = issuer ? issuerTokens(issuer, options.userId) : tokenAsker(() => candidate.options.token, askForToken);
+        if (token) options.token = token;
         options.getToken = tokens.getToken;
       }
       candidate = new RollcallClient($("login-url").value.trim(), options);
@@ -145,7 +147,7 @@ function backToLogin(message) {
 function wireClient(c) {
   c.on("connection", (detail) => {
     renderConnection(detail);
-    if (detail.state === "reconnecting" && detail.code === 4401 && c === client && tokens) {
+    if (detail.state === "reconnecting" && detail.code === 4401 && c === client && tokens?.asksUser) {
       // The token ran out before a new one came: the session ended; the next token logs in anew.
       showTokenPanel(`Your token has expired and the broker ended the session. Paste a new token for ${c.userId} to log in again.`);
     }
@@ -185,8 +187,8 @@ function wireClient(c) {
   });
   c.on("error", ({ op, channel, error }) => {
     if (op === "refresh" && c === client) {
-      // The token the user gave was refused: the old one stays in force until it expires.
-      showTokenPanel(`That token was refused (${error.code ?? error.message}). Paste another one before ${time(c.expiresAt)}.`);
+      // No new token (the issuer failed, or the broker refused it): the old one stays in force until it expires.
+      showTokenPanel(`The token could not be renewed (${error.code ?? error.message}). Paste a new one before ${time(c.expiresAt)}.`);
       return;
     }
     if (channel) addActivity(channelKey(channel), { kind: "info", text: `${op} failed: ${error.code}` });

@@ -1,8 +1,11 @@
-// Tokens for the demo page (auth mode jwt, protocol 1.1): the page has no token issuer of its
-// own — the user pastes a JWT at login — so when a new token is needed it asks the user for
-// one. `tokenAsker` is the `getToken` callback rollcall.js calls: it hands back the token in
-// hand while that one is still good, and otherwise shows the token panel and waits for a new
-// one. A real app would fetch a fresh token from its backend here instead.
+// Tokens for the demo page (auth mode jwt, protocol 1.1). rollcall.js calls a `getToken`
+// callback for every login after the first, on the broker's `refreshRequired` notice, and once
+// more after a refused reconnect. The page has two:
+// - `issuerTokens`: a token issuer URL was given at login (such as the demo endpoint of
+//   examples/issuer, `GET /token?user=ID` → `{"token", "expiresAt"}`): each call fetches a
+//   freshly minted token — what a real app does with its own backend;
+// - `tokenAsker`: only a pasted token: it hands back the token in force while that one is
+//   still good, and otherwise shows the token panel and waits for the user to paste a new one.
 
 /** A token that expires within this many milliseconds is not handed out again. */
 const STILL_GOOD_MS = 10_000;
@@ -21,6 +24,24 @@ export function tokenExpiry(token) {
   } catch {
     return null;
   }
+}
+
+/**
+ * A `getToken` callback that fetches a new token from `issuerUrl` (`?user=` added) each time.
+ * @param {string} issuerUrl absolute, or relative to the page
+ * @param {string} userId
+ */
+export function issuerTokens(issuerUrl, userId) {
+  const getToken = async () => {
+    const address = new URL(issuerUrl, globalThis.location?.href);
+    address.searchParams.set("user", userId);
+    const response = await fetch(address, { cache: "no-store" });
+    if (!response.ok) throw new Error(`the token issuer answered ${response.status}`);
+    const body = await response.json();
+    if (typeof body?.token !== "string" || !body.token) throw new Error("the token issuer sent no token");
+    return body.token;
+  };
+  return { getToken, noticeFor() {}, asksUser: false };
 }
 
 /**
@@ -70,5 +91,6 @@ export function tokenAsker(inForce, ask) {
     noticeFor(expiresAt) {
       noticedExpiry = expiresAt;
     },
+    asksUser: true,
   };
 }
