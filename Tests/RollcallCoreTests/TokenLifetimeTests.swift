@@ -189,4 +189,47 @@ struct TokenLifetimeTests {
         try alice.ok("leave", [("channel", "room:b")])
         #expect(bob.presenceEvents().map { $0.string("type") } == ["leave"])
     }
+
+    @Test("a wall clock stepped back: the timer fires at its monotonic deadline, finds exp not reached by the wall clock, and waits for what remains")
+    func wallClockSteppedBack() throws {
+        let harness = jwtHarness()
+        let alice = try harness.login("alice", ["token": .string(F.token(ttl: 600))])
+        _ = alice.events()
+        // exp + skew, counted from now (the monotonic deadline the timer is armed for).
+        let untilClose = Double(expiry(ttl: 600) + 30_000 - Int(harness.clock.now)) / 1000
+        harness.clock.stepWallClock(byMilliseconds: -100_000)
+        harness.advance(seconds: untilClose)
+        // The wall clock says exp - 70 s: no notice yet, no close.
+        #expect(harness.closes[alice.connection] == nil)
+        #expect(notices(alice.events()).isEmpty)
+        harness.advance(seconds: 10)
+        #expect(notices(alice.events()).count == 1)
+        harness.advance(seconds: 89.999)
+        #expect(harness.closes[alice.connection] == nil)
+        harness.advance(seconds: 0.001)
+        #expect(harness.closes[alice.connection] == .unauthorized)
+    }
+
+    @Test("one timer entry per live session, at its next deadline; ticks before it find nothing to do")
+    func oneTimerPerSession() throws {
+        let harness = jwtHarness()
+        var clients: [HarnessClient] = []
+        for n in 0..<200 {
+            let user = "u\(n)"
+            clients.append(try harness.login(user, ["token": .string(F.token(sub: user, ttl: 3600 + n))]))
+        }
+        #expect(harness.broker.tokenDeadlines.count == 200)
+        // The earliest deadline is u0's notice (exp - 60 s); nothing is due before it.
+        let firstNotice = harness.clock.monotonic + Int64(expiry(ttl: 3600) - 60_000) - harness.clock.now
+        #expect(harness.broker.tokenDeadlines.nextDeadline() == firstNotice)
+        at(harness, seconds: 3539)
+        #expect(clients.allSatisfy { notices($0.events()).isEmpty })
+        #expect(harness.broker.tokenDeadlines.count == 200)
+        at(harness, seconds: 3540)
+        #expect(notices(clients[0].events()).count == 1)
+        #expect(clients.dropFirst().allSatisfy { notices($0.events()).isEmpty })
+        // Ended sessions leave nothing armed.
+        for client in clients { client.close() }
+        #expect(harness.broker.tokenDeadlines.count == 0)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Testing) import RollcallClient
+import RollcallCore
 import RollcallProtocol
 import Testing
 
@@ -96,6 +97,34 @@ struct AsyncSessionTests {
         let serverTime = try await session.send(Requests.Ping())
         #expect(serverTime > 0)
         session.close()
+    }
+
+    @Test("refresh(token:): the new expiresAt; a refused token throws UNAUTHORIZED; a reconnect logs in with the refreshed token")
+    func refreshAndReconnect() async throws {
+        let secret = "async-session-secret-0123456789abcdef"
+        let broker = try asyncBroker(["auth": ["mode": "jwt", "secret": secret], "presence": ["timeoutSeconds": 30]])
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let first = JWTMinter.mint(secret: secret, userId: "alice", ttlSeconds: 600, now: now)
+        let second = JWTMinter.mint(secret: secret, userId: "alice", ttlSeconds: 1200, now: now)
+        let secondExpiry = Int((now / 1000 + 1200) * 1000)
+        let alice = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.5))
+        try await alice.connect()
+        let login = try await alice.login(userId: "alice", token: first)
+        #expect(login.expiresAt == Int((now / 1000 + 600) * 1000))
+        do {
+            try await alice.refresh(token: JWTMinter.mint(secret: secret, userId: "mallory", ttlSeconds: 600, now: now))
+            Issue.record("a token of another user was accepted")
+        } catch {
+            #expect(error.code == "UNAUTHORIZED")
+        }
+        #expect(try await alice.refresh(token: second) == secondExpiry)
+        #expect(alice.lastLogin?.expiresAt == secondExpiry)
+        try await alice.join(lobby)
+
+        alice.dropConnection()
+        #expect(await eventuallyAsync { alice.state == .online && alice.lastLogin?.resumed == true })
+        #expect(alice.lastLogin?.expiresAt == secondExpiry, "the reconnect logged in with the refreshed token")
+        alice.close()
     }
 
     @Test("a cut connection reconnects and resumes silently: others see no leave, the roster comes back")
