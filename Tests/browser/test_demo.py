@@ -16,6 +16,7 @@ import queue
 import re
 import shutil
 import socket
+import sys
 import subprocess
 import tempfile
 import threading
@@ -435,12 +436,21 @@ def test_typing_indicator_appears_then_expires_by_itself(broker, browsers, scree
 SECRET = "browser-test-secret-0123456789abcdef"
 
 
-def mint(user, ttl=600):
-    """An HS256 token for `user` (see docs/authentication.md)."""
+def mint(user, ttl=600, info=None):
+    """An HS256 token for `user` (see docs/authentication.md), with the 1.1 `info` claim when
+    given. Returns the token; its `exp` is `int(time.time()) + ttl`."""
     b64 = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
     claims = {"sub": user, "iat": int(time.time()), "exp": int(time.time()) + ttl}
+    if info is not None:
+        claims["info"] = info
     head = b64(b'{"alg":"HS256","typ":"JWT"}') + "." + b64(json.dumps(claims).encode())
     return head + "." + b64(hmac.new(SECRET.encode(), head.encode(), hashlib.sha256).digest())
+
+
+def token_expiry_ms(token):
+    """The `exp` of a token minted here, in ms (what the page shows as `data-expires-at`)."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["exp"] * 1000
 
 
 def test_jwt_login_and_interval_mode(browsers):
@@ -472,3 +482,147 @@ def test_jwt_login_and_interval_mode(browsers):
         css(frank, "#leave-button").click()
         wait(erin).until(absent(member("frank")))
         wait(erin).until(present('#activity [data-kind="leave"][data-user-id="frank"]'))
+
+
+SHORT_TOKEN_SECONDS = 20
+
+
+def test_page_refreshes_an_expiring_token_without_a_leave(browsers, screenshots_on_failure):
+    """Protocol 1.1 token lifecycle in the page (auth.mode jwt, no clock skew): hana logs in
+    with a token that expires within seconds; the broker's refreshRequired makes the page ask
+    for a new token (the token panel); she pastes one and stays connected past the first
+    token's exp: ivo, in the channel with her, sees no leave. A third user, gus, whose page is
+    never given a new token, is closed with 4401 at his exp, and ivo sees him leave — so the
+    broker's expiry did run meanwhile. Tokens carry `info`: ivo's roster shows `info.name`."""
+    with running_broker(auth={"mode": "jwt", "secret": SECRET, "clockSkewSeconds": 0}) as url:
+        hana, ivo = browsers
+        # Long enough for the logins and joins below; gus's token, minted later with the same
+        # lifetime, expires no sooner than hana's first one.
+        short = mint("hana", ttl=SHORT_TOKEN_SECONDS, info={"name": "Hana Example"})
+        log_in(hana, url, "hana", "web", token=short)
+        log_in(ivo, url, "ivo", "linux", token=mint("ivo", info={"name": "Ivo"}))
+        assert css(hana, "#token-expiry").get_attribute("data-expires-at") == str(token_expiry_ms(short))
+
+        # gus, in a second tab of ivo's browser, with a short token nobody renews.
+        ivo_tab = ivo.current_window_handle
+        ivo.switch_to.new_window("tab")
+        gus_tab = ivo.current_window_handle
+        log_in(ivo, url, "gus", "cli", token=mint("gus", ttl=SHORT_TOKEN_SECONDS))
+        join(ivo, "room:tokens")
+        ivo.switch_to.window(ivo_tab)
+
+        join(ivo, "room:tokens")
+        join(hana, "room:tokens")
+        wait(ivo).until(present(member("hana")))
+        wait(ivo).until(present(member("gus")))
+        wait(hana).until(present(member("ivo")))
+
+        # info.name in the roster, for others and for oneself; no name: the user id alone.
+        assert css(ivo, member("hana") + ' [data-testid="display-name"]').text == "Hana Example"
+        wait(ivo).until(EC.text_to_be_present_in_element(
+            (By.CSS_SELECTOR, '#activity [data-kind="join"][data-user-id="hana"]'), "Hana Example"))
+        assert css(hana, member("ivo") + ' [data-testid="display-name"]').text == "Ivo"
+        assert css(hana, member("hana") + ' [data-testid="display-name"]').text == "Hana Example"
+        assert not ivo.find_elements(By.CSS_SELECTOR, member("gus") + ' [data-testid="display-name"]')
+
+        # Less than auth.refreshNoticeSeconds (60) left: the notice comes at once and the page
+        # asks for a new token.
+        wait(hana).until(EC.visibility_of_element_located((By.ID, "token-panel")))
+        assert "expire" in css(hana, "#token-message").text
+        fresh = mint("hana", ttl=600, info={"name": "Hana Example"})
+        css(hana, "#token-input").send_keys(fresh)
+        css(hana, "#token-button").click()
+        wait(hana).until(EC.text_to_be_present_in_element_attribute(
+            (By.ID, "token-expiry"), "data-expires-at", str(token_expiry_ms(fresh))))
+        wait(hana).until(EC.invisibility_of_element_located((By.ID, "token-panel")))
+
+        # gus's token runs out: the broker closes his session (4401) and ivo sees him leave.
+        wait(ivo).until(present('#activity [data-kind="leave"][data-user-id="gus"]'))
+        wait(ivo).until(absent(member("gus")))
+        assert time.time() * 1000 > token_expiry_ms(short), "past hana's first token's exp"
+
+        # hana is still there, never dropped: no leave, timeout or rejoin for ivo, nor for her.
+        assert css(hana, "#connection-state").get_attribute("data-state") == "online"
+        assert ivo.find_elements(By.CSS_SELECTOR, member("hana"))
+        for kind in ("leave", "timeout"):
+            assert not ivo.find_elements(By.CSS_SELECTOR, f'#activity [data-kind="{kind}"][data-user-id="hana"]')
+        assert len(ivo.find_elements(By.CSS_SELECTOR, '#activity [data-kind="join"][data-user-id="hana"]')) == 1
+        assert not hana.find_elements(By.CSS_SELECTOR, '#activity [data-kind="reconnect"]')
+
+        # The refreshed session works: a state change reaches ivo.
+        css(hana, "#state-key").send_keys("still")
+        css(hana, "#state-value").send_keys("here")
+        css(hana, "#state-set").click()
+        wait(ivo).until(present(member("hana") + ' [data-testid="chip"][data-key="still"][data-value="here"]'))
+
+        # gus's page asks for a token to reconnect with (rollcall.js calls getToken after 4401).
+        ivo.switch_to.window(gus_tab)
+        wait(ivo).until(EC.visibility_of_element_located((By.ID, "token-panel")))
+        assert "expired" in css(ivo, "#token-message").text
+        ivo.close()
+        ivo.switch_to.window(ivo_tab)
+
+        # Nothing went wrong in the pages of this broker (the log may still hold the previous
+        # test's pages failing to reconnect to their stopped broker).
+        address = url.split("//", 1)[1].rstrip("/")
+        for driver in browsers:
+            errors = [entry for entry in driver.get_log("browser")
+                      if entry.get("level") == "SEVERE" and address in entry.get("message", "")]
+            assert errors == [], errors
+
+
+@contextlib.contextmanager
+def running_issuer(ttl):
+    """examples/issuer/issuer.py's demo endpoint (`GET /token?user=ID`) on a free port, signing
+    with SECRET, tokens valid `ttl` seconds. Yields its /token URL; stops it (by its PID) after."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "issuer" / "issuer.py"), "--serve", "0", "--ttl", str(ttl)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "ROLLCALL_JWT_SECRET": SECRET},
+    )
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"listening on (\S+):(\d+)", line)
+        if not match:
+            pytest.fail("issuer did not start: " + line + process.stdout.read())
+        yield f"http://{match.group(1)}:{match.group(2)}/token"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_page_renews_tokens_from_an_issuer_without_a_leave(browsers, screenshots_on_failure):
+    """Logged in with a token issuer URL (examples/issuer's demo endpoint, 6-second tokens) and
+    no pasted token, the page fetches a new token for the login and on each refreshRequired
+    (auth.refreshNoticeSeconds 4): it stays connected well past its first token's exp, and
+    the other user sees no leave. The issuer's `info` ({"name": "Kai"}) shows in her roster."""
+    with running_issuer(ttl=6) as issuer, running_broker(
+        auth={"mode": "jwt", "secret": SECRET, "clockSkewSeconds": 0, "refreshNoticeSeconds": 4},
+    ) as url:
+        kai, lee = browsers
+        kai.get(url)
+        wait(kai).until(EC.element_to_be_clickable((By.ID, "login-button")))
+        css(kai, "#login-user").send_keys("kai")
+        css(kai, "#login-issuer").send_keys(issuer)
+        css(kai, "#login-button").click()
+        wait(kai).until(EC.text_to_be_present_in_element_attribute((By.ID, "connection-state"), "data-state", "online"))
+        wait(kai).until(present('#token-expiry:not([data-expires-at=""])'))
+        first_expiry = int(css(kai, "#token-expiry").get_attribute("data-expires-at"))
+        log_in(lee, url, "lee", "linux", token=mint("lee"))
+        join(lee, "room:issuer")
+        join(kai, "room:issuer")
+        wait(lee).until(present(member("kai")))
+        assert css(lee, member("kai") + ' [data-testid="display-name"]').text == "Kai"
+
+        # Renewed until a second past the first token's exp; kai never dropped.
+        wait(kai).until(lambda driver: time.time() * 1000 > first_expiry + 1000
+                        and int(css(driver, "#token-expiry").get_attribute("data-expires-at") or 0) > time.time() * 1000)
+        assert css(kai, "#connection-state").get_attribute("data-state") == "online"
+        assert css(kai, "#token-panel").get_attribute("hidden") is not None, "nobody was asked to paste a token"
+        assert not kai.find_elements(By.CSS_SELECTOR, '#activity [data-kind="reconnect"]')
+        for kind in ("leave", "timeout"):
+            assert not lee.find_elements(By.CSS_SELECTOR, f'#activity [data-kind="{kind}"][data-user-id="kai"]')
+        assert lee.find_elements(By.CSS_SELECTOR, member("kai"))
+        css(kai, "#publish-text").send_keys("still here")
+        css(kai, "#publish-button").click()
+        wait(lee).until(EC.text_to_be_present_in_element((By.ID, "messages"), "still here"))

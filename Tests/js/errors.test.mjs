@@ -1,15 +1,15 @@
 // Error replies surface as typed `RollcallError`s: the protocol's code (PROTOCOL §7) in
 // `code`, `retryAfterMs` for rate limits, the reply's error object in `details`. Also the
-// jwt mode: a refused login, a forbidden channel, `refreshRequired` and `refresh`.
+// jwt mode: a refused login, a forbidden channel, read permissions, `refreshRequired` and `refresh`.
 
 import assert from "node:assert/strict";
-import { createHmac } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import { ERROR_CODES, RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
+import { SECRET, mint, nowSeconds as now } from "./support/jwt.mjs";
 
 /** Asserts that `promise` rejects with a RollcallError of `code`; returns the error. */
 async function rejectsWith(promise, code) {
@@ -97,15 +97,6 @@ describe("error codes", () => {
   });
 });
 
-const SECRET = "js-test-secret-0123456789abcdef0123";
-
-/** An HS256 token (docs/authentication.md). */
-function mint(claims) {
-  const b64 = (value) => Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
-  const head = `${b64({ alg: "HS256", typ: "JWT" })}.${b64(claims)}`;
-  return `${head}.${createHmac("sha256", SECRET).update(head).digest("base64url")}`;
-}
-
 describe("jwt mode", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
@@ -117,8 +108,6 @@ describe("jwt mode", () => {
     pool.closeAll();
     await broker.dispose();
   });
-
-  const now = () => Math.floor(Date.now() / 1000);
 
   test("a bad token: connect rejects with UNAUTHORIZED and the client ends closed (no retry)", async () => {
     const client = new RollcallClient(broker.url, { userId: "jan", token: mint({ sub: "someone-else", exp: now() + 600 }) });
@@ -137,28 +126,50 @@ describe("jwt mode", () => {
     assert.equal(client.state, "online");
   });
 
-  test("refreshRequired, then refresh (PROTOCOL 1.1; skipped when the broker lacks `refresh`)", async (t) => {
+  test("read permissions (1.1): users globs fail ids with FORBIDDEN, channels globs refuse reads", async () => {
+    const other = await pool.open(broker.url, "pat", { token: mint({ sub: "pat", exp: now() + 600 }) });
+    await other.join("team:x");
+    await other.join("room:open");
+    const client = await pool.open(broker.url, "quin", {
+      token: mint({ sub: "quin", exp: now() + 600, channels: ["room:*"], users: ["friend-*"] }),
+    });
+    const status = await client.getUserStatus(["quin", "friend-1", "pat"]);
+    assert.deepEqual(status.statuses.map((r) => r.userId).sort(), ["friend-1", "quin"], "the own id is always allowed");
+    assert.deepEqual(status.failed, [{ userId: "pat", code: "FORBIDDEN" }]);
+    const subscribed = await client.subscribe(["friend-2", "pat"]);
+    assert.deepEqual(subscribed.failed, [{ userId: "pat", code: "FORBIDDEN" }]);
+    assert.deepEqual([...client.subscriptions], ["friend-2"], "a forbidden id is not recorded as followed");
+    await rejectsWith(client.getUserChannels("pat"), "FORBIDDEN");
+    await rejectsWith(client.getOnlineUsers("team:x"), "FORBIDDEN");
+    await rejectsWith(client.getState("team:x", "pat"), "FORBIDDEN");
+    const open = await client.getOnlineUsers("room:open");
+    assert.deepEqual(open.users.map((u) => u.userId), ["pat"]);
+    const own = await client.getUserChannels("quin");
+    assert.deepEqual(own, { totalChannel: 0, channels: [] });
+    assert.equal(client.state, "online");
+  });
+
+  test("refreshRequired, then refresh (PROTOCOL 1.1)", async () => {
     // exp in 30 s: less than auth.refreshNoticeSeconds (default 60) remains, so the notice comes at once.
     const client = new RollcallClient(broker.url, { userId: "lou", token: mint({ sub: "lou", exp: now() + 30, channels: ["room:*"] }) });
     pool.clients.push(client);
     const notices = record(client, "session");
     const login = await client.open();
-    const fresh = mint({ sub: "lou", exp: now() + 1200, channels: ["room:*", "other:*"] });
-    let refreshed;
-    try {
-      refreshed = await client.refresh(fresh);
-    } catch (error) {
-      if (error.code === "UNKNOWN_OP") return t.skip("this broker does not implement `refresh` (PROTOCOL 1.1 §3)");
-      throw error;
-    }
     assert.equal(typeof login.expiresAt, "number");
+    // The notice follows the login reply (a refresh sent before it would replace the token it is about).
     await eventually(() => notices.events.length > 0, { message: "refreshRequired" });
     assert.equal(notices.events[0].type, "refreshRequired");
     assert.equal(notices.events[0].expiresAt, login.expiresAt);
+    await rejectsWith(client.join("other:no"), "FORBIDDEN");
+    const fresh = mint({ sub: "lou", exp: now() + 1200, channels: ["room:*", "other:*"] });
+    const refreshed = await client.refresh(fresh);
     assert.ok(refreshed.expiresAt > login.expiresAt);
+    assert.equal(client.expiresAt, refreshed.expiresAt, "expiresAt follows the refresh");
     assert.equal(client.options.token, fresh, "later reconnects use the new token");
-    await client.join("other:yes");
+    await client.join("other:yes"); // the refreshed token's channels are in force
     await rejectsWith(client.refresh(mint({ sub: "not-lou", exp: now() + 600 })), "UNAUTHORIZED");
     assert.equal(client.state, "online", "a refused refresh keeps the connection");
+    assert.equal(client.expiresAt, refreshed.expiresAt, "and the old token stays in force");
+    assert.equal(client.options.token, fresh);
   });
 });

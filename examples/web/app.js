@@ -2,6 +2,7 @@
 // Every piece of text from the network is set with textContent (never parsed as HTML).
 
 import { RollcallClient, channelKey } from "./rollcall.js";
+import { issuerTokens, tokenAsker } from "./token.js";
 import { TYPING_KEY, isTyping, typingNotifier, withoutTyping } from "./typing.js";
 
 const $ = (id) => document.getElementById(id);
@@ -19,6 +20,10 @@ const views = new Map();
 let notifyTyping = null;
 /** Rosters whose own-state changes (replies, expired keys) re-render the page. */
 const watchedRosters = new WeakSet();
+/** The client's `getToken` (auth mode jwt): asks the user for a new token when one is needed. */
+let tokens = null;
+/** The open question for a new token: `{resolve, reject}` while the token panel waits for one. */
+let tokenQuestion = null;
 
 // ---- small helpers -------------------------------------------------------------------
 
@@ -75,8 +80,17 @@ $("login-form").addEventListener("submit", (event) => {
     try {
       const options = { userId: $("login-user").value.trim(), platform: $("login-platform").value };
       const token = $("login-token").value.trim();
-      if (token) options.token = token;
-      const candidate = new RollcallClient($("login-url").value.trim(), options);
+      const issuer = $("login-issuer").value.trim();
+      let candidate;
+      tokens = null;
+      if (token || issuer) {
+        // Later tokens (refresh, reconnects) come from the issuer, or else from the user: the
+        // page asks for one.
+        tokens = issuer ? issuerTokens(issuer, options.userId) : tokenAsker(() => candidate.options.token, askForToken);
+        if (token) options.token = token;
+        options.getToken = tokens.getToken;
+      }
+      candidate = new RollcallClient($("login-url").value.trim(), options);
       wireClient(candidate); // shows "connecting…" while it dials
       client = candidate;
       notifyTyping = typingNotifier(candidate);
@@ -100,6 +114,7 @@ $("login-form").addEventListener("submit", (event) => {
       `all together ≤ ${limits.maxStateTotalBytes} B.`;
     $("custom-status-limit").textContent = `(≤ ${limits.customStatusMaxBytes} bytes)`;
     renderConnection({ state: client.state });
+    renderTokenExpiry();
     renderAll();
     await client.getUserStatus([client.userId]);
     await client.loadSubscriptions();
@@ -117,6 +132,7 @@ $("logout-button").addEventListener("click", async () => {
 });
 
 function backToLogin(message) {
+  closeTokenQuestion(new Error("logged out"));
   client = null;
   selected = null;
   views.clear();
@@ -131,6 +147,10 @@ function backToLogin(message) {
 function wireClient(c) {
   c.on("connection", (detail) => {
     renderConnection(detail);
+    if (detail.state === "reconnecting" && detail.code === 4401 && c === client && tokens?.asksUser) {
+      // The token ran out before a new one came: the session ended; the next token logs in anew.
+      showTokenPanel(`Your token has expired and the broker ended the session. Paste a new token for ${c.userId} to log in again.`);
+    }
     if (detail.state === "closed" && c === client) {
       const reason = { 1000: "", 4401: "Unauthorized (4401).", 4409: "Logged in elsewhere too often: this session was closed (4409)." };
       backToLogin(reason[detail.code] ?? (detail.code ? `Connection closed (${detail.code}).` : ""));
@@ -157,10 +177,75 @@ function wireClient(c) {
     if (selected) renderRoster();
   });
   c.on("subscriptions", () => renderStatuses());
+  c.on("session", (event) => {
+    if (event.type === "refreshRequired") tokens?.noticeFor(event.expiresAt); // before the client asks getToken
+  });
+  c.on("token", () => {
+    if (c !== client) return;
+    renderTokenExpiry();
+    if (!tokenQuestion) $("token-panel").hidden = true;
+  });
   c.on("error", ({ op, channel, error }) => {
+    if (op === "refresh" && c === client) {
+      // No new token (the issuer failed, or the broker refused it): the old one stays in force until it expires.
+      showTokenPanel(`The token could not be renewed (${error.code ?? error.message}). Paste a new one before ${time(c.expiresAt)}.`);
+      return;
+    }
     if (channel) addActivity(channelKey(channel), { kind: "info", text: `${op} failed: ${error.code}` });
   });
 }
+
+// ---- tokens (auth mode jwt) ----------------------------------------------------------
+
+/** Shows the token panel and resolves with the token the user pastes (rollcall.js's getToken asks). */
+function askForToken(reason) {
+  closeTokenQuestion(new Error("asked again"));
+  return new Promise((resolve, reject) => {
+    tokenQuestion = { resolve, reject };
+    showTokenPanel(`${reason} Paste a new token for ${client?.userId ?? "this user"} to stay connected.`);
+  });
+}
+
+function closeTokenQuestion(error) {
+  const question = tokenQuestion;
+  tokenQuestion = null;
+  question?.reject(error);
+  $("token-panel").hidden = true;
+}
+
+function showTokenPanel(message) {
+  $("token-message").textContent = message;
+  $("token-error").textContent = "";
+  $("token-panel").hidden = false;
+  $("token-input").focus();
+}
+
+function renderTokenExpiry() {
+  const expiresAt = client?.expiresAt ?? null;
+  const label = $("token-expiry");
+  label.hidden = expiresAt === null;
+  label.dataset.expiresAt = expiresAt === null ? "" : String(expiresAt);
+  label.textContent = expiresAt === null ? "" : `token until ${time(expiresAt)}`;
+}
+
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = $("token-input").value.trim();
+  if (!token || !client) return;
+  $("token-input").value = "";
+  const question = tokenQuestion;
+  if (question) {
+    // rollcall.js asked: it refreshes (or logs in) with this token; a refusal comes back as an error.
+    tokenQuestion = null;
+    $("token-panel").hidden = true;
+    question.resolve(token);
+    return;
+  }
+  attempt("token-error", async () => {
+    await client.refresh(token);
+    $("token-panel").hidden = true;
+  });
+});
 
 /** Turns a presence event into activity entries. */
 function recordPresence(key, event) {
@@ -170,7 +255,7 @@ function recordPresence(key, event) {
       addActivity(key, { kind: "info", text: `snapshot: ${event.snapshot.length} member(s)${event.truncated ? " (first page; loading the rest)" : ""}`, time: at });
       break;
     case "join":
-      addActivity(key, { kind: "join", user: event.publisher, text: "joined", time: at });
+      addActivity(key, { kind: "join", user: event.publisher, text: typeof event.info?.name === "string" ? `joined (${event.info.name})` : "joined", time: at });
       break;
     case "leave":
       addActivity(key, { kind: "leave", user: event.publisher, text: "left", time: at });
@@ -287,6 +372,13 @@ function chips(state) {
   );
 }
 
+/** A member's label: `info.name` (vouched for by the member's token) with the user id, or the user id. */
+function memberName(userId, info) {
+  const name = typeof info?.name === "string" && info.name.trim() ? info.name : null;
+  if (!name) return [el("span", { className: "name" }, userId)];
+  return [el("span", { className: "name display-name", "data-testid": "display-name" }, name), el("span", { className: "user-id" }, userId)];
+}
+
 function renderRoster() {
   const roster = selectedRoster();
   if (!roster) return;
@@ -301,7 +393,7 @@ function renderRoster() {
       el(
         "li",
         { className: "member", "data-testid": "member", "data-user-id": userId },
-        el("span", { className: "who" }, statusDot(userId), el("span", { className: "name" }, userId), userId === client.userId ? el("span", { className: "tag you" }, "you") : null),
+        el("span", { className: "who" }, statusDot(userId), ...memberName(userId, roster.info.get(userId)), userId === client.userId ? el("span", { className: "tag you" }, "you") : null),
         el("span", { className: "chips" }, chips(withoutTyping(roster.members.get(userId)))),
         isTyping(roster.members.get(userId)) ? el("span", { className: "typing", "data-testid": "typing" }, "typing…") : null,
       ),
@@ -331,7 +423,7 @@ async function browse(page) {
     const result = await client.getOnlineUsers(roster.channel, { channelType: roster.channelType, includeState: true, pageSize: BROWSE_PAGE_SIZE, page });
     view.browseNext = result.nextPage;
     $("browse-list").replaceChildren(
-      ...result.users.map((user) => el("li", { className: "member" }, el("span", { className: "name" }, user.userId), el("span", { className: "chips" }, chips(user.state)))),
+      ...result.users.map((user) => el("li", { className: "member" }, el("span", { className: "who" }, ...memberName(user.userId, user.info)), el("span", { className: "chips" }, chips(user.state)))),
     );
     $("browse-label").textContent = `${result.users.length} of ${result.totalOccupancy}${result.nextPage ? "" : " · last page"}`;
     $("browse-next").disabled = !result.nextPage;

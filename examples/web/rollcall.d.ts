@@ -456,6 +456,14 @@ export interface ClientOptions {
   platform?: Platform;
   /** HS256 JWT when the broker runs with `auth.mode: "jwt"` (`refresh` replaces it). */
   token?: string;
+  /**
+   * (1.1, jwt mode) Returns a fresh token for this user, at once or as a promise. Called for
+   * every login (the first one only when `token` is not given), on the broker's
+   * `refreshRequired` notice (the client then sends `refresh` by itself), and once more when a
+   * reconnect is refused with `UNAUTHORIZED` or the broker closes with 4401 (token expired),
+   * before the client gives up. A rejection on a reconnect counts as a failed attempt.
+   */
+  getToken?: () => string | Promise<string>;
   /** Set at the first login. */
   customStatus?: string;
   /** Seconds the broker holds the session after a drop (5–300). */
@@ -515,10 +523,12 @@ export interface ClientEvents {
   userStatus: { records: StatusRecord[] };
   /** This user's subscriptions changed (this client or another session). */
   subscriptions: { added: string[]; removed: string[] };
-  /** (1.1) `refreshRequired`: call `refresh(newToken)` before `expiresAt`. */
+  /** (1.1) `refreshRequired`: call `refresh(newToken)` before `expiresAt` (with `getToken` the client does). */
   session: SessionEvent;
-  /** A request the client made by itself failed (rejoin after a reconnect, snapshot pages). */
-  error: { op: "join" | "getOnlineUsers"; channel: string; error: RollcallError };
+  /** (1.1) A login or `refresh` put a token in force; `expiresAt` as in `client.expiresAt`. */
+  token: { expiresAt: number | null };
+  /** A request the client made by itself failed (rejoin after a reconnect, snapshot pages, an automatic refresh). */
+  error: { op: "join" | "getOnlineUsers" | "refresh"; channel?: string; error: RollcallError | Error };
   /** Every event, raw, before anything else sees it. */
   event: BrokerEvent;
 }
@@ -545,6 +555,8 @@ export class RollcallClient extends Emitter<ClientEvents> {
   state: ConnectionState;
   /** The latest login result. */
   session: LoginResult | null;
+  /** (1.1) When the token in force expires (ms), from the login result and each `refresh`; `null` in auth mode `none`. */
+  expiresAt: number | null;
   /** Joined channels by `channelKey`. */
   rosters: Map<string, Roster>;
   /** Cached status records by userId (subscriptions, replies, own record). */
@@ -578,8 +590,12 @@ export class RollcallClient extends Emitter<ClientEvents> {
   /** The channels a user is in. */
   getUserChannels(userId: string): Promise<UserChannels>;
   ping(): Promise<{ serverTime: number }>;
-  /** (1.1, jwt mode) Replaces the session's token; later reconnects use it too. */
-  refresh(token: string): Promise<{ expiresAt: number }>;
+  /**
+   * (1.1, jwt mode) Replaces the session's token without dropping the connection; later
+   * reconnects use it too. Without `token`, asks the `getToken` option for one. A refused
+   * token rejects with `UNAUTHORIZED` and leaves the old one in force.
+   */
+  refresh(token?: string): Promise<{ expiresAt: number }>;
 
   /** Sets (`null` or `""`: clears) this user's custom status; resolves with the new record. */
   setCustomStatus(customStatus: string | null): Promise<StatusRecord>;

@@ -20,7 +20,10 @@
 //   events about this user in announce mode);
 // - caches user-status records (`userStatus` events, replies) and this user's subscriptions;
 // - reconnects with exponential backoff, resuming the held session with `resumeToken`;
-//   when the session could not be resumed it joins its channels again.
+//   when the session could not be resumed it joins its channels again;
+// - with a `getToken()` callback (auth mode `jwt`, protocol 1.1): a fresh token for every
+//   login, `refresh` on the broker's `refreshRequired` notice, and one more token when a
+//   reconnect is refused with `UNAUTHORIZED` or the broker closes with 4401 (token expired).
 
 /** How long a key this client saw expire stays out of its own state in replies (ms). */
 const TTL_GRACE_MS = 1000;
@@ -30,8 +33,8 @@ const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
 
 /**
  * Close codes after which reconnecting would be wrong (the session ended on purpose):
- * 1000 logout, 4401 unauthorized or token expired, 4403 disconnected by the server API,
- * 4409 session limit.
+ * 1000 logout, 4401 unauthorized or token expired (unless a `getToken` option can supply a
+ * new token), 4403 disconnected by the server API, 4409 session limit.
  */
 const FINAL_CLOSE_CODES = new Set([1000, 4401, 4403, 4409]);
 
@@ -302,6 +305,10 @@ export async function connect(url, options) {
  * @property {string} userId
  * @property {string} [platform] `web` (default here), `ios`, `android`, `macos`, `windows`, `linux`, `cli`, `other`
  * @property {string} [token] JWT, when the broker runs with `auth.mode: "jwt"`
+ * @property {() => string | Promise<string>} [getToken] (1.1) returns a fresh JWT for this user:
+ *   called for every login (the first one only when `token` is not given), on the broker's
+ *   `refreshRequired` notice (then `refresh` sends it), and once more when a reconnect is
+ *   refused with `UNAUTHORIZED` or the session is closed with 4401 (token expired)
  * @property {string} [customStatus] set at the first login
  * @property {number} [presenceTimeout] seconds the broker holds the session after a drop (5–300)
  * @property {{initialMs?: number, maxMs?: number, factor?: number}} [backoff] reconnect delays
@@ -320,8 +327,11 @@ export async function connect(url, options) {
  * - `message` — a `message` event;
  * - `userStatus` `{records}` — status records that changed (also from replies);
  * - `subscriptions` `{added, removed}` — this user's subscriptions changed;
- * - `session` — a `session` event (1.1: `{type: "refreshRequired", expiresAt}`; call `refresh`);
- * - `error` `{op, channel, error}` — a request the client made by itself failed (a rejoin, a page);
+ * - `session` — a `session` event (1.1: `{type: "refreshRequired", expiresAt}`; with a
+ *   `getToken` option the client refreshes by itself, else call `refresh(token)`);
+ * - `token` `{expiresAt}` — a login or `refresh` put a new token in force (1.1);
+ * - `error` `{op, channel?, error}` — a request the client made by itself failed (a rejoin, a
+ *   page, an automatic `refresh`);
  * - `event` — every event, raw.
  */
 export class RollcallClient extends Emitter {
@@ -339,6 +349,8 @@ export class RollcallClient extends Emitter {
     this.state = "idle";
     /** @type {object | null} the latest login result (`limits`, `sessionId`, …) */
     this.session = null;
+    /** @type {number | null} when the token in force expires (ms; 1.1), `null` without one (auth mode `none`) */
+    this.expiresAt = null;
     /** @type {Map<string, Roster>} joined channels by `channelKey` */
     this.rosters = new Map();
     /** @type {Map<string, object>} user-status records by userId */
@@ -359,6 +371,8 @@ export class RollcallClient extends Emitter {
   #resumeToken = null;
   #closing = false;
   #firstLogin = true;
+  #refusals = 0; // logins refused with UNAUTHORIZED in a row (a fresh token is tried once more)
+  #noticeAnswered = null; // the `expiresAt` of the last refreshRequired this client refreshed for
   #ttlTimers = new Map(); // channelKey → Map(state key → {timer, expired}) for this user's keys set with ttlSeconds
 
   /** This client's user id. */
@@ -373,6 +387,7 @@ export class RollcallClient extends Emitter {
    */
   open() {
     this.#closing = false;
+    this.#refusals = 0;
     return this.#dial("connecting");
   }
 
@@ -543,14 +558,23 @@ export class RollcallClient extends Emitter {
   }
 
   /**
-   * Replaces the session's token (protocol 1.1, `auth.mode: "jwt"`), e.g. on the `session`
-   * event `refreshRequired`. The new token is also used for later reconnects.
-   * @param {string} token
+   * Replaces the session's token (protocol 1.1, `auth.mode: "jwt"`) without dropping the
+   * connection, e.g. on the `session` event `refreshRequired` (with a `getToken` option the
+   * client does this by itself). Without `token`, asks `getToken()` for one. On success the
+   * new token is also used for later reconnects and `expiresAt` follows it; a refused token
+   * (`UNAUTHORIZED`) leaves the connection open and the old token in force.
+   * @param {string} [token]
    * @returns {Promise<{expiresAt: number}>}
    */
-  refresh(token) {
+  async refresh(token) {
+    if (token === undefined) {
+      if (!this.options.getToken) throw new TypeError("refresh() without a token needs the getToken option");
+      token = await this.options.getToken();
+    }
     return this.#send("refresh", { token }, (reply) => {
-      if (reply.ok) this.options.token = token;
+      if (!reply.ok) return;
+      this.options.token = token;
+      this.#noteExpiry(reply.result.expiresAt);
     });
   }
 
@@ -676,9 +700,56 @@ export class RollcallClient extends Emitter {
     this.emit("connection", { state, ...detail });
   }
 
-  /** Opens a socket and logs in; resolves with the login result. */
-  #dial(state) {
+  /**
+   * The token for the next login: the `token` option at the first login, else a fresh one
+   * from `getToken()` when there is one, else the last token that was in force.
+   */
+  async #loginToken() {
+    if (this.options.getToken && !(this.#firstLogin && this.options.token)) {
+      const token = await this.options.getToken();
+      if (typeof token !== "string" || !token) throw new TypeError("getToken() must return a non-empty string");
+      return token;
+    }
+    return this.options.token;
+  }
+
+  #noteExpiry(expiresAt) {
+    this.expiresAt = typeof expiresAt === "number" ? expiresAt : null;
+    this.emit("token", { expiresAt: this.expiresAt });
+  }
+
+  /**
+   * On `refreshRequired`: asks `getToken()` for a token, then the broker to `refresh` with it.
+   * Once per notice: when `getToken()` handed back the token already in force, the broker's
+   * next notice names the same expiry, and answering it again would only loop.
+   */
+  #refreshByItself(notice) {
+    if (notice.expiresAt !== undefined && notice.expiresAt === this.#noticeAnswered) return;
+    this.#noticeAnswered = notice.expiresAt;
+    this.refresh().catch((error) => this.emit("error", { op: "refresh", error }));
+  }
+
+  /** Gets a token, opens a socket and logs in; resolves with the login result. */
+  async #dial(state) {
     this.#setState(state, { attempt: this.#attempt });
+    let token;
+    try {
+      token = await this.#loginToken();
+    } catch (error) {
+      // The token could not be had (e.g. the issuer is unreachable): like a failed connection.
+      if (this.#firstLogin || this.#closing) {
+        if (this.state !== "closed") this.#setState("closed", { reason: "getToken failed" });
+      } else {
+        this.#scheduleReconnect({ code: 1006, reason: `getToken failed: ${error?.message ?? error}` });
+      }
+      throw error;
+    }
+    if (this.#closing) throw new RollcallError("DISCONNECTED", "client closed");
+    return this.#login(token);
+  }
+
+  /** Opens a socket and logs in with `token`; resolves with the login result. */
+  #login(token) {
     return new Promise((resolve, reject) => {
       let socket;
       try {
@@ -690,9 +761,10 @@ export class RollcallClient extends Emitter {
       }
       this.#socket = socket;
       let loggedIn = false;
+      let refused = false; // the login was answered UNAUTHORIZED (or closed with 4401)
       socket.onopen = async () => {
         const args = { userId: this.userId, platform: this.options.platform };
-        if (this.options.token) args.token = this.options.token;
+        if (token) args.token = token;
         if (this.options.presenceTimeout) args.presenceTimeout = this.options.presenceTimeout;
         if (this.#firstLogin && this.options.customStatus) args.customStatus = this.options.customStatus;
         if (this.#resumeToken) args.resumeToken = this.#resumeToken;
@@ -703,15 +775,19 @@ export class RollcallClient extends Emitter {
           loggedIn = true;
           this.#firstLogin = false;
           this.#attempt = 0;
+          this.#refusals = 0;
           this.session = result;
+          if (token) this.options.token = token;
+          this.#noteExpiry(result.expiresAt);
           this.#setState("online", {});
           // Before the `login` event, so that a handler's own requests come after these.
           this.#rejoin(result.resumed ? result.channels ?? [] : null);
           this.emit("login", result);
           resolve(result);
         } catch (error) {
-          this.#closing = this.#closing || this.#firstLogin || error.code === "UNAUTHORIZED";
-          socket.close(4000, "login failed"); // a retry follows unless #closing
+          if (error.code === "UNAUTHORIZED") refused = true;
+          this.#closing = this.#closing || this.#firstLogin;
+          socket.close(4000, "login failed"); // onclose decides whether a retry follows
           reject(error);
         }
       };
@@ -729,7 +805,9 @@ export class RollcallClient extends Emitter {
         if (this.#socket !== socket) return; // close() already reported it
         this.#socket = null;
         this.#failPending(new RollcallError("DISCONNECTED", `connection closed (${event.code})`));
-        const final = this.#closing || FINAL_CLOSE_CODES.has(event.code) || !this.options.reconnect;
+        if (!loggedIn && event.code === CloseCode.UNAUTHORIZED) refused = true;
+        if (refused) this.#refusals += 1;
+        const final = this.#closing || !this.options.reconnect || this.#endsForGood(event.code, refused);
         if (final || (this.#firstLogin && !loggedIn)) {
           this.#setState("closed", { code: event.code, reason: event.reason });
           return;
@@ -737,6 +815,16 @@ export class RollcallClient extends Emitter {
         this.#scheduleReconnect(event);
       };
     });
+  }
+
+  /**
+   * Whether a close ends the client: 1000, 4403 and 4409 always; 4401 (token refused or
+   * expired) and a login refused with `UNAUTHORIZED` only without `getToken`, or when the
+   * login with the extra fresh token was refused too.
+   */
+  #endsForGood(code, refused) {
+    if (refused || code === CloseCode.UNAUTHORIZED) return !this.options.getToken || this.#refusals > 1;
+    return FINAL_CLOSE_CODES.has(code);
   }
 
   #scheduleReconnect(event) {
@@ -926,6 +1014,7 @@ export class RollcallClient extends Emitter {
       }
       case "session":
         this.emit("session", event);
+        if (event.type === "refreshRequired" && this.options.getToken) this.#refreshByItself(event);
         break;
     }
   }

@@ -87,6 +87,31 @@ export async function usage(): Promise<void> {
   const key: string = channelKey("scores", "stream");
   void codes, key;
 
+  // Token lifecycle (1.1): getToken (sync or async), expiresAt, refresh with and without a token.
+  const refreshing = new RollcallClient("ws://127.0.0.1:8080/v1", { userId: "alice", getToken: async () => "jwt" });
+  const syncToken = new RollcallClient("ws://127.0.0.1:8080/v1", { userId: "alice", token: "a", getToken: () => "b" });
+  const expiresAt: number | null = refreshing.expiresAt;
+  const renewed: { expiresAt: number } = await refreshing.refresh();
+  await syncToken.refresh("c");
+  refreshing.on("token", ({ expiresAt: next }) => console.log(next === null ? "no expiry" : new Date(next)));
+  refreshing.on("error", ({ op, error }) => console.log(op === "refresh", error.message));
+  const loginExpiry: number | null | undefined = refreshing.session?.expiresAt;
+  void expiresAt, renewed, loginExpiry;
+  // @ts-expect-error: getToken returns a string (or a promise of one)
+  new RollcallClient("ws://127.0.0.1:8080/v1", { userId: "alice", getToken: () => 42 });
+  // @ts-expect-error: refresh takes a token string
+  await refreshing.refresh(42);
+
+  // info (1.1) in every listing.
+  const name = roster.info.get("bob")?.name;
+  const pageInfo = page.users[0].info;
+  client.on("presence", ({ event }) => {
+    if (event.type === "join") console.log(event.info?.name);
+    if (event.type === "snapshot") console.log(event.snapshot.map((m) => m.info));
+    if (event.type === "interval") console.log(event.interval.joinInfo?.["bob"]);
+  });
+  void name, pageInfo;
+
   // @ts-expect-error: not an error code of the protocol
   const wrong: ErrorCode = "NOPE";
   // @ts-expect-error: channelType is message or stream
