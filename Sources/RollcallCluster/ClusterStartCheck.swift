@@ -14,8 +14,10 @@ public enum ClusterStartCheck {
 
     /// Claims the prefix, compares sections with live nodes, registers the node.
     /// Arguments: prefix, format, new epoch, node id, timeout ms, then name/value pairs of sections.
-    static let register = RedisScript("""
-        local prefix, format, epoch, node, timeoutMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+    /// The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
+    /// run's sessions are held exactly as when a node is declared dead.
+    static let register = RedisScript(SessionScripts.library + """
+        local format, epoch, node, timeoutMs = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
         local meta = prefix .. 'meta'
         local found = redis.call('HGET', meta, 'format')
         if not found then
@@ -31,8 +33,6 @@ public enum ClusterStartCheck {
         elseif found ~= format then
           return {'foreign', meta}
         end
-        local clock = redis.call('TIME')
-        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         local live = redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeoutMs, '+inf')
         for _, other in ipairs(live) do
           if other ~= node then
@@ -42,15 +42,10 @@ public enum ClusterStartCheck {
             end
           end
         end
-        -- An earlier run with this id left sessions: held now with no node, never resurrected.
-        for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
-          local skey = prefix .. 's:' .. id
-          local held = tonumber(redis.call('HGET', skey, 'heldUntil') or '0')
-          if held == 0 then held = now + tonumber(redis.call('HGET', skey, 'timeout') or '0') end
-          redis.call('HSET', skey, 'node', '', 'heldUntil', held)
-          redis.call('ZADD', prefix .. 'held', held, id)
-        end
-        redis.call('DEL', prefix .. 'ns:' .. node)
+        -- An earlier run with this id left sessions (killed, then restarted before the others
+        -- declared it dead): held now with no node, never resurrected. Like a death, they stop
+        -- counting as live message recipients and keep their messages until resumed.
+        orphan(node)
         local key = prefix .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)

@@ -14,8 +14,9 @@ struct Watch: ParsableCommand {
             truncated snapshot with getOnlineUsers. On a terminal the roster is redrawn in place; \
             when stdout is not a terminal (or with --json) one line is printed per change. \
             Ctrl-C logs out, so others see a leave. When the connection goes away without a \
-            final close (its node stopped), watch resumes the session on the next of the \
-            comma-separated --url values (a cluster's nodes), or joins again if the hold ended.
+            final close (its node stopped or was killed), watch resumes the session on the next of \
+            the comma-separated --url values (a cluster's nodes), retrying for a few seconds, or \
+            joins again with a new session if the hold ended.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The channel to watch.") var channel: String
@@ -109,20 +110,38 @@ extension Watch {
         return [1000, 1003, 1007, 1009, 1012, 4401, 4403, 4408, 4409].contains(code)
     }
 
+    /// How long watch keeps trying to resume before it settles for a new session. A node
+    /// killed abruptly (kill -9) keeps its sessions live until it has missed 2.5 heartbeats
+    /// (PROTOCOL §9; 2.5 s with the default `cluster.heartbeatSeconds`); a resume before that
+    /// answers `resumed: false`.
+    static let resumeWindowSeconds = 5.0
+
     /// Tries every `--url` in turn, starting after the one that went away, a few rounds with
-    /// growing pauses; the resumed (or fresh) session, or nil.
+    /// growing pauses; the resumed session, or, when no resume succeeded within
+    /// ``resumeWindowSeconds``, a fresh one; nil when no URL answers.
     func reconnect(_ old: Session, interrupted: InterruptFlag) -> Session? {
         let urls = global.urls.isEmpty ? [global.url] : global.urls
         let start = (urls.firstIndex(of: old.url) ?? 0) + 1
+        let resumeUntil = Date().addingTimeInterval(Self.resumeWindowSeconds)
+        // A login that did not resume: kept in reserve (it joined nothing, so nobody saw it).
+        var fresh: Session?
         var pause = 0.05
         for attempt in 0..<(urls.count * 6) where !interrupted.isSet {
             let url = urls[(start + attempt) % urls.count]
-            if let next = old.resumed(on: url) { return next }
-            if let fresh = (try? Session.openQuietly(global, url: url)) ?? nil { return fresh }
+            if let next = old.resumed(on: url) {
+                if next.loginReply["resumed"]?.boolValue == true {
+                    fresh?.finish()
+                    return next
+                }
+                if fresh == nil { fresh = next } else { next.finish() }
+            } else if fresh == nil {
+                fresh = (try? Session.openQuietly(global, url: url)) ?? nil
+            }
+            if let fresh, Date() >= resumeUntil { return fresh }
             Thread.sleep(forTimeInterval: pause)  // backoff between reconnect attempts, not a test wait
             pause = min(2, pause * 2)
         }
-        return nil
+        return fresh
     }
 }
 

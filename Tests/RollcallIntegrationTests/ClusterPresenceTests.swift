@@ -218,14 +218,21 @@ struct ClusterPresenceTests {
         #expect(try alicePhone.eventsAfterBarrier().filter { $0.name == "message" }.isEmpty)
     }
 
-    @Test("a node whose presence section differs from the running nodes' refuses to start, naming presence")
-    func nodeWithOtherPresenceSectionIsRefused() throws {
+    @Test("a node whose presence, state, userStatus or limits section differs from the running nodes' refuses to start, naming the section")
+    func nodeWithOtherSharedSectionIsRefused() throws {
         let cluster = try ClusterProcess(config: ["presence": ["intervalSeconds": 0.5]])
-        let config = cluster.config(forNode: 3, overriding: ["presence": ["intervalSeconds": 1]])
-        let outcome = try ExternalCommand.runBroker(config: config)
-        #expect(outcome.status != 0, "stdout: \(outcome.stdout) stderr: \(outcome.stderr)")
-        #expect(outcome.stderr.contains("presence"), "stderr: \(outcome.stderr)")
-        #expect(!outcome.stdout.contains("listening on"))
+        let differing: [(section: String, override: [String: Any])] = [
+            ("presence", ["presence": ["intervalSeconds": 1]]),
+            ("state", ["state": ["maxKeys": 7]]),
+            ("userStatus", ["userStatus": ["maxSubscriptionsPerUser": 7]]),
+            ("limits", ["limits": ["maxSessionsPerUser": 7]]),
+        ]
+        for (section, override) in differing {
+            let outcome = try ExternalCommand.runBroker(config: cluster.config(forNode: 3, overriding: override))
+            #expect(outcome.status != 0, "\(section): stdout: \(outcome.stdout) stderr: \(outcome.stderr)")
+            #expect(outcome.stderr.contains("\(section): this section differs"), "\(section): stderr: \(outcome.stderr)")
+            #expect(!outcome.stdout.contains("listening on"))
+        }
         #expect(cluster.waitUntilFormed(timeout: 5), "the running nodes are undisturbed: \(cluster.describeNodes())")
     }
 

@@ -4,22 +4,23 @@ import RollcallProtocol
 import Testing
 
 /// PROTOCOL §6 across the nodes of a cluster (§9): real `rollcall` nodes sharing one
-/// `redis-server` started by the test answer user status as one broker would.
+/// `redis-server` started by the test (``ClusterProcess``, 2 or 3 nodes) answer user status
+/// as one broker would.
 @Suite("Cluster user status", .serialized)
 struct ClusterUserStatusTests {
     @Test("online, platforms, custom status, offline and loggedOut seen from another node; multi-device sync")
     func statusAcrossNodes() throws {
-        let cluster = try StatusCluster(nodes: 3)
-        let sam = try cluster[0].session("sam", platform: "android")
+        let cluster = try Self.cluster(nodes: 3)
+        let sam = try cluster.node(0).session("sam", platform: "android")
         let subscribed = try sam.subscribe(["bob"])
         #expect(subscribed.ok, "\(subscribed)")
         #expect(subscribed.status(of: "bob")?.statusText == "loggedOut", "never seen reads loggedOut")
 
-        let bobWeb = try cluster[1].session("bob", platform: "web")
+        let bobWeb = try cluster.node(1).session("bob", platform: "web")
         var record = try sam.waitForStatus(of: "bob") { $0.statusText == "online" }
         #expect(record.platformList == ["web"])
 
-        let bobIOS = try cluster[2].session("bob", platform: "ios")
+        let bobIOS = try cluster.node(2).session("bob", platform: "ios")
         record = try sam.waitForStatus(of: "bob") { $0.platformList.count == 2 }
         #expect(record.platformList == ["ios", "web"], "sorted, distinct, from sessions on two nodes")
         _ = try bobWeb.waitForStatus(of: "bob") { $0.platformList == ["ios", "web"] }
@@ -48,19 +49,19 @@ struct ClusterUserStatusTests {
         #expect(record.statusText == "offline", "close frames on both nodes: offline")
         #expect(record.platformList.isEmpty)
 
-        let bobAgain = try cluster[2].session("bob", platform: "cli")
+        let bobAgain = try cluster.node(2).session("bob", platform: "cli")
         _ = try sam.waitForStatus(of: "bob") { $0.statusText == "online" && $0.platformList == ["cli"] }
         #expect(try bobAgain.request("logout").ok)
         record = try sam.waitForStatus(of: "bob") { $0.statusText != "online" }
         #expect(record.statusText == "loggedOut", "logout of the last session: loggedOut")
-        #expect(try cluster[1].session("eve", platform: "web").userStatus(of: "bob").statusText == "loggedOut")
+        #expect(try cluster.node(1).session("eve", platform: "web").userStatus(of: "bob").statusText == "loggedOut")
     }
 
     @Test("login custom status and subscriptions events reach the user's session on another node")
     func subscriptionsEventsAcrossNodes() throws {
-        let cluster = try StatusCluster(nodes: 2)
-        let phone = try cluster[0].session("alice", platform: "ios")
-        let laptop = try cluster[1].session("alice", platform: "macos")
+        let cluster = try Self.cluster(nodes: 2)
+        let phone = try cluster.node(0).session("alice", platform: "ios")
+        let laptop = try cluster.node(1).session("alice", platform: "macos")
         _ = try phone.waitForStatus(of: "alice") { $0.platformList == ["ios", "macos"] }
 
         let before = try phone.serverTime()
@@ -87,7 +88,7 @@ struct ClusterUserStatusTests {
         #expect(second["nextPage"] == .null)
 
         // bob logs in on node B with a custom status: alice's sessions on both nodes hear it.
-        let bob = try cluster[1].session("bob", platform: "web", customStatus: "Lunch")
+        let bob = try cluster.node(1).session("bob", platform: "web", customStatus: "Lunch")
         for session in [phone, laptop] {
             let record = try session.waitForStatus(of: "bob") { $0.statusText == "online" }
             #expect(record.customStatusText == "Lunch")
@@ -106,9 +107,9 @@ struct ClusterUserStatusTests {
 
     @Test("maxSubscriptionsPerUser drops the earliest across nodes; maxSubscribersPerUser answers TARGET_SUBSCRIBER_LIMIT")
     func capsAcrossNodes() throws {
-        let cluster = try StatusCluster(nodes: 3, config: ["userStatus": ["maxSubscriptionsPerUser": 2, "maxSubscribersPerUser": 1]])
-        let aliceA = try cluster[0].session("alice", platform: "web")
-        let aliceB = try cluster[1].session("alice", platform: "ios")
+        let cluster = try Self.cluster(nodes: 3, config: ["userStatus": ["maxSubscriptionsPerUser": 2, "maxSubscribersPerUser": 1]])
+        let aliceA = try cluster.node(0).session("alice", platform: "web")
+        let aliceB = try cluster.node(1).session("alice", platform: "ios")
         #expect(try aliceA.subscribe(["x"]).ok)
         #expect(try aliceA.subscribe(["y"]).ok)
         _ = try aliceB.waitForSubscriptionsEvent()
@@ -125,7 +126,7 @@ struct ClusterUserStatusTests {
         let listed = try aliceA.request("getSubscriptions")
         #expect((listed["subscriptions"]?.arrayValue ?? []).map(\.userIdText) == ["y", "z"])
 
-        let dan = try cluster[2].session("dan", platform: "cli")
+        let dan = try cluster.node(2).session("dan", platform: "cli")
         let refused = try dan.subscribe(["y", "dan", "x"])
         #expect(refused.ok, "\(refused)")
         #expect(refused.failures == ["y": "TARGET_SUBSCRIBER_LIMIT", "dan": "CANNOT_SUBSCRIBE_SELF"])
@@ -134,18 +135,18 @@ struct ClusterUserStatusTests {
 
     @Test("catch-up after a new login on another node; none when nothing changed")
     func catchUpAcrossNodes() throws {
-        let cluster = try StatusCluster(nodes: 3)
-        let sam = try cluster[0].session("sam", platform: "web")
+        let cluster = try Self.cluster(nodes: 3)
+        let sam = try cluster.node(0).session("sam", platform: "web")
         #expect(try sam.subscribe(["bob", "carol"]).ok)
         sam.close()
-        let watcher = try cluster[2].session("watcher", platform: "cli")
+        let watcher = try cluster.node(2).session("watcher", platform: "cli")
         #expect(try watcher.subscribe(["sam"]).ok)
         #expect(try eventually { try watcher.userStatus(of: "sam").statusText == "offline" })
 
-        let bob = try cluster[1].session("bob", platform: "ios")
+        let bob = try cluster.node(1).session("bob", platform: "ios")
         #expect(try bob.setCustomStatus("Away").ok)
 
-        let samAgain = try cluster[2].connect()
+        let samAgain = try cluster.node(2).connect()
         let login = try samAgain.login(userId: "sam", platform: "macos")
         #expect(login.ok, "\(login)")
         let event = try samAgain.waitForEvent(timeout: .seconds(10)) { $0.name == "userStatus" }
@@ -156,18 +157,18 @@ struct ClusterUserStatusTests {
 
         samAgain.close()
         _ = try watcher.waitForStatus(of: "sam") { $0.statusText == "offline" }
-        let quiet = try cluster[1].connect()
+        let quiet = try cluster.node(1).connect()
         #expect(try quiet.login(userId: "sam", platform: "web").ok)
         #expect(try quiet.settledEvents(named: "userStatus").isEmpty, "nothing changed since: no catch-up")
     }
 
     @Test("a custom status expires after customStatusTtlSeconds: subscribers and the user's sessions hear it")
     func customStatusExpiry() throws {
-        let cluster = try StatusCluster(nodes: 2, config: ["userStatus": ["customStatusTtlSeconds": 1]])
-        let sam = try cluster[0].session("sam", platform: "web")
+        let cluster = try Self.cluster(nodes: 2, config: ["userStatus": ["customStatusTtlSeconds": 1]])
+        let sam = try cluster.node(0).session("sam", platform: "web")
         #expect(try sam.subscribe(["bob"]).ok)
-        let bob = try cluster[1].session("bob", platform: "ios")
-        let bobOther = try cluster[0].session("bob", platform: "web")
+        let bob = try cluster.node(1).session("bob", platform: "ios")
+        let bobOther = try cluster.node(0).session("bob", platform: "web")
         let set = try bob.setCustomStatus("Brb")
         #expect(set.ok, "\(set)")
         let setAt = try #require(set["status"]?.integer("lastCustomStatusUpdateTime"))
@@ -185,23 +186,23 @@ struct ClusterUserStatusTests {
 
     @Test("a session resumed on another node gets the catch-up; its user stays online while it is held")
     func resumeOnAnotherNode() throws {
-        let cluster = try StatusCluster(nodes: 3, config: ["presence": ["timeoutSeconds": 60]])
-        let watcher = try cluster[2].session("watcher", platform: "cli")
+        let cluster = try Self.cluster(nodes: 3, config: ["presence": ["timeoutSeconds": 60]])
+        let watcher = try cluster.node(2).session("watcher", platform: "cli")
         #expect(try watcher.subscribe(["sam"]).ok)
-        let first = try cluster[0].connect()
+        let first = try cluster.node(0).connect()
         let token = try #require(try first.login(userId: "sam", platform: "ios")["resumeToken"]?.stringValue)
         _ = try watcher.waitForStatus(of: "sam") { $0.statusText == "online" }
         #expect(try first.subscribe(["bob"]).ok)
         first.drop()
-        #expect(eventually(timeout: 10) { (try? cluster[0].metric("rollcall_sessions{state=\"held\"}")) == 1 })
+        #expect(eventually(timeout: 10) { (try? cluster.node(0).metric("rollcall_sessions{state=\"held\"}")) == 1 })
 
-        let bob = try cluster[1].session("bob", platform: "web")
+        let bob = try cluster.node(1).session("bob", platform: "web")
         #expect(try bob.setCustomStatus("Away").ok)
         let held = try watcher.userStatus(of: "sam")
         #expect(held.statusText == "online", "a held session counts")
         #expect(held.platformList == ["ios"])
 
-        let second = try cluster[2].connect()
+        let second = try cluster.node(2).connect()
         let resumed = try second.login(userId: "sam", platform: "ios", resumeToken: token)
         #expect(resumed["resumed"]?.boolValue == true, "\(resumed)")
         let record = try second.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
@@ -211,14 +212,14 @@ struct ClusterUserStatusTests {
 
     @Test("a node killed abruptly: its users go offline when their holds end (clearCustomStatusOnOffline applies)")
     func nodeKilled() throws {
-        let cluster = try StatusCluster(nodes: 2, config: [
+        let cluster = try Self.cluster(nodes: 2, config: [
             "presence": ["timeoutSeconds": 1], "userStatus": ["clearCustomStatusOnOffline": true],
         ])
-        let sam = try cluster[0].session("sam", platform: "web")
+        let sam = try cluster.node(0).session("sam", platform: "web")
         #expect(try sam.subscribe(["bob"]).ok)
-        _ = try cluster[1].session("bob", platform: "android", customStatus: "Driving")
+        _ = try cluster.node(1).session("bob", platform: "android", customStatus: "Driving")
         _ = try sam.waitForStatus(of: "bob") { $0.customStatusText == "Driving" }
-        cluster[1].kill()
+        cluster.node(1).kill()
         let record = try sam.waitForStatus(of: "bob", timeout: .seconds(15)) { $0.statusText != "online" }
         #expect(record.statusText == "offline")
         #expect(record.platformList.isEmpty)
@@ -228,15 +229,15 @@ struct ClusterUserStatusTests {
 
     @Test("after a node's pub/sub link was cut, its sessions get the records they may have missed")
     func pubSubLinkCut() throws {
-        let cluster = try StatusCluster(nodes: 2)
-        let sam = try cluster[0].session("sam", platform: "web")
+        let cluster = try Self.cluster(nodes: 2)
+        let sam = try cluster.node(0).session("sam", platform: "web")
         #expect(try sam.subscribe(["bob"]).ok)
-        let bob = try cluster[1].session("bob", platform: "ios")
+        let bob = try cluster.node(1).session("bob", platform: "ios")
         #expect(try bob.setCustomStatus("Away").ok)
         _ = try sam.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
         #expect(try sam.settledEvents(named: "userStatus").count <= 1)
 
-        _ = try cluster.redis.command(["CLIENT", "KILL", "TYPE", "pubsub"])
+        _ = try RedisWire.command(port: cluster.redisPort, ["CLIENT", "KILL", "TYPE", "pubsub"])
         let record = try sam.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
         #expect(record.statusText == "online", "bob's current record again, once the link is back")
         let own = try bob.waitForStatus(of: "bob") { $0.customStatusText == "Away" }
@@ -247,11 +248,11 @@ struct ClusterUserStatusTests {
     func webhooksOncePerChange() throws {
         let receiver = try WebhookReceiver()
         defer { receiver.stop() }
-        let cluster = try StatusCluster(nodes: 2, config: ["webhooks": [
+        let cluster = try Self.cluster(nodes: 2, config: ["webhooks": [
             "url": receiver.url, "secret": "cluster-webhook-secret", "events": ["userStatus"], "batchMaxDelaySeconds": 0.05,
         ]])
-        let alice = try cluster[0].session("alice", platform: "web")
-        let bob = try cluster[1].session("bob", platform: "ios")
+        let alice = try cluster.node(0).session("alice", platform: "web")
+        let bob = try cluster.node(1).session("bob", platform: "ios")
         #expect(try bob.setCustomStatus("Busy").ok)
         alice.close()
         func statuses(_ requests: [WebhookReceiver.Request]) -> [JSON] {
@@ -268,9 +269,9 @@ struct ClusterUserStatusTests {
     @Test("replies and events have the one-node layout (times aside)")
     func sameLayoutAsOneNode() throws {
         let single = try BrokerProcess(config: ["userStatus": ["customStatusPerSecond": 1000]])
-        let cluster = try StatusCluster(nodes: 2)
+        let cluster = try Self.cluster(nodes: 2)
         let expected = try Self.layoutScenario { _ in single }
-        let actual = try Self.layoutScenario { cluster[$0] }
+        let actual = try Self.layoutScenario { cluster.node($0) }
         #expect(actual.count == expected.count)
         for (got, wanted) in zip(actual, expected) {
             #expect(got == wanted)
@@ -280,18 +281,19 @@ struct ClusterUserStatusTests {
     @Test("subscriptions and custom statuses survive a restart of every node; held sessions time out to offline")
     func survivesFullRestart() throws {
         let config: [String: Any] = ["presence": ["timeoutSeconds": 1]]
-        var cluster = try StatusCluster(nodes: 2, config: config)
-        let alice = try cluster[0].session("alice", platform: "web")
+        let cluster = try Self.cluster(nodes: 2, config: config)
+        let alice = try cluster.node(0).session("alice", platform: "web")
         #expect(try alice.subscribe(["bob", "carol"], duration: 3600).ok)
-        let bob = try cluster[1].session("bob", platform: "ios", customStatus: "Sailing")
+        let bob = try cluster.node(1).session("bob", platform: "ios", customStatus: "Sailing")
         _ = bob
         _ = try alice.waitForStatus(of: "bob") { $0.customStatusText == "Sailing" }
 
-        let redis = cluster.redis
-        cluster.stopNodes()
-        cluster = try StatusCluster(redis: redis, nodes: 2, config: config)
+        // SIGTERM to every node (Redis keeps the data), then every node again with its id.
+        for index in 0..<cluster.nodeCount { _ = cluster.node(index).stop() }
+        for index in 0..<cluster.nodeCount { try cluster.restart(node: index) }
+        #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
 
-        let aliceAgain = try cluster[1].session("alice", platform: "web")
+        let aliceAgain = try cluster.node(1).session("alice", platform: "web")
         let listed = try aliceAgain.request("getSubscriptions")
         #expect(listed.ok, "\(listed)")
         let entries = listed["subscriptions"]?.arrayValue ?? []
@@ -322,6 +324,13 @@ struct ClusterUserStatusTests {
         return seen.map(zeroingTimes)
     }
 
+    /// A cluster of `nodes` nodes (``ClusterProcess``) with user status rates high enough for
+    /// these tests, deep-merged with the test's `config`.
+    static func cluster(nodes: Int, config: [String: Any] = [:]) throws -> ClusterProcess {
+        let rates: [String: Any] = ["userStatus": ["customStatusPerSecond": 1000, "queryRate": ["calls": 1000, "perSeconds": 1]]]
+        return try ClusterProcess(config: BrokerProcess.merge(rates, config), nodeCount: nodes)
+    }
+
     static func zeroingTimes(_ value: JSON) -> JSON {
         switch value {
         case .object(let object):
@@ -334,86 +343,5 @@ struct ClusterUserStatusTests {
         default:
             return value
         }
-    }
-}
-
-// MARK: - Harness
-
-/// A `redis-server` on a free loopback port, without persistence, in its own directory.
-final class StatusTestRedis: @unchecked Sendable {
-    let port: Int
-    private let directory: URL
-    private let process: ChildProcess
-    private let output = OutputCollector()
-
-    init() throws {
-        port = try LoopbackPort.free()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        process = try ChildProcess(
-            executable: "/usr/bin/redis-server",
-            arguments: ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory.path],
-            directory: directory.path)
-        output.attach(stdout: process.stdout, stderr: process.stderr)
-        guard eventually(timeout: 10, { output.stdoutText.contains("Ready to accept connections") }) else {
-            process.send(SIGKILL)
-            throw HarnessError("redis-server did not start: \(output.stdoutText) \(output.stderrText)")
-        }
-    }
-
-    /// Runs one command with `redis-cli`; returns its output.
-    func command(_ words: [String]) throws -> String {
-        let child = try ChildProcess(executable: "/usr/bin/redis-cli", arguments: ["-p", "\(port)"] + words,
-                                     directory: directory.path)
-        let collected = OutputCollector()
-        collected.attach(stdout: child.stdout, stderr: child.stderr)
-        guard child.waitForExit(timeout: 10) != nil else {
-            child.send(SIGKILL)
-            throw HarnessError("redis-cli \(words) did not finish")
-        }
-        collected.waitForEOF(timeout: 5)
-        return collected.stdoutText
-    }
-
-    /// `redis://127.0.0.1:PORT`.
-    var url: String { "redis://127.0.0.1:\(port)" }
-
-    deinit {
-        process.send(SIGKILL)
-        _ = process.waitForExit(timeout: 5)
-        try? FileManager.default.removeItem(at: directory)
-    }
-}
-
-/// Several `rollcall` nodes of one cluster on a ``StatusTestRedis`` (fast heartbeats: a
-/// reaper tick every 0.2 s).
-struct StatusCluster {
-    let redis: StatusTestRedis
-    private(set) var nodes: [BrokerProcess]
-
-    init(redis: StatusTestRedis? = nil, nodes count: Int, config: [String: Any] = [:]) throws {
-        let redis = try redis ?? StatusTestRedis()
-        self.redis = redis
-        let clusterConfig: [String: Any] = [
-            "cluster": ["redis": redis.url, "heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1],
-            "storage": ["path": NSNull()],
-            "userStatus": ["customStatusPerSecond": 1000, "queryRate": ["calls": 1000, "perSeconds": 1]],
-        ]
-        let merged = BrokerProcess.merge(clusterConfig, config)
-        nodes = try (0..<count).map { _ in try BrokerProcess(config: merged) }
-        // A node listens before its links to Redis are up; wait until every node is connected.
-        for node in nodes {
-            guard eventually(timeout: 10, { (try? node.metric("rollcall_redis_connected")) == 1 }) else {
-                throw HarnessError("a node did not connect to Redis: \(node.stderrText)")
-            }
-        }
-    }
-
-    subscript(index: Int) -> BrokerProcess { nodes[index] }
-
-    /// SIGTERM to every node, waiting for each exit (Redis keeps the data).
-    mutating func stopNodes() {
-        for node in nodes { node.stop() }
-        nodes = []
     }
 }

@@ -3,7 +3,7 @@
 /// `P us:<n>:<user>` (by start time, for `maxSessionsPerUser`), `P tok:<hash>` (resume
 /// token → id), `P ns:<node>` (a node's sessions) and, while held, `P held` (by deadline).
 /// Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
-enum SessionScripts {
+package enum SessionScripts {
     /// A new session. Arguments: prefix, id, user, platform, node, timeout ms, token hash,
     /// maxSessionsPerUser. Returns the user's sessions over the limit, oldest first, each as
     /// id and node (`''` while held with no node).
@@ -146,7 +146,9 @@ enum SessionScripts {
         return 'ok'
         """)
 
-    static let library = """
+    /// The helpers every session script starts with (`prefix`, `now`, `markHeld`, `markLive`,
+    /// `forget`, `orphan`); the start check (`ClusterStartCheck`) uses them too.
+    package static let library = """
         local prefix = ARGV[1]
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
