@@ -471,6 +471,17 @@ export interface ClientOptions {
   backoff?: Backoff;
   /** Reconnect after a drop (default true). */
   reconnect?: boolean;
+  /**
+   * After a drop, how long (ms) the client insists on resuming: a reconnect's login that
+   * answers `resumed: false` within this window is logged out again (it joined nothing, so
+   * nobody saw it), the resume token of the held session is kept, and the next URL is tried
+   * (the backoff goes on, its last delay cut to end with the window). After the window a new
+   * session is accepted and the channels are joined again. Default 5000 with several URLs (a
+   * node killed abruptly keeps its sessions live, not resumable, until the other nodes declare
+   * it dead: 2.5 heartbeats, PROTOCOL §9), 0 with one URL (set it when that URL is a load
+   * balancer in front of a cluster). Not after a close that ended the session (4401, 1012).
+   */
+  resumeWindowMs?: number;
   /** Subprotocol offered (default `rollcall.v1`; `null` or `""`: none). */
   subprotocol?: string | null;
 }

@@ -20,7 +20,9 @@
 //   events about this user in announce mode);
 // - caches user-status records (`userStatus` events, replies) and this user's subscriptions;
 // - reconnects with exponential backoff, resuming the held session with `resumeToken`;
-//   when the session could not be resumed it joins its channels again;
+//   when the session could not be resumed it joins its channels again; with several URLs (a
+//   cluster) it keeps retrying the resume for a while first, since a node killed abruptly
+//   keeps its sessions live (not resumable) until the other nodes declare it dead;
 // - with a `getToken()` callback (auth mode `jwt`, protocol 1.1): a fresh token for every
 //   login, `refresh` on the broker's `refreshRequired` notice, and one more token when a
 //   reconnect is refused with `UNAUTHORIZED` or the broker closes with 4401 (token expired).
@@ -37,6 +39,20 @@ const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
  * new token), 4403 disconnected by the server API, 4409 session limit.
  */
 const FINAL_CLOSE_CODES = new Set([1000, 4401, 4403, 4409]);
+
+/**
+ * Close codes after which the session is known to have ended, so a resume cannot succeed and
+ * is not retried: 4401 (token expired: ended as with a close frame), 1012 (the cluster lost
+ * its data: resume tokens no longer resume).
+ */
+const SESSION_ENDED_CLOSE_CODES = new Set([4401, 1012]);
+
+/**
+ * Default `resumeWindowMs` with several URLs: a node killed abruptly (kill -9) keeps its
+ * sessions live until it has missed 2.5 heartbeats (PROTOCOL §9; 2.5–3.5 s with the default
+ * `cluster.heartbeatSeconds`), and a resume before that answers `resumed: false`.
+ */
+const DEFAULT_CLUSTER_RESUME_WINDOW_MS = 5000;
 
 /**
  * Close codes of the protocol (PROTOCOL §7), by name.
@@ -313,6 +329,10 @@ export async function connect(url, options) {
  * @property {number} [presenceTimeout] seconds the broker holds the session after a drop (5–300)
  * @property {{initialMs?: number, maxMs?: number, factor?: number}} [backoff] reconnect delays
  * @property {boolean} [reconnect] reconnect after a drop (default true)
+ * @property {number} [resumeWindowMs] after a drop, how long (ms) a login that did not resume
+ *   is logged out again and the resume retried on the next URL, before the client settles for
+ *   a new session; default 5000 with several URLs (a killed node's sessions become resumable
+ *   only once the others declare it dead), 0 with one (set it for one URL in front of a cluster)
  * @property {string} [subprotocol] WebSocket subprotocol to offer (default `rollcall.v1`; `null`: none)
  */
 
@@ -358,6 +378,7 @@ export class RollcallClient extends Emitter {
     /** @type {Set<string>} users this user subscribes to (as far as this client knows) */
     this.subscriptions = new Set();
     this.#backoff = { ...DEFAULT_BACKOFF, ...(options.backoff ?? {}) };
+    this.#resumeWindowMs = options.resumeWindowMs ?? (this.urls.length > 1 ? DEFAULT_CLUSTER_RESUME_WINDOW_MS : 0);
   }
 
   #socket = null;
@@ -369,6 +390,8 @@ export class RollcallClient extends Emitter {
   #attempt = 0;
   #retryTimer = null;
   #resumeToken = null;
+  #resumeWindowMs;
+  #resumeUntil = null; // while Date.now() is before this, a login that did not resume is logged out and retried
   #closing = false;
   #firstLogin = true;
   #refusals = 0; // logins refused with UNAUTHORIZED in a row (a fresh token is tried once more)
@@ -388,6 +411,7 @@ export class RollcallClient extends Emitter {
   open() {
     this.#closing = false;
     this.#refusals = 0;
+    this.#resumeUntil = null;
     return this.#dial("connecting");
   }
 
@@ -762,6 +786,7 @@ export class RollcallClient extends Emitter {
       this.#socket = socket;
       let loggedIn = false;
       let refused = false; // the login was answered UNAUTHORIZED (or closed with 4401)
+      let unresumed = false; // a new session while the held one may still resume: logged out, retried
       socket.onopen = async () => {
         const args = { userId: this.userId, platform: this.options.platform };
         if (token) args.token = token;
@@ -770,9 +795,20 @@ export class RollcallClient extends Emitter {
         if (this.#resumeToken) args.resumeToken = this.#resumeToken;
         try {
           const result = await this.#send("login", args, (reply) => {
-            if (reply.ok) this.#resumeToken = reply.result.resumeToken;
+            if (!reply.ok) return;
+            unresumed = !reply.result.resumed && this.#stillResuming();
+            // The held session's token is kept until a new session is accepted.
+            if (!unresumed) this.#resumeToken = reply.result.resumeToken;
           });
+          if (unresumed) {
+            // It joined nothing, so nobody saw it; onclose schedules the next resume attempt.
+            this.#send("logout", {}, null).catch(() => {});
+            socket.close(CloseCode.LOGOUT, "not resumed yet");
+            reject(new RollcallError("DISCONNECTED", "the session could not be resumed yet; retrying"));
+            return;
+          }
           loggedIn = true;
+          this.#resumeUntil = null;
           this.#firstLogin = false;
           this.#attempt = 0;
           this.#refusals = 0;
@@ -807,14 +843,29 @@ export class RollcallClient extends Emitter {
         this.#failPending(new RollcallError("DISCONNECTED", `connection closed (${event.code})`));
         if (!loggedIn && event.code === CloseCode.UNAUTHORIZED) refused = true;
         if (refused) this.#refusals += 1;
-        const final = this.#closing || !this.options.reconnect || this.#endsForGood(event.code, refused);
+        const final = this.#closing || !this.options.reconnect || (!unresumed && this.#endsForGood(event.code, refused));
         if (final || (this.#firstLogin && !loggedIn)) {
           this.#setState("closed", { code: event.code, reason: event.reason });
           return;
         }
-        this.#scheduleReconnect(event);
+        if (loggedIn) this.#startResumeWindow(event.code);
+        this.#scheduleReconnect(unresumed ? { code: event.code, reason: "not resumed yet" } : event);
       };
     });
+  }
+
+  /**
+   * The connection of a logged-in session was lost with `code`: unless that ended the
+   * session, logins that do not resume are refused by this client for `resumeWindowMs`.
+   */
+  #startResumeWindow(code) {
+    const resumable = this.#resumeToken && this.#resumeWindowMs > 0 && !SESSION_ENDED_CLOSE_CODES.has(code);
+    this.#resumeUntil = resumable ? Date.now() + this.#resumeWindowMs : null;
+  }
+
+  /** Whether the resume window is open: a login that did not resume is not kept. */
+  #stillResuming() {
+    return this.#resumeUntil !== null && Date.now() < this.#resumeUntil;
   }
 
   /**
@@ -830,7 +881,9 @@ export class RollcallClient extends Emitter {
   #scheduleReconnect(event) {
     const { initialMs, maxMs, factor } = this.#backoff;
     const base = Math.min(maxMs, initialMs * factor ** this.#attempt);
-    const delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
+    let delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
+    // No later than the end of the resume window: then a new session is accepted.
+    if (this.#stillResuming()) delayMs = Math.min(delayMs, this.#resumeUntil - Date.now());
     this.#attempt += 1;
     // Several nodes: the next one (its node may be the one that went away).
     this.url = this.urls[(this.urls.indexOf(this.url) + 1) % this.urls.length];

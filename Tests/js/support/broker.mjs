@@ -122,6 +122,16 @@ export class Broker {
     return this.exited;
   }
 
+  /**
+   * Kills the process at once (SIGKILL: no close frames, no goodbye to the cluster) and waits
+   * for the exit.
+   * @returns {Promise<{code: number | null, signal: string | null}>}
+   */
+  async kill() {
+    if (this.running) this.process.kill("SIGKILL");
+    return this.exited;
+  }
+
   /** Starts the broker again on the same port (after `stop()`), with the same config. */
   async restart() {
     await this.stop();

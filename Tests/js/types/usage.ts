@@ -21,6 +21,8 @@ export async function usage(): Promise<void> {
   const dropped: number | undefined = login.messagesDropped;
   const maxKeys: number = login.limits.maxStateKeys;
   void dropped, maxKeys;
+  const cluster = new RollcallClient(["ws://n1:8080/v1", "ws://n2:8080/v1"], { userId: "alice", resumeWindowMs: 8000 });
+  void cluster;
 
   const roster: Roster = await client.join("room:lobby", { state: { mood: "happy" }, ttlSeconds: 3 });
   roster.on("change", ({ type, changes, event }) => {
