@@ -40,6 +40,31 @@ struct ClusterLogoutTests {
         #expect(carol.closedWith == .logout)
     }
 
+    @Test("a logout while Redis does not answer: the reply still comes, and the record follows once Redis is back")
+    func logoutDuringAnOutage() throws {
+        var configuration = Configuration()
+        configuration.userStatus.queryRate.calls = 1000 // the polling below is not under test
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "logoutx:")
+        let alice = try bed.login("alice", on: 0)
+        let carol = try bed.login("carol", on: 1)
+        bed.redis.suspend()
+        let reply = try bed.request(carol, "logout")
+        bed.redis.resume()
+        #expect(reply["ok"]?.boolValue == true, "the session ended on its node: \(reply.compactString)")
+        #expect(carol.closedWith == .logout)
+
+        // The reaper sends the end again once Redis answers.
+        let deadline = Date().addingTimeInterval(10)
+        var status: String?
+        while Date() < deadline {
+            status = Self.status(of: "carol", in: try bed.request(alice, "getUserStatus", ["userIds": .array([.string("carol")])]))
+            if status == "loggedOut" { break }
+            let asked = Date()
+            try bed.pump(until: { Date().timeIntervalSince(asked) > 0.05 }, what: "the next poll")
+        }
+        #expect(status == "loggedOut")
+    }
+
     /// The `status` of `user` in a `getUserStatus` reply.
     private static func status(of user: String, in reply: JSON) -> String? {
         reply["result"]?["statuses"]?.arrayValue?.first { $0.string("userId") == user }?.string("status")
