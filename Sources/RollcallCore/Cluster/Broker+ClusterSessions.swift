@@ -203,21 +203,30 @@ extension Broker {
     /// `recorded` runs once `status.ended` answered (the user's record is stamped), or when
     /// there is nothing more to wait for: the session was not this node's, or Redis was out of
     /// reach and the end waits for the reaper's retry.
+    /// `retried`: a second try after Redis did not answer the first, which may have run all the
+    /// same (its answer lost): then `session.end` says `gone` and the record still follows
+    /// (`status.ended` changes nothing while the session exists, e.g. taken over elsewhere).
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
-                      loggedOut: Bool = false, recorded: (() -> Void)? = nil) {
+                      loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
         let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the
                 // session does not stay a member everywhere.
                 unfinishedEnds.append { [self] in
-                    endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut)
+                    endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut,
+                                 retried: true)
                 }
                 recorded?()
                 return
             }
             guard replies.first?.text == "ok" else {
-                recorded?()
+                if retried {
+                    clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
+                                                then: recorded)
+                } else {
+                    recorded?()
+                }
                 return
             }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
