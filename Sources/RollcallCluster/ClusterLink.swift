@@ -142,6 +142,7 @@ public final class ClusterLink {
         logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
         deliver?(.storeLost)
         epoch = nil
+        scripts.removeAll() // an empty Redis has no scripts either: each is loaded again
         ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -194,10 +195,18 @@ public final class ClusterLink {
         }
     }
 
+    /// The script, loaded into Redis ahead of its first `EVALSHA` from this node on the same
+    /// connection. Without that the first run answers `NOSCRIPT` and its `EVAL` goes out after
+    /// the commands queued behind it: out of the call's order (the fallback stays for a Redis
+    /// that lost its scripts; a load that failed is tried again at the next use).
     private func redisScript(_ script: StoreScript) -> RedisScript {
         if let cached = scripts[script] { return cached }
         let made = RedisScript(script.source)
         scripts[script] = made
+        commands.send([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]) { [weak self] result in
+            guard case .failure = result else { return }
+            self?.scripts[script] = nil
+        }
         return made
     }
 }

@@ -54,6 +54,8 @@ extension Broker: StoreCaller {
             try clusterUserStatus!.unsubscribe(UnsubscribeUserStatusRequest(request), from: session, then: answer)
         case .getSubscriptions:
             try clusterUserStatus!.getSubscriptions(GetSubscriptionsRequest(request), from: session, then: answer)
+        case .logout:
+            clusterLogout(session, on: connection, id: request.id)
         default:
             return false
         }

@@ -183,40 +183,72 @@ extension Broker {
     // MARK: - Ends, holds, hand-over
 
     /// A local session ended for good: its record in Redis (only if this node still owns
-    /// it), then its channels.
-    func clusterSessionEnded(_ session: Session, _ how: SessionEnd) {
+    /// it), then its channels. `recorded` runs once Redis has the end (see ``endInCluster``).
+    func clusterSessionEnded(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)? = nil) {
         let channels = clusterPresence!.forgetLocally(session)
         switch how {
         case .shutdown:
             // The node hands every session over at once (``handOverSessions()``).
-            return
+            recorded?()
         case .timedOut:
-            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout)
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout, recorded: recorded)
         case .logout, .closed:
             endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave,
-                         loggedOut: how == .logout)
+                         loggedOut: how == .logout, recorded: recorded)
         }
     }
 
     /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its
     /// channels, then the user's status follows (`loggedOut` after a logout of the last session).
+    /// `recorded` runs once `status.ended` answered (the user's record is stamped), or when
+    /// there is nothing more to wait for: the session was not this node's, or Redis was out of
+    /// reach and the end waits for the reaper's retry.
+    /// `retried`: a second try after Redis did not answer the first, which may have run all the
+    /// same (its answer lost): then `session.end` says `gone` and the record still follows
+    /// (`status.ended` changes nothing while the session exists, e.g. taken over elsewhere).
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
-                      loggedOut: Bool = false) {
+                      loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
         let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the
                 // session does not stay a member everywhere.
                 unfinishedEnds.append { [self] in
-                    endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut)
+                    endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut,
+                                 retried: true)
+                }
+                recorded?()
+                return
+            }
+            guard replies.first?.text == "ok" else {
+                if retried {
+                    clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
+                                                then: recorded)
+                } else {
+                    recorded?()
                 }
                 return
             }
-            guard replies.first?.text == "ok" else { return }
             clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
             // Presence first, then user status (as one node): commands run in order.
-            clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)])
+            clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
+                                        then: recorded)
         }
+    }
+
+    /// `logout` in cluster mode: the session ends here at once, but the reply (and close 1000)
+    /// waits until Redis has the end and the user's record is stamped. A reply sent earlier
+    /// would let the client's next step (on any node) be stamped before this logout: a
+    /// catch-up would then list the user as changed after a session that ended later.
+    func clusterLogout(_ session: Session, on connection: ConnectionID, id: JSON) {
+        // The connection stays known (its later frames wait in its queue) until the answer.
+        let state = connections[connection]
+        end(session, .logout) { [self] in
+            guard connections[connection] != nil else { return }
+            reply(to: connection, id: id, .success([:]), at: outbox.actions.count)
+            close(connection, .logout, reason: "logout")
+        }
+        connections[connection] = state
     }
 
     /// An abnormal drop: the session is held here and, in Redis, resumable on any node.

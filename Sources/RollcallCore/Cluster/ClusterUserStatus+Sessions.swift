@@ -68,14 +68,19 @@ extension ClusterUserStatus {
 
     /// Runs `status.ended` commands; those Redis did not answer (an outage) are sent again at
     /// the next reaper tick (``retryUnansweredEnds()``), so a user whose last session ended
-    /// does not stay `online`. The script is idempotent.
-    func sendEnds(_ commands: [StoreCommand]) {
-        guard !commands.isEmpty else { return }
+    /// does not stay `online`. The script is idempotent. `then` runs once Redis answered, or
+    /// once the commands were put aside for the retry.
+    func sendEnds(_ commands: [StoreCommand], then: (() -> Void)? = nil) {
+        guard !commands.isEmpty else {
+            then?()
+            return
+        }
         store.call(commands) { [self] result in
             switch result {
             case .failure: unansweredEnds += commands
             case .success(let replies): for reply in replies { _ = unwrapped(reply) }
             }
+            then?()
         }
     }
 

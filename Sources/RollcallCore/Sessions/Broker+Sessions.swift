@@ -144,7 +144,9 @@ extension Broker {
     }
 
     /// Ends a session for good: presence first (leave/timeout events), then user status.
-    func end(_ session: Session, _ how: SessionEnd) {
+    /// Cluster mode: `recorded` runs once Redis has the end (``clusterSessionEnded(_:_:recorded:)``);
+    /// on one node it is not called (everything is done on return).
+    func end(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)? = nil) {
         if let connection = session.connection {
             connections[connection] = nil
             tokenDeadlines.cancel(connection)
@@ -152,7 +154,7 @@ extension Broker {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
         if clusterPresence != nil {
-            clusterSessionEnded(session, how)
+            clusterSessionEnded(session, how, recorded: recorded)
         } else {
             presence.sessionEnded(session, how)
         }
