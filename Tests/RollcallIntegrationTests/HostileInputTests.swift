@@ -15,11 +15,17 @@ import Testing
 struct HostileInputTests {
     static let channel = "room:hostile"
 
-    @Test("hostile input table: documented reply or close code; the neighbour sees no disruption")
-    func table() throws {
-        let broker = try BrokerProcess(config: ["presence": ["timeoutSeconds": 5]])
-        let neighbour = try ChannelWatcher(broker: broker, userId: "neighbour", channel: Self.channel, publisher: "publisher")
-        let publisher = try broker.session("publisher")
+    /// Once on one broker, once on a cluster (PROTOCOL §9: bad input stays as in v1 on every
+    /// node), where the hostile connections are on n1, the neighbour on n2, the publisher on n3.
+    @Test("hostile input table: documented reply or close code; the neighbour sees no disruption", arguments: [false, true])
+    func table(onCluster: Bool) throws {
+        let config: [String: Any] = ["presence": ["timeoutSeconds": 5]]
+        let cluster: ClusterProcess? = try onCluster ? ClusterProcess(config: config) : nil
+        let single: BrokerProcess? = try onCluster ? nil : BrokerProcess(config: config)
+        let nodes = cluster.map { cluster in (0..<3).map { cluster.node($0) } } ?? [single!, single!, single!]
+        let broker = nodes[0]
+        let neighbour = try ChannelWatcher(broker: nodes[1], userId: "neighbour", channel: Self.channel, publisher: "publisher")
+        let publisher = try nodes[2].session("publisher")
         let rows = HostileRow.table
         #expect(rows.count >= 40)
         #expect(Set(rows.map(\.name)).count == rows.count, "row names are unique")
@@ -48,8 +54,10 @@ struct HostileInputTests {
         #expect(neighbour.problems.isEmpty, "\(neighbour.problems)")
         #expect(neighbour.messageNumbers == Array(0..<rows.count), "every message once, in order")
         #expect(try neighbour.checkRoster() == nil)
-        #expect(try RawHTTP.get(port: broker.port, path: "/healthz").status == 200)
-        #expect(broker.isRunning, "the broker survived the table")
+        for node in nodes {
+            #expect(try RawHTTP.get(port: node.port, path: "/healthz").status == 200)
+            #expect(node.isRunning, "the broker survived the table")
+        }
     }
 
     /// Plays one row on a fresh lws connection; closes it afterwards if the row did not.

@@ -51,26 +51,55 @@ final class ChannelWatcher {
         consume(transcript, upTo: transcript.count)
     }
 
-    /// Asks `getOnlineUsers` (with states) and compares it with the roster as of that reply.
-    /// Returns nil when they match, else a description of the difference.
+    /// Asks `getOnlineUsers` (with states) and compares it with the roster at the listing's
+    /// `seq`. On one broker the events up to that `seq` always precede the reply. On a cluster
+    /// (PROTOCOL §9) the listing and the events come over different Redis connections, so the
+    /// reply may overtake events (then they are awaited) or be overtaken (then it is asked
+    /// again). Returns nil when they match, else a description of the difference.
     func checkRoster(timeout: Duration = .seconds(10)) throws -> String? {
-        var id: JSON
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        while true {
+            let reply = try listRoster(timeout: timeout)
+            guard reply.ok else { return "getOnlineUsers failed: \(reply)" }
+            let transcript = connection.transcript
+            guard let position = transcript[cursor...].firstIndex(where: { $0["event"] == nil && $0["id"] == reply.id }) else {
+                return "the reply is missing from the transcript"
+            }
+            consume(transcript, upTo: position + 1)
+            if let listedSeq = reply["seq"]?.numberValue?.intValue, let seq = lastSeq, seq != listedSeq {
+                if seq < listedSeq {
+                    // Events up to the listing's seq are on their way: apply them, no further.
+                    _ = eventually(timeout: max(0, deadline.timeIntervalSinceNow)) {
+                        let more = connection.transcript
+                        consume(more, upTo: more.count, stoppingAtSeq: listedSeq)
+                        return (lastSeq ?? 0) >= listedSeq
+                    }
+                }
+                if lastSeq != listedSeq {
+                    if Date() < deadline { continue }
+                    return "events reached seq \(lastSeq.map(String.init) ?? "?"), the listing is at seq \(listedSeq)"
+                }
+            }
+            return compare(reply)
+        }
+    }
+
+    /// One `getOnlineUsers` page of up to 1000 users with states, waiting out `RATE_LIMITED`.
+    private func listRoster(timeout: Duration) throws -> Reply {
         var reply: Reply
         repeat { // a well-behaved client waits out RATE_LIMITED
             checks += 1
-            id = JSON.string("roster-\(checks)")
             reply = try connection.request("getOnlineUsers", [
                 "channel": .string(channel), "channelType": .string(channelType),
                 "includeState": true, "pageSize": 1000,
-            ], id: id, timeout: timeout)
+            ], id: JSON.string("roster-\(checks)"), timeout: timeout)
             if let retry = reply.retryAfterMs { Thread.sleep(forTimeInterval: Double(retry) / 1000) }
         } while reply.errorCode == .rateLimited
-        guard reply.ok else { return "getOnlineUsers failed: \(reply)" }
-        let transcript = connection.transcript
-        guard let position = transcript[cursor...].firstIndex(where: { $0["event"] == nil && $0["id"] == id }) else {
-            return "the reply is missing from the transcript"
-        }
-        consume(transcript, upTo: position + 1)
+        return reply
+    }
+
+    /// The listing against the roster from events; nil when they match.
+    private func compare(_ reply: Reply) -> String? {
         var listed: [String: [String: String]] = [:]
         for user in reply["users"]?.arrayValue ?? [] {
             guard let name = user["userId"]?.stringValue else { return "user without userId: \(user)" }
@@ -96,9 +125,10 @@ final class ChannelWatcher {
         return arrived
     }
 
-    /// Applies `transcript[cursor..<end]`.
-    private func consume(_ transcript: [JSONObject], upTo end: Int) {
+    /// Applies `transcript[cursor..<end]`, or only until a presence event reached `seq`.
+    private func consume(_ transcript: [JSONObject], upTo end: Int, stoppingAtSeq seq: Int? = nil) {
         while cursor < end {
+            if let seq, let last = lastSeq, last >= seq { return }
             apply(transcript[cursor])
             cursor += 1
         }

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A child process started with `posix_spawn`, with an empty signal mask and default signal
-/// dispositions.
+/// dispositions, and no descriptor of the test process but its own stdin, stdout and stderr.
 ///
 /// Foundation's `Process` passes on the spawning thread's signal mask, and test threads
 /// (libdispatch workers) block most signals, so a broker started that way would never see
@@ -36,6 +36,10 @@ final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
         for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // Nothing else: most descriptors of the test process are not close-on-exec (lws
+        // client sockets, raw sockets, FileHandle's dup()s of other children's pipes), and a
+        // child holding a copy keeps a TCP connection the test closed open for its peer.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -74,6 +78,14 @@ final class ChildProcess: @unchecked Sendable {
         }
         thread.start()
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), looked up at run time: the
+    /// Glibc module leaves out the GNU extensions of `spawn.h`.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }()
 
     /// Sends `signal` to the child.
     func send(_ signal: Int32) { _ = Glibc.kill(pid, signal) }

@@ -12,7 +12,17 @@ final class RawSocket {
     /// Connects to 127.0.0.1:`port`. `receiveBufferBytes` sets `SO_RCVBUF` before the
     /// connect (a small value makes a reader that stops reading stall its peer quickly).
     init(port: Int, receiveBufferBytes: Int? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connected(port: port, receiveBufferBytes: receiveBufferBytes)
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, or a throw with nothing left open.
+    ///
+    /// The descriptor becomes `fd` only once connected: a class whose stored properties are
+    /// all set runs its `deinit` when its `init` throws, so a failed connect that closed a
+    /// stored `fd` used to close that number a second time — by then often a libwebsockets
+    /// socket of another test (docs/testing.md, "Descriptors").
+    private static func connected(port: Int, receiveBufferBytes: Int?) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket() failed") }
         if var size = receiveBufferBytes.map(Int32.init) {
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
@@ -29,7 +39,12 @@ final class RawSocket {
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else { Glibc.close(fd); throw HarnessError("connect to port \(port) failed: errno \(errno)") }
+        guard result == 0 else {
+            let error = errno
+            Glibc.close(fd)
+            throw HarnessError("connect to port \(port) failed: errno \(error)")
+        }
+        return fd
     }
 
     func send(_ bytes: [UInt8]) throws {

@@ -36,13 +36,19 @@ final class WebhookReceiver: @unchecked Sendable {
     private let listener: Int32
     private let cond = NSCondition()
     private var received: [Request] = []
+    /// Accepted connections not closed yet. A descriptor is closed with `cond` held and
+    /// removed from here at the same time, so ``stop()`` never shuts down a number that was
+    /// closed and reused meanwhile (by then, maybe another test's libwebsockets socket).
     private var openSockets: [Int32] = []
     private var stopped = false
+    /// The accept thread closes the listener (once, when `accept` fails after ``stop()``
+    /// shut it down); ``stop()`` waits for that, so the port is free when it returns.
+    private var listenerClosed = false
     private var answerRule: (Request) -> Answer = { _ in .status(200) }
 
     /// Listens on `port` (0: a free one).
     init(port: Int = 0) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { throw HarnessError("socket() failed") }
         self.listener = listener
         var one: Int32 = 1
@@ -55,7 +61,7 @@ final class WebhookReceiver: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard bound == 0, listen(listener, 64) == 0 else {
-            close(listener)
+            close(listener)  // `port` is not set yet, so no deinit runs to close it again
             throw HarnessError("cannot listen on 127.0.0.1:\(port): errno \(errno)")
         }
         var actual = sockaddr_in()
@@ -100,18 +106,19 @@ final class WebhookReceiver: @unchecked Sendable {
         return true
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and ends every connection (their threads close them); returns once
+    /// the listener is closed.
     func stop() {
         cond.lock()
-        let wasStopped = stopped
+        defer { cond.unlock() }
+        guard !stopped else { return }
         stopped = true
-        let sockets = openSockets
-        openSockets = []
-        cond.unlock()
-        guard !wasStopped else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for fd in sockets { shutdown(fd, Int32(SHUT_RDWR)) }
+        // Shut down, never close, what another thread owns: the accept thread wakes with
+        // EINVAL and closes the listener, each connection thread closes its socket.
+        if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+        for fd in openSockets { shutdown(fd, Int32(SHUT_RDWR)) }
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while !listenerClosed && cond.wait(until: deadline) {}
     }
 
     deinit { stop() }
@@ -123,10 +130,15 @@ final class WebhookReceiver: @unchecked Sendable {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
                 if errno == EINTR { continue }
+                cond.withLock {
+                    close(listener)
+                    listenerClosed = true
+                    cond.broadcast()
+                }
                 return
             }
             cond.lock()
-            if stopped { cond.unlock(); close(fd); return }
+            if stopped { cond.unlock(); close(fd); continue }  // the next accept fails
             openSockets.append(fd)
             cond.unlock()
             let thread = Thread { [self] in serve(fd) }
@@ -136,8 +148,10 @@ final class WebhookReceiver: @unchecked Sendable {
 
     private func serve(_ fd: Int32) {
         defer {
-            cond.withLock { openSockets.removeAll { $0 == fd } }
-            close(fd)
+            cond.withLock {
+                openSockets.removeAll { $0 == fd }
+                close(fd)
+            }
         }
         guard var request = readRequest(fd) else { return }
         let rule = cond.withLock { answerRule }
