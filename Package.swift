@@ -104,7 +104,7 @@ let package = Package(
         .target(
             name: "RollcallServer",
             dependencies: [
-                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster",
+                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster", "RollcallRedis",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

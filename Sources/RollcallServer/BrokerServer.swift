@@ -52,6 +52,9 @@ public final class BrokerServer {
     /// The epoll loop lws runs on (see ``EventLoop``); nil: lws' poll loop (`ROLLCALL_EVENT_LOOP=poll`,
     /// or libev could not be loaded).
     var eventLoop: EventLoop?
+    /// Holds a busy connection's events for the loop's flush so they share a frame (nil on
+    /// lws' poll loop: every event asks for a writable callback at once).
+    var coalescer: WriteCoalescer?
     /// Every accepted socket (lws `WSI_CREATE` … `WSI_DESTROY`), in any phase: the connection cap counts these.
     var openSockets = Set<OpaquePointer>()
     /// Connections sending a static file (each holds the file's descriptor too).
@@ -269,6 +272,8 @@ public final class BrokerServer {
         lifecycle.unlock()
         clusterLink?.close()
         clusterLink = nil
+        coalescer?.stop()
+        coalescer = nil
         lws_sul_cancel(&timer.pointee.sul)
         if let webhookSender, !webhookSender.isIdle {
             logger.warning("webhook batches left unsent at exit", metadata: ["waitingEvents": "\(webhookSender.waitingEvents)"])
@@ -376,6 +381,9 @@ public final class BrokerServer {
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
         }
         timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        if let eventLoop {
+            coalescer = WriteCoalescer(loop: eventLoop) { [unowned self] id in flushHeld(id) }
+        }
         if configuration.cluster.isEnabled {
             guard let eventLoop else {
                 lws_context_destroy(created)
