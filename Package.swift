@@ -165,7 +165,10 @@ let package = Package(
         // The transport's pure parts (connection lifecycle, HTTP routing, metrics), without sockets.
         .testTarget(
             name: "RollcallServerTests",
-            dependencies: ["RollcallServer", "RollcallCore", "RollcallProtocol", .product(name: "Prometheus", package: "swift-prometheus")]
+            dependencies: [
+                "RollcallServer", "RollcallCore", "RollcallProtocol", "RollcallEventLoop", "RollcallRedis", "RollcallTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Test support shared by test targets: a throwaway redis-server on a free loopback port.

@@ -8,6 +8,9 @@ struct LatencyReport {
     let backgroundReceivers: Int
     let targetP99: Double
     let counters: [String: Int]
+    /// Objects the broker wrote during the run and how many of them waited for the coalescing
+    /// flush (`/metrics`); nil when the broker does not export them.
+    var coalescing: (objects: Double, held: Double)?
 
     private func millis(_ percentile: Double) -> Double {
         Double(measured.histogram.valueAtPercentile(percentile)) / 1000
@@ -27,6 +30,10 @@ struct LatencyReport {
             BenchMetric("background deliveries", measured.backgroundPerSecond, "/s"),
             BenchMetric("broker CPU during the run", measured.brokerCores * 100, "% of a core"),
         ]
+        if let coalescing {
+            result.metrics.append(BenchMetric("objects written during the run", coalescing.objects))
+            result.metrics.append(BenchMetric("… of which held for the coalescing flush", coalescing.held))
+        }
         result.chartTitle = "latency: setState → stateChanged, \(members) members, announce mode"
         result.xLabel = "nines: 1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99"
         result.yLabel = "latency (ms)"

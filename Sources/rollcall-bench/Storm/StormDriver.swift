@@ -18,6 +18,8 @@ final class StormDriver {
     private let watching = LockedArray<Bool>(repeating: false, count: 1)
     private var outcome: StormOutcome
     private var start = 0.0
+    /// The wall clock (Unix seconds) at `start`, to place the broker's wall-clock timestamps.
+    private var startWall = 0.0
 
     init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int) {
         self.plan = plan
@@ -51,6 +53,7 @@ final class StormDriver {
         let brokerCPU0 = CPUTimes.read(pid: broker.pid) ?? CPUTimes()
         let benchCPU0 = CPUTimes.read(pid: getpid()) ?? CPUTimes()
         start = MonotonicSeconds.now
+        startWall = Date().timeIntervalSince1970
 
         joinAll()
         leaveSome()
@@ -64,6 +67,7 @@ final class StormDriver {
         }
 
         waitUntilQuiet()
+        outcome.brokerLastFrameAfterLastJoin = brokerLastFrameAfterLastJoin()
         verifyOnlineUsers(observer)
         let totals = receivedTotals()
         outcome.framesReceived = totals.frames - baseline.frames
@@ -207,6 +211,17 @@ final class StormDriver {
             if now == last { return }
             last = now
         }
+    }
+
+    /// Broker side of convergence: when the broker wrote its last frame (its `/metrics`
+    /// gauge, wall-clock ms), in seconds after the last join. Read once the clients are quiet,
+    /// before the observer's `getOnlineUsers` makes the broker write again.
+    private func brokerLastFrameAfterLastJoin() -> Double? {
+        let name = "rollcall_last_frame_written_timestamp_milliseconds"
+        guard let value = MetricsScrape(url: broker.url)?.read([name])?[name], value > 0 else { return nil }
+        let seconds = value / 1000 - startWall - outcome.lastJoinAt
+        print("\(label): broker wrote its last frame \(format(seconds)) s after the last join")
+        return seconds
     }
 
     /// Pages `getOnlineUsers` (1000 a page) and compares it with the final set.
