@@ -57,6 +57,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("ev")]
         ),
 
+        // epoll for rollcall-bench's raw client sockets (Sources/rollcall-bench/Support/RawSocketPool.swift).
+        .target(name: "CBenchEpoll"),
+
         // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
         .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
 
@@ -142,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall-bench",
             dependencies: [
-                "RollcallClient", "RollcallCore", "RollcallProtocol",
+                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

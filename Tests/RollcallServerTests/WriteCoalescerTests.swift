@@ -34,7 +34,7 @@ struct WriteCoalescerTests {
             defer { coalescer.stop() }
             #expect(!coalescer.isBusy(lastFrameAt: -.infinity))
             #expect(coalescer.isBusy(lastFrameAt: coalescer.now))
-            #expect(!coalescer.isBusy(lastFrameAt: coalescer.now - WriteCoalescer.windowSeconds))
+            #expect(!coalescer.isBusy(lastFrameAt: coalescer.now - WriteCoalescer.windowSeconds * 1.5))
         }
     }
 
