@@ -103,12 +103,14 @@ struct StormReport {
                 + "socket), read once the clients were quiet for 0.5 s, minus the wall-clock time of the last join.",
             "Presence events/bytes: event lines the clients received (all types, snapshots included); frames/bytes: "
                 + "`RollcallConnection.counters` of the storm clients from the first join (replies included). CPU: /proc of the broker and of the bench.",
-            "presence.snapshotMaxMembers is set to \(snapshotMax) (default 1000; raised to the largest size) so every joiner's snapshot "
-                + "is whole and no client pages getOnlineUsers; truncated snapshots are counted (JSON counters) and would leave rosters short.",
+            "presence.snapshotMaxMembers is \(snapshotMax) (the broker's default is 1000). Plain-socket clients (the default) complete a "
+                + "truncated snapshot with getOnlineUsers pages of 1000 (includeState true), as docs/protocol.md tells a client to; "
+                + "with --lws-clients nothing pages, so the bench raises the cap to the largest size.",
         ]
         for o in outcomes {
             let kinds = o.tallies.byKind.sorted { "\($0.key)" < "\($1.key)" }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            notes.append("\(o.plan.users) users: events by type: \(kinds); truncated snapshots \(o.tallies.truncatedSnapshots); "
+            notes.append("\(o.plan.users) users: events by type: \(kinds); truncated snapshots \(o.tallies.truncatedSnapshots), "
+                         + "getOnlineUsers pages merged \(o.tallies.pages) (\(BenchMetric.format(Double(o.tallies.pageBytes) / 1_048_576)) MiB); "
                          + "joins failed \(o.joinsFailed), leaves failed \(o.leavesFailed); last join at \(String(format: "%.2f", o.lastJoinAt)) s, "
                          + "last leave at \(String(format: "%.2f", o.lastLeaveAt)) s after the first join.")
         }
