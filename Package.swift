@@ -57,6 +57,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("ev")]
         ),
 
+        // epoll for rollcall-bench's raw client sockets (Sources/rollcall-bench/Support/RawSocketPool.swift).
+        .target(name: "CBenchEpoll"),
+
         // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
         .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
 
@@ -104,7 +107,7 @@ let package = Package(
         .target(
             name: "RollcallServer",
             dependencies: [
-                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster",
+                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster", "RollcallRedis",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -142,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall-bench",
             dependencies: [
-                "RollcallClient", "RollcallCore", "RollcallProtocol",
+                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -165,7 +168,10 @@ let package = Package(
         // The transport's pure parts (connection lifecycle, HTTP routing, metrics), without sockets.
         .testTarget(
             name: "RollcallServerTests",
-            dependencies: ["RollcallServer", "RollcallCore", "RollcallProtocol", .product(name: "Prometheus", package: "swift-prometheus")]
+            dependencies: [
+                "RollcallServer", "RollcallCore", "RollcallProtocol", "RollcallEventLoop", "RollcallRedis", "RollcallTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Test support shared by test targets: a throwaway redis-server on a free loopback port.

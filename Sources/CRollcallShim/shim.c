@@ -59,6 +59,16 @@ void rollcall_cap_send_buffer(struct lws *wsi, int bytes) {
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 
+static const struct lws_extension rollcall_extensions[] = {
+    {"permessage-deflate", lws_extension_callback_pm_deflate,
+     "permessage-deflate; client_max_window_bits"},
+    {NULL, NULL, NULL},
+};
+
+const struct lws_extension *rollcall_permessage_deflate_extensions(void) {
+    return rollcall_extensions;
+}
+
 int rollcall_half_close(struct lws *wsi) {
     lws_sockfd_type fd = lws_get_socket_fd(wsi);
     if (fd < 0)

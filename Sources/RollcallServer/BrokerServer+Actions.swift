@@ -40,8 +40,9 @@ extension BrokerServer {
         }
     }
 
-    /// Queues one object for a connection and asks for a writable callback when the queue was
-    /// empty. Over `limits.maxOutboundBytes` the connection is cut as a slow consumer.
+    /// Queues one object for a connection and, when the queue was empty, asks for a writable
+    /// callback — at once for a quiet connection, at the coalescing flush for a busy one
+    /// (``WriteCoalescer``). Over `limits.maxOutboundBytes` the connection is cut as a slow consumer.
     private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
         let wasIdle = record.outbound.isEmpty
@@ -49,7 +50,12 @@ extension BrokerServer {
         if record.outbound.byteCount > configuration.limits.maxOutboundBytes {
             cutSlowConsumer(record)
         } else if wasIdle {
-            lws_callback_on_writable(record.wsi)
+            if let coalescer, coalescer.isBusy(lastFrameAt: record.lastFrameAt) {
+                metrics.writesCoalesced += 1
+                coalescer.hold(record.id)
+            } else {
+                lws_callback_on_writable(record.wsi)
+            }
         }
     }
 
@@ -61,5 +67,14 @@ extension BrokerServer {
         ])
         metrics.slowConsumerCuts += 1
         perform(record.lifecycle.slowConsumerCut(), for: record)
+    }
+}
+
+extension BrokerServer {
+    /// The coalescing flush reached a held connection: ask for its writable callback if it is
+    /// still open and has something queued (a ping or close may have written it meanwhile).
+    func flushHeld(_ id: ConnectionID) {
+        guard let record = records[id], !record.outbound.isEmpty else { return }
+        lws_callback_on_writable(record.wsi)
     }
 }

@@ -14,7 +14,13 @@ extension BrokerServer {
         case .yield: return 0
         case .hangUp: return -1
         }
-        if !record.outbound.isEmpty { exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount)) }
+        guard !record.outbound.isEmpty else {
+            return carryOut(record.lifecycle.queueFlushed(pipeChoked: lws_send_pipe_choked(wsi) != 0), for: record) == .hangUp ? -1 : 0
+        }
+        exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
+        record.lastFrameAt = coalescer?.now ?? 0
+        // When the last byte of the last frame left (lws may keep an unsent tail: then a little later).
+        defer { metrics.lastFrameWrittenAt = WallClock.milliseconds }
         while !record.outbound.isEmpty {
             let (length, objects) = fillBatch(from: record)
             if lws_write(wsi, writer.payload, length, LWS_WRITE_TEXT) < 0 { return -1 }

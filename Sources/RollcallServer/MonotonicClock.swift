@@ -8,9 +8,17 @@ import Darwin
 /// (the core keeps its own wall clock for protocol timestamps and deadlines).
 enum MonotonicClock {
     /// Now, in milliseconds since an arbitrary start.
-    static var now: Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
+    static var now: Int64 { milliseconds(on: CLOCK_MONOTONIC) }
+}
+
+/// The wall clock in Unix milliseconds, for figures other processes compare with their own
+/// clock (`rollcall_last_frame_written_timestamp_milliseconds`). vDSO: no system call.
+enum WallClock {
+    static var milliseconds: Int64 { RollcallServer.milliseconds(on: CLOCK_REALTIME) }
+}
+
+private func milliseconds(on clock: clockid_t) -> Int64 {
+    var spec = timespec()
+    clock_gettime(clock, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
 }

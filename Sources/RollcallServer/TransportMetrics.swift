@@ -12,6 +12,10 @@ struct TransportMetrics {
     var bytesOut = 0
     /// JSON objects written.
     var objectsOut = 0
+    /// Events held for the coalescing flush instead of a writable request at once.
+    var writesCoalesced = 0
+    /// When the last frame was handed to the socket (Unix milliseconds; 0: never).
+    var lastFrameWrittenAt: Int64 = 0
     /// Connections cut because their outbound queue exceeded `limits.maxOutboundBytes`.
     var slowConsumerCuts = 0
     /// Connections dropped for heartbeat silence.

@@ -35,9 +35,24 @@ private func number(_ bytes: UnsafeRawBufferPointer) -> Int? {
         #expect(roster.lastKind == .interval)
         #expect(apply(#"{"event":"presence","type":"leave","channel":"room","publisher":"u2","seq":9}"#, to: &roster) == .needsResync(expectedSeq: 7, receivedSeq: 9))
         #expect(apply(#"{"event":"message","channel":"room","message":1}"#, to: &roster) == .ignored)
-        #expect(apply(#"{"event":"presence","type":"snapshot","channel":"room","snapshot":[{"userId":"u9"}],"truncated":true,"nextPage":"p","seq":20}"#, to: &roster) == .applied)
+        #expect(apply(#"{"event":"presence","type":"snapshot","channel":"room","snapshot":[{"userId":"u9"}],"truncated":true,"nextPage":"p","seq":20}"#, to: &roster) == .fetchPage("p"))
         #expect(roster.truncatedSnapshots == 1)
         #expect(!roster.isStale)
         #expect(roster.members.numbers == [9])
+    }
+
+    @Test func rawPagesCompleteATruncatedSnapshot() {
+        var roster = PresenceRoster(channel: "room", members: NumberSet())
+        #expect(apply(#"{"event":"presence","type":"snapshot","channel":"room","snapshot":[{"userId":"u1"}],"truncated":true,"nextPage":"c1","seq":3}"#, to: &roster) == .fetchPage("c1"))
+        #expect(roster.pendingPage == "c1")
+        func merge(_ line: String) -> RosterOutcome {
+            var bytes = Array(line.utf8)
+            return bytes.withUnsafeMutableBytes { roster.mergePage(line: UnsafeRawBufferPointer($0), user: number) }
+        }
+        #expect(merge(#"{"id":9,"ok":true,"result":{"users":[{"userId":"u2","state":{"x":"]"}},{"userId":"u1"}],"nextPage":"c2","seq":3}}"#) == .fetchPage("c2"))
+        #expect(merge(#"{"id":10,"ok":true,"result":{"nextPage":null,"users":[{"userId":"u5"}]}}"#) == .applied)
+        #expect(roster.pendingPage == nil)
+        #expect(roster.members.numbers == [1, 2, 5])
+        #expect(merge(#"{"id":11,"ok":true,"result":{}}"#) == .ignored)
     }
 }

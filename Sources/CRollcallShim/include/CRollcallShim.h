@@ -53,6 +53,10 @@ int rollcall_header(struct lws *wsi, enum lws_token_indexes token, char *out, in
 /// own outbound queue instead of hiding in megabytes of kernel buffer).
 void rollcall_cap_send_buffer(struct lws *wsi, int bytes);
 
+/// The extension list offering `permessage-deflate` (lws' own implementation), for
+/// `lws_context_creation_info.extensions`; static, never freed.
+const struct lws_extension *rollcall_permessage_deflate_extensions(void);
+
 /// The close-frame write type. lws 4.1 keeps `LWS_WRITE_CLOSE` (4) out of the public enum
 /// ("handled by lws_close_reason()"), but `lws_write` frames it like PING/PONG (opcode 0x8).
 static const enum lws_write_protocol rollcall_lws_write_close = (enum lws_write_protocol)4;

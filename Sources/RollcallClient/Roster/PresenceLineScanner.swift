@@ -26,6 +26,8 @@ enum PresenceLineScanner {
         var occupancy: Int?
         /// A snapshot cut at `presence.snapshotMaxMembers`.
         var truncated = false
+        /// The `getOnlineUsers` cursor of a truncated snapshot.
+        var nextPage: String?
     }
 
     private static let presenceTag = Array(#""event":"presence""#.utf8)
@@ -36,6 +38,8 @@ enum PresenceLineScanner {
     private static let occupancyKey = Array(#""occupancy":"#.utf8)
     private static let seqKey = Array(#""seq":"#.utf8)
     private static let truncatedKey = Array(#""truncated":true"#.utf8)
+    private static let nextPageKey = Array(#""nextPage":""#.utf8)
+    private static let usersKey = Array(#""users":"#.utf8)
 
     /// Scans one event line, calling `edit` for each roster change in order. Returns nil for
     /// an event that is not a presence event (or has no readable type).
@@ -50,6 +54,7 @@ enum PresenceLineScanner {
             edit(.clear)
             if cursor.find(snapshotKey) != nil { scanSnapshotEntries(&cursor, edit) }
             summary.truncated = cursor.contains(truncatedKey)
+            if summary.truncated { summary.nextPage = nextPage(line) }
         case .join, .leave, .timeout:
             if cursor.find(publisherKey) != nil, let user = userId(&cursor) {
                 edit(kind == .join ? .add(user) : .remove(user))
@@ -62,6 +67,23 @@ enum PresenceLineScanner {
         summary.occupancy = cursor.integer(after: occupancyKey)
         summary.seq = cursor.integer(after: seqKey)
         return summary
+    }
+
+    /// Scans a `getOnlineUsers` reply line (`{"id":…,"ok":true,"result":{"users":[…],"nextPage":…}}`),
+    /// calling `edit` with `.add` for each listed user. Returns the page's `nextPage` (nil when
+    /// it is null), or nil as a whole for a line without `users`.
+    static func scanPage(_ line: UnsafeRawBufferPointer, edit: (Edit) -> Void) -> (nextPage: String?, Void)? {
+        var cursor = ByteCursor(line)
+        guard cursor.find(usersKey) != nil else { return nil }
+        scanSnapshotEntries(&cursor, edit)
+        return (nextPage(line), ())
+    }
+
+    /// The string value of `nextPage` in `line`, nil when absent or null.
+    private static func nextPage(_ line: UnsafeRawBufferPointer) -> String? {
+        var cursor = ByteCursor(line)
+        guard cursor.find(nextPageKey) != nil else { return nil }
+        return cursor.readRestOfString()
     }
 
     /// `[{"userId":"…","state":{…}}, …]`: one `.add` per entry.

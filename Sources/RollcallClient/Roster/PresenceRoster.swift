@@ -109,6 +109,19 @@ extension PresenceRoster {
         }
         guard let summary else { return .ignored }
         return finish(summary.kind, seq: summary.seq, occupancy: summary.occupancy, mode: nil,
-                      truncated: summary.truncated, nextPage: nil)
+                      truncated: summary.truncated, nextPage: summary.nextPage)
+    }
+
+    /// Merges a raw `getOnlineUsers` reply line fetched after a truncated snapshot
+    /// (``RosterOutcome/fetchPage(_:)``) without parsing it into a tree: listed users are added
+    /// (known ones stay). Returns ``RosterOutcome/fetchPage(_:)`` while pages remain,
+    /// ``RosterOutcome/ignored`` for a line that is not a page.
+    public mutating func mergePage(line: UnsafeRawBufferPointer, user: (UnsafeRawBufferPointer) -> Storage.User?) -> RosterOutcome {
+        let page = PresenceLineScanner.scanPage(line) { edit in
+            guard case .add(let id) = edit else { return }
+            if let name = user(id) { members.insert(name) } else { foreignUsers += 1 }
+        }
+        guard let page else { return .ignored }
+        return finishPage(nextPage: page.nextPage)
     }
 }

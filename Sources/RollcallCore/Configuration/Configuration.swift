@@ -50,6 +50,9 @@ public struct Configuration: Sendable, Equatable {
         public var staticDir: String? = "examples/web"
         /// Browser origins allowed to upgrade; `*` allows all. Default `["*"]`.
         public var allowedOrigins: [String] = ["*"]
+        /// Offer WebSocket compression (RFC 7692 `permessage-deflate`) to clients that ask for
+        /// it. Default false: each compressing connection holds zlib state (docs/operations.md).
+        public var permessageDeflate = false
         public init() {}
     }
 

@@ -30,6 +30,7 @@ extension ConfigurationKey {
 
             .optionalString("http.staticDir", \.http.staticDir),
             .strings("http.allowedOrigins", \.http.allowedOrigins),
+            .boolean("http.permessageDeflate", \.http.permessageDeflate),
 
             .number("heartbeat.intervalSeconds", \.heartbeat.intervalSeconds, heartbeat),
             .number("heartbeat.timeoutSeconds", \.heartbeat.timeoutSeconds, heartbeat),

@@ -72,6 +72,8 @@ final class Channel {
     /// Interval mode: the encoded roster as of the last event, shared by every joiner's
     /// snapshot until the next event; nil when not built or out of date.
     var snapshotRoster: SnapshotRoster?
+    /// `getOnlineUsers` pages encoded since the listing last changed.
+    var listingCache = ListingCache()
 
     init(key: ChannelKey, chunkCapacity: Int) {
         self.key = key
@@ -80,6 +82,9 @@ final class Channel {
 
     /// Number of member users.
     var occupancy: Int { members.count }
+
+    /// A member was added or removed, or a member's state changed: cached pages are stale.
+    func listingChanged() { listingCache.removeAll() }
 
     /// True when nothing keeps the channel alive.
     var isDead: Bool { members.isEmpty && subscribers.isEmpty && pending.isEmpty }

@@ -42,6 +42,7 @@ extension PresenceEngine {
         if channel.members.isEmpty { notifyBackendOfOccupancy("occupied", channel) }
         channel.members[user] = ChannelMember(state: state, sessionCount: 1, info: info)
         channel.order.insert(user)
+        channel.listingChanged()
         userChannels.add(channel.key, for: user)
         if channel.occupancy == 1 { liveChannels.add(channel.key) }
         memberChanged(.joined, user, in: channel, wasPresent: false, previousState: .empty)
@@ -61,6 +62,7 @@ extension PresenceEngine {
                 channel.members[user] = nil
                 stateExpiries.forget(StateExpiries.Member(channel: channel.key, user: user))
                 channel.order.remove(user)
+                channel.listingChanged()
                 userChannels.remove(channel.key, for: user)
                 if channel.members.isEmpty { liveChannels.remove(channel.key) }
                 if let kind {
@@ -99,6 +101,7 @@ extension PresenceEngine {
         let before = member.state
         member.state = state
         channel.members[user] = member
+        channel.listingChanged()
         memberChanged(.stateChanged, user, in: channel, wasPresent: true, previousState: before, previousInfo: member.info)
     }
 

@@ -161,6 +161,9 @@ extension PresenceEngine {
         guard includeUserId, let channel else {
             return .object(["totalOccupancy": total, "seq": seq, "users": [], "nextPage": nil])
         }
+        // Late joiners of a big channel page the same roster: share one encoding per listing.
+        let cacheKey = ListingCache.Key(after: cursor, pageSize: pageSize, includeState: includeState, seq: channel.seq)
+        if let cached = channel.listingCache.page(cacheKey) { return cached }
         let listed = channel.order.names(after: cursor, limit: pageSize)
         // Written straight to bytes: a page is up to 1000 entries, too many for a JSON tree.
         var users = JSONWriter(capacity: 2 + listed.names.count * (includeState ? 64 : 24))
@@ -178,7 +181,9 @@ extension PresenceEngine {
         }
         users.endArray()
         let nextPage: JSON = listed.more ? listed.names.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
-        return .object(["totalOccupancy": total, "seq": seq, "users": .encoded(users.bytes), "nextPage": nextPage])
+        let page = JSON.object(["totalOccupancy": total, "seq": seq, "users": .encoded(users.bytes), "nextPage": nextPage])
+        channel.listingCache.keep(page, names: listed.names.count, for: cacheKey)
+        return page
     }
 
     /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index; only

@@ -15,6 +15,9 @@ final class ConnectionRecord {
     var assembler = MessageAssembler()
     /// Where the connection is between open and closed, and its heartbeat.
     var lifecycle: ConnectionLifecycle
+    /// When the last frame was written (the event loop's time, seconds): a connection written
+    /// less than a coalescing window ago is busy (``WriteCoalescer``).
+    var lastFrameAt = -Double.infinity
 
     init(id: ConnectionID, wsi: OpaquePointer, now: Int64) {
         self.id = id

@@ -83,6 +83,11 @@ final class MetricsExposition {
         series.counter("rollcall_frames_out_total", "WebSocket frames written (batched)", total: t.framesOut)
         series.counter("rollcall_objects_out_total", "JSON objects written (replies and events)", total: t.objectsOut)
         series.counter("rollcall_bytes_out_total", "Payload bytes written", total: t.bytesOut)
+        series.counter("rollcall_writes_coalesced_total",
+                       "Events held for the loop's coalescing flush (their connection was written less than a window ago)",
+                       total: t.writesCoalesced)
+        series.gauge("rollcall_last_frame_written_timestamp_milliseconds",
+                     "When the last WebSocket frame was handed to a socket (Unix ms; 0: never)", Int(t.lastFrameWrittenAt))
         for code in ErrorCode.allCases {
             series.counter("rollcall_errors_total", "Error replies, by code", [("code", code.rawValue)],
                            total: core.errors[code] ?? 0)

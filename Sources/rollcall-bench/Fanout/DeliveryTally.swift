@@ -11,11 +11,26 @@ final class DeliveryTally: @unchecked Sendable {
         var count = 0
     }
 
-    private let shards: [(runtime: ClientRuntime, shard: Shard)]
+    private let shards: [(runtime: ClientRuntime?, shard: Shard)]
 
     /// One shard per runtime in `runtimes`.
     init(runtimes: [ClientRuntime]) {
         shards = runtimes.map { ($0, Shard()) }
+    }
+
+    /// `count` shards, picked by number (raw sockets: one per connection number modulo `count`).
+    init(shards count: Int) {
+        shards = (0..<max(1, count)).map { _ in (nil, Shard()) }
+    }
+
+    /// A closure that adds to shard `number % shards`.
+    func adder(shard number: Int) -> (Int) -> Void {
+        let shard = shards[number % shards.count].shard
+        return { delta in
+            shard.lock.lock()
+            shard.count += delta
+            shard.lock.unlock()
+        }
     }
 
     /// A closure that adds `n` to the shard of `runtime`; call it only from that runtime's

@@ -35,6 +35,9 @@ struct Fanout: ParsableCommand {
     @Option(help: "Target: broker CPU µs per delivery at the highest sustained step.")
     var targetMicros = 2.0
 
+    @Flag(help: "Receivers on the client library's lws runtimes instead of plain sockets read on epoll (the bench before issue 16).")
+    var lwsReceivers = false
+
     func validate() throws {
         if let receivers, !(1...18_000).contains(receivers) { throw ValidationError("--receivers must be 1...18000 (fd cap)") }
         if let stepSeconds, !(0.5...60).contains(stepSeconds) { throw ValidationError("--step-seconds must be 0.5...60") }
@@ -59,7 +62,8 @@ struct Fanout: ParsableCommand {
         let broker = try target.resolve(config: Self.brokerConfig)
         defer { broker.finish() }
         print("fanout: broker \(broker.url) pid \(broker.pid); \(receiverCount) receivers, \(seconds) s steps")
-        let driver = try FanoutDriver(url: broker.url, receivers: receiverCount, threads: report.threads)
+        let driver = try FanoutDriver(url: broker.url, receivers: receiverCount, threads: report.threads,
+                                      rawReceivers: !lwsReceivers)
         defer { driver.shutdown() }
 
         let joined = driver.open(receivers: receiverCount, timeout: max(30, Double(receiverCount) / 50))

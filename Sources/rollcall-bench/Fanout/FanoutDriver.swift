@@ -11,17 +11,30 @@ final class FanoutDriver {
 
     let counters = Counters()
     let deliveries: DeliveryTally
-    private let pool: LoadPool
+    private let url: String
+    /// The receivers' threads: plain sockets read on epoll (default), or lws client runtimes (`--lws-receivers`).
+    private let rawPool: RawSocketPool?
+    private let pool: LoadPool?
     private let publisherRuntime: ClientRuntime
     private var receivers: [RollcallConnection] = []
+    private var rawReceivers: [RawWebSocket] = []
     private var publisher: RollcallConnection?
     /// A 100-byte message: a string of 98 characters and its two quotes.
     private let message = JSON.string(String(repeating: "m", count: 98))
 
-    init(url: String, receivers: Int, threads: Int) throws {
-        pool = try LoadPool(url: url, threads: threads, connections: receivers, rxBufferSize: 16_384)
+    init(url: String, receivers: Int, threads: Int, rawReceivers: Bool) throws {
+        self.url = url
+        if rawReceivers {
+            rawPool = RawSocketPool(threads: threads)
+            pool = nil
+            deliveries = DeliveryTally(shards: threads)
+        } else {
+            let pool = try LoadPool(url: url, threads: threads, connections: receivers, rxBufferSize: 16_384)
+            self.pool = pool
+            rawPool = nil
+            deliveries = DeliveryTally(runtimes: pool.runtimes)
+        }
         publisherRuntime = try ClientRuntime(options: .init(maxConnections: 8))
-        deliveries = DeliveryTally(runtimes: pool.runtimes)
     }
 
     /// Unanswered publish requests.
@@ -36,6 +49,8 @@ final class FanoutDriver {
     /// Opens and logs in `count` receivers, joins each to the channel (messages only, no
     /// presence), then opens the publisher. Returns the receivers that joined.
     func open(receivers count: Int, timeout: Double) -> Int {
+        if let rawPool { return openRaw(rawPool, receivers: count, timeout: timeout) }
+        guard let pool else { return 0 }
         let counters = self.counters
         let deliveries = self.deliveries
         let prefix = RawEventLine.messagePrefix
@@ -66,8 +81,48 @@ final class FanoutDriver {
         return counters["joined"]
     }
 
+    /// Raw receivers: each socket sends its login and join at once (pipelined) and counts
+    /// message lines and the join's reply from the bytes it reads.
+    private func openRaw(_ rawPool: RawSocketPool, receivers count: Int, timeout: Double) -> Int {
+        guard let port = LoopbackHTTP(url: url)?.port else { return 0 }
+        let counters = self.counters
+        let prefix = RawEventLine.messagePrefix
+        let joined = Array(#"{"id":2,"ok":true"#.utf8)
+        let start = MonotonicSeconds.now
+        for index in 0..<count {
+            let add = deliveries.adder(shard: index)
+            do {
+                let socket = try rawPool.open(port: Int(port)) { socket in
+                    socket.onLine = { line in
+                        if RawEventLine.starts(line, with: prefix) {
+                            add(1)
+                        } else if RawEventLine.starts(line, with: joined) {
+                            counters.add("joined")
+                        } else {
+                            counters.add("otherEvents")
+                        }
+                    }
+                    socket.onClose = { counters.add("receiverCloses") }
+                }
+                socket.send(text: #"{"id":1,"op":"login","userId":"fanout-r\#(index)","platform":"cli"}"#)
+                socket.send(text: #"{"id":2,"op":"join","channel":"\#(Self.channel)","presence":false,"messages":true}"#)
+                rawReceivers.append(socket)
+            } catch {
+                counters.add("openFailed")
+                print("fanout: receiver \(index): \(error)")
+            }
+        }
+        let deadline = MonotonicSeconds.now + timeout
+        while counters["joined"] < rawReceivers.count, MonotonicSeconds.now < deadline {
+            usleep(20_000)
+        }
+        print("fanout: \(counters["joined"])/\(count) raw receivers joined in \(String(format: "%.1f", MonotonicSeconds.now - start)) s")
+        openPublisher()
+        return counters["joined"]
+    }
+
     private func openPublisher() {
-        guard let connection = try? RollcallConnection(url: pool.url, subprotocol: "rollcall.v1", runtime: publisherRuntime) else {
+        guard let connection = try? RollcallConnection(url: url, subprotocol: "rollcall.v1", runtime: publisherRuntime) else {
             return
         }
         connection.start()
@@ -113,7 +168,9 @@ final class FanoutDriver {
               receivers.contains(where: { $0.currentState != .closed }) || (publisher.map { $0.currentState != .closed } ?? false) {
             usleep(50_000)
         }
-        pool.shutdown()
+        for receiver in rawReceivers { receiver.send(opcode: 0x8, payload: [0x03, 0xE8]) }
+        pool?.shutdown()
+        rawPool?.shutdown()
         publisherRuntime.shutdown()
     }
 }

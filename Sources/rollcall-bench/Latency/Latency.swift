@@ -66,9 +66,20 @@ struct Latency: ParsableCommand {
         let sampler = ProcessSampler(pid: broker.pid)
         let run = LatencyRun(driver: driver, sampler: sampler, seconds: seconds, probeRate: probeRate,
                              backgroundRate: backgroundRate, maxProbes: maxProbes)
+        let scrape = MetricsScrape(url: broker.url)
+        let writeCounters = ["rollcall_objects_out_total", "rollcall_writes_coalesced_total"]
+        let before = scrape?.read(writeCounters)
         guard let measured = run.measure() else { throw ValidationError("broker pid \(broker.pid) is gone") }
+        var held: (objects: Double, held: Double)?
+        if let before, let after = scrape?.read(writeCounters), let heldAfter = after[writeCounters[1]] {
+            held = ((after[writeCounters[0]] ?? 0) - (before[writeCounters[0]] ?? 0), heldAfter - (before[writeCounters[1]] ?? 0))
+        }
+        // The floor, in the same run: one frame write to each of N - 1 sockets, nothing of the broker.
+        let frameWrite = RawBroadcast.microsecondsPerWrite(sockets: memberCount - 1)
+        print("latency: a raw broadcast costs \(frameWrite.map { String(format: "%.2f", $0) } ?? "?") µs per frame write")
         let result = LatencyReport(measured: measured, members: memberCount, backgroundReceivers: backgroundReceivers,
-                                   targetP99: targetP99, counters: driver.counters.snapshot).result()
+                                   targetP99: targetP99, counters: driver.counters.snapshot, coalescing: held,
+                                   frameWriteMicros: frameWrite).result()
         try result.finish(report)
     }
 }

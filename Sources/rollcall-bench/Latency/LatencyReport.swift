@@ -8,6 +8,11 @@ struct LatencyReport {
     let backgroundReceivers: Int
     let targetP99: Double
     let counters: [String: Int]
+    /// Objects the broker wrote during the run and how many of them waited for the coalescing
+    /// flush (`/metrics`); nil when the broker does not export them.
+    var coalescing: (objects: Double, held: Double)?
+    /// One frame write on this machine (``RawBroadcast``), µs; nil when not measured.
+    var frameWriteMicros: Double?
 
     private func millis(_ percentile: Double) -> Double {
         Double(measured.histogram.valueAtPercentile(percentile)) / 1000
@@ -27,6 +32,19 @@ struct LatencyReport {
             BenchMetric("background deliveries", measured.backgroundPerSecond, "/s"),
             BenchMetric("broker CPU during the run", measured.brokerCores * 100, "% of a core"),
         ]
+        if let frameWriteMicros, frameWriteMicros > 0 {
+            let floorMs = frameWriteMicros * Double(members - 1) / 1000
+            result.metrics.append(BenchMetric("one frame write, raw broadcast to \(members - 1) sockets (median)", frameWriteMicros, "µs"))
+            result.metrics.append(BenchMetric("N × one frame write (the single-thread floor)", floorMs, "ms"))
+            let multiple = millis(99) / floorMs
+            result.metrics.append(members >= 1000
+                ? BenchMetric("p99 as a multiple of that floor", multiple, "×", atMost: 1.5)
+                : BenchMetric("p99 as a multiple of that floor", multiple, "×"))
+        }
+        if let coalescing {
+            result.metrics.append(BenchMetric("objects written during the run", coalescing.objects))
+            result.metrics.append(BenchMetric("… of which held for the coalescing flush", coalescing.held))
+        }
         result.chartTitle = "latency: setState → stateChanged, \(members) members, announce mode"
         result.xLabel = "nines: 1 = p90, 2 = p99, 3 = p99.9, 4 = p99.99"
         result.yLabel = "latency (ms)"

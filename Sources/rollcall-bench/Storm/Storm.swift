@@ -27,8 +27,11 @@ struct Storm: ParsableCommand {
     @Option(help: "presence.intervalSeconds of the launched broker (default 5, the broker's default; --quick: 1).")
     var intervalSeconds: Double?
 
-    @Option(help: "presence.snapshotMaxMembers of the launched broker (default: the largest size, so snapshots are whole).")
+    @Option(help: "presence.snapshotMaxMembers of the launched broker (default: the broker's 1000, clients page the rest; with --lws-clients the largest size, so snapshots are whole).")
     var snapshotMaxMembers: Int?
+
+    @Flag(help: "Storm clients on the client library's lws runtimes (no paging) instead of plain sockets read on epoll.")
+    var lwsClients = false
 
     @Option(help: "Client receive chunk per connection in bytes (lws rx_buffer_size); large rosters arrive in fewer service turns.")
     var clientReceiveBytes = 16384
@@ -57,7 +60,7 @@ struct Storm: ParsableCommand {
         setvbuf(stdout, nil, _IOLBF, 0)
         let sizes = try parsedSizes()
         let interval = intervalSeconds ?? (report.quick ? 1 : 5)
-        let snapshotMax = snapshotMaxMembers ?? max(1000, sizes.max() ?? 1000)
+        let snapshotMax = snapshotMaxMembers ?? (lwsClients ? max(1000, sizes.max() ?? 1000) : 1000)
         var outcomes: [StormOutcome] = []
         for size in sizes {
             let plan = StormPlan(users: size, joinSeconds: joinSeconds ?? (report.quick ? 3 : 10),
@@ -68,9 +71,10 @@ struct Storm: ParsableCommand {
             print("storm \(size): broker \(broker.url) (pid \(broker.pid))")
             // At least one client service thread per 500 sessions: each lws turn polls every socket of its
             // thread, so the bench's cost per received chunk grows with the sockets per thread (perf: poll dominates).
-            let threads = max(report.threads, (size + 499) / 500)
+            // Raw clients read with epoll: the pool's threads (--threads) are enough.
+            let threads = lwsClients ? max(report.threads, (size + 499) / 500) : report.threads
             outcomes.append(try StormDriver(plan: plan, broker: broker, threads: threads,
-                                            clientReceiveBytes: clientReceiveBytes).run())
+                                            clientReceiveBytes: clientReceiveBytes, rawClients: !lwsClients).run())
         }
         var result = StormReport(outcomes: outcomes, snapshotMax: snapshotMax, attached: target.url != nil).result()
         result.notes.insert("broker config: presence.intervalSeconds \(BenchMetric.format(interval)), maxInstantEvents 50, "

@@ -23,23 +23,51 @@ final class StormClient: @unchecked Sendable {
         self.userNumber = userNumber
     }
 
-    /// Applies one raw event line (called on the connection's service thread).
-    func receive(_ line: UnsafeRawBufferPointer) {
+    /// Applies one raw event line (called on the connection's service thread). Returns
+    /// ``RosterOutcome/fetchPage(_:)`` after a truncated snapshot.
+    @discardableResult
+    func receive(_ line: UnsafeRawBufferPointer) -> RosterOutcome {
         let now = MonotonicSeconds.now
         lock.lock(); defer { lock.unlock() }
         let wasFinal = roster.members.isFinal
         let truncatedBefore = roster.truncatedSnapshots
         let outcome = roster.apply(line: line, user: userNumber.number)
-        guard outcome != .ignored, let kind = roster.lastKind else { return }
+        guard outcome != .ignored, let kind = roster.lastKind else { return outcome }
+        defer { noteFinal(wasFinal: wasFinal, now: now) }
         presenceEvents += 1
         presenceBytes += line.count
         eventsByKind[kind, default: 0] += 1
         // The roster counts seq gaps (an event whose seq is not the last plus 1) and truncated snapshots.
-        if kind != .stateChanged, roster.occupancy != roster.count, roster.truncatedSnapshots == truncatedBefore {
+        if kind != .stateChanged, roster.occupancy != roster.count, roster.truncatedSnapshots == truncatedBefore,
+           roster.pendingPage == nil {
             occupancyMismatches += 1
         }
+        return outcome
+    }
+
+    /// Merges one raw `getOnlineUsers` page reply fetched after a truncated snapshot, as a real
+    /// client does; returns ``RosterOutcome/fetchPage(_:)`` while pages remain.
+    @discardableResult
+    func mergePage(_ line: UnsafeRawBufferPointer) -> RosterOutcome {
+        let now = MonotonicSeconds.now
+        lock.lock(); defer { lock.unlock() }
+        let wasFinal = roster.members.isFinal
+        let outcome = roster.mergePage(line: line, user: userNumber.number)
+        if outcome != .ignored {
+            pages += 1
+            pageBytes += line.count
+        }
+        noteFinal(wasFinal: wasFinal, now: now)
+        return outcome
+    }
+
+    private func noteFinal(wasFinal: Bool, now: Double) {
         if roster.members.isFinal, !wasFinal { finalSince = now } else if !roster.members.isFinal { finalSince = nil }
     }
+
+    /// `getOnlineUsers` pages merged, and their bytes.
+    private(set) var pages = 0
+    private(set) var pageBytes = 0
 
     /// When the roster last became the final set (monotonic seconds), nil when it is not.
     var reachedFinalAt: Double? { lock.lock(); defer { lock.unlock() }; return finalSince }
@@ -55,7 +83,7 @@ final class StormClient: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         return StormTallies(events: presenceEvents, bytes: presenceBytes, byKind: eventsByKind, seqGaps: roster.seqGaps,
                             occupancyMismatches: occupancyMismatches, truncatedSnapshots: roster.truncatedSnapshots,
-                            foreignUsers: roster.foreignUsers)
+                            foreignUsers: roster.foreignUsers, pages: pages, pageBytes: pageBytes)
     }
 }
 
@@ -68,6 +96,9 @@ struct StormTallies {
     var occupancyMismatches = 0
     var truncatedSnapshots = 0
     var foreignUsers = 0
+    /// `getOnlineUsers` pages fetched after truncated snapshots, and their bytes.
+    var pages = 0
+    var pageBytes = 0
 
     /// Adds another client's counts.
     mutating func add(_ other: StormTallies) {
@@ -78,6 +109,8 @@ struct StormTallies {
         occupancyMismatches += other.occupancyMismatches
         truncatedSnapshots += other.truncatedSnapshots
         foreignUsers += other.foreignUsers
+        pages += other.pages
+        pageBytes += other.pageBytes
     }
 }
 

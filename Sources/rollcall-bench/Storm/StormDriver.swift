@@ -10,17 +10,24 @@ final class StormDriver {
     let broker: BrokerTarget
     let threads: Int
     let clientReceiveBytes: Int
+    /// Storm clients on plain sockets read with epoll (``RawSocketPool``), paging truncated
+    /// snapshots; false: the client library's lws runtimes (the bench before issue 16).
+    let rawClients: Bool
     private let sampler: ProcessSampler
     private let counters = Counters()
     private var clients: [StormClient] = []
     private var sessions: [RollcallConnection] = []
+    private var rawSessions: [RawWebSocket] = []
     /// True while a close counts as a disconnect.
     private let watching = LockedArray<Bool>(repeating: false, count: 1)
     private var outcome: StormOutcome
     private var start = 0.0
+    /// The wall clock (Unix seconds) at `start`, to place the broker's wall-clock timestamps.
+    private var startWall = 0.0
 
-    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int) {
+    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool) {
         self.plan = plan
+        self.rawClients = rawClients
         self.broker = broker
         self.threads = threads
         self.clientReceiveBytes = clientReceiveBytes
@@ -32,14 +39,19 @@ final class StormDriver {
 
     /// The whole run; connections are closed on every path.
     func run() throws -> StormOutcome {
-        let pool = try LoadPool(url: broker.url, threads: threads, connections: plan.users + 1,
+        // Raw clients: the lws pool holds only the observer.
+        let pool = try LoadPool(url: broker.url, threads: rawClients ? 1 : threads, connections: rawClients ? 2 : plan.users + 1,
                                 rxBufferSize: clientReceiveBytes)
-        print("\(label): \(threads) client threads, \(clientReceiveBytes)-byte client receive chunks")
+        let rawPool = rawClients ? RawSocketPool(threads: threads) : nil
+        print("\(label): \(threads) client threads, "
+              + (rawClients ? "plain sockets on epoll" : "lws clients, \(clientReceiveBytes)-byte receive chunks"))
         defer {
             watching[0] = false
+            for socket in rawSessions { socket.send(opcode: 0x8, payload: [0x03, 0xE8]) }
+            rawPool?.shutdown()
             pool.shutdown()
         }
-        try logIn(pool)
+        if let rawPool { try logInRaw(rawPool) } else { try logIn(pool) }
         let observer = try pool.connection()
         observer.start()
         try observer.waitUntilOpen(timeout: .seconds(20))
@@ -51,6 +63,7 @@ final class StormDriver {
         let brokerCPU0 = CPUTimes.read(pid: broker.pid) ?? CPUTimes()
         let benchCPU0 = CPUTimes.read(pid: getpid()) ?? CPUTimes()
         start = MonotonicSeconds.now
+        startWall = Date().timeIntervalSince1970
 
         joinAll()
         leaveSome()
@@ -64,6 +77,7 @@ final class StormDriver {
         }
 
         waitUntilQuiet()
+        outcome.brokerLastFrameAfterLastJoin = brokerLastFrameAfterLastJoin()
         verifyOnlineUsers(observer)
         let totals = receivedTotals()
         outcome.framesReceived = totals.frames - baseline.frames
@@ -124,11 +138,56 @@ final class StormDriver {
         print("\(label): \(plan.users) sessions logged in in \(String(format: "%.1f", opened.seconds)) s")
     }
 
+    /// Raw clients: opens every socket (handshakes spread over the pool's threads' sockets
+    /// one after another), sends each login, and waits for every login reply. Each socket's
+    /// lines go to its ``StormClient``; a truncated snapshot is completed with `getOnlineUsers`
+    /// pages (request ids from 100), as a real client does.
+    private func logInRaw(_ rawPool: RawSocketPool) throws {
+        guard let port = LoopbackHTTP(url: broker.url)?.port else { throw StormError("\(label): not a loopback URL") }
+        let expected = plan.finalSet
+        let reader = UserNumberReader(prefix: StormPlan.userPrefix)
+        clients = (0..<plan.users).map {
+            StormClient(number: $0, channel: plan.channel, expected: expected, expectedCount: expected.count, userNumber: reader)
+        }
+        let counters = counters, watching = watching, channel = plan.channel
+        let start = MonotonicSeconds.now
+        for index in 0..<plan.users {
+            let client = clients[index]
+            let userId = StormPlan.userId(index)
+            let socket = try rawPool.open(port: Int(port)) { socket in
+                socket.onLine = { [unowned socket] line in
+                    StormRawLine.handle(line, client: client, socket: socket, channel: channel, counters: counters)
+                }
+                socket.onClose = {
+                    guard watching[0] else { return }
+                    counters.add("disconnects")
+                    counters.add("close: raw socket ended")
+                }
+            }
+            socket.send(text: #"{"id":1,"op":"login","userId":"\#(userId)","platform":"cli"}"#)
+            rawSessions.append(socket)
+        }
+        let deadline = MonotonicSeconds.now + 60 + Double(plan.users) / 100
+        while counters["loginOK"] + counters["loginFailed"] < plan.users, MonotonicSeconds.now < deadline {
+            usleep(20_000)
+        }
+        outcome.loginSeconds = MonotonicSeconds.now - start
+        guard counters["loginOK"] == plan.users else {
+            throw StormError("\(label): only \(counters["loginOK"])/\(plan.users) sessions logged in")
+        }
+        print("\(label): \(plan.users) raw sessions logged in in \(String(format: "%.1f", outcome.loginSeconds)) s")
+    }
+
     private func joinAll() {
         let arguments: JSON = ["channel": .string(plan.channel), "presence": true, "messages": false]
+        let rawJoin = #"{"id":2,"op":"join","channel":"\#(plan.channel)","presence":true,"messages":false}"#
         let counters = counters
         outcome.lastJoinAt = paced(count: plan.users, over: plan.joinSeconds, phase: "joining") { index in
-            sessions[index].send("join", arguments) { reply in counters.add(reply.ok ? "joinOK" : "joinFailed") }
+            if rawClients {
+                rawSessions[index].send(text: rawJoin)
+            } else {
+                sessions[index].send("join", arguments) { reply in counters.add(reply.ok ? "joinOK" : "joinFailed") }
+            }
         }
         print("\(label): last join sent at \(format(outcome.lastJoinAt)) s")
     }
@@ -136,9 +195,14 @@ final class StormDriver {
     private func leaveSome() {
         let leavers = (0..<plan.users).filter(plan.isLeaver)
         let arguments: JSON = ["channel": .string(plan.channel)]
+        let rawLeave = #"{"id":3,"op":"leave","channel":"\#(plan.channel)"}"#
         let counters = counters
         let sent = paced(count: leavers.count, over: plan.leaveSeconds, phase: "leaving") { index in
-            sessions[leavers[index]].send("leave", arguments) { reply in counters.add(reply.ok ? "leaveOK" : "leaveFailed") }
+            if rawClients {
+                rawSessions[leavers[index]].send(text: rawLeave)
+            } else {
+                sessions[leavers[index]].send("leave", arguments) { reply in counters.add(reply.ok ? "leaveOK" : "leaveFailed") }
+            }
         }
         outcome.lastLeaveAt = leavers.isEmpty ? outcome.lastJoinAt : sent
         print("\(label): \(leavers.count) leaves sent, the last at \(format(outcome.lastLeaveAt)) s")
@@ -209,6 +273,17 @@ final class StormDriver {
         }
     }
 
+    /// Broker side of convergence: when the broker wrote its last frame (its `/metrics`
+    /// gauge, wall-clock ms), in seconds after the last join. Read once the clients are quiet,
+    /// before the observer's `getOnlineUsers` makes the broker write again.
+    private func brokerLastFrameAfterLastJoin() -> Double? {
+        let name = "rollcall_last_frame_written_timestamp_milliseconds"
+        guard let value = MetricsScrape(url: broker.url)?.read([name])?[name], value > 0 else { return nil }
+        let seconds = value / 1000 - startWall - outcome.lastJoinAt
+        print("\(label): broker wrote its last frame \(format(seconds)) s after the last join")
+        return seconds
+    }
+
     /// Pages `getOnlineUsers` (1000 a page) and compares it with the final set.
     private func verifyOnlineUsers(_ observer: RollcallConnection) {
         var listed = UserSet(capacity: plan.users)
@@ -259,6 +334,10 @@ final class StormDriver {
 
     private func receivedTotals() -> (frames: Int, bytes: Int) {
         var frames = 0, bytes = 0
+        for socket in rawSessions {
+            frames += socket.messagesReceived
+            bytes += socket.bytesReceived
+        }
         for session in sessions {
             let counts = session.counters
             frames += counts.framesReceived

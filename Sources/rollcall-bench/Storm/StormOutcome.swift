@@ -20,6 +20,10 @@ struct StormOutcome {
     /// When the rosters were not all final within the wait but were by the end of the quiet
     /// wait that follows: seconds from the last join to the last client's final roster.
     var lateConvergenceAfterLastJoin: Double?
+    /// Broker side: seconds from the last join to when the broker handed its last frame of
+    /// the storm to a socket (`rollcall_last_frame_written_timestamp_milliseconds`, read once
+    /// the clients went quiet); nil when the broker does not export it.
+    var brokerLastFrameAfterLastJoin: Double?
     /// Seconds waited after the last leave (when not converged: the whole bounded wait).
     var waited = 0.0
     /// Broker and bench CPU seconds from the first join to convergence (or the end of the wait).

@@ -44,6 +44,9 @@ struct StormReport {
             BenchMetric("\(n): broker RSS at convergence", Double(o.brokerRSSKiB) / 1024, "MiB"),
         ]
         let limit = o.plan.intervalSeconds + 1
+        if let brokerSide = o.brokerLastFrameAfterLastJoin {
+            list.append(BenchMetric("\(n): converged after the last join, broker side (last frame written)", brokerSide, "s", atMost: limit))
+        }
         if let afterJoin = o.convergedAfterLastJoin, let afterLeave = o.convergedAfterLastLeave {
             list.append(BenchMetric("\(n): converged after the last join", afterJoin, "s", atMost: limit))
             list.append(BenchMetric("\(n): converged after the last leave", afterLeave, "s"))
@@ -95,15 +98,19 @@ struct StormReport {
             "Convergence: each remaining client keeps a roster from its snapshot and presence events (scanned from the raw "
                 + "event bytes: snapshot replaces; join/leave/timeout; interval join/leave/timeout lists); the time is when the last "
                 + "client's roster last became the final set, from the last join (and last leave) request sent. The final set is "
-                + "checked against `getOnlineUsers` paged once quiet.",
+                + "checked against `getOnlineUsers` paged once quiet. Broker side: the broker's "
+                + "`rollcall_last_frame_written_timestamp_milliseconds` (wall clock, after the last byte of a frame was handed to a "
+                + "socket), read once the clients were quiet for 0.5 s, minus the wall-clock time of the last join.",
             "Presence events/bytes: event lines the clients received (all types, snapshots included); frames/bytes: "
                 + "`RollcallConnection.counters` of the storm clients from the first join (replies included). CPU: /proc of the broker and of the bench.",
-            "presence.snapshotMaxMembers is set to \(snapshotMax) (default 1000; raised to the largest size) so every joiner's snapshot "
-                + "is whole and no client pages getOnlineUsers; truncated snapshots are counted (JSON counters) and would leave rosters short.",
+            "presence.snapshotMaxMembers is \(snapshotMax) (the broker's default is 1000). Plain-socket clients (the default) complete a "
+                + "truncated snapshot with getOnlineUsers pages of 1000 (includeState true), as docs/protocol.md tells a client to; "
+                + "with --lws-clients nothing pages, so the bench raises the cap to the largest size.",
         ]
         for o in outcomes {
             let kinds = o.tallies.byKind.sorted { "\($0.key)" < "\($1.key)" }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            notes.append("\(o.plan.users) users: events by type: \(kinds); truncated snapshots \(o.tallies.truncatedSnapshots); "
+            notes.append("\(o.plan.users) users: events by type: \(kinds); truncated snapshots \(o.tallies.truncatedSnapshots), "
+                         + "getOnlineUsers pages merged \(o.tallies.pages) (\(BenchMetric.format(Double(o.tallies.pageBytes) / 1_048_576)) MiB); "
                          + "joins failed \(o.joinsFailed), leaves failed \(o.leavesFailed); last join at \(String(format: "%.2f", o.lastJoinAt)) s, "
                          + "last leave at \(String(format: "%.2f", o.lastLeaveAt)) s after the first join.")
         }

@@ -1,0 +1,76 @@
+import CBenchEpoll
+import Foundation
+
+/// What one frame write costs on this machine, measured in the bench's own process: `count`
+/// loopback TCP connections (64 KiB send buffers, like the broker's), one thread writing the
+/// same ~200-byte WebSocket text frame to each in turn — the broker's broadcast with nothing
+/// of the broker — while another thread reads and discards on epoll, as clients would. The
+/// floor a broadcast to N members cannot beat on one thread is N × this.
+enum RawBroadcast {
+    /// Median wall-clock microseconds per `write` over `rounds` broadcasts; nil when the
+    /// sockets could not be set up.
+    static func microsecondsPerWrite(sockets count: Int, rounds: Int = 100) -> Double? {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { return nil }
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(listener, pointer, length) == 0 && listen(listener, 1024) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else { return nil }
+        var writers: [Int32] = []
+        var readers: [Int32] = []
+        defer { for fd in writers + readers { close(fd) } }
+        let epoll = bench_epoll_create()
+        defer { close(epoll) }
+        for _ in 0..<count {
+            let reader = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(reader, $0, length) == 0 }
+            }
+            let writer = accept(listener, nil, nil)
+            guard reader >= 0, connected, writer >= 0 else { return nil }
+            var sendBuffer: Int32 = 64 * 1024
+            var noDelay: Int32 = 1
+            setsockopt(writer, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(writer, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            _ = fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) | O_NONBLOCK)
+            bench_epoll_add(epoll, reader)
+            writers.append(writer)
+            readers.append(reader)
+        }
+        let stop = LockedArray<Bool>(repeating: false, count: 1)
+        let drained = DispatchSemaphore(value: 0)
+        let drain = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            var ready = [Int32](repeating: 0, count: 256)
+            while !stop[0] {
+                let n = bench_epoll_wait(epoll, &ready, 256, 20)
+                for index in 0..<Int(n) { while read(ready[index], &buffer, buffer.count) > 0 {} }
+            }
+            drained.signal()
+        }
+        drain.start()
+        defer {
+            stop[0] = true
+            drained.wait()
+        }
+        let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","publisher":"probe","state":{"probe":"0"}}"#.utf8)
+        let frame = [0x81, UInt8(payload.count)] + payload
+        var perWrite: [Double] = []
+        for _ in 0..<rounds {
+            let start = MonotonicSeconds.now
+            for fd in writers { _ = frame.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+            perWrite.append((MonotonicSeconds.now - start) / Double(count) * 1e6)
+            usleep(10_000)
+        }
+        perWrite.sort()
+        return perWrite[perWrite.count / 2]
+    }
+}
