@@ -1,4 +1,5 @@
 import Foundation
+import RollcallTestSupport
 import Testing
 
 /// Colours: on for a terminal (`auto`) or `--color always`; off for a pipe, `NO_COLOR`,
@@ -13,8 +14,7 @@ extension CLITests {
         let command = ([Self.cliBinary] + arguments).map(quoted).joined(separator: " ")
         let child = try ChildProcess(executable: "/usr/bin/env", arguments: ["-u", "NO_COLOR", "TERM=xterm"] + environment + ["script", "-qec", command, "/dev/null"],
                                      directory: BrokerProcess.packageRoot.path)
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         let status = try #require(child.waitForExit(timeout: 20), "script did not exit")
         output.waitForEOF(timeout: 5)
         #expect((status >> 8) & 0xff == 0, "\(output.stdoutText) \(output.stderrText)")

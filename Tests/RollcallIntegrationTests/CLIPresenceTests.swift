@@ -1,6 +1,7 @@
 import Foundation
 import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// The presence commands of `rollcall-cli` against the real broker: join (stays joined,
@@ -20,8 +21,7 @@ extension CLITests {
     /// Starts the CLI without waiting for it to exit.
     func startCLI(_ arguments: [String]) throws -> RunningCLI {
         let child = try ChildProcess(executable: Self.cliBinary, arguments: arguments, directory: BrokerProcess.packageRoot.path)
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         return RunningCLI(child: child, output: output)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// `rollcall-cli` against the real broker.
@@ -14,8 +15,7 @@ struct CLITests {
     /// Runs the CLI to completion and returns its exit status and output.
     func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let child = try ChildProcess(executable: Self.cliBinary, arguments: arguments, directory: BrokerProcess.packageRoot.path)
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         let status = try #require(child.waitForExit(timeout: 20), "rollcall-cli did not exit")
         output.waitForEOF(timeout: 5)
         return ((status >> 8) & 0xff, output.stdoutText, output.stderrText)

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @_spi(Testing) import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// `examples/backend/backend.py` (Python, standard library) receiving real webhooks from the
@@ -17,7 +18,7 @@ import Testing
     /// The backend on a free port; stdout and stderr collected.
     final class Backend {
         let process: ChildProcess
-        let output = OutputCollector()
+        var output: OutputCollector { process.output }
         let port: Int
 
         init(brokerURL: String, port: Int = 0, apiKey: String = ExampleBackendTests.apiKey) throws {
@@ -27,11 +28,10 @@ import Testing
                             "ROLLCALL_URL=\(brokerURL)", "ROLLCALL_API_KEY=\(apiKey)", "BANNED_WORDS=spam",
                             "python3", "examples/backend/backend.py"],
                 directory: BrokerProcess.packageRoot.path)
-            output.attach(stdout: process.stdout, stderr: process.stderr)
-            guard let line = output.waitForStdoutLine(prefix: "backend listening on ", timeout: 15),
+            guard let line = process.output.waitForStdoutLine(prefix: "backend listening on ", timeout: 15),
                   let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
                 process.send(SIGKILL)
-                throw HarnessError("the example backend did not start: \(output.stderrText)")
+                throw HarnessError("the example backend did not start: \(process.output.stderrText)")
             }
             self.port = port
         }

@@ -1,6 +1,7 @@
 import Foundation
 import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// `examples/issuer/issuer.py` and `issuer.mjs` (standard library only, docs/authentication.md):
@@ -50,8 +51,7 @@ struct ExampleIssuerTests {
             process.send(SIGKILL)
             _ = process.waitForExit(timeout: 5)
         }
-        let output = OutputCollector()
-        output.attach(stdout: process.stdout, stderr: process.stderr)
+        let output = process.output
         let line = try #require(output.waitForStdoutLine(prefix: "issuer listening on ", timeout: 15), "\(output.stderrText)")
         let port = try #require(line.split(separator: ":").last.flatMap { Int($0) })
         let response = try RawHTTP.get(port: port, path: "/token?user=bob")

@@ -1,6 +1,7 @@
 import Foundation
 import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// `rollcall-cli status get|set|clear|watch|subs` against the real broker.
@@ -65,8 +66,7 @@ struct UserStatusCLITests {
         let child = try ChildProcess(executable: CLITests.cliBinary,
                                      arguments: ["status", "watch", "bob", "--url", broker.url(), "--user", "sam"],
                                      directory: BrokerProcess.packageRoot.path)
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         defer { if child.status == nil { child.send(SIGKILL) } }
         let head = output.waitForStdoutLine(prefix: "watching ", timeout: 20)
         #expect(head == "1 user(s) as sam (Ctrl-C to stop)", "stdout: \(output.stdoutText) stderr: \(output.stderrText)")

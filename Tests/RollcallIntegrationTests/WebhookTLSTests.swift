@@ -1,5 +1,6 @@
 import Foundation
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// Webhooks over https (PROTOCOL §11): the receiver's self-signed certificate (SAN
@@ -26,7 +27,7 @@ import Testing
 
     final class Receiver {
         let process: ChildProcess
-        let output = OutputCollector()
+        var output: OutputCollector { process.output }
         let port: Int
         let directory: URL
         var cert: String { directory.appendingPathComponent("cert.pem").path }
@@ -46,11 +47,10 @@ import Testing
             try Data(WebhookTLSTests.receiverScript.utf8).write(to: script)
             process = try ChildProcess(executable: "/usr/bin/env", arguments: ["python3", script.path, directory.appendingPathComponent("cert.pem").path, key],
                                        directory: BrokerProcess.packageRoot.path)
-            output.attach(stdout: process.stdout, stderr: process.stderr)
-            guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: 15),
+            guard let line = process.output.waitForStdoutLine(prefix: "listening on ", timeout: 15),
                   let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
                 process.send(SIGKILL)
-                throw HarnessError("the https receiver did not start: \(output.stderrText)")
+                throw HarnessError("the https receiver did not start: \(process.output.stderrText)")
             }
             self.port = port
         }

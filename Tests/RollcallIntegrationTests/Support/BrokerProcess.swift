@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 
 /// Errors of the integration harness.
 struct HarnessError: Error, CustomStringConvertible {
@@ -42,7 +43,7 @@ final class BrokerProcess: @unchecked Sendable {
     private(set) var process: ChildProcess!
     let port: Int
     let configURL: URL
-    private let output = OutputCollector()
+    private var output: OutputCollector { process.output }
 
     /// Starts a broker with `baseConfig` deep-merged with `config` and waits for
     /// `listening on HOST:PORT`. A non-empty `wrapper` is a command the broker's command line
@@ -63,14 +64,13 @@ final class BrokerProcess: @unchecked Sendable {
             executable: command[0], arguments: Array(command.dropFirst()),
             directory: Self.packageRoot.path, blockedSignals: blockedSignals)
         process = child
-        output.attach(stdout: child.stdout, stderr: child.stderr)
-        guard let line = output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
+        guard let line = child.output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
               let portText = line.split(separator: ":").last, let port = Int(portText)
         else {
             child.send(SIGKILL)
             _ = child.waitForExit(timeout: 5)
-            output.waitForEOF(timeout: 2)  // all of stderr, which names what was refused
-            throw HarnessError("broker did not report its port; stderr:\n\(output.stderrText)")
+            child.output.waitForEOF(timeout: 2)  // all of stderr, which names what was refused
+            throw HarnessError("broker did not report its port; stderr:\n\(child.output.stderrText)")
         }
         self.port = port
     }
@@ -146,80 +146,6 @@ final class BrokerProcess: @unchecked Sendable {
             }
         }
         return result
-    }
-}
-
-/// Collects a child's stdout and stderr from pipes.
-final class OutputCollector: @unchecked Sendable {
-    private let cond = NSCondition()
-    private var stdout = Data()
-    private var stderr = Data()
-
-    private var openStreams = 2
-    private var stdoutClosed = false
-
-    func attach(stdout out: FileHandle, stderr err: FileHandle) {
-        out.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: true) }
-        err.readabilityHandler = { [weak self] handle in self?.take(handle, toStdout: false) }
-    }
-
-    private func take(_ handle: FileHandle, toStdout: Bool) {
-        let data = handle.availableData
-        cond.lock()
-        if data.isEmpty {
-            handle.readabilityHandler = nil
-            openStreams -= 1
-            if toStdout { stdoutClosed = true }
-        } else if toStdout {
-            stdout.append(data)
-        } else {
-            stderr.append(data)
-        }
-        cond.broadcast()
-        cond.unlock()
-    }
-
-    /// Waits until both streams reached end of file (the child exited and closed them).
-    @discardableResult
-    func waitForEOF(timeout: TimeInterval) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        cond.lock()
-        defer { cond.unlock() }
-        while openStreams > 0 {
-            if !cond.wait(until: deadline) { return openStreams == 0 }
-        }
-        return true
-    }
-
-    var stdoutText: String { cond.withLock { String(decoding: stdout, as: UTF8.self) } }
-    var stderrText: String { cond.withLock { String(decoding: stderr, as: UTF8.self) } }
-
-    /// Waits until stderr contains `text`.
-    func waitForStderr(containing text: String, timeout: TimeInterval) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        cond.lock()
-        defer { cond.unlock() }
-        while !String(decoding: stderr, as: UTF8.self).contains(text) {
-            if !cond.wait(until: deadline) { return String(decoding: stderr, as: UTF8.self).contains(text) }
-        }
-        return true
-    }
-
-    /// Waits for a complete stdout line starting with `prefix`; nil at the deadline, or at once
-    /// when stdout ended without one (the child exited, e.g. refusing its config).
-    func waitForStdoutLine(prefix: String, timeout: TimeInterval) -> String? {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        cond.lock()
-        defer { cond.unlock() }
-        while true {
-            let text = String(decoding: stdout, as: UTF8.self)
-            if let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-                .first(where: { $0.hasPrefix(prefix) }) {
-                return String(line.dropFirst(prefix.count))
-            }
-            if stdoutClosed { return nil }
-            if !cond.wait(until: deadline) { return nil }
-        }
     }
 }
 

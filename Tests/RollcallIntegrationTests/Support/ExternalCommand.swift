@@ -1,4 +1,5 @@
 import Foundation
+import RollcallTestSupport
 
 /// Runs a program to completion (through ``ChildProcess``) and collects its output.
 enum ExternalCommand {
@@ -8,8 +9,7 @@ enum ExternalCommand {
         -> (status: Int32, stdout: String, stderr: String)
     {
         let child = try ChildProcess(executable: executable, arguments: arguments, directory: BrokerProcess.packageRoot.path)
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         guard let status = child.waitForExit(timeout: timeout) else {
             child.send(SIGKILL)
             _ = child.waitForExit(timeout: 5)

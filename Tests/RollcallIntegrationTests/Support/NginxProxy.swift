@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RollcallTestSupport
 
 /// Debian's nginx as a round-robin WebSocket and HTTP proxy on a free loopback port, in front
 /// of the given upstream ports: its own config, prefix, logs and temp folders in a temporary
@@ -14,7 +15,6 @@ final class NginxProxy: @unchecked Sendable {
     /// The ports it balances over, in round-robin order.
     let upstreamPorts: [Int]
     private let directory: URL
-    private let output = OutputCollector()
     private var process: ChildProcess?
 
     /// The nginx binary: `$NGINX`, else `nginx` on `PATH`, else `/usr/sbin/nginx` (Debian's,
@@ -42,13 +42,12 @@ final class NginxProxy: @unchecked Sendable {
             arguments: ["-p", directory.path + "/", "-c", configURL.path, "-e", directory.appendingPathComponent("error.log").path],
             directory: directory.path)
         process = child
-        output.attach(stdout: child.stdout, stderr: child.stderr)
         let deadline = Date(timeIntervalSinceNow: startTimeout)
         while !LoopbackPort.accepts(port) {
             guard child.status == nil, Date() < deadline else {
                 let log = errorLog
                 stop()
-                throw HarnessError("nginx did not start on port \(port); stderr:\n\(output.stderrText)\nerror.log:\n\(log)")
+                throw HarnessError("nginx did not start on port \(port); stderr:\n\(child.output.stderrText)\nerror.log:\n\(log)")
             }
             Thread.sleep(forTimeInterval: 0.02)
         }

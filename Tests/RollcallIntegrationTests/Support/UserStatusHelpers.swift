@@ -1,6 +1,7 @@
 import Foundation
 import RollcallClient
 import RollcallProtocol
+import RollcallTestSupport
 import Testing
 
 /// Helpers for the user-status integration tests (PROTOCOL §6).
@@ -110,8 +111,7 @@ extension BrokerProcess {
         defer { try? FileManager.default.removeItem(at: configURL) }
         let child = try ChildProcess(executable: binary, arguments: ["--config", configURL.path, "--port", "0"],
                                      directory: packageRoot.path)
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         guard let status = child.waitForExit(timeout: timeout) else {
             child.send(SIGKILL)
             _ = child.waitForExit(timeout: 5)
@@ -147,8 +147,7 @@ enum SQLiteShell {
         guard let child = try? ChildProcess(executable: path, arguments: ["-readonly", database, sql],
                                             directory: FileManager.default.temporaryDirectory.path)
         else { return nil }
-        let output = OutputCollector()
-        output.attach(stdout: child.stdout, stderr: child.stderr)
+        let output = child.output
         guard let status = child.waitForExit(timeout: 10) else {
             child.send(SIGKILL)
             _ = child.waitForExit(timeout: 5)

@@ -17,7 +17,7 @@ public final class RedisServer: @unchecked Sendable {
     /// `requirepass`, or nil.
     public let password: String?
     private let directory: URL
-    private var process: Process?
+    private var process: ChildProcess?
 
     /// The `redis-server` binary: `$REDIS_SERVER`, else the first `redis-server` on `PATH`.
     public static var binary: String? {
@@ -50,7 +50,7 @@ public final class RedisServer: @unchecked Sendable {
     }
 
     /// The server's process id while it runs.
-    public var pid: Int32? { process.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+    public var pid: Int32? { process.flatMap { $0.status == nil ? $0.pid : nil } }
 
     /// SIGSTOP: the server keeps its sockets open but answers nothing.
     public func suspend() { signal(SIGSTOP) }
@@ -60,10 +60,10 @@ public final class RedisServer: @unchecked Sendable {
 
     /// SIGKILL, waiting for the exit (every connection is reset; the data is gone).
     public func kill() {
-        guard let process, process.isRunning else { return }
+        guard let process, process.status == nil else { return }
         signal(SIGCONT)
         signal(SIGKILL)
-        process.waitUntilExit()
+        _ = process.waitForExit(timeout: 30)
     }
 
     /// Starts a new, empty server on the same port after ``kill()``.
@@ -91,24 +91,19 @@ public final class RedisServer: @unchecked Sendable {
         guard let binary = Self.binary else {
             throw TestSupportError("redis-server not found (`make deps` installs it, or set REDIS_SERVER)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
         var arguments = [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
         ]
         if let password { arguments += ["--requirepass", password] }
-        process.arguments = arguments
-        // No FileHandle for its output (it logs to `--logfile`): Foundation's Process closes
-        // the handles it is given in this process after the spawn, and `FileHandle.nullDevice`
-        // is one shared descriptor, so the second redis-server's spawn closed whatever socket
-        // had reused that number by then — an lws client socket here (libwebsockets asserted
-        // in `sanity_assert_no_sockfd_traces`).
-        try process.run()
+        // ChildProcess, not Foundation's Process: no dispatch or run-loop source of Process
+        // watches a descriptor of this process (docs/testing.md, "Descriptors"). It logs to
+        // `--logfile`; its empty stdout and stderr are read to EOF by ChildProcess's readers.
+        let process = try ChildProcess(executable: binary, arguments: arguments, directory: directory.path)
         self.process = process
         let deadline = Date().addingTimeInterval(timeout)
         while !Self.answersPing(port: port) {
-            guard process.isRunning, Date() < deadline else {
+            guard process.status == nil, Date() < deadline else {
                 kill()
                 throw TestSupportError("redis-server on port \(port) did not start; log:\n\(log)")
             }

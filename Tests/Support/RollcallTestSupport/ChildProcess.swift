@@ -8,25 +8,32 @@ import Glibc
 ///
 /// Foundation's `Process` passes on the spawning thread's signal mask, and test threads
 /// (libdispatch workers) block most signals, so a broker started that way would never see
-/// SIGTERM.
-final class ChildProcess: @unchecked Sendable {
-    let pid: pid_t
-    let stdout: FileHandle
-    let stderr: FileHandle
+/// SIGTERM. Its stdout and stderr are read into ``output`` by two plain threads, one per pipe,
+/// with blocking `read(2)`: no dispatch source or `FileHandle` ever sees these descriptors
+/// (docs/testing.md, "Descriptors: closing and spawning in the test process").
+public final class ChildProcess: @unchecked Sendable {
+    /// The child's process id.
+    public let pid: pid_t
+    /// Everything the child writes to stdout and stderr.
+    public let output = OutputCollector()
     private let cond = NSCondition()
     private var waitStatus: Int32?
     private static let spawnLock = NSLock()
 
     /// Starts `executable`; `blockedSignals` are blocked in the child's initial signal mask
     /// (to check that a program unblocks what it needs).
-    init(executable: String, arguments: [String], directory: String, blockedSignals: [Int32] = []) throws {
+    public init(executable: String, arguments: [String], directory: String, blockedSignals: [Int32] = []) throws {
         var outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
         // Close-on-exec, so children spawned concurrently by other tests do not inherit these
         // pipes (dup2 in the child clears the flag on its own stdout/stderr). The lock keeps
         // another spawn from slipping in between pipe() and fcntl().
         Self.spawnLock.lock()
         defer { Self.spawnLock.unlock() }
-        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw HarnessError("pipe() failed") }
+        guard pipe(&outPipe) == 0 else { throw TestSupportError("pipe() failed") }
+        guard pipe(&errPipe) == 0 else {
+            Glibc.close(outPipe[0]); Glibc.close(outPipe[1])
+            throw TestSupportError("pipe() failed")
+        }
         for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
         var actions = posix_spawn_file_actions_t()
@@ -37,8 +44,8 @@ final class ChildProcess: @unchecked Sendable {
         for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         // Nothing else: most descriptors of the test process are not close-on-exec (lws
-        // client sockets, raw sockets, FileHandle's dup()s of other children's pipes), and a
-        // child holding a copy keeps a TCP connection the test closed open for its peer.
+        // client sockets, raw sockets), and a child holding a copy keeps a TCP connection
+        // the test closed open for its peer.
         if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
 
         var attributes = posix_spawnattr_t()
@@ -62,11 +69,12 @@ final class ChildProcess: @unchecked Sendable {
         Glibc.close(errPipe[1])
         guard result == 0 else {
             Glibc.close(outPipe[0]); Glibc.close(errPipe[0])
-            throw HarnessError("posix_spawn \(executable) failed: \(result)")
+            throw TestSupportError("posix_spawn \(executable) failed: \(result)")
         }
         pid = child
-        stdout = FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: true)
-        stderr = FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: true)
+        // From here on the read ends belong to the reader threads, which close them at EOF.
+        output.read(outPipe[0], into: .stdout)
+        output.read(errPipe[0], into: .stderr)
 
         let thread = Thread { [cond, pid = child, weak self] in
             var status: Int32 = 0
@@ -88,13 +96,13 @@ final class ChildProcess: @unchecked Sendable {
     }()
 
     /// Sends `signal` to the child.
-    func send(_ signal: Int32) { _ = Glibc.kill(pid, signal) }
+    public func send(_ signal: Int32) { _ = Glibc.kill(pid, signal) }
 
     /// The raw `waitpid` status once the child has exited.
-    var status: Int32? { cond.withLock { waitStatus } }
+    public var status: Int32? { cond.withLock { waitStatus } }
 
     /// Waits up to `timeout` for the exit; returns the raw status.
-    func waitForExit(timeout: TimeInterval) -> Int32? {
+    public func waitForExit(timeout: TimeInterval) -> Int32? {
         let deadline = Date(timeIntervalSinceNow: timeout)
         cond.lock()
         defer { cond.unlock() }
