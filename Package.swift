@@ -174,7 +174,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "RollcallStorageTests", dependencies: ["RollcallStorage", "RollcallCore", .product(name: "GRDB", package: "GRDB.swift")]),
-        // Test support shared by test targets: a throwaway redis-server on a free loopback port.
+        // Test support shared by test targets: a throwaway redis-server on a free loopback port,
+        // child processes (posix_spawn, output read by plain threads: no dispatch source on a pipe).
         .target(
             name: "RollcallTestSupport",
             dependencies: ["RollcallEventLoop", "RollcallRedis"],
