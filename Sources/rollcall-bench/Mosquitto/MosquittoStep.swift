@@ -1,7 +1,7 @@
 import Foundation
 
 /// One rate step against mosquitto: QoS 0 publishes paced for `stepSeconds`, then a drain
-/// until every receiver has every publish (or no progress for `drainSeconds`); broker CPU
+/// until every receiver has every publish (or no progress for `drainSeconds`, or 60 s); broker CPU
 /// from /proc over the step and its drain, as for the Rollcall ramp.
 struct MosquittoStep {
     let offered: Double
@@ -41,7 +41,9 @@ struct MosquittoStep {
         let expected = (driver.counters["published"] - publishedBefore) * receivers
         var lastCount = driver.deliveries.total
         var lastProgress = MonotonicSeconds.now
-        let drainLimit = lastProgress + 15
+        // Up to 60 s: a saturated mosquitto still drains its queues at its top rate, and a
+        // shorter cap would count the undelivered tail as lost.
+        let drainLimit = lastProgress + 60
         while driver.deliveries.total - deliveredBefore < expected, MonotonicSeconds.now < drainLimit,
               MonotonicSeconds.now - lastProgress < drainSeconds {
             usleep(10_000)
