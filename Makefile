@@ -7,12 +7,14 @@
 
 PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server nginx
 BROWSER_PACKAGES := chromium chromium-driver
+## Only `make bench` needs these (the mosquitto comparison); `make test` does not.
+BENCH_PACKAGES := mosquitto
 PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps browser-deps api-deps build run cluster test test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
-	leak-check soak release bench clean
+	leak-check soak release bench bench-deps clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -178,9 +180,20 @@ release: deps
 ## runs and the commands that produced them.
 BENCH_OUT ?= .build-release/bench
 BENCH     := .build-release/release/rollcall-bench
-bench: release
+## Install what only the benchmarks need (BENCH_PACKAGES), when missing.
+bench-deps:
+	@if ! command -v dpkg >/dev/null; then echo "bench-deps: no dpkg here; install $(BENCH_PACKAGES) yourself"; exit 0; fi; \
+	missing=""; \
+	for package in $(BENCH_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "bench-deps: installing$$missing"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+bench: release bench-deps
 	mkdir -p $(BENCH_OUT)
-	for scenario in listing fanout latency connect idle storm cluster; do \
+	for scenario in listing fanout mosquitto latency connect idle storm cluster; do \
 		$(BENCH) $$scenario --quick --json $(BENCH_OUT)/$$scenario.json --plot $(BENCH_OUT)/$$scenario.svg || exit 1; \
 	done
 	@echo "bench: results in $(BENCH_OUT)"

@@ -15,8 +15,10 @@ final class RawSocketPool: @unchecked Sendable {
 
     /// Opens a connection to the broker on `port` and adds it to a thread; `configure` runs
     /// before the first byte is read (set `onLine` / `onClose` there).
-    func open(port: Int, configure: (RawWebSocket) -> Void) throws -> RawWebSocket {
-        let connection = try RawWebSocket(port: port)
+    /// `path` and `subprotocol` are the upgrade's (mosquitto: `/mqtt`, `mqtt`).
+    func open(port: Int, path: String = "/v1", subprotocol: String = "rollcall.v1",
+              configure: (RawWebSocket) -> Void) throws -> RawWebSocket {
+        let connection = try RawWebSocket(port: port, path: path, subprotocol: subprotocol)
         configure(connection)
         let worker = workers[next % workers.count]
         next += 1

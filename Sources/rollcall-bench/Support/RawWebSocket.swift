@@ -12,6 +12,9 @@ final class RawWebSocket: @unchecked Sendable {
     let fd: Int32
     /// Called on the pool thread for every object of every text message.
     var onLine: (UnsafeRawBufferPointer) -> Void = { _ in }
+    /// When set, called on the pool thread with each whole message payload instead of
+    /// ``onLine`` (binary protocols such as MQTT over WebSocket).
+    var onPayload: ((UnsafeRawBufferPointer) -> Void)?
     /// Called once on the pool thread when the socket ends (EOF, error, or a close frame).
     var onClose: () -> Void = {}
     var scanner = WebSocketFrameScanner()
@@ -22,7 +25,7 @@ final class RawWebSocket: @unchecked Sendable {
     var messagesReceived = 0
 
     /// Connects to `127.0.0.1:port` and upgrades on `path`; throws when the broker refuses.
-    init(port: Int, path: String = "/v1") throws {
+    init(port: Int, path: String = "/v1", subprotocol: String = "rollcall.v1") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawSocketError("socket: \(String(cString: strerror(errno)))") }
         pthread_mutex_init(&sendLock, nil)
@@ -40,7 +43,7 @@ final class RawWebSocket: @unchecked Sendable {
         }
         var noDelay: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-        try upgrade(path: path, port: port)
+        try upgrade(path: path, port: port, subprotocol: subprotocol)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
@@ -51,10 +54,10 @@ final class RawWebSocket: @unchecked Sendable {
 
     /// The HTTP upgrade, blocking (before the socket joins a pool). The broker sends nothing
     /// after its `101` until the first request, so reading up to the blank line reads no frame.
-    private func upgrade(path: String, port: Int) throws {
+    private func upgrade(path: String, port: Int, subprotocol: String) throws {
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rollcall.v1\r\n\r\n"
+            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n\r\n"
         guard writeAll(Array(request.utf8)) else { throw RawSocketError("upgrade: write failed") }
         var response: [UInt8] = []
         var byte: UInt8 = 0

@@ -43,7 +43,7 @@ struct WebSocketFrameScanner {
                 } else if message.isEmpty && remaining == 0 && isFinal {
                     // The whole message is in this chunk: scan it in place.
                     connection.messagesReceived += 1
-                    Self.lines(slice, connection.onLine)
+                    if let onPayload = connection.onPayload { onPayload(slice) } else { Self.lines(slice, connection.onLine) }
                     inFrame = false
                     continue
                 } else {
@@ -64,7 +64,9 @@ struct WebSocketFrameScanner {
             default:
                 if isFinal {
                     connection.messagesReceived += 1
-                    message.withUnsafeBytes { Self.lines($0, connection.onLine) }
+                    message.withUnsafeBytes {
+                        if let onPayload = connection.onPayload { onPayload($0) } else { Self.lines($0, connection.onLine) }
+                    }
                     message = []
                 }
             }
