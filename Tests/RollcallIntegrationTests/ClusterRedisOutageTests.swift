@@ -102,4 +102,32 @@ struct ClusterRedisOutageTests {
         let online = try watcher.onlineUsers("lobby")
         #expect(online.keys.sorted() == ["m0", "m1", "m2", "watcher"], "\(online)")
     }
+
+    @Test("a member that closes while Redis is stopped is gone everywhere once Redis is back (its end ran late, its answer was lost)")
+    func closedDuringTheOutageLeaves() throws {
+        let cluster = try ClusterProcess()  // nodeTimeoutSeconds 1
+        let members = try (0..<3).map { try cluster.session("m\($0)", node: $0) }
+        for member in members { #expect(try member.join("lobby").ok) }
+        let watcher = try cluster.session("watcher", node: 0)
+        #expect(try watcher.join("lobby").ok)
+
+        cluster.redis.suspend()
+        defer { cluster.redis.resume() }
+        // Closed at once: each node sends session.end into the stopped Redis; the watchdog
+        // fails it, and Redis runs it anyway once it is back.
+        members[1].close()
+        members[2].close()
+        let down = eventually(timeout: 10) {
+            (0..<3).allSatisfy { (try? cluster.node($0).metric("rollcall_redis_connected")) == 0 }
+        }
+        #expect(down, "\(cluster.describeNodes())")
+        cluster.redis.resume()
+        #expect(cluster.waitUntilFormed(timeout: 15), "\(cluster.describeNodes())")
+        var listed: [String] = []
+        let left = eventually(timeout: 15) {
+            listed = (try? watcher.onlineUsers("lobby").keys.sorted()) ?? []
+            return listed == ["m0", "watcher"]
+        }
+        #expect(left, "still listed: \(listed)")
+    }
 }

@@ -204,8 +204,9 @@ extension Broker {
     /// there is nothing more to wait for: the session was not this node's, or Redis was out of
     /// reach and the end waits for the reaper's retry.
     /// `retried`: a second try after Redis did not answer the first, which may have run all the
-    /// same (its answer lost): then `session.end` says `gone` and the record still follows
-    /// (`status.ended` changes nothing while the session exists, e.g. taken over elsewhere).
+    /// same (its answer lost): then `session.end` says `gone`, and the channels are left and the
+    /// record follows as after `ok`. `moved` (taken over by another node): only the record
+    /// follows (`status.ended` changes nothing while the session exists).
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
                       loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
         let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
@@ -220,7 +221,12 @@ extension Broker {
                 recorded?()
                 return
             }
-            guard replies.first?.text == "ok" else {
+            // A retry that finds the record gone: the first try ran but its answer was lost (Redis
+            // stopped, then ran the queued script), so the channels were never left. Leaving is
+            // per session and idempotent (`notin`), so leave them now. `moved`: taken over
+            // elsewhere, its memberships live on.
+            let outcome = replies.first?.text
+            guard outcome == "ok" || (retried && outcome == "gone") else {
                 if retried {
                     clusterUserStatus!.sendEnds([clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
                                                 then: recorded)

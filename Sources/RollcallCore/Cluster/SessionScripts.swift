@@ -83,7 +83,8 @@ package enum SessionScripts {
         local id, node = ARGV[2], ARGV[3]
         local key = prefix .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'node', 'token')
-        if not f[1] or (f[2] ~= node and f[2] ~= '') then return 'gone' end
+        if not f[1] then return 'gone' end
+        if f[2] ~= node and f[2] ~= '' then return 'moved' end
         forget(id, f[1], f[2], f[3])
         return 'ok'
         """)
