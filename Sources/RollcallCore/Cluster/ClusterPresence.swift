@@ -51,7 +51,7 @@ final class ClusterPresence {
     /// `join`: as ``PresenceEngine/join(_:from:grant:)``, across the cluster.
     func join(_ request: JoinRequest, from session: Session, grant: Grant, then done: @escaping Completion) throws(BrokerError) {
         let key = request.channel
-        try checkGrant(grant, key)
+        try grant.checkAccess(to: key)
         let alreadyJoined = session.presence.joined[key] != nil
         if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
             throw BrokerError(.tooManyChannels, "a session may join at most \(configuration.limits.maxChannelsPerSession) channels")
@@ -203,7 +203,7 @@ final class ClusterPresence {
     /// `publish`: delivered by every node to its message-enabled sessions but the publisher's.
     func publish(_ request: PublishRequest, from session: Session, grant: Grant, then done: @escaping Completion) throws(BrokerError) {
         let key = request.channel
-        try checkGrant(grant, key)
+        try grant.checkAccess(to: key)
         let encoded = request.encodedMessage
         guard encoded.count <= configuration.limits.maxMessageBytes else {
             throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
@@ -251,7 +251,7 @@ final class ClusterPresence {
     /// in Redis; without membership the state is held by the session (`pending: true`).
     func changeState(of session: Session, in key: ChannelKey, setting update: StateUpdate?, removing removed: [String],
                      ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
-        if let grant { try checkGrant(grant, key) }
+        if let grant { try grant.checkAccess(to: key) }
         attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, then: done)
     }
 
@@ -460,12 +460,6 @@ final class ClusterPresence {
             Array(String(presence.intervalSeconds.milliseconds).utf8),
             intervalHead ? PresenceEvents.intervalHead(channel: key) : [],
         ]
-    }
-
-    private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {
-        guard grant.allows(channel: key.name) else {
-            throw BrokerError(.forbidden, "the token does not allow channel \(key.name)")
-        }
     }
 
     /// One change to a state key's deadline, as the presence scripts take it.

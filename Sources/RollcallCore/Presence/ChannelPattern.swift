@@ -34,4 +34,12 @@ extension Grant {
         guard let patterns = channelPatterns else { return true }
         return patterns.contains { ChannelPattern.matches($0, name.string) }
     }
+
+    /// Throws `FORBIDDEN` unless the grant lets its session join, publish to or set state in
+    /// `key`. Both presence engines (one node and cluster) check with it.
+    func checkAccess(to key: ChannelKey) throws(BrokerError) {
+        guard allows(channel: key.name) else {
+            throw BrokerError(.forbidden, "the token does not allow channel \(key.name)")
+        }
+    }
 }

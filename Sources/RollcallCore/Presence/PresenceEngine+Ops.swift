@@ -7,7 +7,7 @@ extension PresenceEngine {
         let key = request.channel
         let flags = request.flags
         let update = request.state
-        try checkGrant(grant, key)
+        try grant.checkAccess(to: key)
         let alreadyJoined = session.presence.joined[key] != nil
         if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
             throw BrokerError(.tooManyChannels, "a session may join at most \(configuration.limits.maxChannelsPerSession) channels")
@@ -63,7 +63,7 @@ extension PresenceEngine {
     /// `publish {channel, channelType?, message}` → `{recipients}` (live sessions sent to).
     func publish(_ request: PublishRequest, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
         let key = request.channel
-        try checkGrant(grant, key)
+        try grant.checkAccess(to: key)
         let encoded = request.encodedMessage
         guard encoded.count <= configuration.limits.maxMessageBytes else {
             throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
@@ -93,7 +93,7 @@ extension PresenceEngine {
     func setState(_ request: SetStateRequest, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
         let key = request.channel
         let update = request.update
-        try checkGrant(grant, key)
+        try grant.checkAccess(to: key)
         if let channel = channels[key], let member = channel.members[session.userId] {
             let state = try update.merged(into: member.state, limits: configuration.state)
             setMemberState(session.userId, to: state, in: channel)
@@ -190,11 +190,5 @@ extension PresenceEngine {
     /// the channels `grant` lets the session read (1.1).
     func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant = .unlimited) throws(BrokerError) -> JSON {
         userChannels.listing(of: request.userId) { grant.allows(channel: $0.name) }
-    }
-
-    private func checkGrant(_ grant: Grant, _ key: ChannelKey) throws(BrokerError) {
-        guard grant.allows(channel: key.name) else {
-            throw BrokerError(.forbidden, "the token does not allow channel \(key.name)")
-        }
     }
 }
