@@ -8,6 +8,12 @@ import Testing
 /// presence event in order — equals `getOnlineUsers` (users and states; a session's own
 /// user's state is not compared, since events about a user never go to that user's
 /// sessions), and `seq` only grows as each session sees it.
+///
+/// With snapshots cut at 2 members, each session completes a truncated snapshot with
+/// `getOnlineUsers` pages (1 to 3 users) at random later steps, as a real client would,
+/// merging them while events keep arriving: pages show the roster as of the last event, so
+/// the merged roster stays exact (no user who joined and left between two events is kept),
+/// and each page's `seq` is the one the session's roster is at.
 @Suite struct PresencePropertyTests {
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func rostersRebuiltFromEventsMatchTheListings(seed: UInt64) throws {
@@ -17,6 +23,17 @@ import Testing
         #expect(simulation.stats.intervalEvents > 0)
         #expect(simulation.stats.announceEvents > 0)
         #expect(simulation.stats.resumes > 0)
+        #expect(simulation.stats.quietChecks > 20)
+    }
+
+    @Test(arguments: [5, 6, 7, 8] as [UInt64])
+    func rostersCompletedWithPagesAfterTruncatedSnapshotsMatchTheListings(seed: UInt64) throws {
+        var simulation = try Simulation(seed: seed, snapshotMaxMembers: 2)
+        try simulation.run(steps: 2500)
+        #expect(simulation.problems.isEmpty, "\(simulation.problems.prefix(10))")
+        #expect(simulation.stats.intervalEvents > 0)
+        #expect(simulation.stats.pagesMerged > 50)
+        #expect(simulation.stats.pagesDuringPendingChanges > 10)
         #expect(simulation.stats.quietChecks > 20)
     }
 }
@@ -36,6 +53,9 @@ private struct Simulation {
         var announceEvents = 0
         var resumes = 0
         var quietChecks = 0
+        var pagesMerged = 0
+        /// Pages read while the channel had changes waiting for its next interval event.
+        var pagesDuringPendingChanges = 0
     }
 
     static let channels: [(name: String, type: String)] = [("a", "message"), ("b", "message"), ("a", "stream"), ("c", "message")]
@@ -52,12 +72,13 @@ private struct Simulation {
     var stats = Stats()
     private let router: EventRouter
 
-    init(seed: UInt64) throws {
+    init(seed: UInt64, snapshotMaxMembers: Int = 1000) throws {
         harness = PresenceHarness {
             $0.presence.maxInstantEvents = 4
             $0.presence.hysteresis = 2
             $0.presence.intervalSeconds = 1
             $0.presence.timeoutSeconds = 1.5
+            $0.presence.snapshotMaxMembers = snapshotMaxMembers
             $0.state.maxPendingChannels = 2
         }
         harness.broker.presence.memberChunkCapacity = 4
@@ -104,6 +125,7 @@ private struct Simulation {
         case 75..<79: closeSession()
         case 79..<83: dropSession()
         case 83..<87: try resumeSession()
+        case 87..<93: fetchPage()
         default:
             harness.advance(seconds: Double(Int.random(in: 0...700, using: &random)) / 1000)
         }
@@ -233,6 +255,38 @@ private struct Simulation {
         live.append(session)
     }
 
+    /// One session reads the next `getOnlineUsers` page its truncated snapshot left and merges
+    /// it, as ``RollcallClient/PresenceRoster/merge(page:nextPage:)`` tells a client to.
+    private mutating func fetchPage() {
+        let waiting = live.flatMap { session in session.rosters.compactMap { $0.value.pendingPage == nil ? nil : (session, $0.key) } }
+        guard !waiting.isEmpty else { return }
+        let (session, key) = waiting[Int.random(in: 0..<waiting.count, using: &random)]
+        readPage(session, key, pageSize: Int.random(in: 1...3, using: &random))
+    }
+
+    private mutating func readPage(_ session: SimulatedSession, _ key: String, pageSize: Int) {
+        guard let roster = session.rosters[key], let page = roster.pendingPage,
+              let channel = Self.channels.first(where: { Self.key($0) == key }) else { return }
+        let pending = harness.broker.presence.channels[ChannelKey(type: ChannelType(rawValue: channel.type)!, name: Name(unchecked: channel.name))]?
+            .pending.isEmpty == false
+        let reply = session.client.send("getOnlineUsers", Self.arguments(channel) + [
+            ("includeState", true), ("pageSize", .int(pageSize)), ("page", .string(page)),
+        ])
+        guard reply["ok"] == true, let result = reply["result"] else {
+            problems.append("getOnlineUsers page failed: \(reply.compactString)")
+            return
+        }
+        // Replies and events reach a session in order: the page is as of the session's seq
+        // (or later only by events about its own user, which it does not receive).
+        if let pageSeq = result.int("seq"), let seq = roster.seq, pageSeq < seq {
+            problems.append("\(session.userId) read a page of \(key) at seq \(pageSeq) after seq \(seq)")
+        }
+        stats.pagesMerged += 1
+        if pending { stats.pagesDuringPendingChanges += 1 }
+        let nextPage = result["nextPage"]?.stringValue
+        session.rosters[key]!.merge(page: result["users"]?.arrayValue ?? [], nextPage: nextPage)
+    }
+
     private mutating func forgetClosedSessions() {
         for session in live where harness.closes[session.client.connection] != nil {
             router.sessions[session.client.connection] = nil
@@ -242,6 +296,12 @@ private struct Simulation {
 
     /// Lets every pending interval flush run, then compares rosters with the listings.
     private mutating func quietCheck() throws {
+        // Clients finish reading the pages their truncated snapshots left.
+        for session in live {
+            for key in session.rosters.keys.sorted() {
+                while session.rosters[key]?.pendingPage != nil { readPage(session, key, pageSize: 3) }
+            }
+        }
         var rounds = 0
         repeat {
             harness.advance(seconds: 1.001)
@@ -332,7 +392,11 @@ private final class EventRouter {
                     }
                 }
             }
+            // While pages are still to read, an event may be about a user on one of them:
+            // the client skips it, and the page (read later, so as of a later seq) has it right.
+            let paging = type != "snapshot" && session.rosters[key]?.pendingPage != nil
             problems += session.rosters[key]!.applyChecked(event, viewer: session.userId)
+                .filter { !(paging && $0.hasSuffix("not a member")) }
         case "message":
             if session.joined[key]?.messages != true {
                 problems.append("message to \(session.userId) without messages in \(key)")

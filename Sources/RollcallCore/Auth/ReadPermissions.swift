@@ -60,8 +60,9 @@ extension Broker {
     }
 
     func readableGetOnlineUsers(_ request: Request, by session: Session) throws(BrokerError) -> GetOnlineUsersRequest {
-        let decoded = try GetOnlineUsersRequest(request)
+        var decoded = try GetOnlineUsersRequest(request)
         try session.grant.checkRead(of: decoded.channel)
+        decoded.viewer = session.userId
         return decoded
     }
 

@@ -115,15 +115,16 @@ extension ClusterPresence {
             entries.append((Name(unchecked: flat[index].text ?? ""), flat[index + 1].bytes ?? Array("{}".utf8), info))
             index += 3
         }
-        let built = SnapshotRoster(seq: seq, limit: limit, total: Int(roster[0].integer ?? 0), encodedEntries: entries)
-        var insert: RosterEntry?
+        let total = Int(roster[0].integer ?? 0)
+        let built = RosterPage(encodedEntries: entries, more: total > entries.count)
+        var insert: RosterPage.EncodedEntry?
         if let stored = roster[2].bytes, !stored.isEmpty, let state = PresenceState(stored: stored) {
-            insert = (viewer.userId, state, roster[3].bytes.flatMap { $0.isEmpty ? nil : $0 })
+            insert = RosterPage.EncodedEntry((viewer.userId, state, roster[3].bytes.flatMap { $0.isEmpty ? nil : $0 }), includeState: true)
         }
-        let array = built.array(inserting: insert)
+        let array = built.array(inserting: insert, limit: limit)
         let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil
         var frames = [PresenceEvents.snapshot(
-            channel: key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: array.occupancy,
+            channel: key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: total + (insert == nil ? 0 : 1),
             mode: PresenceMode(rawValue: mode ?? "") ?? .announce, seq: seq, timestamp: clock.now)]
         if channel.delivered == nil { channel.delivered = seq }
         channel.members[viewer.number]?.baseline = seq

@@ -65,12 +65,13 @@ extension PresenceState {
     }
 }
 
-extension SnapshotRoster {
-    /// A roster whose states and infos come encoded (from Redis), in byte order of user id.
-    init(seq: Int, limit: Int, total: Int, encodedEntries: [(userId: Name, state: [UInt8], info: [UInt8]?)]) {
+extension RosterPage {
+    /// A page whose states and infos come encoded (from Redis), in byte order of user id.
+    init(encodedEntries: [(userId: Name, state: [UInt8], info: [UInt8]?)], more: Bool) {
         var writer = JSONWriter(capacity: 64 + encodedEntries.reduce(0) { $0 + $1.state.count + ($1.info?.count ?? 0) + 32 })
         var starts: [Int] = []
         starts.reserveCapacity(encodedEntries.count)
+        writer.beginArray()
         for entry in encodedEntries {
             starts.append(writer.bytes.count + (starts.isEmpty ? 0 : 1))
             writer.beginObject()
@@ -79,6 +80,7 @@ extension SnapshotRoster {
             if let info = entry.info { writer.key("info"); writer.raw(info) }
             writer.endObject()
         }
-        self.init(seq: seq, limit: limit, total: total, names: encodedEntries.map(\.userId), encoded: writer.bytes, starts: starts)
+        writer.endArray()
+        self.init(names: encodedEntries.map(\.userId), encoded: writer.bytes, starts: starts, more: more)
     }
 }

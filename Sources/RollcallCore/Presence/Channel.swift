@@ -50,13 +50,16 @@ struct PendingChange {
     var removal: RemovalKind?
 }
 
-/// One channel: its member users (hashed and in byte order), the sessions that joined it,
-/// its event sequence and its announce/interval mode.
+/// One channel: its member users (hashed, and in byte order as of its last event), the
+/// sessions that joined it, its event sequence and its announce/interval mode.
 final class Channel {
     let key: ChannelKey
-    /// Member users.
+    /// Member users now.
     var members: [Name: ChannelMember] = [:]
-    /// Member user ids in byte order, for listings.
+    /// The user ids of the roster as of the channel's last emitted event, in byte order:
+    /// what snapshots and `getOnlineUsers` list. In announce mode every change is an event
+    /// at once, so it holds the members; in interval mode joins and leaves reach it with the
+    /// `interval` event that reports them (``PresenceEngine/flush(_:)``).
     var order: SortedNameList
     /// Sessions that joined, by session number.
     var subscribers: [UInt64: ChannelSubscriber] = [:]
@@ -69,10 +72,7 @@ final class Channel {
     var mode = PresenceMode.announce
     /// Interval mode: users changed since the last event.
     var pending: [Name: PendingChange] = [:]
-    /// Interval mode: the encoded roster as of the last event, shared by every joiner's
-    /// snapshot until the next event; nil when not built or out of date.
-    var snapshotRoster: SnapshotRoster?
-    /// `getOnlineUsers` pages encoded since the listing last changed.
+    /// Roster pages (snapshots' and `getOnlineUsers`') encoded since the last event.
     var listingCache = ListingCache()
 
     init(key: ChannelKey, chunkCapacity: Int) {
@@ -83,8 +83,28 @@ final class Channel {
     /// Number of member users.
     var occupancy: Int { members.count }
 
-    /// A member was added or removed, or a member's state changed: cached pages are stale.
+    /// Members as of the last event (the size of ``order``).
+    var occupancyAtLastEvent: Int { order.count }
+
+    /// The channel emitted an event, or a member went silently: cached pages are stale.
     func listingChanged() { listingCache.removeAll() }
+
+    /// How `user` (listed in ``order``) looked at the last event: its state and info then
+    /// when it changed since, else as it is now.
+    func entryAtLastEvent(_ user: Name) -> RosterEntry {
+        if let pending = pending[user], pending.wasPresent {
+            return (user, pending.stateAtLastEvent, pending.infoAtLastEvent)
+        }
+        let member = members[user]
+        return (user, member?.state ?? .empty, member?.info)
+    }
+
+    /// `user`'s entry when it is a member now but was not at the last event (it joined in
+    /// the pending interval); nil otherwise.
+    func entryIfJoinedSinceLastEvent(_ user: Name) -> RosterEntry? {
+        guard let member = members[user], let pending = pending[user], !pending.wasPresent else { return nil }
+        return (user, member.state, member.info)
+    }
 
     /// True when nothing keeps the channel alive.
     var isDead: Bool { members.isEmpty && subscribers.isEmpty && pending.isEmpty }

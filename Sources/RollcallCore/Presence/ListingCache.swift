@@ -1,11 +1,21 @@
 import RollcallProtocol
 
-/// The `getOnlineUsers` pages of one channel encoded since its listing last changed, so that
-/// many clients paging the same big roster (every late joiner of a join storm completes its
-/// truncated snapshot this way) share one encoding. Any member added or removed, or any state
-/// change, empties it (``Channel/listingChanged()``); the page's `seq` is part of the key.
-/// Only pages of at least ``minimumNames`` users are kept, at most ``capacity`` of them, so a
-/// quiet broker holds little: one channel's cache is at most 16 pages.
+/// The roster pages of one channel encoded since its last presence event (``RosterPage``):
+/// `getOnlineUsers` pages and the members of snapshots, which show the roster as of that
+/// event. Many clients paging the same big roster (every late joiner of a join storm
+/// completes its truncated snapshot this way) share one encoding per event.
+///
+/// The channel empties it when it emits an event (``Channel/listingChanged()``) and when a
+/// member goes silently (shutdown); the channel's `seq` is also part of the key. In interval
+/// mode a page thus lives for a whole interval, however many joins, leaves and state changes
+/// wait for the next `interval` event.
+///
+/// Bounds: only pages of at least ``minimumNames`` users are kept (small pages are cheap to
+/// encode), at most ``capacity(occupancy:)`` of them: 16, plus 2 per 1000 members, so that
+/// every page of a roster read by 1000, with and without states, fits. Each page holds at
+/// most 1000 entries (`getOnlineUsers`) or `presence.snapshotMaxMembers` (the snapshot), so
+/// a channel of n members keeps at most about 16 pages plus twice its encoded roster. When
+/// full, an arbitrary page makes room for the new one.
 struct ListingCache {
     /// A page's request shape and the channel's `seq` when it was read.
     struct Key: Hashable {
@@ -16,15 +26,23 @@ struct ListingCache {
     }
 
     static let minimumNames = 256
-    static let capacity = 16
-    private var pages: [Key: JSON] = [:]
+    private var pages: [Key: RosterPage] = [:]
 
-    /// The page encoded for `key` since the last change, if any.
-    func page(_ key: Key) -> JSON? { pages[key] }
+    /// Most pages kept for a channel of `occupancy` members.
+    static func capacity(occupancy: Int) -> Int { 16 + 2 * (occupancy / 1000) }
 
-    /// Keeps `page` (of `names` users) for `key`, unless it is small or the cache is full.
-    mutating func keep(_ page: JSON, names: Int, for key: Key) {
-        guard names >= Self.minimumNames, pages.count < Self.capacity else { return }
+    /// Number of pages kept.
+    var count: Int { pages.count }
+
+    /// The page encoded for `key` since the last event, if any.
+    func page(_ key: Key) -> RosterPage? { pages[key] }
+
+    /// Keeps `page` for `key` unless it is small; evicts an arbitrary page when full.
+    mutating func keep(_ page: RosterPage, for key: Key, occupancy: Int) {
+        guard page.names.count >= Self.minimumNames else { return }
+        while pages.count >= Self.capacity(occupancy: occupancy), pages[key] == nil {
+            pages.remove(at: pages.startIndex)
+        }
         pages[key] = page
     }
 

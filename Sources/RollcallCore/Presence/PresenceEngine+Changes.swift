@@ -41,8 +41,6 @@ extension PresenceEngine {
     func addMember(_ user: Name, state: PresenceState, info: [UInt8]?, to channel: Channel) {
         if channel.members.isEmpty { notifyBackendOfOccupancy("occupied", channel) }
         channel.members[user] = ChannelMember(state: state, sessionCount: 1, info: info)
-        channel.order.insert(user)
-        channel.listingChanged()
         userChannels.add(channel.key, for: user)
         if channel.occupancy == 1 { liveChannels.add(channel.key) }
         memberChanged(.joined, user, in: channel, wasPresent: false, previousState: .empty)
@@ -61,16 +59,16 @@ extension PresenceEngine {
             } else {
                 channel.members[user] = nil
                 stateExpiries.forget(StateExpiries.Member(channel: channel.key, user: user))
-                channel.order.remove(user)
-                channel.listingChanged()
                 userChannels.remove(channel.key, for: user)
                 if channel.members.isEmpty { liveChannels.remove(channel.key) }
                 if let kind {
                     memberChanged(.removed(kind), user, in: channel, wasPresent: true, previousState: member.state,
                                   previousInfo: member.info)
                 } else {
+                    // Gone without an event (shutdown): out of the listing at once.
                     channel.pending[user] = nil
-                    channel.snapshotRoster = nil
+                    channel.order.remove(user)
+                    channel.listingChanged()
                 }
                 if channel.members.isEmpty { notifyBackendOfOccupancy("vacated", channel) }
             }
@@ -101,7 +99,6 @@ extension PresenceEngine {
         let before = member.state
         member.state = state
         channel.members[user] = member
-        channel.listingChanged()
         memberChanged(.stateChanged, user, in: channel, wasPresent: true, previousState: before, previousInfo: member.info)
     }
 
@@ -140,10 +137,15 @@ extension PresenceEngine {
     }
 
     /// Sends one announce-mode event about `user` to every presence-enabled session of the
-    /// channel except the user's own.
+    /// channel except the user's own, and brings the listing up to it.
     private func announce(_ change: MemberChange, _ user: Name, in channel: Channel) {
         channel.seq += 1
-        channel.snapshotRoster = nil
+        switch change {
+        case .joined: channel.order.insert(user)
+        case .removed: channel.order.remove(user)
+        case .stateChanged: break
+        }
+        channel.listingChanged()
         var state: PresenceState?
         var info: [UInt8]?
         switch change {
@@ -161,7 +163,8 @@ extension PresenceEngine {
     }
 
     /// Sends the channel's pending net change as one `interval` event (nothing when the
-    /// changes cancel out) and forgets it. Costs O(changes · log changes).
+    /// changes cancel out), brings the listing up to it and forgets it. Costs
+    /// O(changes · log n).
     func flush(_ channel: Channel) {
         flushes.cancel(channel.key)
         guard !channel.pending.isEmpty else { return }
@@ -189,7 +192,10 @@ extension PresenceEngine {
         change.stateChanges.sort { $0.userId < $1.userId }
         change.joinInfo.sort { $0.userId < $1.userId }
         channel.seq += 1
-        channel.snapshotRoster = nil
+        for user in change.joins { channel.order.insert(user) }
+        for user in change.leaves { channel.order.remove(user) }
+        for user in change.timeouts { channel.order.remove(user) }
+        channel.listingChanged()
         let bytes = PresenceEvents.interval(
             channel: channel.key, change: change, occupancy: channel.occupancy, seq: channel.seq, timestamp: clock.now)
         outbox.broadcast(bytes, to: channel.presenceSubscribers.values)
@@ -198,95 +204,18 @@ extension PresenceEngine {
 
     // MARK: - Snapshots
 
-    /// Sends `session` a snapshot of the channel. In announce mode it shows the members; in
-    /// interval mode the roster as of the last event plus the session's own user, so the next
-    /// `interval` event applies to it exactly. Above `presence.snapshotMaxMembers` it shows
-    /// the first page with `truncated` and `nextPage`.
+    /// Sends `session` a snapshot of the channel: the roster as of the last event (in
+    /// announce mode, the members), plus the session's own user when it joined since (see
+    /// ``rosterArray(of:after:limit:includeState:viewer:)``), so the next `interval` event
+    /// applies to it exactly. Above `presence.snapshotMaxMembers` it shows the first page with
+    /// `truncated` and `nextPage`.
     func sendSnapshot(of channel: Channel, to session: Session) {
         let limit = max(1, configuration.presence.snapshotMaxMembers)
-        guard channel.pending.isEmpty else {
-            sendSnapshotAtLastEvent(of: channel, to: session, limit: limit)
-            return
-        }
-        let page = channel.order.names(after: nil, limit: limit)
-        let shown: [RosterEntry] = page.names.map { ($0, channel.members[$0]?.state ?? .empty, channel.members[$0]?.info) }
-        let nextPage = page.more ? shown.last.map { PageCursor.encode(after: $0.userId) } : nil
+        let shown = rosterArray(of: channel, after: nil, limit: limit, includeState: true, viewer: session.userId)
+        let nextPage = shown.more ? shown.last.map { PageCursor.encode(after: $0) } : nil
         let bytes = PresenceEvents.snapshot(
-            channel: channel.key, members: shown, nextPage: nextPage, occupancy: channel.occupancy,
+            channel: channel.key, encodedMembers: shown.bytes, nextPage: nextPage, occupancy: shown.occupancy,
             mode: channel.mode, seq: channel.seq, timestamp: clock.now)
         outbox.send(bytes, to: session)
-    }
-
-    /// Interval mode with changes pending: the roster as of the last event (built once per
-    /// event and kept encoded on the channel, see ``SnapshotRoster``) plus the session's own
-    /// user when it was not a member then.
-    private func sendSnapshotAtLastEvent(of channel: Channel, to session: Session, limit: Int) {
-        let roster: SnapshotRoster
-        if let cached = channel.snapshotRoster, cached.seq == channel.seq, cached.limit == limit {
-            roster = cached
-        } else {
-            let built = rosterAtLastEvent(of: channel, limit: limit)
-            roster = SnapshotRoster(seq: channel.seq, limit: limit, total: built.occupancy, entries: built.shown)
-            channel.snapshotRoster = roster
-        }
-        let viewer = session.userId
-        var insert: RosterEntry?
-        if let member = channel.members[viewer], !(channel.pending[viewer]?.wasPresent ?? true) {
-            insert = (viewer, member.state, member.info)
-        }
-        let array = roster.array(inserting: insert)
-        let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil
-        let bytes = PresenceEvents.snapshot(
-            channel: channel.key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: array.occupancy,
-            mode: channel.mode, seq: channel.seq, timestamp: clock.now)
-        outbox.send(bytes, to: session)
-    }
-
-    /// The first `limit` members as of the last event (the pending changes undone); whether
-    /// more follow; and how many members that roster has.
-    private func rosterAtLastEvent(of channel: Channel, limit: Int)
-        -> (shown: [RosterEntry], more: Bool, occupancy: Int)
-    {
-        var departed: [RosterEntry] = []
-        var occupancy = channel.occupancy
-        for (user, pending) in channel.pending {
-            let present = channel.members[user] != nil
-            if pending.wasPresent, !present {
-                departed.append((user, pending.stateAtLastEvent, pending.infoAtLastEvent))
-                occupancy += 1
-            } else if !pending.wasPresent, present {
-                occupancy -= 1
-            }
-        }
-        departed.sort { $0.userId < $1.userId }
-
-        var shown: [RosterEntry] = []
-        shown.reserveCapacity(min(limit, occupancy))
-        var more = false
-        func emit(_ entry: RosterEntry) -> Bool {
-            if shown.count == limit {
-                more = true
-                return false
-            }
-            shown.append(entry)
-            return true
-        }
-        var next = 0
-        channel.order.forEach(after: nil) { user in
-            while next < departed.count, departed[next].userId < user {
-                guard emit(departed[next]) else { return false }
-                next += 1
-            }
-            if let pending = channel.pending[user] {
-                return pending.wasPresent ? emit((user, pending.stateAtLastEvent, pending.infoAtLastEvent)) : true
-            }
-            let member = channel.members[user]
-            return emit((user, member?.state ?? .empty, member?.info))
-        }
-        while !more, next < departed.count {
-            guard emit(departed[next]) else { break }
-            next += 1
-        }
-        return (shown, more, occupancy)
     }
 }

@@ -146,46 +146,6 @@ extension PresenceEngine {
         return .object(["userId": .string(user.string), "state": member.state.json])
     }
 
-    /// `getOnlineUsers {channel, channelType?, includeUserId?, includeState?, page?, pageSize?}`
-    /// → `{totalOccupancy, seq, users, nextPage}`; one page costs O(pageSize + log n). `seq` is
-    /// the channel's presence `seq` as the page was read (0 for a channel with no member, 1.1).
-    func getOnlineUsers(_ request: GetOnlineUsersRequest) throws(BrokerError) -> JSON {
-        let key = request.channel
-        let includeUserId = request.includeUserId
-        let includeState = request.includeState
-        let pageSize = request.pageSize
-        let cursor = request.after
-        let channel = channels[key]
-        let total = JSON.int(channel?.occupancy ?? 0)
-        let seq = JSON.int(channel?.seq ?? 0)
-        guard includeUserId, let channel else {
-            return .object(["totalOccupancy": total, "seq": seq, "users": [], "nextPage": nil])
-        }
-        // Late joiners of a big channel page the same roster: share one encoding per listing.
-        let cacheKey = ListingCache.Key(after: cursor, pageSize: pageSize, includeState: includeState, seq: channel.seq)
-        if let cached = channel.listingCache.page(cacheKey) { return cached }
-        let listed = channel.order.names(after: cursor, limit: pageSize)
-        // Written straight to bytes: a page is up to 1000 entries, too many for a JSON tree.
-        var users = JSONWriter(capacity: 2 + listed.names.count * (includeState ? 64 : 24))
-        users.beginArray()
-        for user in listed.names {
-            let member = channel.members[user]
-            users.beginObject()
-            users.key("userId"); users.string(user.string)
-            if includeState {
-                users.key("state")
-                (member?.state ?? .empty).write(to: &users)
-            }
-            if let info = member?.info { users.key("info"); users.raw(info) }
-            users.endObject()
-        }
-        users.endArray()
-        let nextPage: JSON = listed.more ? listed.names.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
-        let page = JSON.object(["totalOccupancy": total, "seq": seq, "users": .encoded(users.bytes), "nextPage": nextPage])
-        channel.listingCache.keep(page, names: listed.names.count, for: cacheKey)
-        return page
-    }
-
     /// `getUserChannels {userId}` → `{totalChannel, channels}` from the per-user index; only
     /// the channels `grant` lets the session read (1.1).
     func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant = .unlimited) throws(BrokerError) -> JSON {

@@ -100,6 +100,9 @@ struct GetOnlineUsersRequest: Sendable {
     let pageSize: Int
     /// The user the page starts after (decoded `page`), nil for the first page.
     let after: Name?
+    /// The reading session's user (nil from the server API): shown when it joined since the
+    /// channel's last event, as in its snapshot (``PresenceEngine/getOnlineUsers(_:)``).
+    var viewer: Name?
 
     init(_ request: Request) throws(BrokerError) {
         channel = try request.channelKey()
