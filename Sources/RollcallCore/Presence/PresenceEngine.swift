@@ -30,7 +30,9 @@ import RollcallProtocol
 ///   then `leave`/`timeout`, then `stateChanged`;
 /// - in interval mode shows, in a snapshot, the receiver's own user with its state as of the
 ///   last event when it was a member then, else with its current state (both exact under
-///   the rule above); the `nextPage` of a truncated snapshot is a `getOnlineUsers` cursor;
+///   the rule above); the `nextPage` of a truncated snapshot is a `getOnlineUsers` cursor,
+///   and `getOnlineUsers` lists the same roster as of the last event, the reader's own user
+///   shown by the same rule (``getOnlineUsers(_:)``);
 /// - schedules a channel's interval flush `intervalSeconds` after its first pending change;
 /// - restarts `seq` when a channel is deleted (no member left) and created again.
 final class PresenceEngine {
