@@ -367,7 +367,8 @@ import Testing
             guard let online = try? observer.onlineUsers("room") else { return false }
             expected = online
             roster = (try? Self.applyPresence(deliveredEvents(receiver))) ?? ["<seq gap>": [:]]
-            return roster == expected
+            // Listings are as of the last event: wait for the one that reports last-a and last-b.
+            return roster == expected && expected["last-a"] != nil && expected["last-b"] != nil
         }
         #expect(matched, "backend roster \(roster) != broker \(expected)")
         #expect(expected["last-a"] == ["k": "last-a"])
