@@ -11,7 +11,8 @@ import RollcallProtocol
 /// wait for the next `interval` event.
 ///
 /// Bounds: only pages of at least ``minimumNames`` users are kept (small pages are cheap to
-/// encode), at most ``capacity(occupancy:)`` of them: 16, plus 2 per 1000 members, so that
+/// encode; the one exception is the first page of a channel in interval mode, which every
+/// joiner's snapshot copies), at most ``capacity(occupancy:)`` of them: 16, plus 2 per 1000 members, so that
 /// every page of a roster read by 1000, with and without states, fits. Each page holds at
 /// most 1000 entries (`getOnlineUsers`) or `presence.snapshotMaxMembers` (the snapshot), so
 /// a channel of n members keeps at most about 16 pages plus twice its encoded roster. When
@@ -37,9 +38,10 @@ struct ListingCache {
     /// The page encoded for `key` since the last event, if any.
     func page(_ key: Key) -> RosterPage? { pages[key] }
 
-    /// Keeps `page` for `key` unless it is small; evicts an arbitrary page when full.
-    mutating func keep(_ page: RosterPage, for key: Key, occupancy: Int) {
-        guard page.names.count >= Self.minimumNames else { return }
+    /// Keeps `page` for `key` unless it is small (and not `evenIfSmall`); evicts an arbitrary
+    /// page when full.
+    mutating func keep(_ page: RosterPage, for key: Key, occupancy: Int, evenIfSmall: Bool = false) {
+        guard evenIfSmall || page.names.count >= Self.minimumNames else { return }
         while pages.count >= Self.capacity(occupancy: occupancy), pages[key] == nil {
             pages.remove(at: pages.startIndex)
         }

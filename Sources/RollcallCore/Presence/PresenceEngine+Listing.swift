@@ -67,7 +67,9 @@ extension PresenceEngine {
             return true
         }
         let page = RosterPage(entries: entries, includeState: includeState, more: more)
-        channel.listingCache.keep(page, for: key, occupancy: channel.occupancyAtLastEvent)
+        // In interval mode every joiner's snapshot copies the first page: keep it at any size.
+        channel.listingCache.keep(
+            page, for: key, occupancy: channel.occupancyAtLastEvent, evenIfSmall: cursor == nil && channel.mode == .interval)
         return page
     }
 }
