@@ -103,10 +103,8 @@ struct TokenInfoIntegrationTests {
         #expect(try dave.join("room").ok)
         let snapshot = try dave.presenceEvent("snapshot", channel: "room")
         #expect(names(snapshot["snapshot"]) == ["alice": "Alice"], "\(snapshot)")
-        // A single node lists the roster as of the last event too (protocol.md §7.7); a
-        // cluster still lists the members now.
-        let listed = topology == .single ? "Alice" : "Alice 2"
-        #expect(names(try dave.channelOp("getOnlineUsers", "room")["users"]) == ["alice": listed])
+        // The listing is the roster as of the last event too (protocol.md §7.7).
+        #expect(names(try dave.channelOp("getOnlineUsers", "room")["users"]) == ["alice": "Alice"])
     }
 
     @Test("a user's info is the one of the session whose join made the user a member (sessions on different nodes in a cluster)",

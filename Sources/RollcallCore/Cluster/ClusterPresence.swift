@@ -366,12 +366,15 @@ final class ClusterPresence {
         }
     }
 
-    /// `getOnlineUsers`: one page in byte order of user id, with the channel's `seq`.
+    /// `getOnlineUsers`: one page in byte order of user id of the roster as of the channel's
+    /// last event, with its `seq`; the reader's own user is spliced in when it joined since
+    /// (``PresenceEngine/getOnlineUsers(_:)`` does the same on one node).
     func getOnlineUsers(_ request: GetOnlineUsersRequest, then done: @escaping Completion) {
         let key = request.channel
         let arguments = channelArguments(key, keys.channel(key), intervalHead: false) + [
             request.after.map { Array($0.string.utf8) } ?? [], Array(String(request.pageSize).utf8),
             Array(request.includeState ? "1".utf8 : "0".utf8), Array(request.includeUserId ? "1".utf8 : "0".utf8),
+            request.viewer.map { Array($0.string.utf8) } ?? [],
         ]
         store.call([.script(PresenceScripts.onlineUsers, arguments: arguments)]) { result in
             switch result {
@@ -381,26 +384,25 @@ final class ClusterPresence {
                 let users = reply[2].elements ?? []
                 let states = reply[3].elements ?? []
                 let infos = reply[5].elements ?? []
-                var writer = JSONWriter(capacity: 2 + users.count * (request.includeState ? 64 : 24))
-                writer.beginArray()
-                var last: Name?
+                var entries: [(userId: Name, state: [UInt8], info: [UInt8]?)] = []
+                entries.reserveCapacity(users.count)
                 for (index, user) in users.enumerated() {
-                    let name = Name(unchecked: user.text ?? "")
-                    last = name
-                    writer.beginObject()
-                    writer.key("userId"); writer.string(name.string)
-                    if request.includeState {
-                        writer.key("state"); writer.raw(states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8))
-                    }
-                    if infos.count > index, let info = infos[index].bytes, !info.isEmpty { writer.key("info"); writer.raw(info) }
-                    writer.endObject()
+                    let state = states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8)
+                    let info = infos.count > index ? infos[index].bytes.flatMap { $0.isEmpty ? nil : $0 } : nil
+                    entries.append((Name(unchecked: user.text ?? ""), state, info))
                 }
-                writer.endArray()
-                let more = reply[4].integer == 1
-                let nextPage: JSON = more ? last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
+                let page = RosterPage(encodedEntries: entries, includeState: request.includeState, more: reply[4].integer == 1)
+                var insert: RosterPage.EncodedEntry?
+                if request.includeUserId, let viewer = request.viewer, let own = reply[6].bytes, !own.isEmpty, request.after.map({ $0 < viewer }) ?? true {
+                    let info = reply[7].bytes.flatMap { $0.isEmpty ? nil : $0 }
+                    let single = RosterPage(encodedEntries: [(viewer, own, info)], includeState: request.includeState, more: false)
+                    insert = RosterPage.EncodedEntry(userId: viewer, bytes: Array(single.encoded.dropFirst().dropLast()))
+                }
+                let shown = page.array(inserting: insert, limit: request.pageSize)
+                let nextPage: JSON = shown.more ? shown.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
                 done(.success(Answer(result: .object([
                     "totalOccupancy": .int(Int(reply[0].integer ?? 0)), "seq": .int(Int(reply[1].integer ?? 0)),
-                    "users": .encoded(writer.bytes), "nextPage": nextPage,
+                    "users": .encoded(shown.bytes), "nextPage": nextPage,
                 ]))))
             }
         }

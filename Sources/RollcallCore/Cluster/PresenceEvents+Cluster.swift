@@ -66,8 +66,9 @@ extension PresenceState {
 }
 
 extension RosterPage {
-    /// A page whose states and infos come encoded (from Redis), in byte order of user id.
-    init(encodedEntries: [(userId: Name, state: [UInt8], info: [UInt8]?)], more: Bool) {
+    /// A page whose states and infos come encoded (from Redis), in byte order of user id;
+    /// `includeState: false` leaves the states out.
+    init(encodedEntries: [(userId: Name, state: [UInt8], info: [UInt8]?)], includeState: Bool = true, more: Bool) {
         var writer = JSONWriter(capacity: 64 + encodedEntries.reduce(0) { $0 + $1.state.count + ($1.info?.count ?? 0) + 32 })
         var starts: [Int] = []
         starts.reserveCapacity(encodedEntries.count)
@@ -76,7 +77,7 @@ extension RosterPage {
             starts.append(writer.bytes.count + (starts.isEmpty ? 0 : 1))
             writer.beginObject()
             writer.key("userId"); writer.string(entry.userId.string)
-            writer.key("state"); writer.raw(entry.state)
+            if includeState { writer.key("state"); writer.raw(entry.state) }
             if let info = entry.info { writer.key("info"); writer.raw(info) }
             writer.endObject()
         }

@@ -71,6 +71,7 @@ enum PresenceScripts {
         if kind == '-' then
           redis.call('HDEL', ch.pending, user)
           redis.call('HDEL', ch.pendingInfo, user)
+          redis.call('ZREM', ch.listed, user)
         else
           memberChanged(kind == 't' and 'timeout' or 'leave', user, enc, true, before, head)
         end
@@ -78,7 +79,7 @@ enum PresenceScripts {
         if redis.call('ZCARD', ch.members) == 0 then
           redis.call('ZREM', allChannels, channelEntry)
           redis.call('ZREM', ch.due, ch.id)
-          redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo)
+          redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo, ch.listed)
           produced[#produced + 1] = 'v'
         end
         return {'ok', dueAndNow(), produced}
@@ -127,20 +128,50 @@ enum PresenceScripts {
         return {'ok', live}
         """)
 
+    /// `getOnlineUsers`: a page of the roster as of the channel's last event (`:lm`), states
+    /// and infos as of that event (from `:pend` / `:pinfo` for users changed since), plus the
+    /// reader's current state and info when it joined since (else ''). A channel without
+    /// `:lm` (created before it existed) is listed as its members now.
     static let onlineUsers = StoreScript(name: "presence.onlineUsers", source: library + """
-        local after, pageSize, includeState, includeUserId = ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
-        local occupancy = redis.call('ZCARD', ch.members)
+        local after, pageSize, includeState, includeUserId, viewer = ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13] or ''
         local seq = tonumber(redis.call('HGET', ch.base, 'seq') or '0')
-        if includeUserId ~= '1' or occupancy == 0 then return {occupancy, seq, {}, {}, 0} end
+        local listed = ch.listed
+        if redis.call('EXISTS', listed) == 0 then listed = ch.members end
+        local occupancy = redis.call('ZCARD', listed)
+        local own, ownInfo = '', ''
+        if listed == ch.listed and viewer ~= '' then
+          local record = redis.call('HGET', ch.pending, viewer)
+          local current = redis.call('HGET', ch.st, viewer)
+          if record and current and string.sub(record, 1, 1) == '0' then
+            own, ownInfo = current, redis.call('HGET', ch.info, viewer) or ''
+            occupancy = occupancy + 1
+          end
+        end
+        if includeUserId ~= '1' or occupancy == 0 then return {occupancy, seq, {}, {}, 0, {}, own, ownInfo} end
         local start = '-'
         if after ~= '' then start = '(' .. after end
-        local users = redis.call('ZRANGEBYLEX', ch.members, start, '+', 'LIMIT', 0, pageSize + 1)
+        local users = redis.call('ZRANGEBYLEX', listed, start, '+', 'LIMIT', 0, pageSize + 1)
         local more = 0
         if #users > pageSize then more = 1; users[#users] = nil end
         local states, infos = {}, {}
-        if includeState == '1' and #users > 0 then states = redis.call('HMGET', ch.st, unpack(users)) end
-        if #users > 0 then infos = redis.call('HMGET', ch.info, unpack(users)) end
-        return {occupancy, seq, users, states, more, infos}
+        if #users > 0 then
+          states = redis.call('HMGET', ch.st, unpack(users))
+          infos = redis.call('HMGET', ch.info, unpack(users))
+          if listed == ch.listed then
+            local records = redis.call('HMGET', ch.pending, unpack(users))
+            for i = 1, #users do
+              if records[i] then
+                local p = parsePending(records[i])
+                if p.was then
+                  states[i] = p.before
+                  infos[i] = redis.call('HGET', ch.pendingInfo, users[i]) or false
+                end
+              end
+            end
+          end
+        end
+        if includeState ~= '1' then states = {} end
+        return {occupancy, seq, users, states, more, infos, own, ownInfo}
         """)
 
     /// What a TTL expiry needs: Redis' time, the member's state and its keys' deadlines
@@ -172,6 +203,9 @@ enum PresenceScripts {
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
         ch.sessions, ch.pending = ch.base .. ':s', ch.base .. ':pend'
         ch.info, ch.pendingInfo = ch.base .. ':info', ch.base .. ':pinfo'
+        -- The roster as of the last event (listings), kept where events are emitted. A channel
+        -- created before this key existed has none: its listings show the members now.
+        ch.listed = ch.base .. ':lm'
         if ARGV[8] ~= '' then redis.call('HSETNX', ch.base, 'ih', ARGV[8]) end
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -286,6 +320,11 @@ enum PresenceScripts {
             end
           end
           if #joins + #leaves + #timeouts + #changes == 0 then return end
+          if redis.call('EXISTS', ch.listed) == 1 then
+            for _, e in ipairs(joins) do redis.call('ZADD', ch.listed, 0, e.user) end
+            for _, e in ipairs(leaves) do redis.call('ZREM', ch.listed, e.user) end
+            for _, e in ipairs(timeouts) do redis.call('ZREM', ch.listed, e.user) end
+          end
           local byUser = function(a, b) return lessBytes(a.user, b.user) end
           table.sort(joins, byUser); table.sort(leaves, byUser); table.sort(timeouts, byUser); table.sort(changes, byUser)
           local function names(list)
@@ -343,6 +382,11 @@ enum PresenceScripts {
               deferChange(user, enc, wasPresent, before, removal)
             else
               local seq = redis.call('HINCRBY', ch.base, 'seq', 1)
+              if change == 'join' and (occupancy == 1 or redis.call('EXISTS', ch.listed) == 1) then
+                redis.call('ZADD', ch.listed, 0, user)
+              elseif removal then
+                redis.call('ZREM', ch.listed, user)
+              end
               publishPresence(seq, user, head .. footer(occupancy, 'announce', seq))
             end
           else

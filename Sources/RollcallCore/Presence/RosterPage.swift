@@ -89,6 +89,12 @@ struct RosterPage {
         let userId: Name
         let bytes: [UInt8]
 
+        /// An entry already encoded (`{"userId":…}`).
+        init(userId: Name, bytes: [UInt8]) {
+            self.userId = userId
+            self.bytes = bytes
+        }
+
         init(_ entry: RosterEntry, includeState: Bool) {
             userId = entry.userId
             var writer = JSONWriter(capacity: 64 + entry.state.totalBytes * 2 + (entry.info?.count ?? 0))
