@@ -47,9 +47,10 @@ struct ClientCompressionTests {
         ["note": .string(String(repeating: "member \(index) is here; ", count: 24)), "index": .string("\(index)")]
     }
 
-    @Test("on: 40 connections of one runtime negotiate it; a 40-member snapshot and a 20 KB message arrive intact")
-    func manyConnectionsOneRuntime() throws {
-        let broker = try BrokerProcess(config: ["http": ["permessageDeflate": true]])
+    @Test("on: 40 connections of one runtime negotiate it; a 40-member snapshot and a 20 KB message arrive intact",
+          arguments: [8, 1])
+    func manyConnectionsOneRuntime(memLevel: Int) throws {
+        let broker = try BrokerProcess(config: ["http": ["permessageDeflate": true, "permessageDeflateMemLevel": memLevel]])
         let runtime = try ClientRuntime(options: .init(maxConnections: 64, rxBufferSize: 4096))
         defer { runtime.shutdown() }
         var members: [RollcallConnection] = []
