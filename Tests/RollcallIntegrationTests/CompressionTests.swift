@@ -86,6 +86,31 @@ struct ClientCompressionTests {
         #expect(members.allSatisfy(\.isOpen) && watcher.isOpen)
     }
 
+    @Test("RollcallSession(permessageDeflate: true): compressed, and its roster is built from a compressed snapshot")
+    func asyncSession() async throws {
+        let broker = try BrokerProcess(config: ["http": ["permessageDeflate": true]])
+        var members: [RollcallConnection] = []
+        for index in 0..<20 {
+            let member = try broker.session("m\(index)")
+            try member.call("join", ["channel": "big", "state": Self.state(index)])
+            members.append(member)
+        }
+        let session = RollcallSession(url: broker.url(), permessageDeflate: true)
+        try await session.connect()
+        #expect(session.isCompressed)
+        _ = try await session.login(userId: "watcher")
+        let joined = try await session.join(ChannelRef("big"), messages: false)
+        #expect(joined.occupancy == 21)
+        let roster = try #require(session.roster(of: ChannelRef("big")))
+        #expect(roster.members.count == 21)
+        #expect(roster.members["m7"]?.state["note"] == Self.state(7)["note"]?.stringValue)
+        session.close()
+        let plain = RollcallSession(url: broker.url())
+        try await plain.connect()
+        #expect(!plain.isCompressed)
+        plain.close()
+    }
+
     @Test("off: a client that offers it connects uncompressed and works")
     func brokerOff() throws {
         let broker = try BrokerProcess()

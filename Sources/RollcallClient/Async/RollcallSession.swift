@@ -66,6 +66,10 @@ public final class RollcallSession: @unchecked Sendable {
     /// The current connection state.
     public var state: ConnectionState { lock.withLock { current } }
 
+    /// True when the current connection negotiated WebSocket compression (``permessageDeflate``
+    /// asked for it and the broker accepted it); false while there is no connection.
+    public var isCompressed: Bool { lock.withLock { connection }?.isCompressed ?? false }
+
     /// The result of the latest login, the automatic ones after a reconnect included
     /// (`resumed` tells whether the broker still held the session).
     public var lastLogin: LoginResult? { lock.withLock { latestLogin } }
