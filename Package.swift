@@ -59,6 +59,9 @@ let package = Package(
 
         // epoll for rollcall-bench's raw client sockets (Sources/rollcall-bench/Support/RawSocketPool.swift).
         .target(name: "CBenchEpoll"),
+        // Raw inflate (system zlib) for rollcall-bench's plain-socket clients with `--deflate`
+        // (permessage-deflate, Support/WebSocketFrameScanner.swift).
+        .target(name: "CBenchZlib", linkerSettings: [.linkedLibrary("z")]),
 
         // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
         .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
@@ -145,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall-bench",
             dependencies: [
-                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll",
+                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll", "CBenchZlib",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

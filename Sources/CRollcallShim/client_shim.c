@@ -26,3 +26,23 @@ int rollcall_client_drop_socket(struct lws *wsi) {
 void rollcall_client_ignore_sigpipe(void) {
     signal(SIGPIPE, SIG_IGN);
 }
+
+static const struct lws_extension client_extensions[] = {
+    {"permessage-deflate", lws_extension_callback_pm_deflate, "permessage-deflate; client_max_window_bits"},
+    {NULL, NULL, NULL},
+};
+
+const struct lws_extension *rollcall_client_extensions(void) {
+    return client_extensions;
+}
+
+int rollcall_client_accepted_extensions(struct lws *wsi, char *out, int capacity) {
+    int length = lws_hdr_total_length(wsi, WSI_TOKEN_EXTENSIONS);
+    if (capacity > 0)
+        out[0] = '\0';
+    if (length <= 0)
+        return 0;
+    if (length >= capacity || lws_hdr_copy(wsi, out, capacity, WSI_TOKEN_EXTENSIONS) < 0)
+        return -1;
+    return length;
+}

@@ -14,9 +14,19 @@ func rollcallClientCallback(
         }
         return 0
     }
+    if reason == LWS_CALLBACK_WS_EXT_DEFAULTS {
+        // Here `user` is the extension's name, not the connection: never read it as one
+        // (retaining a C string as an object is what broke a second deflate handshake).
+        return 0
+    }
     guard let wsi, let user else { return 0 }
     let connection = Unmanaged<RollcallConnection>.fromOpaque(user).takeUnretainedValue()
     switch reason {
+    case LWS_CALLBACK_CLIENT_CONFIRM_EXTENSION_SUPPORTED:
+        // 0 offers the extension in this handshake, nonzero leaves it out.
+        return connection.permessageDeflate ? 0 : 1
+    case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+        connection.serviceUpgradeAccepted(wsi)
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         connection.serviceEstablished(wsi)
     case LWS_CALLBACK_CLIENT_RECEIVE:

@@ -93,6 +93,9 @@ public final class ClientRuntime: @unchecked Sendable {
         info.fd_limit_per_thread = UInt32(options.maxConnections + 64)
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
         info.user = Unmanaged.passUnretained(self).toOpaque()
+        // permessage-deflate for connections that ask (``RollcallConnection/permessageDeflate``);
+        // the list is static C data, as lws keeps the pointer and walks it on every handshake.
+        info.extensions = rollcall_client_extensions()
         let creation = EventLoop.createContext(info, onLibev: options.epoll)
         eventLoop = creation.loop
         guard let created = creation.context else {

@@ -47,6 +47,15 @@ extension RollcallConnection {
         }
     }
 
+    /// `LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH`: the upgrade response's headers are still
+    /// there (lws drops them before `ESTABLISHED`); keep the extensions the server accepted.
+    func serviceUpgradeAccepted(_ wsi: OpaquePointer) {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let length = rollcall_client_accepted_extensions(wsi, &buffer, Int32(buffer.count))
+        let accepted = length > 0 ? String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        cond.withLock { acceptedExtensions = accepted }
+    }
+
     /// `LWS_CALLBACK_CLIENT_ESTABLISHED`.
     func serviceEstablished(_ wsi: OpaquePointer) {
         self.wsi = wsi

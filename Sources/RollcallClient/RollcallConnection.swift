@@ -37,6 +37,10 @@ public final class RollcallConnection: @unchecked Sendable {
     /// For `wss://`: accept a self-signed server certificate and skip the host name check
     /// (development and tests only; the connection is encrypted but not authenticated).
     public let allowSelfSignedCertificate: Bool
+    /// Offers WebSocket compression (RFC 7692 `permessage-deflate`, lws' implementation) in the
+    /// handshake. The broker accepts it only with `http.permessageDeflate` on; otherwise the
+    /// connection runs uncompressed. See ``isCompressed``.
+    public let permessageDeflate: Bool
 
     let cond = NSCondition()
     // Guarded by `cond`:
@@ -50,6 +54,7 @@ public final class RollcallConnection: @unchecked Sendable {
     var events = Deque<Event>()
     var unmatchedReplies = Deque<Reply>()
     var finalClose: CloseInfo?
+    var acceptedExtensions = ""
     var connectError: String?
     var counts = Counters()
     var recordTranscript = false
@@ -96,11 +101,13 @@ public final class RollcallConnection: @unchecked Sendable {
     ///   - recordTranscript: keep every received object in order (see ``transcript``).
     ///   - allowSelfSignedCertificate: for `wss://`, accept a self-signed certificate and skip
     ///     the host name check (development and tests only).
+    ///   - permessageDeflate: offer `permessage-deflate` (off by default; see ``permessageDeflate``).
     public init(
         url: String, subprotocol: String? = nil, origin: String? = nil,
         recordTranscript: Bool = false, runtime: ClientRuntime = .shared,
-        allowSelfSignedCertificate: Bool = false
+        allowSelfSignedCertificate: Bool = false, permessageDeflate: Bool = false
     ) throws(ClientError) {
+        self.permessageDeflate = permessageDeflate
         self.url = try WebSocketURL(url)
         self.subprotocol = subprotocol
         self.origin = origin
@@ -125,12 +132,13 @@ public final class RollcallConnection: @unchecked Sendable {
     public static func connect(
         url: String, subprotocol: String? = nil, origin: String? = nil,
         recordTranscript: Bool = false, runtime: ClientRuntime = .shared,
-        timeout: Duration = .seconds(5), allowSelfSignedCertificate: Bool = false
+        timeout: Duration = .seconds(5), allowSelfSignedCertificate: Bool = false,
+        permessageDeflate: Bool = false
     ) throws(ClientError) -> RollcallConnection {
         let connection = try RollcallConnection(
             url: url, subprotocol: subprotocol, origin: origin,
             recordTranscript: recordTranscript, runtime: runtime,
-            allowSelfSignedCertificate: allowSelfSignedCertificate)
+            allowSelfSignedCertificate: allowSelfSignedCertificate, permessageDeflate: permessageDeflate)
         connection.start()
         do {
             try connection.waitUntilOpen(timeout: timeout)
@@ -146,6 +154,14 @@ public final class RollcallConnection: @unchecked Sendable {
     }
 
     // MARK: State
+
+    /// True once the server accepted `permessage-deflate` in the handshake: frames in both
+    /// directions are then compressed (lws inflates and deflates them; the API is unchanged).
+    public var isCompressed: Bool { cond.withLock { acceptedExtensions.hasPrefix("permessage-deflate") } }
+
+    /// The server's `Sec-WebSocket-Extensions` response header ("" when none), e.g.
+    /// `permessage-deflate; client_max_window_bits=15`.
+    public var negotiatedExtensions: String { cond.withLock { acceptedExtensions } }
 
     /// The current life-cycle state.
     public var currentState: State { cond.withLock { state } }

@@ -56,6 +56,7 @@ extension BrokerServer {
         let record = ConnectionRecord(id: id, wsi: wsi, now: now)
         metrics.connectionsTotal += 1
         rollcall_cap_send_buffer(wsi, Self.socketSendBufferBytes)
+        applyDeflateOptions(wsi)
         records.insert(record, firstHeartbeatCheckAt: record.lifecycle.nextHeartbeatCheck(heartbeat))
         feed(.opened(id))
         return 0

@@ -26,6 +26,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "For wss:// URLs, accept a self-signed certificate and skip the host name check (development only).")
     var insecure = false
 
+    @Flag(help: "Offer WebSocket compression (permessage-deflate); used when the broker runs with http.permessageDeflate on.")
+    var deflate = false
+
     @Option(help: "Seconds to wait for each reply.")
     var timeout: Double = 10
 
@@ -43,7 +46,7 @@ struct GlobalOptions: ParsableArguments {
     var replyTimeout: Duration { .milliseconds(Int64(timeout * 1000)) }
 
     static let valueOptions: Set<String> = ["--url", "--user", "--platform", "--token", "--timeout", "--color"]
-    static let flagOptions: Set<String> = ["--json", "--insecure"]
+    static let flagOptions: Set<String> = ["--json", "--insecure", "--deflate"]
 
     /// Moves global options written before the command name to the end of the arguments,
     /// so that both `rollcall-cli --user a ping` and `rollcall-cli ping --user a` work.
@@ -91,7 +94,7 @@ struct Session {
         do {
             connection = try RollcallConnection.connect(
                 url: url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
-                allowSelfSignedCertificate: options.insecure)
+                allowSelfSignedCertificate: options.insecure, permessageDeflate: options.deflate)
         } catch {
             Output.fail("cannot connect to \(url): \(error)", code: 2)
         }
@@ -106,7 +109,7 @@ struct Session {
     static func openQuietly(_ options: GlobalOptions, url: String) throws -> Session? {
         guard let connection = try? RollcallConnection.connect(
                 url: url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
-                allowSelfSignedCertificate: options.insecure),
+                allowSelfSignedCertificate: options.insecure, permessageDeflate: options.deflate),
               let reply = try? connection.login(userId: options.userId, platform: options.platform, token: options.token,
                                                 timeout: options.replyTimeout),
               reply.ok else { return nil }
@@ -119,7 +122,7 @@ struct Session {
         guard let token = loginReply["resumeToken"]?.stringValue,
               let connection = try? RollcallConnection.connect(
                 url: url, subprotocol: "rollcall.v1", timeout: options.replyTimeout,
-                allowSelfSignedCertificate: options.insecure),
+                allowSelfSignedCertificate: options.insecure, permessageDeflate: options.deflate),
               let reply = try? connection.login(userId: options.userId, platform: options.platform, token: options.token,
                                                 resumeToken: token, timeout: options.replyTimeout),
               reply.ok else { return nil }

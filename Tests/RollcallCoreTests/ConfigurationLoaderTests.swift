@@ -33,7 +33,8 @@ private let everyKeyChanged = """
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
       "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
-      "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true},
+      "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
+                   "permessageDeflateMemLevel": 2},
       "heartbeat": {"intervalSeconds": 2.5, "timeoutSeconds": 7.5},
       "presence":  {"maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2,
                     "timeoutSeconds": 1.5, "snapshotMaxMembers": 11},
@@ -66,7 +67,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
-    c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true
+    c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2
     c.heartbeat.intervalSeconds = 2.5; c.heartbeat.timeoutSeconds = 7.5
     c.presence.maxInstantEvents = 3; c.presence.hysteresis = 1; c.presence.intervalSeconds = 0.2
     c.presence.timeoutSeconds = 1.5; c.presence.snapshotMaxMembers = 11
@@ -297,6 +298,8 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"storage": {"path": ""}}"#, code: .outOfRange, keyPath: "storage.path", mentions: "non-empty"),
         .init(json: #"{"http": {"allowedOrigins": [""]}}"#, code: .outOfRange, keyPath: "http.allowedOrigins", mentions: "non-empty"),
         .init(json: #"{"http": {"permessageDeflate": "yes"}}"#, code: .wrongType, keyPath: "http.permessageDeflate", mentions: "expected a boolean"),
+        .init(json: #"{"http": {"permessageDeflateMemLevel": 0}}"#, code: .outOfRange, keyPath: "http.permessageDeflateMemLevel", mentions: "from 1 to 9 (got 0)"),
+        .init(json: #"{"http": {"permessageDeflateMemLevel": 10}}"#, code: .outOfRange, keyPath: "http.permessageDeflateMemLevel", mentions: "from 1 to 9"),
         .init(json: #"{"presence": {"maxInstantEvents": 0, "hysteresis": 0}}"#, code: .outOfRange,
               keyPath: "presence.maxInstantEvents", mentions: "from 1 to"),
         .init(json: #"{"presence": {"hysteresis": -1}}"#, code: .outOfRange, keyPath: "presence.hysteresis", mentions: "from 0 to"),

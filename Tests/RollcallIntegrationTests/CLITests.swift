@@ -30,6 +30,14 @@ struct CLITests {
         #expect(result.stdout.contains("round trip"))
     }
 
+    @Test("--deflate: works with a broker that compresses and with one that does not", arguments: [true, false])
+    func deflate(brokerCompresses: Bool) throws {
+        let broker = try BrokerProcess(config: ["http": ["permessageDeflate": brokerCompresses]])
+        let result = try cli(["--deflate", "--url", broker.url(), "--user", "alice", "raw", "join", #"{"channel":"c","state":{"note":"\#(String(repeating: "x", count: 4000))"}}"#])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("occupancy"), "\(result.stdout)") // the 4 KB join went through (compressed when on)
+    }
+
     @Test("--json ping prints the raw reply; options may follow the command")
     func pingJSON() throws {
         let broker = try BrokerProcess()

@@ -48,9 +48,15 @@ public final class RollcallSession: @unchecked Sendable {
     private var closing = false
     private var provider: (@Sendable () async throws -> String)?
 
-    /// A session that has not connected yet.
-    public init(url: String, reconnect: ReconnectPolicy = ReconnectPolicy(), runtime: ClientRuntime = .shared) {
+    /// Whether each connection offers WebSocket compression (``RollcallConnection/permessageDeflate``).
+    public let permessageDeflate: Bool
+
+    /// A session that has not connected yet; `permessageDeflate` offers WebSocket compression
+    /// (used only when the broker runs with `http.permessageDeflate` on).
+    public init(url: String, reconnect: ReconnectPolicy = ReconnectPolicy(), runtime: ClientRuntime = .shared,
+                permessageDeflate: Bool = false) {
         self.url = url
+        self.permessageDeflate = permessageDeflate
         self.reconnect = reconnect
         self.runtime = runtime
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
@@ -59,6 +65,10 @@ public final class RollcallSession: @unchecked Sendable {
 
     /// The current connection state.
     public var state: ConnectionState { lock.withLock { current } }
+
+    /// True when the current connection negotiated WebSocket compression (``permessageDeflate``
+    /// asked for it and the broker accepted it); false while there is no connection.
+    public var isCompressed: Bool { lock.withLock { connection }?.isCompressed ?? false }
 
     /// The result of the latest login, the automatic ones after a reconnect included
     /// (`resumed` tells whether the broker still held the session).
@@ -181,7 +191,7 @@ public final class RollcallSession: @unchecked Sendable {
     /// Opens one connection with the session's handlers; resumes when it is open or failed.
     private func open() async -> Result<RollcallConnection, RollcallError> {
         let connection: RollcallConnection
-        do { connection = try RollcallConnection(url: url, runtime: runtime) } catch { return .failure(.connection(error)) }
+        do { connection = try RollcallConnection(url: url, runtime: runtime, permessageDeflate: permessageDeflate) } catch { return .failure(.connection(error)) }
         return await withCheckedContinuation { continuation in
             let once = Once()
             connection.onEvent = { [weak self] event in self?.received(event, on: connection) }

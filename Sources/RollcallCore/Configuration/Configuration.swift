@@ -53,6 +53,10 @@ public struct Configuration: Sendable, Equatable {
         /// Offer WebSocket compression (RFC 7692 `permessage-deflate`) to clients that ask for
         /// it. Default false: each compressing connection holds zlib state (docs/operations.md).
         public var permessageDeflate = false
+        /// zlib `memLevel` (1–9) of each compressing connection's deflate stream. Default 8
+        /// (zlib's and lws' default); lower levels shrink the hash table zlib clears for every
+        /// connection (2^(memLevel+8) bytes) at some cost in compression (docs/operations.md).
+        public var permessageDeflateMemLevel = 8
         public init() {}
     }
 

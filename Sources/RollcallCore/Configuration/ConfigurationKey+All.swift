@@ -31,6 +31,7 @@ extension ConfigurationKey {
             .optionalString("http.staticDir", \.http.staticDir),
             .strings("http.allowedOrigins", \.http.allowedOrigins),
             .boolean("http.permessageDeflate", \.http.permessageDeflate),
+            .integer("http.permessageDeflateMemLevel", \.http.permessageDeflateMemLevel, 1...9),
 
             .number("heartbeat.intervalSeconds", \.heartbeat.intervalSeconds, heartbeat),
             .number("heartbeat.timeoutSeconds", \.heartbeat.timeoutSeconds, heartbeat),

@@ -35,6 +35,9 @@ struct Fanout: ParsableCommand {
     @Option(help: "Target: broker CPU µs per delivery at the highest sustained step.")
     var targetMicros = 2.0
 
+    @Flag(help: "Start the broker with http.permessageDeflate on; receivers (plain sockets, which inflate) and the publisher offer it.")
+    var deflate = false
+
     @Flag(help: "Receivers on the client library's lws runtimes instead of plain sockets read on epoll (the bench before issue 16).")
     var lwsReceivers = false
 
@@ -47,6 +50,7 @@ struct Fanout: ParsableCommand {
         guard growth > 1.01, growth <= 10 else { throw ValidationError("--growth must be in (1.01, 10]") }
         guard (1...10_000).contains(window) else { throw ValidationError("--window must be 1...10000") }
         guard maxLag > 0, maxLag <= 10 else { throw ValidationError("--max-lag must be in (0, 10]") }
+        if deflate && lwsReceivers { throw ValidationError("--deflate applies to the plain-socket receivers, not --lws-receivers") }
     }
 
     /// The broker config: the publisher's request rate limit is lifted so the publisher can
@@ -59,11 +63,13 @@ struct Fanout: ParsableCommand {
         setvbuf(stdout, nil, _IOLBF, 0)
         let receiverCount = receivers ?? (report.quick ? 200 : 1000)
         let seconds = stepSeconds ?? (report.quick ? 2 : 5)
-        let broker = try target.resolve(config: Self.brokerConfig)
+        var config = Self.brokerConfig
+        if deflate { config["http"] = ["permessageDeflate": true] }
+        let broker = try target.resolve(config: config)
         defer { broker.finish() }
         print("fanout: broker \(broker.url) pid \(broker.pid); \(receiverCount) receivers, \(seconds) s steps")
         let driver = try FanoutDriver(url: broker.url, receivers: receiverCount, threads: report.threads,
-                                      rawReceivers: !lwsReceivers)
+                                      rawReceivers: !lwsReceivers, deflate: deflate)
         defer { driver.shutdown() }
 
         let joined = driver.open(receivers: receiverCount, timeout: max(30, Double(receiverCount) / 50))

@@ -21,11 +21,14 @@ final class FanoutDriver {
     private var publisher: RollcallConnection?
     /// A 100-byte message: a string of 98 characters and its two quotes.
     private let message = JSON.string(String(repeating: "m", count: 98))
+    /// Receivers and the publisher offer permessage-deflate.
+    private let deflate: Bool
 
-    init(url: String, receivers: Int, threads: Int, rawReceivers: Bool) throws {
+    init(url: String, receivers: Int, threads: Int, rawReceivers: Bool, deflate: Bool = false) throws {
         self.url = url
+        self.deflate = deflate
         if rawReceivers {
-            rawPool = RawSocketPool(threads: threads)
+            rawPool = RawSocketPool(threads: threads, deflate: deflate)
             pool = nil
             deliveries = DeliveryTally(shards: threads)
         } else {
@@ -36,6 +39,9 @@ final class FanoutDriver {
         }
         publisherRuntime = try ClientRuntime(options: .init(maxConnections: 8))
     }
+
+    /// Bytes the plain-socket receivers read so far (racy sum, for per-step deltas); nil with lws receivers.
+    var receivedBytes: Int? { rawPool == nil ? nil : rawReceivers.reduce(0) { $0 + $1.bytesReceived } }
 
     /// Unanswered publish requests.
     var outstanding: Int { counters["published"] - counters["acked"] - counters["rejected"] - counters["failedReplies"] }
@@ -116,13 +122,15 @@ final class FanoutDriver {
         while counters["joined"] < rawReceivers.count, MonotonicSeconds.now < deadline {
             usleep(20_000)
         }
-        print("fanout: \(counters["joined"])/\(count) raw receivers joined in \(String(format: "%.1f", MonotonicSeconds.now - start)) s")
+        print("fanout: \(counters["joined"])/\(count) raw receivers joined in \(String(format: "%.1f", MonotonicSeconds.now - start)) s"
+              + (deflate ? ", \(rawReceivers.filter(\.isCompressed).count) with permessage-deflate" : ""))
         openPublisher()
         return counters["joined"]
     }
 
     private func openPublisher() {
-        guard let connection = try? RollcallConnection(url: url, subprotocol: "rollcall.v1", runtime: publisherRuntime) else {
+        guard let connection = try? RollcallConnection(url: url, subprotocol: "rollcall.v1", runtime: publisherRuntime,
+                                                     permessageDeflate: deflate) else {
             return
         }
         connection.start()
@@ -130,6 +138,7 @@ final class FanoutDriver {
             try connection.waitUntilOpen(timeout: .seconds(10))
             let reply = try connection.login(userId: "fanout-publisher", platform: "cli")
             if reply.ok { publisher = connection }
+            if deflate { print("fanout: publisher permessage-deflate: \(connection.isCompressed)") }
         } catch {
             print("fanout: publisher failed: \(error)")
         }

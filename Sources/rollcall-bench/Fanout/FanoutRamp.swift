@@ -28,6 +28,7 @@ struct FanoutRamp {
         let writesBefore = metrics?.read(Self.writeCounters)
         guard let splitBefore = CPUTimes.read(pid: sampler.pid) else { return nil }
         let cpuBefore = splitBefore.total
+        let bytesBefore = driver.receivedBytes
 
         let me = ProcessSampler(pid: getpid())
         let clientCPUBefore = me.cpuSeconds() ?? 0
@@ -67,6 +68,10 @@ struct FanoutRamp {
         guard let splitAfter = CPUTimes.read(pid: sampler.pid) else { return nil }
         let cpuAfter = splitAfter.total
         let delivered = driver.deliveries.total - deliveredBefore
+        var bytesPerDelivery = 0.0
+        if let bytesBefore, let bytesAfter = driver.receivedBytes, delivered > 0 {
+            bytesPerDelivery = Double(bytesAfter - bytesBefore) / Double(delivered)
+        }
         let writesAfter = metrics?.read(Self.writeCounters)
         var objectsPerFrame = 0.0
         if let writesBefore, let writesAfter,
@@ -87,6 +92,7 @@ struct FanoutRamp {
             expected: driver.expectedDeliveries - expectedBefore, delivered: delivered,
             deliveriesPerSecond: rate,
             cpuMicrosPerDelivery: delivered > 0 ? (cpuAfter - cpuBefore) / Double(delivered) * 1e6 : 0,
+            bytesPerDelivery: bytesPerDelivery,
             objectsPerFrame: objectsPerFrame,
             kernelShare: cpuAfter > cpuBefore ? (splitAfter.system - splitBefore.system) / (cpuAfter - cpuBefore) : 0,
             brokerCores: (cpuAtEnd - cpuBefore) / (end - start),

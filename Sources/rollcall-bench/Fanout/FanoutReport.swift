@@ -20,6 +20,7 @@ struct FanoutReport {
                 BenchMetric("broker CPU per delivery (at that rate)", best.cpuMicrosPerDelivery, "µs", atMost: targetMicros),
                 BenchMetric("  of which in the kernel", best.kernelShare * 100, "%"),
                 BenchMetric("objects per frame written at that rate", best.objectsPerFrame),
+                BenchMetric("bytes on the wire per delivery (receivers' sockets)", best.bytesPerDelivery, "B"),
                 BenchMetric("publishes at that rate", best.publishRate, "/s"),
                 BenchMetric("broker CPU at that rate", best.brokerCores * 100, "% of a core"),
                 BenchMetric("delivery lag at end of step", best.lagSeconds * 1000, "ms"),
@@ -44,7 +45,7 @@ struct FanoutReport {
             "Message: a 98-character JSON string (100 bytes encoded); receivers join with presence false, messages true and count `{\"event\":\"message\"` lines without parsing. The publisher keeps at most \(window) publishes unanswered.",
             "A step is sustained when every delivery promised by the acknowledged publishes (Σ recipients) arrived, no receiver was closed, no publish was refused, the publisher kept its schedule, deliveries/s reached 95 % of the offered rate and receivers were at most \(BenchMetric.format(maxLag)) s behind (publishes sent × receivers − deliveries) at the end of the step. A failed rate is tried once more before the ramp stops. Ramp stop: \(stopReason).",
             "CPU per delivery = Δ broker CPU (utime+stime from /proc) / Δ deliveries over the step and its drain. Clients run on the same 2-core machine.",
-            "Steps: " + steps.map { String(format: "%.0fk→%.0fk/s %.2fµs %.1f/frame", $0.offered / 1000, $0.deliveriesPerSecond / 1000, $0.cpuMicrosPerDelivery, $0.objectsPerFrame) }.joined(separator: ", "),
+            "Steps: " + steps.map { String(format: "%.0fk→%.0fk/s %.2fµs %.1f/frame %.0fB", $0.offered / 1000, $0.deliveriesPerSecond / 1000, $0.cpuMicrosPerDelivery, $0.objectsPerFrame, $0.bytesPerDelivery) }.joined(separator: ", "),
         ]
         result.counters = counters
         return result

@@ -19,6 +19,10 @@ struct FanoutStep {
     let deliveriesPerSecond: Double
     /// Broker CPU seconds over the step and its drain, per delivery, in µs.
     let cpuMicrosPerDelivery: Double
+    /// Bytes the plain-socket receivers read over the step and its drain, per delivery (what the
+    /// broker sent them on the wire: framing included, compressed with permessage-deflate; 0
+    /// with lws receivers).
+    let bytesPerDelivery: Double
     /// Objects per WebSocket frame the broker wrote (from /metrics; 0 when unknown).
     let objectsPerFrame: Double
     /// Share of that CPU spent in the kernel (stime).
@@ -51,7 +55,7 @@ struct FanoutStep {
 
     /// One progress/summary line.
     var line: String {
-        String(format: "offered %7.0f/s (%6.1f pub/s): delivered %7.0f/s, %.3f µs broker CPU/delivery (%.0f%% kernel), %.1f objects/frame, broker %.0f%% of a core, clients %.0f%%, lag %.3f s, %d/%d delivered",
-               offered, publishRate, deliveriesPerSecond, cpuMicrosPerDelivery, kernelShare * 100, objectsPerFrame, brokerCores * 100, clientCores * 100, lagSeconds, delivered, expected)
+        String(format: "offered %7.0f/s (%6.1f pub/s): delivered %7.0f/s, %.3f µs broker CPU/delivery (%.0f%% kernel), %.1f objects/frame, %.1f B/delivery, broker %.0f%% of a core, clients %.0f%%, lag %.3f s, %d/%d delivered",
+               offered, publishRate, deliveriesPerSecond, cpuMicrosPerDelivery, kernelShare * 100, objectsPerFrame, bytesPerDelivery, brokerCores * 100, clientCores * 100, lagSeconds, delivered, expected)
     }
 }

@@ -33,6 +33,12 @@ struct Storm: ParsableCommand {
     @Flag(help: "Storm clients on the client library's lws runtimes (no paging) instead of plain sockets read on epoll.")
     var lwsClients = false
 
+    @Flag(help: "Start the broker with http.permessageDeflate on and have the plain-socket clients offer it (and inflate).")
+    var deflate = false
+
+    @Option(help: "With --deflate: the broker's http.permessageDeflateMemLevel (1-9; default: the broker's 8).")
+    var deflateMemLevel: Int?
+
     @Option(help: "Client receive chunk per connection in bytes (lws rx_buffer_size); large rosters arrive in fewer service turns.")
     var clientReceiveBytes = 16384
 
@@ -41,6 +47,10 @@ struct Storm: ParsableCommand {
             throw ValidationError("--users takes comma-separated positive counts, e.g. 1000,10000")
         }
         if sizes.contains(where: { $0 > 18_000 }) { throw ValidationError("--users: at most 18000 sessions per size") }
+        if let deflateMemLevel, !deflate || !(1...9).contains(deflateMemLevel) {
+            throw ValidationError("--deflate-mem-level takes 1...9 and goes with --deflate")
+        }
+        if deflate && lwsClients { throw ValidationError("--deflate applies to the plain-socket clients, not --lws-clients") }
         if !(256...1_048_576).contains(clientReceiveBytes) { throw ValidationError("--client-receive-bytes must be within 256...1048576") }
         if !(0...1).contains(leaveFraction) { throw ValidationError("--leave-fraction must be within 0...1") }
         if let joinSeconds, !(0.1...120).contains(joinSeconds) { throw ValidationError("--join-seconds must be within 0.1...120") }
@@ -74,18 +84,21 @@ struct Storm: ParsableCommand {
             // Raw clients read with epoll: the pool's threads (--threads) are enough.
             let threads = lwsClients ? max(report.threads, (size + 499) / 500) : report.threads
             outcomes.append(try StormDriver(plan: plan, broker: broker, threads: threads,
-                                            clientReceiveBytes: clientReceiveBytes, rawClients: !lwsClients).run())
+                                            clientReceiveBytes: clientReceiveBytes, rawClients: !lwsClients, deflate: deflate).run())
         }
         var result = StormReport(outcomes: outcomes, snapshotMax: snapshotMax, attached: target.url != nil).result()
         result.notes.insert("broker config: presence.intervalSeconds \(BenchMetric.format(interval)), maxInstantEvents 50, "
                             + "hysteresis 10 (defaults), snapshotMaxMembers \(snapshotMax)"
+                            + (deflate ? ", http.permessageDeflate true (clients offer it), memLevel \(deflateMemLevel ?? 8)" : "")
                             + (target.url != nil ? " (attached broker: its own config applies)" : ""), at: 0)
         try result.finish(report)
     }
 
     /// Presence defaults except the interval and the snapshot cap; everything else as the bench defaults.
     private func brokerConfig(interval: Double, snapshotMax: Int) -> [String: Any] {
-        ["presence": ["maxInstantEvents": 50, "hysteresis": 10, "intervalSeconds": interval,
-                      "snapshotMaxMembers": snapshotMax]]
+        var config: [String: Any] = ["presence": ["maxInstantEvents": 50, "hysteresis": 10, "intervalSeconds": interval,
+                                                  "snapshotMaxMembers": snapshotMax]]
+        if deflate { config["http"] = ["permessageDeflate": true, "permessageDeflateMemLevel": deflateMemLevel ?? 8] }
+        return config
     }
 }

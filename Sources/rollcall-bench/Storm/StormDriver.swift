@@ -13,6 +13,8 @@ final class StormDriver {
     /// Storm clients on plain sockets read with epoll (``RawSocketPool``), paging truncated
     /// snapshots; false: the client library's lws runtimes (the bench before issue 16).
     let rawClients: Bool
+    /// Raw clients offer permessage-deflate (the broker was started with it on).
+    let deflate: Bool
     private let sampler: ProcessSampler
     private let counters = Counters()
     private var clients: [StormClient] = []
@@ -25,8 +27,9 @@ final class StormDriver {
     /// The wall clock (Unix seconds) at `start`, to place the broker's wall-clock timestamps.
     private var startWall = 0.0
 
-    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool) {
+    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool, deflate: Bool = false) {
         self.plan = plan
+        self.deflate = deflate
         self.rawClients = rawClients
         self.broker = broker
         self.threads = threads
@@ -42,7 +45,7 @@ final class StormDriver {
         // Raw clients: the lws pool holds only the observer.
         let pool = try LoadPool(url: broker.url, threads: rawClients ? 1 : threads, connections: rawClients ? 2 : plan.users + 1,
                                 rxBufferSize: clientReceiveBytes)
-        let rawPool = rawClients ? RawSocketPool(threads: threads) : nil
+        let rawPool = rawClients ? RawSocketPool(threads: threads, deflate: deflate) : nil
         print("\(label): \(threads) client threads, "
               + (rawClients ? "plain sockets on epoll" : "lws clients, \(clientReceiveBytes)-byte receive chunks"))
         defer {
@@ -82,6 +85,8 @@ final class StormDriver {
         let totals = receivedTotals()
         outcome.framesReceived = totals.frames - baseline.frames
         outcome.bytesReceived = totals.bytes - baseline.bytes
+        outcome.bytesInflated = totals.inflated - baseline.inflated
+        outcome.compressedClients = rawSessions.filter(\.isCompressed).count
         outcome.finalClients = remaining.filter(\.isFinal).count
         if convergedAt == nil, outcome.finalClients == remaining.count,
            let last = remaining.compactMap(\.reachedFinalAt).max() {
@@ -158,10 +163,10 @@ final class StormDriver {
                 socket.onLine = { [unowned socket] line in
                     StormRawLine.handle(line, client: client, socket: socket, channel: channel, counters: counters)
                 }
-                socket.onClose = {
+                socket.onClose = { [unowned socket] in
                     guard watching[0] else { return }
                     counters.add("disconnects")
-                    counters.add("close: raw socket ended")
+                    counters.add("close: raw socket ended (\(socket.endReason ?? "EOF"))")
                 }
             }
             socket.send(text: #"{"id":1,"op":"login","userId":"\#(userId)","platform":"cli"}"#)
@@ -332,18 +337,19 @@ final class StormDriver {
               + "final rosters \(final)/\(plan.users - plan.leaverCount) disconnects \(counters["disconnects"]) broker CPU \(format(cpu)) s")
     }
 
-    private func receivedTotals() -> (frames: Int, bytes: Int) {
-        var frames = 0, bytes = 0
+    private func receivedTotals() -> (frames: Int, bytes: Int, inflated: Int) {
+        var frames = 0, bytes = 0, inflated = 0
         for socket in rawSessions {
             frames += socket.messagesReceived
             bytes += socket.bytesReceived
+            inflated += socket.bytesInflated
         }
         for session in sessions {
             let counts = session.counters
             frames += counts.framesReceived
             bytes += counts.bytesReceived
         }
-        return (frames, bytes)
+        return (frames, bytes, inflated)
     }
 
     private func format(_ value: Double) -> String { String(format: "%.2f", value) }

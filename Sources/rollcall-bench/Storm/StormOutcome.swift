@@ -35,9 +35,14 @@ struct StormOutcome {
     /// Presence events as the clients counted them (raw event lines).
     var tallies = StormTallies()
     /// WebSocket frames and bytes the clients received from the first join to the end
-    /// (`RollcallConnection.counters`, replies included).
+    /// (`RollcallConnection.counters`, replies included; plain-socket clients: bytes read from
+    /// the socket, i.e. what the broker sent them on the wire, compressed with deflate).
     var framesReceived = 0
     var bytesReceived = 0
+    /// Compressed messages' bytes after inflating (permessage-deflate; 0 without it).
+    var bytesInflated = 0
+    /// Raw clients whose handshake negotiated permessage-deflate.
+    var compressedClients = 0
     /// Connections that closed during the run.
     var disconnects = 0
     /// Disconnects by close code and reason (`close: 1013 …`, `close: none` for a drop).

@@ -31,6 +31,12 @@ struct StormReport {
             BenchMetric("\(n): frames received (all)", Double(o.framesReceived)),
             BenchMetric("\(n): bytes received (all)", Double(o.bytesReceived) / mib, "MiB"),
         ]
+        if o.compressedClients > 0 {
+            list += [
+                BenchMetric("\(n): clients with permessage-deflate", Double(o.compressedClients)),
+                BenchMetric("\(n): bytes received after inflating", Double(o.bytesInflated) / mib, "MiB"),
+            ]
+        }
         if o.plan.users == 1000 {
             list.append(BenchMetric("\(n): broker CPU, first join → converged", o.brokerCPU.total, "s", atMost: 1))
         } else {

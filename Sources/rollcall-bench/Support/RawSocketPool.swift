@@ -7,8 +7,11 @@ import Foundation
 final class RawSocketPool: @unchecked Sendable {
     private let workers: [Worker]
     private var next = 0
+    /// Every connection offers permessage-deflate and inflates what arrives compressed.
+    let deflate: Bool
 
-    init(threads: Int) {
+    init(threads: Int, deflate: Bool = false) {
+        self.deflate = deflate
         workers = (0..<max(1, threads)).map { Worker(name: "raw-\($0)") }
         for worker in workers { worker.start() }
     }
@@ -18,7 +21,7 @@ final class RawSocketPool: @unchecked Sendable {
     /// `path` and `subprotocol` are the upgrade's (mosquitto: `/mqtt`, `mqtt`).
     func open(port: Int, path: String = "/v1", subprotocol: String = "rollcall.v1",
               configure: (RawWebSocket) -> Void) throws -> RawWebSocket {
-        let connection = try RawWebSocket(port: port, path: path, subprotocol: subprotocol)
+        let connection = try RawWebSocket(port: port, path: path, subprotocol: subprotocol, deflate: deflate)
         configure(connection)
         let worker = workers[next % workers.count]
         next += 1

@@ -1,3 +1,4 @@
+import CBenchZlib
 import Foundation
 
 /// A bench client connection without a WebSocket library: a plain TCP socket, the upgrade
@@ -23,9 +24,18 @@ final class RawWebSocket: @unchecked Sendable {
     /// Bytes and messages received (pool thread; read racily for progress only).
     var bytesReceived = 0
     var messagesReceived = 0
+    /// Bytes of compressed messages after inflating them (pool thread; 0 without deflate).
+    var bytesInflated = 0
+    /// Why the socket ended, once it has: "close CODE" (a close frame), "inflate error", or nil
+    /// for EOF or a read error (pool thread; read after ``onClose``).
+    var endReason: String?
+    /// The broker accepted permessage-deflate in the upgrade (only when offered).
+    private(set) var isCompressed = false
 
     /// Connects to `127.0.0.1:port` and upgrades on `path`; throws when the broker refuses.
-    init(port: Int, path: String = "/v1", subprotocol: String = "rollcall.v1") throws {
+    /// `deflate` offers permessage-deflate (`client_max_window_bits`, as browsers do); when the
+    /// broker accepts it, compressed messages are inflated before they are scanned.
+    init(port: Int, path: String = "/v1", subprotocol: String = "rollcall.v1", deflate: Bool = false) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawSocketError("socket: \(String(cString: strerror(errno)))") }
         pthread_mutex_init(&sendLock, nil)
@@ -43,21 +53,36 @@ final class RawWebSocket: @unchecked Sendable {
         }
         var noDelay: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-        try upgrade(path: path, port: port, subprotocol: subprotocol)
+        do {
+            try upgrade(path: path, port: port, subprotocol: subprotocol, deflate: deflate)
+        } catch {
+            close(fd)
+            throw error
+        }
+        if isCompressed {
+            guard let inflater = bench_inflater_new() else {
+                close(fd)
+                throw RawSocketError("zlib: cannot allocate an inflate stream")
+            }
+            scanner.inflater = inflater
+        }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
     deinit {
         if !isClosed { close(fd) }
         pthread_mutex_destroy(&sendLock)
+        bench_inflater_free(scanner.inflater)
     }
 
     /// The HTTP upgrade, blocking (before the socket joins a pool). The broker sends nothing
     /// after its `101` until the first request, so reading up to the blank line reads no frame.
-    private func upgrade(path: String, port: Int, subprotocol: String) throws {
+    private func upgrade(path: String, port: Int, subprotocol: String, deflate: Bool) throws {
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let offer = deflate ? "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n" : ""
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n\r\n"
+            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n"
+            + offer + "\r\n"
         guard writeAll(Array(request.utf8)) else { throw RawSocketError("upgrade: write failed") }
         var response: [UInt8] = []
         var byte: UInt8 = 0
@@ -68,6 +93,8 @@ final class RawWebSocket: @unchecked Sendable {
         guard response.starts(with: Array("HTTP/1.1 101".utf8)) else {
             throw RawSocketError("upgrade refused: \(String(decoding: response.prefix(40), as: UTF8.self))")
         }
+        let head = String(decoding: response, as: UTF8.self).lowercased()
+        isCompressed = deflate && head.contains("\r\nsec-websocket-extensions: permessage-deflate")
     }
 
     /// Sends one text frame (masked, as a client must).
