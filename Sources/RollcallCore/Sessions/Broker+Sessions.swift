@@ -22,7 +22,7 @@ extension Broker {
         let timeoutMs = requestedTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds
         nextSessionNumber += 1
         let session = Session(
-            number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
+            number: nextSessionNumber, userId: userId, platform: platform,
             connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random),
             idPrefix: sessionIdPrefix)
         session.grant = grant
