@@ -113,6 +113,7 @@ let package = Package(
                 "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster", "RollcallRedis",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

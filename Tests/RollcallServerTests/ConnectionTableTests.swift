@@ -37,6 +37,19 @@ struct ConnectionTableTests {
         #expect(table.isEmpty)
     }
 
+    @Test func reschedulingReplacesTheArmedCheck() {
+        var table = ConnectionTable()
+        table.insert(record(1), firstHeartbeatCheckAt: 100)
+        table.scheduleHeartbeatCheck(ConnectionID(1), at: 500)
+        // The check at 100 was replaced: nothing is due before 500, and 1 falls due once.
+        #expect(table.nextHeartbeatCheck() == 500)
+        #expect(table.dueForHeartbeatCheck(at: 400).isEmpty)
+        #expect(table.dueForHeartbeatCheck(at: 500).map(\.id.rawValue) == [1])
+        #expect(table.dueForHeartbeatCheck(at: 10_000).isEmpty)
+        #expect(table.nextHeartbeatCheck() == nil)
+        #expect(table.count == 1)
+    }
+
     @Test func removeAllForgetsConnectionsAndChecks() {
         var table = ConnectionTable()
         table.insert(record(1), firstHeartbeatCheckAt: 100)

@@ -141,7 +141,7 @@ struct SQLiteStatusStoreTests {
         defer { dir.cleanUp() }
         var configuration = Configuration()
         configuration.storage.path = nil
-        #expect(try StatusStores.open(configuration) is MemoryStatusStore)
+        #expect(try StatusStores.open(configuration) is DiscardingStatusStore)
         configuration.storage.path = dir.path("rollcall.db")
         let store = try StatusStores.open(configuration)
         #expect(store is SQLiteStatusStore)

@@ -141,11 +141,7 @@ public final class Broker {
 
     private func connectionOpened(_ connection: ConnectionID) {
         let now = clock.monotonic
-        connections[connection] = ConnectionState(
-            openedAt: now,
-            requests: TokenBucket(
-                capacity: Double(configuration.limits.requestBurst),
-                ratePerSecond: configuration.limits.requestsPerSecond, now: now))
+        connections[connection] = ConnectionState(requests: TokenBucket(capacity: Double(configuration.limits.requestBurst), now: now))
         loginDeadlines.schedule(connection, at: now + configuration.limits.loginTimeoutSeconds.milliseconds)
         metrics.connectionsOpened += 1
     }
@@ -195,7 +191,9 @@ public final class Broker {
         }
         let mark = outbox.actions.count
         // Every frame costs a token, decodable or not, so a flood of garbage is limited too.
-        let admitted = state.requests.take(now: clock.monotonic)
+        let admitted = state.requests.take(
+            now: clock.monotonic, capacity: Double(configuration.limits.requestBurst),
+            ratePerSecond: configuration.limits.requestsPerSecond)
         connections[connection] = state
         let request: Request
         switch Request.decode(bytes) {
@@ -349,14 +347,16 @@ public final class Broker {
 }
 
 /// Per-connection bookkeeping, before and after login.
+///
+/// One per connection in a hash table that is at most 3/4 full: kept to 25 bytes (stride 32;
+/// it was 56 with the opening time, unused, and the bucket's constant capacity and rate).
 struct ConnectionState {
-    /// Monotonic milliseconds.
-    let openedAt: Timestamp
+    /// Requests admitted: `limits.requestBurst` refilled at `limits.requestsPerSecond`.
     var requests: TokenBucket
-    /// Cluster mode: a request of this connection waits for the store.
-    var awaitsStore = false
     /// Cluster mode: frames received meanwhile, handled in order once it is answered.
     var queued: [[UInt8]] = []
+    /// Cluster mode: a request of this connection waits for the store.
+    var awaitsStore = false
 }
 
 /// Counters the core keeps for `/metrics`.

@@ -39,7 +39,7 @@ final class Outbox {
     /// resume instead, up to `heldLimit` bytes (PROTOCOL §5).
     func sendMessage(_ bytes: [UInt8], to session: Session, heldLimit: Int) {
         guard session.connection != nil else {
-            session.heldMessages.keep(bytes, limit: heldLimit)
+            session.keepHeldMessage(bytes, limit: heldLimit)
             return
         }
         send(bytes, to: session)
@@ -76,7 +76,10 @@ final class Outbox {
 
     func drain() -> [Action] {
         let out = actions
-        actions.removeAll(keepingCapacity: true)
+        // Not `removeAll(keepingCapacity: true)`: `out` still holds the buffer, so that made a
+        // new one as large as the largest burst ever, on every event, for ever (heaptrack, idle
+        // benchmark: ~330-650 KiB of them live after a join burst).
+        actions = []
         return out
     }
 }

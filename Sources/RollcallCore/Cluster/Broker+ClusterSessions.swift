@@ -76,9 +76,8 @@ extension Broker {
     private func adoptSession(_ sessionId: String, user: Name, platform: Platform, on connection: ConnectionID, timeoutMs: Int64,
                               token: ResumeToken, grant: Grant) -> Session {
         nextSessionNumber += 1
-        // `startedAt` only orders a user's sessions on this node; Redis keeps the real start.
         let session = Session(number: nextSessionNumber, userId: user, platform: platform,
-                              startedAt: clock.now, connection: connection, presenceTimeoutMs: timeoutMs, token: token,
+                              connection: connection, presenceTimeoutMs: timeoutMs, token: token,
                               sessionId: sessionId)
         session.grant = grant
         directory.add(session)
@@ -93,7 +92,7 @@ extension Broker {
         let timeoutMs = timeoutMs ?? configuration.presence.timeoutSeconds.milliseconds
         nextSessionNumber += 1
         let session = Session(
-            number: nextSessionNumber, userId: request.userId, platform: request.platform, startedAt: clock.now,
+            number: nextSessionNumber, userId: request.userId, platform: request.platform,
             connection: connection, presenceTimeoutMs: timeoutMs, token: token, idPrefix: sessionIdPrefix)
         session.grant = grant
         let arguments = [

@@ -275,8 +275,8 @@ final class ClusterUserStatus {
     private func take(from buckets: inout [Name: TokenBucket], _ userId: Name, capacity: Double, perSecond: Double,
                       what: String) throws(BrokerError) {
         let now = clock.monotonic
-        var bucket = buckets[userId] ?? TokenBucket(capacity: capacity, ratePerSecond: perSecond, now: now)
-        let outcome = bucket.take(now: now)
+        var bucket = buckets[userId] ?? TokenBucket(capacity: capacity, now: now)
+        let outcome = bucket.take(now: now, capacity: capacity, ratePerSecond: perSecond)
         buckets[userId] = bucket
         if case .failure(let retry) = outcome { throw .rateLimited(what, retry) }
     }

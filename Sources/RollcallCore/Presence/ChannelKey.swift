@@ -9,8 +9,14 @@ enum ChannelType: String, Sendable, Hashable, Comparable {
 
 /// Identifies a channel: `(channelType, channel)`.
 struct ChannelKey: Hashable, Sendable, Comparable {
-    let type: ChannelType
+    // The name first: 17 bytes instead of 24 (a session keeps its first channel's key inline).
     let name: Name
+    let type: ChannelType
+
+    init(type: ChannelType, name: Name) {
+        self.name = name
+        self.type = type
+    }
 
     static func < (a: ChannelKey, b: ChannelKey) -> Bool {
         a.type != b.type ? a.type < b.type : a.name < b.name

@@ -158,7 +158,7 @@ extension PresenceEngine {
         let bytes = PresenceEvents.change(
             change.eventType, channel: channel.key, publisher: user, state: state, info: info,
             occupancy: channel.occupancy, mode: .announce, seq: channel.seq, timestamp: clock.now)
-        outbox.broadcast(bytes, to: channel.presenceSubscribers.values.lazy.filter { $0.userId != user })
+        outbox.broadcast(bytes, to: channel.presenceSubscribers.lazy.filter { $0.userId != user })
         if outbox.notifiesPresence { outbox.notifyBackend(.presence, bytes) }
     }
 
@@ -198,7 +198,7 @@ extension PresenceEngine {
         channel.listingChanged()
         let bytes = PresenceEvents.interval(
             channel: channel.key, change: change, occupancy: channel.occupancy, seq: channel.seq, timestamp: clock.now)
-        outbox.broadcast(bytes, to: channel.presenceSubscribers.values)
+        outbox.broadcast(bytes, to: channel.presenceSubscribers)
         if outbox.notifiesPresence { outbox.notifyBackend(.presence, bytes) }
     }
 

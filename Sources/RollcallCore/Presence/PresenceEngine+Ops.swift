@@ -79,9 +79,9 @@ extension PresenceEngine {
     /// with `messages: true` except session number `skipped` (held ones keep it, PROTOCOL §5);
     /// returns how many live sessions it was sent to.
     func deliverMessage(_ encoded: [UInt8], to key: ChannelKey, publisher: Name, skipping skipped: UInt64?) -> Int {
-        guard let channel = channels[key], !channel.messageSubscribers.isEmpty else { return 0 }
+        guard let channel = channels[key], channel.messageSubscriberCount > 0 else { return 0 }
         let bytes = PresenceEvents.message(channel: key, publisher: publisher, encodedMessage: encoded, timestamp: clock.now)
-        let others = channel.messageSubscribers.lazy.filter { $0.key != skipped }.map(\.value)
+        let others = channel.messageSubscribers(except: skipped)
         let recipients = others.reduce(0) { $0 + ($1.connection != nil ? 1 : 0) }
         let heldLimit = configuration.limits.heldMessageBytes
         outbox.fanOut { for recipient in others { outbox.sendMessage(bytes, to: recipient, heldLimit: heldLimit) } }

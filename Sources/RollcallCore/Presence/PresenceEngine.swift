@@ -102,10 +102,11 @@ final class PresenceEngine {
 
 /// Per-session presence bookkeeping, stored on ``Session``.
 struct SessionPresence {
-    /// Channels this session joined, with the flags of its last join.
-    var joined: [ChannelKey: JoinFlags] = [:]
     /// States set before joining, for channels the user is not a member of.
     var pendingStates: [ChannelKey: PresenceState] = [:]
     /// TTLs (milliseconds) of pending state keys set with `ttlSeconds`: they start at the join.
     var pendingTTLs: [ChannelKey: [String: Int64]] = [:]
+    /// Channels this session joined, with the flags of its last join (last: its tail bytes
+    /// take the fields after it in ``Session``).
+    var joined = JoinedChannels()
 }

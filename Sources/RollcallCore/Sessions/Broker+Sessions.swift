@@ -22,7 +22,7 @@ extension Broker {
         let timeoutMs = requestedTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds
         nextSessionNumber += 1
         let session = Session(
-            number: nextSessionNumber, userId: userId, platform: platform, startedAt: now,
+            number: nextSessionNumber, userId: userId, platform: platform,
             connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random),
             idPrefix: sessionIdPrefix)
         session.grant = grant
@@ -60,7 +60,7 @@ extension Broker {
         // The messages kept while it was held go right after the snapshots, in order.
         // Cluster mode: what arrived before the hold was recorded is here, the rest in Redis
         // (handed over by the claim).
-        var held = session.heldMessages.takeAll()
+        var held = session.takeHeldMessages()
         session.messagesKeptInStore = false
         if let kept {
             held.events.append(contentsOf: kept.events)

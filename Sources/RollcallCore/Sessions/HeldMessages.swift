@@ -25,3 +25,8 @@ struct HeldMessages {
         return (events, dropped)
     }
 }
+
+/// A session's ``HeldMessages``, allocated when the first message is kept.
+final class HeldMessageBox {
+    var messages = HeldMessages()
+}

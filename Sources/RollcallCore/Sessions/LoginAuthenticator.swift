@@ -8,10 +8,11 @@ public struct Grant: Sendable, Equatable {
     /// Glob patterns of user ids whose status the session may read (`users` claim, 1.1);
     /// nil allows every user. The session's own user is always allowed.
     var userPatterns: [String]?
-    /// The token's `exp` in wall milliseconds; nil when tokens do not expire (`auth.mode` `none`).
-    var expiresAt: Timestamp?
     /// The issuer's `info` object as encoded JSON bytes (1.1); nil when the token has none.
     var info: [UInt8]?
+    /// The token's `exp` in wall milliseconds; nil when tokens do not expire (`auth.mode` `none`).
+    /// Last, so that the fields after a grant in ``Session`` use the bytes after its tag.
+    var expiresAt: Timestamp?
 
     /// A grant with no limit, no expiry and no `info`.
     static let unlimited = Grant(channelPatterns: nil)

@@ -178,8 +178,8 @@ extension UserStatusEngine {
 
     private func take(from buckets: inout [Name: TokenBucket], _ userId: Name, capacity: Double, perSecond: Double,
                       now: Timestamp, what: String) throws(BrokerError) {
-        var bucket = buckets[userId] ?? TokenBucket(capacity: capacity, ratePerSecond: perSecond, now: now)
-        let outcome = bucket.take(now: now)
+        var bucket = buckets[userId] ?? TokenBucket(capacity: capacity, now: now)
+        let outcome = bucket.take(now: now, capacity: capacity, ratePerSecond: perSecond)
         buckets[userId] = bucket
         if case .failure(let retry) = outcome { throw .rateLimited(what, retry) }
     }

@@ -22,8 +22,9 @@ final class UserStatusEngine {
 
     /// Durable records of every user ever seen.
     var users: [Name: StoredUserStatus] = [:]
-    /// Platforms last announced for each user with sessions.
-    var announcedPlatforms: [Name: [Platform]] = [:]
+    /// Platforms last announced for each user with sessions, one bit per ``Platform`` case
+    /// (a byte per user, where an array per user cost ~90 B in the idle benchmark).
+    var announcedPlatforms: [Name: UInt8] = [:]
     /// Every subscription.
     var book = SubscriptionBook()
     var customStatusExpiries = TimerQueue<Name>()
@@ -198,9 +199,10 @@ final class UserStatusEngine {
 
     /// Recomputes the user's platforms; true when they differ from the last announced.
     private func refreshPlatforms(of userId: Name) -> Bool {
-        let current = platforms(of: userId)
-        guard announcedPlatforms[userId] != current else { return false }
-        announcedPlatforms[userId] = current.isEmpty ? nil : current
+        var current: UInt8 = 0
+        for session in directory.sessions(of: userId) { current |= session.platform.bit }
+        guard (announcedPlatforms[userId] ?? 0) != current else { return false }
+        announcedPlatforms[userId] = current == 0 ? nil : current
         return true
     }
 

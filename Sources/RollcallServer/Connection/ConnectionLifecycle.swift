@@ -43,8 +43,14 @@ struct ConnectionLifecycle: Equatable, Sendable {
 
     /// A close frame to send: the code and at most 123 bytes of reason (cut when written).
     struct CloseFrame: Equatable, Sendable {
-        let code: UInt16
+        // The reason first: 18 bytes, not 24 (the state enum, and so every connection record, is smaller).
         let reason: String
+        let code: UInt16
+
+        init(code: UInt16, reason: String) {
+            self.reason = reason
+            self.code = code
+        }
     }
 
     /// How long lws gives a connection the broker is closing to take its close frame. A cut
@@ -55,7 +61,7 @@ struct ConnectionLifecycle: Equatable, Sendable {
     /// discarding) for the peer to close its side, before lws frees it anyway.
     static let lingerSeconds: Int32 = 2
 
-    // Ordered so that no padding falls between fields (41 bytes; 48 the other way round).
+    // Ordered so that no padding falls between fields (36 bytes; 48 the other way round).
     /// Monotonic milliseconds of the last frame or pong received (or of the opening).
     private(set) var lastHeard: Int64
     /// Monotonic milliseconds of the last ping scheduled (or of the opening).
