@@ -89,10 +89,13 @@ extension BrokerServer {
 }
 
 extension BrokerServer {
-    /// The coalescing flush reached a held connection: write it now if it is still open and has
-    /// something queued (a ping or close may have written it meanwhile); see ``writeDirectly(_:)``.
+    /// The coalescing flush reached a held connection: ask for its writable callback if it is
+    /// still open and has something queued (a ping or close may have written it meanwhile).
+    /// Not written directly: under load the callback comes a loop turn later, and what arrives
+    /// meanwhile shares the frame (BENCHMARKS.md, Issue 16 §1: writing here directly halved
+    /// the objects per frame at the top rate and cost more than the callback saves).
     func flushHeld(_ id: ConnectionID) {
         guard let record = records[id], !record.outbound.isEmpty else { return }
-        writeDirectly(record)
+        lws_callback_on_writable(record.wsi)
     }
 }
