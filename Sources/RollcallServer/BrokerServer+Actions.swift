@@ -4,11 +4,10 @@ import RollcallProtocol
 
 extension BrokerServer {
     /// Hands `event` to the broker and carries out its actions. Events the transport
-    /// generates while applying actions (a slow consumer found while queueing, a write that
-    /// failed) are queued and fed after the current action list is applied: the broker is
-    /// never re-entered. Once every action is applied, the quiet connections that got output
-    /// are written at once (``writeDirectly(_:)``), so everything one event produced for a
-    /// connection shares a frame.
+    /// generates while applying actions (a slow consumer found while queueing) are queued and
+    /// fed after the current action list is applied: the broker is never re-entered. Once
+    /// every action is applied, the quiet connections that got output are written at once
+    /// (``writeDirectly(_:)``), so everything one event produced for a connection shares a frame.
     func feed(_ event: InboundEvent) {
         guard phase != .stopped else { return }
         pendingEvents.append(event)
@@ -26,8 +25,8 @@ extension BrokerServer {
         armTimer()
     }
 
-    /// Writes the connections queued for a direct write (writing may feed more events; their
-    /// output is written when they have been applied).
+    /// Writes the connections queued for a direct write. Anything fed meanwhile (through
+    /// ``carryOut(_:for:)``) is applied by the loop in ``feed(_:)``, and its output written after it.
     private func writeDirectWrites() {
         guard !directWrites.isEmpty else { return }
         var ids: [ConnectionID] = []
