@@ -5,7 +5,9 @@ import RollcallProtocol
 extension BrokerServer {
     /// Hands `event` to the broker and carries out its actions. Events the transport
     /// generates while applying actions (a slow consumer found while queueing) are queued and
-    /// fed after the current action list is applied: the broker is never re-entered.
+    /// fed after the current action list is applied: the broker is never re-entered. Once
+    /// every action is applied, the quiet connections that got output are written at once
+    /// (``writeDirectly(_:)``), so everything one event produced for a connection shares a frame.
     func feed(_ event: InboundEvent) {
         guard phase != .stopped else { return }
         pendingEvents.append(event)
@@ -16,10 +18,24 @@ extension BrokerServer {
             let next = pendingEvents[index]
             index += 1
             apply(broker.handle(next))
+            if index == pendingEvents.count { writeDirectWrites() }
         }
         pendingEvents.removeAll(keepingCapacity: true)
         isFeeding = false
         armTimer()
+    }
+
+    /// Writes the connections queued for a direct write. Anything fed meanwhile (through
+    /// ``carryOut(_:for:)``) is applied by the loop in ``feed(_:)``, and its output written after it.
+    private func writeDirectWrites() {
+        guard !directWrites.isEmpty else { return }
+        var ids: [ConnectionID] = []
+        swap(&ids, &directWrites)
+        for id in ids {
+            if let record = records[id] { writeDirectly(record) }
+        }
+        ids.removeAll(keepingCapacity: true)
+        if directWrites.isEmpty { swap(&ids, &directWrites) }
     }
 
     private func apply(_ actions: [Action]) {
@@ -40,9 +56,10 @@ extension BrokerServer {
         }
     }
 
-    /// Queues one object for a connection and, when the queue was empty, asks for a writable
-    /// callback — at once for a quiet connection, at the coalescing flush for a busy one
-    /// (``WriteCoalescer``). Over `limits.maxOutboundBytes` the connection is cut as a slow consumer.
+    /// Queues one object for a connection. When the queue was empty, a quiet connection is
+    /// written once the current action list is applied (``writeDirectly(_:)``), a busy one at
+    /// the coalescing flush (``WriteCoalescer``). Over `limits.maxOutboundBytes` the connection
+    /// is cut as a slow consumer.
     private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
         let wasIdle = record.outbound.isEmpty
@@ -54,7 +71,7 @@ extension BrokerServer {
                 metrics.writesCoalesced += 1
                 coalescer.hold(record.id)
             } else {
-                lws_callback_on_writable(record.wsi)
+                directWrites.append(record.id)
             }
         }
     }
@@ -73,6 +90,9 @@ extension BrokerServer {
 extension BrokerServer {
     /// The coalescing flush reached a held connection: ask for its writable callback if it is
     /// still open and has something queued (a ping or close may have written it meanwhile).
+    /// Not written directly: under load the callback comes a loop turn later, and what arrives
+    /// meanwhile shares the frame (BENCHMARKS.md, Issue 16 §1: writing here directly halved
+    /// the objects per frame at the top rate and cost more than the callback saves).
     func flushHeld(_ id: ConnectionID) {
         guard let record = records[id], !record.outbound.isEmpty else { return }
         lws_callback_on_writable(record.wsi)

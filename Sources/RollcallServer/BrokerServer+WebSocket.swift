@@ -57,6 +57,11 @@ extension BrokerServer {
         metrics.connectionsTotal += 1
         rollcall_cap_send_buffer(wsi, Self.socketSendBufferBytes)
         applyDeflateOptions(wsi)
+        // lws accepts permessage-deflate from a client that offers it: such a connection is
+        // only written from the writable callback (see ``writeDirectly(_:)``).
+        if configuration.http.permessageDeflate, header(wsi, WSI_TOKEN_EXTENSIONS) != nil {
+            compressingConnections.insert(id)
+        }
         records.insert(record, firstHeartbeatCheckAt: record.lifecycle.nextHeartbeatCheck(heartbeat))
         feed(.opened(id))
         return 0
@@ -102,6 +107,7 @@ extension BrokerServer {
     /// The connection is gone (`LWS_CALLBACK_CLOSED`). Tells the core how, unless it already knows.
     func closed(_ record: ConnectionRecord) {
         records.remove(record.id)
+        compressingConnections.remove(record.id)
         let actions = record.lifecycle.socketClosed()
         if let kind = record.lifecycle.endKind {
             metrics.connectionEnds[kind.rawValue, default: 0] += 1

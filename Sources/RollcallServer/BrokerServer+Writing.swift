@@ -8,12 +8,42 @@ extension BrokerServer {
     /// one `lws_write` per frame, while the socket takes more. A pending close frame is sent
     /// once the queue is empty and the pipe is clear (``ConnectionLifecycle``).
     func writable(_ record: ConnectionRecord) -> Int32 {
-        let wsi = record.wsi
         switch carryOut(record.lifecycle.writable(), for: record) {
         case .carryOn: break
         case .yield: return 0
         case .hangUp: return -1
         }
+        return writeQueue(record)
+    }
+
+    /// Writes a quiet connection's queue now, outside lws' writable callback, saving the
+    /// writable request (an `epoll_ctl`), the loop turn that reports it and lws' `epoll_ctl`
+    /// that clears it again — when that is safe; otherwise asks for the callback as before.
+    /// Safe means (docs/transport.md, "Writing"): the connection is open with nothing of its
+    /// own to send (no due ping, no close under way: those go first, from the callback), lws
+    /// holds no unsent tail of an earlier frame (`lws_partial_buffered`: no system call), and
+    /// no extension (permessage-deflate) may need writable callbacks to drain. A partial write
+    /// is kept by lws, which then asks for the callback itself. A failed write cannot return
+    /// -1 to lws from here: the lifecycle drops the connection (``ConnectionLifecycle/writeFailed()``)
+    /// and lws closes it on its next turn.
+    func writeDirectly(_ record: ConnectionRecord) {
+        guard !record.outbound.isEmpty else { return }
+        guard record.lifecycle.state == .open(pingDue: false), lws_partial_buffered(record.wsi) == 0,
+              compressingConnections.isEmpty || !compressingConnections.contains(record.id)
+        else {
+            lws_callback_on_writable(record.wsi)
+            return
+        }
+        metrics.directWrites += 1
+        if writeQueue(record) < 0 {
+            logger.debug("direct write failed", metadata: ["connection": "\(record.id)"])
+            perform(record.lifecycle.writeFailed(), for: record)
+        }
+    }
+
+    /// Writes the queue (see ``writable(_:)``); returns -1 when the connection must close.
+    private func writeQueue(_ record: ConnectionRecord) -> Int32 {
+        let wsi = record.wsi
         guard !record.outbound.isEmpty else {
             return carryOut(record.lifecycle.queueFlushed(pipeChoked: lws_send_pipe_choked(wsi) != 0), for: record) == .hangUp ? -1 : 0
         }

@@ -55,6 +55,12 @@ public final class BrokerServer {
     /// Holds a busy connection's events for the loop's flush so they share a frame (nil on
     /// lws' poll loop: every event asks for a writable callback at once).
     var coalescer: WriteCoalescer?
+    /// Quiet connections that got output during the current `feed`: written directly once the
+    /// whole action list is applied (``BrokerServer/writeDirectly(_:)``).
+    var directWrites: [ConnectionID] = []
+    /// Connections that offered permessage-deflate while it is on: never written outside lws'
+    /// writable callback (the extension drains its output from there).
+    var compressingConnections = Set<ConnectionID>()
     /// Every accepted socket (lws `WSI_CREATE` … `WSI_DESTROY`), in any phase: the connection cap counts these.
     var openSockets = Set<OpaquePointer>()
     /// Connections sending a static file (each holds the file's descriptor too).

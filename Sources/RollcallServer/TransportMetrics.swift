@@ -14,6 +14,8 @@ struct TransportMetrics {
     var objectsOut = 0
     /// Events held for the coalescing flush instead of a writable request at once.
     var writesCoalesced = 0
+    /// Queues written at once, outside lws' writable callback (no writable request).
+    var directWrites = 0
     /// When the last frame was handed to the socket (Unix milliseconds; 0: never).
     var lastFrameWrittenAt: Int64 = 0
     /// Connections cut because their outbound queue exceeded `limits.maxOutboundBytes`.

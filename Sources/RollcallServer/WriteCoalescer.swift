@@ -3,18 +3,17 @@ import RollcallEventLoop
 import RollcallRedis
 
 /// Write coalescing (docs/transport.md, "Coalescing"). A connection that was written a frame
-/// less than ``windowSeconds`` ago is *busy*: when an event arrives for it, it is not asked
-/// for a writable callback at once but *held*, and the loop's flush (a libev timer, at most
-/// ``windowSeconds`` after the first hold) asks for every held connection's writable callback
-/// together, so the events a busy session gathered meanwhile share one frame. A *quiet*
-/// connection (no frame in the last window) is asked at once, as before: at low load nothing
-/// waits.
+/// less than ``windowSeconds`` ago is *busy*: when an event arrives for it, it is not written
+/// at once but *held*, and the loop's flush (a libev timer, at most ``windowSeconds`` after
+/// the first hold) asks for every held connection's writable callback together, so the
+/// events a busy session gathered meanwhile share one frame. A *quiet* connection (no frame
+/// in the last window) is written at once: at low load nothing waits.
 ///
 /// Nothing can be lost to a late or early flush: a held connection keeps its queue, and the
 /// flush only asks for writable callbacks (a connection that went away meanwhile is skipped;
 /// one that was written meanwhile, by a heartbeat ping or a close, is just written again if
-/// something is left). The timer is libev's own, armed whenever the held list goes from empty
-/// to non-empty, so lws' timer handling cannot delay it.
+/// something is left). The timer is libev's own, armed whenever the held list goes from
+/// empty to non-empty, so lws' timer handling cannot delay it.
 final class WriteCoalescer {
     /// How long a busy connection's events may wait for the flush, and how recent a frame
     /// makes a connection busy. Measured in BENCHMARKS.md (fanout, latency).

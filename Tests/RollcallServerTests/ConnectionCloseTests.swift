@@ -38,6 +38,26 @@ struct ConnectionCloseTests {
         #expect(driver.reportedEnds == [.abnormal(.dropped)])
     }
 
+    @Test func aFailedDirectWriteDropsTheConnectionAndReportsItOnceAtClosed() {
+        var driver = LifecycleDriver()
+        #expect(driver.writeFailed() == [.discardBuffers, .killNow])
+        #expect(driver.state == .killed)
+        #expect(!driver.lifecycle.acceptsOutput && !driver.lifecycle.isReading)
+        #expect(driver.lifecycle.endKind == nil)
+        #expect(driver.writeFailed() == [])
+        #expect(driver.coreClosed(.logout, "logout") == [])
+        #expect(driver.writableWithEmptyQueue() == [])
+        #expect(driver.socketClosed() == [.reportEnded(.abnormal(.dropped))])
+        #expect(driver.reportedEnds == [.abnormal(.dropped)])
+    }
+
+    @Test func aWriteFailureWhileClosingChangesNothing() {
+        var driver = LifecycleDriver()
+        _ = driver.coreClosed(.logout, "logout")
+        #expect(driver.writeFailed() == [])
+        #expect(driver.state == .flushing(.init(code: 1000, reason: "logout")))
+    }
+
     @Test func brokerCloseFlushesThenSendsTheFrameThenLingersUntilThePeerAnswers() {
         var driver = LifecycleDriver()
         #expect(driver.coreClosed(.unauthorized, "token expired") == [.setTimeout(seconds: 10), .requestWritable])

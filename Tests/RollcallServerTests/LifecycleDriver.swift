@@ -44,6 +44,7 @@ struct LifecycleDriver {
     mutating func heartbeatCheck(at now: Int64, _ policy: HeartbeatPolicy) -> [ConnectionAction] {
         record(lifecycle.heartbeatCheck(at: now, policy: policy))
     }
+    mutating func writeFailed() -> [ConnectionAction] { record(lifecycle.writeFailed()) }
     mutating func heard(at now: Int64) { lifecycle.heard(at: now) }
     mutating func socketClosed() -> [ConnectionAction] { record(lifecycle.socketClosed()) }
 

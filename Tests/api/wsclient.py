@@ -10,8 +10,8 @@ from websockets.sync.client import connect
 
 
 class Client:
-    def __init__(self, url, user):
-        self.socket = connect(url, subprotocols=["rollcall.v1"], open_timeout=10).__enter__()
+    def __init__(self, url, user, compression="deflate"):
+        self.socket = connect(url, subprotocols=["rollcall.v1"], open_timeout=10, compression=compression).__enter__()
         self.ids = itertools.count(1)
         self.events = []
         self.replies = {}

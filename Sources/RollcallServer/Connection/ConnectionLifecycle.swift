@@ -11,7 +11,7 @@ import RollcallProtocol
 /// - `flushing` → `closeFrameSent`: the queue is flushed and the pipe clear; our frame is written.
 /// - `flushing` → `peerClosing`: the peer's close frame came before ours went.
 /// - `closeFrameSent` → `lingering`: our frame left lws; the socket is half-closed.
-/// - `open` → `killed`: heartbeat silence.
+/// - `open` → `killed`: heartbeat silence, or a write outside the writable callback failed.
 /// - any → `closed`: lws `CLOSED` (EOF, reset, our hang-up, the linger or backstop timeout).
 ///
 /// The core hears about the end exactly once: at once for a protocol fault (`.closeFrame`),
@@ -208,6 +208,16 @@ struct ConnectionLifecycle: Equatable, Sendable {
     mutating func closeFrameWritten(pipeChoked: Bool) -> ConnectionActions {
         guard state == .closeFrameSent else { return .none }
         return pipeChoked ? ConnectionActions(.requestWritable) : beginLingering()
+    }
+
+    /// A write outside lws' writable callback failed (lws marked the socket unusable; it
+    /// cannot be told -1 from there). Open: dropped like a heartbeat kill, nothing more is
+    /// read or written and lws frees it on its next turn; the end is reported at `CLOSED` as
+    /// `.abnormal(.dropped)`, as when a write fails inside the callback.
+    mutating func writeFailed() -> ConnectionActions {
+        guard isReading else { return .none }
+        state = .killed
+        return ConnectionActions(.discardBuffers, .killNow)
     }
 
     private mutating func beginLingering() -> ConnectionActions {

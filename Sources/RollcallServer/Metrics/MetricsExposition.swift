@@ -86,6 +86,9 @@ final class MetricsExposition {
         series.counter("rollcall_writes_coalesced_total",
                        "Events held for the loop's coalescing flush (their connection was written less than a window ago)",
                        total: t.writesCoalesced)
+        series.counter("rollcall_direct_writes_total",
+                       "Queues written at once after the event that filled them, without a writable callback",
+                       total: t.directWrites)
         series.gauge("rollcall_last_frame_written_timestamp_milliseconds",
                      "When the last WebSocket frame was handed to a socket (Unix ms; 0: never)", Int(t.lastFrameWrittenAt))
         for code in ErrorCode.allCases {

@@ -28,12 +28,16 @@ struct Latency: ParsableCommand {
     @Option(help: "Target: p99 latency in ms.")
     var targetP99 = 5.0
 
+    @Option(help: "Also measure the raw broadcast split over this many writer threads, each owning a share of the sockets (1: not measured).")
+    var writerThreads = 2
+
     func validate() throws {
         if let members, !(2...15_000).contains(members) { throw ValidationError("--members must be 2...15000") }
         if let duration, !(1...600).contains(duration) { throw ValidationError("--duration must be 1...600 s") }
         guard probeRate > 0, probeRate <= 1000 else { throw ValidationError("--probe-rate must be in (0, 1000]") }
         guard (0...3000).contains(backgroundReceivers) else { throw ValidationError("--background-receivers must be 0...3000") }
         guard backgroundRate >= 0, backgroundRate <= 100_000 else { throw ValidationError("--background-rate must be 0...100000") }
+        guard (1...16).contains(writerThreads) else { throw ValidationError("--writer-threads must be 1...16") }
     }
 
     /// Announce mode for every member, and request limits that let the background publisher
@@ -77,9 +81,16 @@ struct Latency: ParsableCommand {
         // The floor, in the same run: one frame write to each of N - 1 sockets, nothing of the broker.
         let frameWrite = RawBroadcast.microsecondsPerWrite(sockets: memberCount - 1)
         print("latency: a raw broadcast costs \(frameWrite.map { String(format: "%.2f", $0) } ?? "?") µs per frame write")
+        // The same broadcast split over writer threads (each owning a share of the sockets, no locks).
+        let splitFrameWrite = writerThreads > 1
+            ? RawBroadcast.microsecondsPerWrite(sockets: memberCount - 1, writerThreads: writerThreads) : nil
+        if let splitFrameWrite {
+            print("latency: split over \(writerThreads) writer threads, \(String(format: "%.2f", splitFrameWrite)) µs per frame write")
+        }
         let result = LatencyReport(measured: measured, members: memberCount, backgroundReceivers: backgroundReceivers,
                                    targetP99: targetP99, counters: driver.counters.snapshot, coalescing: held,
-                                   frameWriteMicros: frameWrite).result()
+                                   frameWriteMicros: frameWrite,
+                                   splitFrameWrite: splitFrameWrite.map { (writerThreads, $0) }).result()
         try result.finish(report)
     }
 }

@@ -13,6 +13,8 @@ struct LatencyReport {
     var coalescing: (objects: Double, held: Double)?
     /// One frame write on this machine (``RawBroadcast``), µs; nil when not measured.
     var frameWriteMicros: Double?
+    /// The same raw broadcast split over writer threads: how many, and µs per write (wall time ÷ sockets).
+    var splitFrameWrite: (threads: Int, micros: Double)?
 
     private func millis(_ percentile: Double) -> Double {
         Double(measured.histogram.valueAtPercentile(percentile)) / 1000
@@ -40,7 +42,14 @@ struct LatencyReport {
             result.metrics.append(members >= 1000
                 ? BenchMetric("p99 as a multiple of that floor", multiple, "×", atMost: 1.5)
                 : BenchMetric("p99 as a multiple of that floor", multiple, "×"))
+            if let splitFrameWrite {
+                result.metrics.append(BenchMetric(
+                    "one frame write, raw broadcast split over \(splitFrameWrite.threads) writer threads (median)", splitFrameWrite.micros, "µs"))
+                result.metrics.append(BenchMetric(
+                    "1-thread ÷ \(splitFrameWrite.threads)-thread broadcast time", frameWriteMicros / splitFrameWrite.micros, "×"))
+            }
         }
+        result.metrics.append(BenchMetric("bench CPU during the run (its readers and writers)", measured.benchCores * 100, "% of a core"))
         if let coalescing {
             result.metrics.append(BenchMetric("objects written during the run", coalescing.objects))
             result.metrics.append(BenchMetric("… of which held for the coalescing flush", coalescing.held))

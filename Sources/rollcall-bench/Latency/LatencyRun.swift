@@ -14,6 +14,8 @@ struct LatencyMeasurement {
     let backgroundDelivered: Int
     /// Broker CPU use over the window (1.0 = one core).
     let brokerCores: Double
+    /// The bench's own CPU use over the window (its client threads reading the members' sockets).
+    let benchCores: Double
 }
 
 /// Drives the probing window: probes and background publishes paced from one thread,
@@ -28,6 +30,8 @@ struct LatencyRun {
 
     func measure() -> LatencyMeasurement? {
         guard let cpuBefore = sampler.cpuSeconds() else { return nil }
+        let bench = ProcessSampler(pid: getpid())
+        let benchBefore = bench.cpuSeconds() ?? 0
         let deliveredBefore = driver.backgroundDeliveries.total
         let start = MonotonicSeconds.now
         var probes = PublishPacer(rate: probeRate, window: 4, start: start)
@@ -55,6 +59,7 @@ struct LatencyRun {
         }
         let end = MonotonicSeconds.now
         let cpuAtEnd = sampler.cpuSeconds() ?? cpuBefore
+        let benchAtEnd = bench.cpuSeconds() ?? benchBefore
         let deliveredAtEnd = driver.backgroundDeliveries.total
         // Let the last probes and publishes arrive (bounded).
         let deadline = MonotonicSeconds.now + 3
@@ -70,6 +75,6 @@ struct LatencyRun {
             backgroundPerSecond: Double(deliveredAtEnd - deliveredBefore) / (end - start),
             backgroundExpected: driver.counters["backgroundExpected"],
             backgroundDelivered: driver.backgroundDeliveries.total - deliveredBefore,
-            brokerCores: (cpuAtEnd - cpuBefore) / (end - start))
+            brokerCores: (cpuAtEnd - cpuBefore) / (end - start), benchCores: (benchAtEnd - benchBefore) / (end - start))
     }
 }

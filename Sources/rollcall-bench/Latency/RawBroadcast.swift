@@ -6,10 +6,16 @@ import Foundation
 /// same ~200-byte WebSocket text frame to each in turn — the broker's broadcast with nothing
 /// of the broker — while another thread reads and discards on epoll, as clients would. The
 /// floor a broadcast to N members cannot beat on one thread is N × this.
+///
+/// With `writerThreads` > 1 the same broadcast is split over that many writer threads, each
+/// owning a contiguous share of the sockets and reading the one frame (shared, read-only):
+/// no lock is taken while writing, only a semaphore per thread to start and end a round. The
+/// figure is then the round's wall-clock time ÷ the sockets, so it compares directly with
+/// one thread's: what a broker that spread its fan-out writes over threads could reach.
 enum RawBroadcast {
     /// Median wall-clock microseconds per `write` over `rounds` broadcasts; nil when the
     /// sockets could not be set up.
-    static func microsecondsPerWrite(sockets count: Int, rounds: Int = 100) -> Double? {
+    static func microsecondsPerWrite(sockets count: Int, rounds: Int = 100, writerThreads: Int = 1) -> Double? {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { return nil }
         defer { close(listener) }
@@ -63,14 +69,62 @@ enum RawBroadcast {
         }
         let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","publisher":"probe","state":{"probe":"0"}}"#.utf8)
         let frame = [0x81, UInt8(payload.count)] + payload
+        let split = SplitWriters(sockets: writers, threads: writerThreads, frame: frame)
+        defer { split?.stop() }
         var perWrite: [Double] = []
         for _ in 0..<rounds {
             let start = MonotonicSeconds.now
-            for fd in writers { _ = frame.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+            if let split {
+                split.broadcast()
+            } else {
+                for fd in writers { _ = frame.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+            }
             perWrite.append((MonotonicSeconds.now - start) / Double(count) * 1e6)
             usleep(10_000)
         }
         perWrite.sort()
         return perWrite[perWrite.count / 2]
+    }
+}
+
+/// Writer threads that each own a contiguous share of the sockets and write the same frame to
+/// every socket of their share when a round starts; nil for a single thread.
+private final class SplitWriters: @unchecked Sendable {
+    private let starts: [DispatchSemaphore]
+    private let done = DispatchSemaphore(value: 0)
+    private var stopping = false
+
+    init?(sockets: [Int32], threads: Int, frame: [UInt8]) {
+        guard threads > 1 else { return nil }
+        starts = (0..<threads).map { _ in DispatchSemaphore(value: 0) }
+        let share = (sockets.count + threads - 1) / threads
+        for index in 0..<threads {
+            let mine = Array(sockets[min(index * share, sockets.count)..<min((index + 1) * share, sockets.count)])
+            let start = starts[index]
+            Thread { [self] in
+                frame.withUnsafeBytes { bytes in
+                    while true {
+                        start.wait()
+                        if stopping { break }
+                        for fd in mine { _ = write(fd, bytes.baseAddress, bytes.count) }
+                        done.signal()
+                    }
+                }
+                done.signal()
+            }.start()
+        }
+    }
+
+    /// One round: every thread writes its share; returns when all have.
+    func broadcast() {
+        for start in starts { start.signal() }
+        for _ in starts { done.wait() }
+    }
+
+    /// Ends the threads (after the last round).
+    func stop() {
+        stopping = true
+        for start in starts { start.signal() }
+        for _ in starts { done.wait() }
     }
 }

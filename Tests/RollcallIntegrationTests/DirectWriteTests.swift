@@ -1,0 +1,48 @@
+import Foundation
+import RollcallClient
+import RollcallProtocol
+import Testing
+
+/// Writing a quiet connection at once, outside lws' writable callback (docs/transport.md,
+/// "Writing"): what the socket does not take is kept by lws and sent from the writable
+/// callback lws asks for itself, so a backlog far larger than the socket's buffers still
+/// arrives whole and in order. The slow-consumer cut, close codes and TLS are covered by
+/// LimitTests, ProtocolFaultTests and TLSTests, which run over the same path.
+@Suite("Direct writes")
+struct DirectWriteTests {
+    @Test("a backlog 50 × the socket buffer, written directly then from writable callbacks, arrives complete and in order")
+    func largeBacklogInOrder() throws {
+        let broker = try BrokerProcess(config: ["limits": TransportLimitTests.fastRequests])
+        let limits = TransportLimitTests()
+        let (client, base) = try limits.loggedIn(broker)
+        #expect(try #require(try broker.metric("rollcall_direct_writes_total")) >= 1,
+                "the login reply of a new (quiet) connection was written directly")
+
+        // 400 replies of 8 KiB (3.2 MiB, under the 4 MiB maxOutboundBytes) queued while the
+        // client reads nothing: the kernel takes a few hundred KiB, lws keeps a frame's tail,
+        // the broker's queue the rest.
+        let count = 400
+        let bystander = try broker.session("bystander")
+        // Quiet for longer than the 4 ms coalescing window, so the first reply is written
+        // directly rather than held for the flush.
+        Thread.sleep(forTimeInterval: 0.01)
+        let directBefore = try #require(try broker.metric("rollcall_direct_writes_total"))
+        try client.send(limits.pings(count: count, replySize: 8192, base: base))
+        #expect(eventually(timeout: 20) { (try? broker.metric("rollcall_requests_total")) ?? 0 >= 2 + 1 + count })
+        #expect(try #require(try broker.metric("rollcall_direct_writes_total")) > directBefore,
+                "the backlog's first reply was written directly")
+        #expect(try bystander.request("ping").ok)
+        #expect(try broker.metric("rollcall_slow_consumer_cuts_total") == 0)
+
+        let frames = client.readFrames(objects: count, timeout: 30)
+        let replies = frames.flatMap { $0.split(separator: "\n") }
+        #expect(replies.count == count)
+        let order = replies.compactMap { reply -> Int? in
+            guard let range = reply.range(of: #""id":""#) else { return nil }
+            return Int(reply[range.upperBound...].prefix(4))
+        }
+        #expect(order == Array(0..<count), "replies arrive in request order")
+        #expect(replies.allSatisfy { $0.utf8.count == 8192 })
+        #expect(client.closeCode == nil)
+    }
+}
