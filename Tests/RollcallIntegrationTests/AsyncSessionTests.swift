@@ -64,8 +64,11 @@ struct AsyncSessionTests {
         let listed = await eventuallyAsync {
             guard let page = try? await watcher.send(Requests.GetOnlineUsers(self.lobby)),
                   let roster = watcher.roster(of: self.lobby) else { return false }
+            // In interval mode a page is the roster as of the last event: wait for the event
+            // that carries the last change too (docs/protocol.md, getOnlineUsers).
             return roster.sortedMembers.map(\.userId) == page.userIds
                 && roster.sortedMembers.map(\.state) == page.users.map { Self.state($0["state"]) }
+                && roster.members["user2"]?.state == ["n": "two"]
         }
         #expect(listed)
         #expect(watcher.roster(of: lobby)?.members["user2"]?.state == ["n": "two"])
@@ -87,6 +90,27 @@ struct AsyncSessionTests {
     @Test("the same in interval mode (maxInstantEvents 3, intervalSeconds 0.2)")
     func rosterInIntervalMode() async throws {
         try await rosterMatchesListingAfterChurn(config: ["presence": ["maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2]])
+    }
+
+    @Test("join returns with the roster built: the snapshot after the reply is applied first (large states, separate frames)")
+    func joinReturnsWithTheRoster() async throws {
+        let broker = try asyncBroker()
+        let note = String(repeating: "x", count: 900)
+        var members: [RollcallConnection] = []
+        for n in 0..<40 {
+            let member = try broker.session("m\(n)")
+            #expect(try member.join("lobby", state: ["note": note]).ok)
+            members.append(member)
+        }
+        let session = RollcallSession(url: broker.url())
+        try await session.connect()
+        try await session.login(userId: "watcher")
+        let joined = try await session.join(lobby, messages: false)
+        #expect(joined.occupancy == 41)
+        let roster = try #require(session.roster(of: lobby))
+        #expect(roster.members.count == 41)
+        #expect(roster.members["m39"]?.state["note"] == note)
+        session.close()
     }
 
     @Test("an error reply is a typed error with the protocol code")

@@ -47,6 +47,10 @@ public final class RollcallSession: @unchecked Sendable {
     private var latestLogin: LoginResult?
     private var closing = false
     private var provider: (@Sendable () async throws -> String)?
+    /// `join` calls waiting for their channel's snapshot (resumed when it is applied or the connection ends).
+    private var snapshotWaiters: [ChannelRef: [CheckedContinuation<Void, Never>]] = [:]
+    /// Channels joined with presence whose first snapshot has not been applied yet.
+    private var awaitingSnapshot: Set<ChannelRef> = []
 
     /// Whether each connection offers WebSocket compression (``RollcallConnection/permessageDeflate``).
     public let permessageDeflate: Bool
@@ -118,17 +122,53 @@ public final class RollcallSession: @unchecked Sendable {
         return expiresAt
     }
 
-    /// Joins a channel; with `presence` its ``roster(of:)`` is kept. Joined again after a
-    /// reconnect that could not resume.
+    /// Joins a channel; with `presence` its ``roster(of:)`` is kept, and the call returns once
+    /// the snapshot that follows the reply has been applied to it (or the connection ended), so
+    /// the roster is ready when `join` returns. Joined again after a reconnect that could not resume.
     @discardableResult
     public func join(_ channel: ChannelRef, presence: Bool = true, messages: Bool = true,
                      state: [String: String]? = nil) async throws(RollcallError) -> JoinResult {
         let request = Requests.Join(channel, presence: presence, messages: messages, state: state)
-        lock.withLock {
+        let rejoin = lock.withLock { () -> Bool in
             joins[channel] = request
-            if presence, rosters[channel] == nil { rosters[channel] = Roster(channel: channel.channel, channelType: channel.channelType) }
+            guard presence else { return false }
+            if rosters[channel] == nil {
+                rosters[channel] = Roster(channel: channel.channel, channelType: channel.channelType)
+                awaitingSnapshot.insert(channel)
+                return false
+            }
+            return true
         }
-        return try await send(request)
+        let result = try await send(request)
+        // PROTOCOL §4: the joining session gets a `snapshot` after the reply. A roster that already
+        // had one (joined again) is updated by the new one when it comes; a new one waits for it.
+        if presence, !rejoin { await snapshotApplied(channel) }
+        return result
+    }
+
+    /// Returns once `channel`'s roster has applied a snapshot, the roster is gone, or there is no connection.
+    private func snapshotApplied(_ channel: ChannelRef) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = lock.withLock { () -> Bool in
+                guard connection != nil, rosters[channel] != nil, awaitingSnapshot.contains(channel) else { return true }
+                snapshotWaiters[channel, default: []].append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Resumes the `join` calls waiting for `channel`'s snapshot (all channels when nil).
+    private func releaseSnapshotWaiters(_ channel: ChannelRef?) {
+        let waiting = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            if let channel {
+                awaitingSnapshot.remove(channel)
+                return snapshotWaiters.removeValue(forKey: channel) ?? []
+            }
+            defer { snapshotWaiters.removeAll(); awaitingSnapshot.removeAll() }
+            return snapshotWaiters.values.flatMap { $0 }
+        }
+        for continuation in waiting { continuation.resume() }
     }
 
     /// Leaves a channel and forgets its roster.
@@ -137,6 +177,7 @@ public final class RollcallSession: @unchecked Sendable {
             joins[channel] = nil
             rosters[channel] = nil
         }
+        releaseSnapshotWaiters(channel)
         _ = try await send(Requests.Leave(channel))
     }
 
@@ -179,6 +220,7 @@ public final class RollcallSession: @unchecked Sendable {
             return self.connection
         }
         connection?.close()
+        releaseSnapshotWaiters(nil)
         setState(.closed)
         eventSink.finish()
         stateSink.finish()
@@ -216,6 +258,7 @@ public final class RollcallSession: @unchecked Sendable {
             let channel = ChannelRef(name, type: event["channelType"]?.stringValue ?? "message")
             let outcome = lock.withLock { rosters[channel]?.apply(event) }
             if let outcome { follow(outcome, channel: channel, on: connection) }
+            if event.type == "snapshot" { releaseSnapshotWaiters(channel) }
         }
         if event.name == "session", event.type == "refreshRequired", let provider = tokenProvider {
             Task { [weak self] in
@@ -263,6 +306,7 @@ public final class RollcallSession: @unchecked Sendable {
             self.connection = nil
             return !closing && reconnect.enabled && loginRequest != nil
         }
+        releaseSnapshotWaiters(nil)
         guard retry else {
             if !lock.withLock({ closing }) { close() }
             return
