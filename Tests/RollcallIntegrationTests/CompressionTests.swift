@@ -88,7 +88,9 @@ struct ClientCompressionTests {
 
     @Test("RollcallSession(permessageDeflate: true): compressed, and its roster is built from a compressed snapshot")
     func asyncSession() async throws {
-        let broker = try BrokerProcess(config: ["http": ["permessageDeflate": true]])
+        // A generous login timeout, as in AsyncSessionTests: under a parallel `swift test`, blocking
+        // tests may hold the cooperative threads the suspended login waits for.
+        let broker = try BrokerProcess(config: ["http": ["permessageDeflate": true], "limits": ["loginTimeoutSeconds": 120]])
         var members: [RollcallConnection] = []
         for index in 0..<20 {
             let member = try broker.session("m\(index)")
