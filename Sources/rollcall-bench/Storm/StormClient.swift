@@ -8,8 +8,9 @@ final class StormClient: @unchecked Sendable {
     /// The user number (`storm-<number>`).
     let number: Int
     private let lock = NSLock()
-    private var roster: PresenceRoster<StormMembers>
-    private let userNumber: UserNumberReader
+    private var roster: StormRoster
+    /// Scans each distinct line once for every client (``StormLineCache``).
+    private let lines: StormLineCache
     private var finalSince: Double?
 
     private(set) var presenceEvents = 0
@@ -17,10 +18,10 @@ final class StormClient: @unchecked Sendable {
     private(set) var eventsByKind: [PresenceKind: Int] = [:]
     private(set) var occupancyMismatches = 0
 
-    init(number: Int, channel: String, expected: UserSet, expectedCount: Int, userNumber: UserNumberReader) {
+    init(number: Int, expected: UserSet, expectedCount: Int, lines: StormLineCache) {
         self.number = number
-        roster = PresenceRoster(channel: channel, members: StormMembers(expected: expected, expectedCount: expectedCount))
-        self.userNumber = userNumber
+        roster = StormRoster(members: StormMembers(expected: expected, expectedCount: expectedCount))
+        self.lines = lines
     }
 
     /// Applies one raw event line (called on the connection's service thread). Returns
@@ -28,10 +29,11 @@ final class StormClient: @unchecked Sendable {
     @discardableResult
     func receive(_ line: UnsafeRawBufferPointer) -> RosterOutcome {
         let now = MonotonicSeconds.now
+        let parsed = lines.event(line)
         lock.lock(); defer { lock.unlock() }
         let wasFinal = roster.members.isFinal
         let truncatedBefore = roster.truncatedSnapshots
-        let outcome = roster.apply(line: line, user: userNumber.number)
+        let outcome = roster.apply(event: parsed)
         guard outcome != .ignored, let kind = roster.lastKind else { return outcome }
         defer { noteFinal(wasFinal: wasFinal, now: now) }
         presenceEvents += 1
@@ -50,9 +52,10 @@ final class StormClient: @unchecked Sendable {
     @discardableResult
     func mergePage(_ line: UnsafeRawBufferPointer) -> RosterOutcome {
         let now = MonotonicSeconds.now
+        let parsed = lines.page(line)
         lock.lock(); defer { lock.unlock() }
         let wasFinal = roster.members.isFinal
-        let outcome = roster.mergePage(line: line, user: userNumber.number)
+        let outcome = roster.merge(page: parsed)
         if outcome != .ignored {
             pages += 1
             pageBytes += line.count

@@ -50,6 +50,10 @@ struct StormOutcome {
     /// `getOnlineUsers`, paged once quiet, equals the bench's final set.
     var onlineUsersMatch = false
     var onlineUsersCount = 0
+    /// Distinct event and page lines scanned, and lines whose scan was reused from another
+    /// client's identical line (``StormLineCache``).
+    var linesScanned = 0
+    var linesShared = 0
     /// Samples `[seconds since first join, joined, clients with the final roster]`.
     var timeline: [[Double]] = []
 }

@@ -118,7 +118,8 @@ struct StormReport {
             notes.append("\(o.plan.users) users: events by type: \(kinds); truncated snapshots \(o.tallies.truncatedSnapshots), "
                          + "getOnlineUsers pages merged \(o.tallies.pages) (\(BenchMetric.format(Double(o.tallies.pageBytes) / 1_048_576)) MiB); "
                          + "joins failed \(o.joinsFailed), leaves failed \(o.leavesFailed); last join at \(String(format: "%.2f", o.lastJoinAt)) s, "
-                         + "last leave at \(String(format: "%.2f", o.lastLeaveAt)) s after the first join.")
+                         + "last leave at \(String(format: "%.2f", o.lastLeaveAt)) s after the first join; "
+                         + "distinct lines scanned \(o.linesScanned), lines whose scan was shared (byte-identical to one scanned) \(o.linesShared).")
         }
         for o in outcomes where !o.closeReasons.isEmpty {
             let reasons = o.closeReasons.sorted { $0.key < $1.key }.map { "\($0.key.dropFirst(7)) ×\($0.value)" }.joined(separator: ", ")
