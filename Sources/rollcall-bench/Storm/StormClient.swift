@@ -12,6 +12,8 @@ final class StormClient: @unchecked Sendable {
     /// Scans each distinct line once for every client (``StormLineCache``).
     private let lines: StormLineCache
     private var finalSince: Double?
+    /// `--check-shared-scans`: the client library's roster fed the same lines, compared.
+    private var check: StormScanCheck?
 
     private(set) var presenceEvents = 0
     private(set) var presenceBytes = 0
@@ -20,8 +22,10 @@ final class StormClient: @unchecked Sendable {
 
     init(number: Int, expected: UserSet, expectedCount: Int, lines: StormLineCache) {
         self.number = number
-        roster = StormRoster(members: StormMembers(expected: expected, expectedCount: expectedCount))
+        let members = StormMembers(expected: expected, expectedCount: expectedCount)
+        roster = StormRoster(members: members)
         self.lines = lines
+        if lines.checksEveryLine { check = StormScanCheck(members: members, reader: lines.reader) }
     }
 
     /// Applies one raw event line (called on the connection's service thread). Returns
@@ -34,6 +38,7 @@ final class StormClient: @unchecked Sendable {
         let wasFinal = roster.members.isFinal
         let truncatedBefore = roster.truncatedSnapshots
         let outcome = roster.apply(event: parsed)
+        check?.event(line, outcome: outcome, roster: roster)
         guard outcome != .ignored, let kind = roster.lastKind else { return outcome }
         defer { noteFinal(wasFinal: wasFinal, now: now) }
         presenceEvents += 1
@@ -56,6 +61,7 @@ final class StormClient: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         let wasFinal = roster.members.isFinal
         let outcome = roster.merge(page: parsed)
+        check?.page(line, outcome: outcome, roster: roster)
         if outcome != .ignored {
             pages += 1
             pageBytes += line.count
@@ -86,7 +92,8 @@ final class StormClient: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         return StormTallies(events: presenceEvents, bytes: presenceBytes, byKind: eventsByKind, seqGaps: roster.seqGaps,
                             occupancyMismatches: occupancyMismatches, truncatedSnapshots: roster.truncatedSnapshots,
-                            foreignUsers: roster.foreignUsers, pages: pages, pageBytes: pageBytes)
+                            foreignUsers: roster.foreignUsers, pages: pages, pageBytes: pageBytes,
+                            scanCheckDifferences: check?.differences ?? 0)
     }
 }
 
@@ -102,6 +109,9 @@ struct StormTallies {
     /// `getOnlineUsers` pages fetched after truncated snapshots, and their bytes.
     var pages = 0
     var pageBytes = 0
+    /// `--check-shared-scans`: lines after which the shared-scan roster differed from the
+    /// client library's roster fed the same lines.
+    var scanCheckDifferences = 0
 
     /// Adds another client's counts.
     mutating func add(_ other: StormTallies) {
@@ -114,6 +124,7 @@ struct StormTallies {
         foreignUsers += other.foreignUsers
         pages += other.pages
         pageBytes += other.pageBytes
+        scanCheckDifferences += other.scanCheckDifferences
     }
 }
 

@@ -29,7 +29,8 @@ final class StormDriver {
     /// The wall clock (Unix seconds) at `start`, to place the broker's wall-clock timestamps.
     private var startWall = 0.0
 
-    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool, deflate: Bool = false) {
+    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool, deflate: Bool = false,
+         checkSharedScans: Bool = false) {
         self.plan = plan
         self.deflate = deflate
         self.rawClients = rawClients
@@ -38,7 +39,8 @@ final class StormDriver {
         self.clientReceiveBytes = clientReceiveBytes
         sampler = ProcessSampler(pid: broker.pid)
         outcome = StormOutcome(plan: plan)
-        lineCache = StormLineCache(users: plan.users, reader: UserNumberReader(prefix: StormPlan.userPrefix))
+        lineCache = StormLineCache(users: plan.users, reader: UserNumberReader(prefix: StormPlan.userPrefix),
+                                   checksEveryLine: checkSharedScans)
     }
 
     private var label: String { "storm \(plan.users)" }
@@ -102,6 +104,7 @@ final class StormDriver {
         outcome.joinsOK = counters["joinOK"]; outcome.joinsFailed = counters["joinFailed"]
         outcome.leavesOK = counters["leaveOK"]; outcome.leavesFailed = counters["leaveFailed"]
         (outcome.linesScanned, outcome.linesShared) = lineCache.counts
+        outcome.checkedSharedScans = lineCache.checksEveryLine
         return outcome
     }
 

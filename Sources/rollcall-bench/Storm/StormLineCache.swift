@@ -116,9 +116,13 @@ final class StormLineCache: @unchecked Sendable {
     private(set) var scans = 0
     private(set) var hits = 0
 
-    init(users: Int, reader: UserNumberReader) {
+    /// Clients also run the client library's roster on every line and compare (``StormScanCheck``).
+    let checksEveryLine: Bool
+
+    init(users: Int, reader: UserNumberReader, checksEveryLine: Bool = false) {
         self.users = users
         self.reader = reader
+        self.checksEveryLine = checksEveryLine
     }
 
     /// The scanned form of a presence event line.

@@ -54,6 +54,8 @@ struct StormOutcome {
     /// client's identical line (``StormLineCache``).
     var linesScanned = 0
     var linesShared = 0
+    /// `--check-shared-scans` ran (``StormTallies/scanCheckDifferences`` is meaningful).
+    var checkedSharedScans = false
     /// Samples `[seconds since first join, joined, clients with the final roster]`.
     var timeline: [[Double]] = []
 }
