@@ -43,9 +43,9 @@ final class ClusterStorm {
         let channel = "storm:\(users):\(getpid())"
         var expected = UserSet(capacity: users)
         for n in 0..<users { expected.set(n, true) }
-        let reader = UserNumberReader(prefix: StormPlan.userPrefix)
+        let lines = StormLineCache(users: users, reader: UserNumberReader(prefix: StormPlan.userPrefix))
         let clients = (0..<users).map {
-            StormClient(number: $0, channel: channel, expected: expected, expectedCount: users, userNumber: reader)
+            StormClient(number: $0, expected: expected, expectedCount: users, lines: lines)
         }
         let lastEvent = ProbeTimes(capacity: 1)
         let spread = try SpreadSessions(urls: group.urls, count: users, label: "storm \(setup)",

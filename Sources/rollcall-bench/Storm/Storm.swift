@@ -39,6 +39,9 @@ struct Storm: ParsableCommand {
     @Option(help: "With --deflate: the broker's http.permessageDeflateMemLevel (1-9; default: the broker's 8).")
     var deflateMemLevel: Int?
 
+    @Flag(help: "Also feed every line to the client library's roster per client (the scan the line cache shares) and count differences (costs the bench's CPU).")
+    var checkSharedScans = false
+
     @Option(help: "Client receive chunk per connection in bytes (lws rx_buffer_size); large rosters arrive in fewer service turns.")
     var clientReceiveBytes = 16384
 
@@ -84,7 +87,8 @@ struct Storm: ParsableCommand {
             // Raw clients read with epoll: the pool's threads (--threads) are enough.
             let threads = lwsClients ? max(report.threads, (size + 499) / 500) : report.threads
             outcomes.append(try StormDriver(plan: plan, broker: broker, threads: threads,
-                                            clientReceiveBytes: clientReceiveBytes, rawClients: !lwsClients, deflate: deflate).run())
+                                            clientReceiveBytes: clientReceiveBytes, rawClients: !lwsClients, deflate: deflate,
+                                            checkSharedScans: checkSharedScans).run())
         }
         var result = StormReport(outcomes: outcomes, snapshotMax: snapshotMax, attached: target.url != nil).result()
         result.notes.insert("broker config: presence.intervalSeconds \(BenchMetric.format(interval)), maxInstantEvents 50, "

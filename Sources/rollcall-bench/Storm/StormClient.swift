@@ -8,19 +8,24 @@ final class StormClient: @unchecked Sendable {
     /// The user number (`storm-<number>`).
     let number: Int
     private let lock = NSLock()
-    private var roster: PresenceRoster<StormMembers>
-    private let userNumber: UserNumberReader
+    private var roster: StormRoster
+    /// Scans each distinct line once for every client (``StormLineCache``).
+    private let lines: StormLineCache
     private var finalSince: Double?
+    /// `--check-shared-scans`: the client library's roster fed the same lines, compared.
+    private var check: StormScanCheck?
 
     private(set) var presenceEvents = 0
     private(set) var presenceBytes = 0
     private(set) var eventsByKind: [PresenceKind: Int] = [:]
     private(set) var occupancyMismatches = 0
 
-    init(number: Int, channel: String, expected: UserSet, expectedCount: Int, userNumber: UserNumberReader) {
+    init(number: Int, expected: UserSet, expectedCount: Int, lines: StormLineCache) {
         self.number = number
-        roster = PresenceRoster(channel: channel, members: StormMembers(expected: expected, expectedCount: expectedCount))
-        self.userNumber = userNumber
+        let members = StormMembers(expected: expected, expectedCount: expectedCount)
+        roster = StormRoster(members: members)
+        self.lines = lines
+        if lines.checksEveryLine { check = StormScanCheck(members: members, reader: lines.reader) }
     }
 
     /// Applies one raw event line (called on the connection's service thread). Returns
@@ -28,10 +33,12 @@ final class StormClient: @unchecked Sendable {
     @discardableResult
     func receive(_ line: UnsafeRawBufferPointer) -> RosterOutcome {
         let now = MonotonicSeconds.now
+        let parsed = lines.event(line)
         lock.lock(); defer { lock.unlock() }
         let wasFinal = roster.members.isFinal
         let truncatedBefore = roster.truncatedSnapshots
-        let outcome = roster.apply(line: line, user: userNumber.number)
+        let outcome = roster.apply(event: parsed)
+        check?.event(line, outcome: outcome, roster: roster)
         guard outcome != .ignored, let kind = roster.lastKind else { return outcome }
         defer { noteFinal(wasFinal: wasFinal, now: now) }
         presenceEvents += 1
@@ -50,9 +57,11 @@ final class StormClient: @unchecked Sendable {
     @discardableResult
     func mergePage(_ line: UnsafeRawBufferPointer) -> RosterOutcome {
         let now = MonotonicSeconds.now
+        let parsed = lines.page(line)
         lock.lock(); defer { lock.unlock() }
         let wasFinal = roster.members.isFinal
-        let outcome = roster.mergePage(line: line, user: userNumber.number)
+        let outcome = roster.merge(page: parsed)
+        check?.page(line, outcome: outcome, roster: roster)
         if outcome != .ignored {
             pages += 1
             pageBytes += line.count
@@ -83,7 +92,8 @@ final class StormClient: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         return StormTallies(events: presenceEvents, bytes: presenceBytes, byKind: eventsByKind, seqGaps: roster.seqGaps,
                             occupancyMismatches: occupancyMismatches, truncatedSnapshots: roster.truncatedSnapshots,
-                            foreignUsers: roster.foreignUsers, pages: pages, pageBytes: pageBytes)
+                            foreignUsers: roster.foreignUsers, pages: pages, pageBytes: pageBytes,
+                            scanCheckDifferences: check?.differences ?? 0)
     }
 }
 
@@ -99,6 +109,9 @@ struct StormTallies {
     /// `getOnlineUsers` pages fetched after truncated snapshots, and their bytes.
     var pages = 0
     var pageBytes = 0
+    /// `--check-shared-scans`: lines after which the shared-scan roster differed from the
+    /// client library's roster fed the same lines.
+    var scanCheckDifferences = 0
 
     /// Adds another client's counts.
     mutating func add(_ other: StormTallies) {
@@ -111,6 +124,7 @@ struct StormTallies {
         foreignUsers += other.foreignUsers
         pages += other.pages
         pageBytes += other.pageBytes
+        scanCheckDifferences += other.scanCheckDifferences
     }
 }
 

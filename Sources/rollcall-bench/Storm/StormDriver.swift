@@ -17,6 +17,8 @@ final class StormDriver {
     let deflate: Bool
     private let sampler: ProcessSampler
     private let counters = Counters()
+    /// Each distinct event or page line is scanned once, for every client that receives it.
+    private let lineCache: StormLineCache
     private var clients: [StormClient] = []
     private var sessions: [RollcallConnection] = []
     private var rawSessions: [RawWebSocket] = []
@@ -27,7 +29,8 @@ final class StormDriver {
     /// The wall clock (Unix seconds) at `start`, to place the broker's wall-clock timestamps.
     private var startWall = 0.0
 
-    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool, deflate: Bool = false) {
+    init(plan: StormPlan, broker: BrokerTarget, threads: Int, clientReceiveBytes: Int, rawClients: Bool, deflate: Bool = false,
+         checkSharedScans: Bool = false) {
         self.plan = plan
         self.deflate = deflate
         self.rawClients = rawClients
@@ -36,6 +39,8 @@ final class StormDriver {
         self.clientReceiveBytes = clientReceiveBytes
         sampler = ProcessSampler(pid: broker.pid)
         outcome = StormOutcome(plan: plan)
+        lineCache = StormLineCache(users: plan.users, reader: UserNumberReader(prefix: StormPlan.userPrefix),
+                                   checksEveryLine: checkSharedScans)
     }
 
     private var label: String { "storm \(plan.users)" }
@@ -98,6 +103,8 @@ final class StormDriver {
         outcome.closeReasons = counters.snapshot.filter { $0.key.hasPrefix("close: ") }
         outcome.joinsOK = counters["joinOK"]; outcome.joinsFailed = counters["joinFailed"]
         outcome.leavesOK = counters["leaveOK"]; outcome.leavesFailed = counters["leaveFailed"]
+        (outcome.linesScanned, outcome.linesShared) = lineCache.counts
+        outcome.checkedSharedScans = lineCache.checksEveryLine
         return outcome
     }
 
@@ -120,9 +127,8 @@ final class StormDriver {
     private func logIn(_ pool: LoadPool) throws {
         let expected = plan.finalSet
         let expectedCount = expected.count
-        let reader = UserNumberReader(prefix: StormPlan.userPrefix)
         clients = (0..<plan.users).map {
-            StormClient(number: $0, channel: plan.channel, expected: expected, expectedCount: expectedCount, userNumber: reader)
+            StormClient(number: $0, expected: expected, expectedCount: expectedCount, lines: lineCache)
         }
         let counters = counters, watching = watching, clients = clients
         let opened = pool.openLoggedIn(count: plan.users, label: label, timeout: 60 + Double(plan.users) / 100,
@@ -150,9 +156,8 @@ final class StormDriver {
     private func logInRaw(_ rawPool: RawSocketPool) throws {
         guard let port = LoopbackHTTP(url: broker.url)?.port else { throw StormError("\(label): not a loopback URL") }
         let expected = plan.finalSet
-        let reader = UserNumberReader(prefix: StormPlan.userPrefix)
         clients = (0..<plan.users).map {
-            StormClient(number: $0, channel: plan.channel, expected: expected, expectedCount: expected.count, userNumber: reader)
+            StormClient(number: $0, expected: expected, expectedCount: expected.count, lines: lineCache)
         }
         let counters = counters, watching = watching, channel = plan.channel
         let start = MonotonicSeconds.now

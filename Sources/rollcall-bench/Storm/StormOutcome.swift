@@ -50,6 +50,12 @@ struct StormOutcome {
     /// `getOnlineUsers`, paged once quiet, equals the bench's final set.
     var onlineUsersMatch = false
     var onlineUsersCount = 0
+    /// Distinct event and page lines scanned, and lines whose scan was reused from another
+    /// client's identical line (``StormLineCache``).
+    var linesScanned = 0
+    var linesShared = 0
+    /// `--check-shared-scans` ran (``StormTallies/scanCheckDifferences`` is meaningful).
+    var checkedSharedScans = false
     /// Samples `[seconds since first join, joined, clients with the final roster]`.
     var timeline: [[Double]] = []
 }

@@ -71,6 +71,10 @@ struct StormReport {
                         Double(o.tallies.seqGaps + o.tallies.occupancyMismatches), "", atMost: 0),
             BenchMetric("\(n): getOnlineUsers equals the final set", o.onlineUsersMatch ? 1 : 0, "", atLeast: 1),
         ]
+        if o.checkedSharedScans {
+            list.append(BenchMetric("\(n): lines where the shared scan and the client library's roster differed",
+                                    Double(o.tallies.scanCheckDifferences), "", atMost: 0))
+        }
         return list
     }
 
@@ -118,7 +122,9 @@ struct StormReport {
             notes.append("\(o.plan.users) users: events by type: \(kinds); truncated snapshots \(o.tallies.truncatedSnapshots), "
                          + "getOnlineUsers pages merged \(o.tallies.pages) (\(BenchMetric.format(Double(o.tallies.pageBytes) / 1_048_576)) MiB); "
                          + "joins failed \(o.joinsFailed), leaves failed \(o.leavesFailed); last join at \(String(format: "%.2f", o.lastJoinAt)) s, "
-                         + "last leave at \(String(format: "%.2f", o.lastLeaveAt)) s after the first join.")
+                         + "last leave at \(String(format: "%.2f", o.lastLeaveAt)) s after the first join; "
+                         + "distinct lines scanned \(o.linesScanned), lines whose scan was shared (byte-identical to one scanned) \(o.linesShared)"
+                         + (o.checkedSharedScans ? "; --check-shared-scans: lines where the shared scan and the client library's roster differed \(o.tallies.scanCheckDifferences)." : "."))
         }
         for o in outcomes where !o.closeReasons.isEmpty {
             let reasons = o.closeReasons.sorted { $0.key < $1.key }.map { "\($0.key.dropFirst(7)) ×\($0.value)" }.joined(separator: ", ")

@@ -32,6 +32,28 @@ struct UserSet {
 
     var count: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }
 
+    /// Becomes `adds` (`replace`) or gains `adds` and loses `removes`, word by word (the masks
+    /// have this set's capacity); returns the new count and the number of users in exactly
+    /// one of this set and `other`.
+    mutating func merge(adds: [UInt64], removes: [UInt64], replace: Bool, comparedWith other: UserSet) -> (count: Int, differences: Int) {
+        var count = 0, differences = 0
+        words.withUnsafeMutableBufferPointer { words in
+            adds.withUnsafeBufferPointer { adds in
+                removes.withUnsafeBufferPointer { removes in
+                    other.words.withUnsafeBufferPointer { other in
+                        for index in 0..<words.count {
+                            let word = replace ? adds[index] : (words[index] | adds[index]) & ~removes[index]
+                            words[index] = word
+                            count += word.nonzeroBitCount
+                            differences += (word ^ other[index]).nonzeroBitCount
+                        }
+                    }
+                }
+            }
+        }
+        return (count, differences)
+    }
+
     /// The members in increasing order.
     var members: [Int] { (0..<capacity).filter { contains($0) } }
 }
@@ -66,6 +88,11 @@ struct StormMembers: RosterStorage {
     }
 
     @discardableResult mutating func insert(_ user: Int) -> Bool { set(user, present: true) }
+
+    /// Applies a scanned line's net change (its masks) at once.
+    mutating func apply(_ line: StormParsedLine) {
+        (count, mismatches) = members.merge(adds: line.adds, removes: line.removes, replace: line.cleared, comparedWith: expected)
+    }
 
     @discardableResult mutating func remove(_ user: Int) -> Bool { set(user, present: false) }
 
