@@ -3,8 +3,8 @@ import Histogram
 import RollcallClient
 
 /// Maps probe sequence numbers to their monotonic send times, and records arrival − send
-/// into one HdrHistogram per client runtime (merged at the end), so service threads never
-/// contend with each other.
+/// into one HdrHistogram per client runtime or plain-socket reader thread (merged at the
+/// end), so reader threads never contend with each other.
 final class ProbeClock: @unchecked Sendable {
     /// One runtime's histogram.
     private final class Shard: @unchecked Sendable {
@@ -15,12 +15,13 @@ final class ProbeClock: @unchecked Sendable {
 
     private let lock = NSLock()
     private var sendTimes: [Double]
-    private let shards: [(runtime: ClientRuntime, shard: Shard)]
+    private let shards: [(runtime: ClientRuntime?, shard: Shard)]
 
-    /// Room for `capacity` probes; one histogram per runtime.
-    init(capacity: Int, runtimes: [ClientRuntime]) {
+    /// Room for `capacity` probes; one histogram per runtime, and `rawShards` more for
+    /// plain-socket reader threads (picked by number, ``recorder(shard:)``).
+    init(capacity: Int, runtimes: [ClientRuntime], rawShards: Int = 0) {
         sendTimes = Array(repeating: -1, count: capacity)
-        shards = runtimes.map { ($0, Shard()) }
+        shards = runtimes.map { ($0, Shard()) } + (0..<rawShards).map { _ in (nil, Shard()) }
     }
 
     /// Probes that fit.
@@ -43,8 +44,18 @@ final class ProbeClock: @unchecked Sendable {
     /// A closure for a connection on `runtime` (call only from its service thread) that
     /// records the latency of probe `sequence` arriving now.
     func recorder(for runtime: ClientRuntime) -> (Int) -> Void {
-        let shard = shards.first { $0.runtime === runtime }?.shard ?? shards[0].shard
-        return { [self] sequence in
+        recorder(into: shards.first { $0.runtime === runtime }?.shard ?? shards[0].shard)
+    }
+
+    /// A recorder for plain-socket connection `number` (shard `number % rawShards`; call it
+    /// only from that socket's reader thread). The arrival is timed when its frame is scanned.
+    func recorder(shard number: Int) -> (Int) -> Void {
+        let raw = shards.filter { $0.runtime == nil }
+        return recorder(into: raw.isEmpty ? shards[0].shard : raw[number % raw.count].shard)
+    }
+
+    private func recorder(into shard: Shard) -> (Int) -> Void {
+        { [self] sequence in
             let now = MonotonicSeconds.now
             guard let sent = sendTime(sequence) else {
                 shard.lock.lock(); shard.unknown += 1; shard.lock.unlock()
