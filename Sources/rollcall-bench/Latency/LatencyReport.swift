@@ -22,6 +22,14 @@ struct LatencyReport {
         Double(measured.histogram.valueAtPercentile(percentile)) / 1000
     }
 
+    /// The `percent` percentile of `values` (nearest rank); 0 when empty.
+    static func percentile(_ values: [Double], _ percent: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let rank = Int((percent / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(sorted.count, max(1, rank)) - 1]
+    }
+
     func result() -> BenchResult {
         var result = BenchResult(scenario: "latency")
         let histogram = measured.histogram
@@ -50,6 +58,13 @@ struct LatencyReport {
                 result.metrics.append(BenchMetric(
                     "1-thread ÷ \(splitFrameWrite.threads)-thread broadcast time", frameWriteMicros / splitFrameWrite.micros, "×"))
             }
+        }
+        // Where the time goes: before the first member has the probe (request path, the
+        // broker's turn, the first write and read), and while the broadcast reaches the rest.
+        if !measured.firstAfterSend.isEmpty {
+            result.metrics.append(BenchMetric("send → first member's arrival, per probe (median)", Self.percentile(measured.firstAfterSend, 50), "ms"))
+            result.metrics.append(BenchMetric("first → last member's arrival, per probe (median)", Self.percentile(measured.lastAfterFirst, 50), "ms"))
+            result.metrics.append(BenchMetric("first → last member's arrival, per probe (p99)", Self.percentile(measured.lastAfterFirst, 99), "ms"))
         }
         result.metrics.append(BenchMetric("bench CPU during the run (its readers and writers)", measured.benchCores * 100, "% of a core"))
         if let coalescing {

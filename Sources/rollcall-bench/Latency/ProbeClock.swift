@@ -15,12 +15,17 @@ final class ProbeClock: @unchecked Sendable {
 
     private let lock = NSLock()
     private var sendTimes: [Double]
+    /// Each probe's first and last arrival (monotonic seconds; -1 before the first).
+    private var firstArrivals: [Double]
+    private var lastArrivals: [Double]
     private let shards: [(runtime: ClientRuntime?, shard: Shard)]
 
     /// Room for `capacity` probes; one histogram per runtime, and `rawShards` more for
     /// plain-socket reader threads (picked by number, ``recorder(shard:)``).
     init(capacity: Int, runtimes: [ClientRuntime], rawShards: Int = 0) {
         sendTimes = Array(repeating: -1, count: capacity)
+        firstArrivals = sendTimes
+        lastArrivals = sendTimes
         shards = runtimes.map { ($0, Shard()) } + (0..<rawShards).map { _ in (nil, Shard()) }
     }
 
@@ -35,10 +40,25 @@ final class ProbeClock: @unchecked Sendable {
         lock.unlock()
     }
 
-    private func sendTime(_ sequence: Int) -> Double? {
+    /// The send time of probe `sequence`, noting an arrival `now`; nil when unknown.
+    private func arrived(_ sequence: Int, now: Double) -> Double? {
         lock.lock(); defer { lock.unlock() }
         guard sequence >= 0, sequence < sendTimes.count, sendTimes[sequence] >= 0 else { return nil }
+        if firstArrivals[sequence] < 0 { firstArrivals[sequence] = now }
+        lastArrivals[sequence] = max(lastArrivals[sequence], now)
         return sendTimes[sequence]
+    }
+
+    /// Per probe that arrived anywhere: send → first arrival, and first → last arrival
+    /// (how long its broadcast took to reach every member), in ms.
+    func spreads() -> (firstAfterSend: [Double], lastAfterFirst: [Double]) {
+        lock.lock(); defer { lock.unlock() }
+        var first: [Double] = [], spread: [Double] = []
+        for index in sendTimes.indices where sendTimes[index] >= 0 && firstArrivals[index] >= 0 {
+            first.append((firstArrivals[index] - sendTimes[index]) * 1000)
+            spread.append((lastArrivals[index] - firstArrivals[index]) * 1000)
+        }
+        return (first, spread)
     }
 
     /// A closure for a connection on `runtime` (call only from its service thread) that
@@ -57,7 +77,7 @@ final class ProbeClock: @unchecked Sendable {
     private func recorder(into shard: Shard) -> (Int) -> Void {
         { [self] sequence in
             let now = MonotonicSeconds.now
-            guard let sent = sendTime(sequence) else {
+            guard let sent = arrived(sequence, now: now) else {
                 shard.lock.lock(); shard.unknown += 1; shard.lock.unlock()
                 return
             }
