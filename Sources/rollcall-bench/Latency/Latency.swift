@@ -28,6 +28,9 @@ struct Latency: ParsableCommand {
     @Option(help: "Target: p99 latency in ms.")
     var targetP99 = 5.0
 
+    @Flag(help: "Members and background receivers on the client library's lws runtimes instead of plain sockets read on epoll (the bench before issue 16 §4).")
+    var lwsClients = false
+
     @Option(help: "Also measure the raw broadcast split over this many writer threads, each owning a share of the sockets (1: not measured).")
     var writerThreads = 2
 
@@ -56,9 +59,10 @@ struct Latency: ParsableCommand {
         let maxProbes = Int(seconds * probeRate) + 16
         let broker = try target.resolve(config: Self.brokerConfig(members: memberCount))
         defer { broker.finish() }
-        print("latency: broker \(broker.url) pid \(broker.pid); \(memberCount) members, \(backgroundReceivers) background receivers")
+        print("latency: broker \(broker.url) pid \(broker.pid); \(memberCount) members, \(backgroundReceivers) background receivers, "
+              + (lwsClients ? "lws clients" : "plain sockets on epoll") + ", \(report.threads) reader threads")
         let driver = try LatencyDriver(url: broker.url, members: memberCount, backgroundReceivers: backgroundReceivers,
-                                       threads: report.threads, maxProbes: maxProbes)
+                                       threads: report.threads, maxProbes: maxProbes, rawClients: !lwsClients)
         defer { driver.shutdown() }
         guard driver.open(members: memberCount, backgroundReceivers: backgroundReceivers,
                           timeout: max(30, Double(memberCount) / 50)) else {
@@ -88,7 +92,7 @@ struct Latency: ParsableCommand {
             print("latency: split over \(writerThreads) writer threads, \(String(format: "%.2f", splitFrameWrite)) µs per frame write")
         }
         let result = LatencyReport(measured: measured, members: memberCount, backgroundReceivers: backgroundReceivers,
-                                   targetP99: targetP99, counters: driver.counters.snapshot, coalescing: held,
+                                   targetP99: targetP99, lwsClients: lwsClients, counters: driver.counters.snapshot, coalescing: held,
                                    frameWriteMicros: frameWrite,
                                    splitFrameWrite: splitFrameWrite.map { (writerThreads, $0) }).result()
         try result.finish(report)

@@ -14,20 +14,35 @@ final class LatencyDriver {
     /// Background message deliveries, and presence events of the members' channel.
     let backgroundDeliveries: DeliveryTally
     let presenceEvents: DeliveryTally
+    /// The other members and the background receivers on plain sockets read on epoll (the
+    /// default); nil: on the client library's lws runtimes (`--lws-clients`, before issue 16).
+    private let rawPool: RawSocketPool?
     private let pool: LoadPool
     private let publisherRuntime: ClientRuntime
     private var members: [RollcallConnection] = []
     private var backgroundReceivers: [RollcallConnection] = []
+    private var rawSockets: [RawWebSocket] = []
     private var prober: RollcallConnection?
     private var publisher: RollcallConnection?
     private let message = JSON.string(String(repeating: "b", count: 98))
 
-    init(url: String, members: Int, backgroundReceivers: Int, threads: Int, maxProbes: Int) throws {
-        pool = try LoadPool(url: url, threads: threads, connections: members + backgroundReceivers, rxBufferSize: 16_384)
+    /// `rawClients`: every member but the prober, and every background receiver, is a plain
+    /// socket on one of `threads` epoll reader threads; the prober stays a client-library session.
+    init(url: String, members: Int, backgroundReceivers: Int, threads: Int, maxProbes: Int, rawClients: Bool) throws {
+        if rawClients {
+            rawPool = RawSocketPool(threads: threads)
+            pool = try LoadPool(url: url, threads: 1, connections: 2, rxBufferSize: 16_384)
+            clock = ProbeClock(capacity: maxProbes, runtimes: pool.runtimes, rawShards: threads)
+            backgroundDeliveries = DeliveryTally(shards: threads)
+            presenceEvents = DeliveryTally(shards: threads)
+        } else {
+            rawPool = nil
+            pool = try LoadPool(url: url, threads: threads, connections: members + backgroundReceivers, rxBufferSize: 16_384)
+            clock = ProbeClock(capacity: maxProbes, runtimes: pool.runtimes)
+            backgroundDeliveries = DeliveryTally(runtimes: pool.runtimes)
+            presenceEvents = DeliveryTally(runtimes: pool.runtimes)
+        }
         publisherRuntime = try ClientRuntime(options: .init(maxConnections: 8))
-        clock = ProbeClock(capacity: maxProbes, runtimes: pool.runtimes)
-        backgroundDeliveries = DeliveryTally(runtimes: pool.runtimes)
-        presenceEvents = DeliveryTally(runtimes: pool.runtimes)
     }
 
     /// Unanswered background publishes.
@@ -36,6 +51,7 @@ final class LatencyDriver {
     /// Opens and joins the members (presence on, messages off), then the background receivers
     /// (messages on, presence off) and the background publisher. Returns false if any failed.
     func open(members count: Int, backgroundReceivers backgroundCount: Int, timeout: Double) -> Bool {
+        if let rawPool { return openRaw(rawPool, members: count, backgroundReceivers: backgroundCount, timeout: timeout) }
         let counters = self.counters
         let clock = self.clock
         let presenceEvents = self.presenceEvents
@@ -82,6 +98,93 @@ final class LatencyDriver {
         while counters["joined"] + counters["joinFailed"] < total, MonotonicSeconds.now < deadline { usleep(20_000) }
         publisher = openPublisher()
         return counters["joined"] == total && publisher != nil
+    }
+
+    /// The plain-socket way: the prober logs in and joins as a client-library session; the
+    /// other members and the background receivers connect, send `login` (id 1), and once every
+    /// login is answered `join` (id 2). Each member times a probe's `stateChanged` when its
+    /// reader thread scans the frame, on the monotonic clock the prober stamps sends with.
+    private func openRaw(_ rawPool: RawSocketPool, members count: Int, backgroundReceivers backgroundCount: Int,
+                         timeout: Double) -> Bool {
+        guard let port = LoopbackHTTP(url: pool.url)?.port else {
+            print("latency: plain-socket clients need a loopback broker URL (or use --lws-clients)")
+            return false
+        }
+        let counters = self.counters
+        let clock = self.clock
+        let presenceEvents = self.presenceEvents
+        let (proberSessions, _) = pool.openLoggedIn(
+            count: 1, label: "latency prober", timeout: timeout, userId: { "latency-m\($0)" },
+            configure: { _, connection in
+                let countEvent = presenceEvents.adder(shard: 0)
+                connection.onRawEvent = { _ in countEvent(1) }
+                connection.onClose = { _ in counters.add("memberCloses") }
+            })
+        guard let prober = proberSessions.first ?? nil else { return false }
+        self.prober = prober
+        members = [prober]
+
+        let eventPrefix = Array(#"{"event":"#.utf8)
+        let messagePrefix = RawEventLine.messagePrefix
+        let intervalMode = Array(#""mode":"interval""#.utf8)
+        let background = backgroundDeliveries
+        let start = MonotonicSeconds.now
+        // Sockets are spread round-robin over the reader threads: socket i reads on thread i % threads.
+        for index in 0..<(count - 1 + backgroundCount) {
+            let isMember = index < count - 1
+            let userId = isMember ? "latency-m\(index + 1)" : "latency-b\(index - count + 1)"
+            do {
+                let socket = try rawPool.open(port: Int(port)) { socket in
+                    let onEvent: (UnsafeRawBufferPointer) -> Void
+                    if isMember {
+                        let record = clock.recorder(shard: index)
+                        let countEvent = presenceEvents.adder(shard: index)
+                        onEvent = { line in
+                            countEvent(1)
+                            if let sequence = ProbeScanner.sequence(in: line) { record(sequence) }
+                        }
+                    } else {
+                        let add = background.adder(shard: index)
+                        onEvent = { line in if RawEventLine.starts(line, with: messagePrefix) { add(1) } }
+                    }
+                    socket.onLine = { line in
+                        if RawEventLine.starts(line, with: eventPrefix) {
+                            onEvent(line)
+                        } else if let reply = LatencyRawReply.parse(line) {
+                            switch reply.id {
+                            case 1: counters.add(reply.ok ? "rawLogins" : "rawLoginFailed")
+                            case 2:
+                                counters.add(reply.ok ? "joined" : "joinFailed")
+                                if ProbeScanner.find(intervalMode, in: line) != nil { counters.add("intervalModeReplies") }
+                            default: break
+                            }
+                        }
+                    }
+                    socket.onClose = { counters.add(isMember ? "memberCloses" : "backgroundCloses") }
+                }
+                socket.send(text: #"{"id":1,"op":"login","userId":"\#(userId)","platform":"cli"}"#)
+                rawSockets.append(socket)
+            } catch {
+                print("latency: \(userId) failed to connect: \(error)")
+                return false
+            }
+        }
+        let total = rawSockets.count
+        let deadline = MonotonicSeconds.now + timeout
+        while counters["rawLogins"] + counters["rawLoginFailed"] < total, MonotonicSeconds.now < deadline { usleep(20_000) }
+        print("latency: \(counters["rawLogins"])/\(total) plain sockets logged in in \(String(format: "%.1f", MonotonicSeconds.now - start)) s")
+        guard counters["rawLogins"] == total else { return false }
+
+        prober.send("join", ["channel": .string(Self.channel), "presence": true, "messages": false]) { reply in
+            counters.add(reply.ok ? "joined" : "joinFailed")
+            if reply["mode"]?.stringValue == "interval" { counters.add("intervalModeReplies") }
+        }
+        let memberJoin = #"{"id":2,"op":"join","channel":"\#(Self.channel)","presence":true,"messages":false}"#
+        let backgroundJoin = #"{"id":2,"op":"join","channel":"\#(Self.backgroundChannel)","presence":false,"messages":true}"#
+        for (index, socket) in rawSockets.enumerated() { socket.send(text: index < count - 1 ? memberJoin : backgroundJoin) }
+        while counters["joined"] + counters["joinFailed"] < total + 1, MonotonicSeconds.now < deadline { usleep(20_000) }
+        publisher = openPublisher()
+        return counters["joined"] == total + 1 && publisher != nil
     }
 
     private func openPublisher() -> RollcallConnection? {
@@ -143,8 +246,10 @@ final class LatencyDriver {
     func shutdown() {
         let all = members + backgroundReceivers + (publisher.map { [$0] } ?? [])
         for connection in all { connection.close(code: 1000) }
+        for socket in rawSockets { socket.send(opcode: 0x8, payload: [0x03, 0xE8]) }
         let deadline = MonotonicSeconds.now + 2
         while MonotonicSeconds.now < deadline, all.contains(where: { $0.currentState != .closed }) { usleep(50_000) }
+        rawPool?.shutdown()
         pool.shutdown()
         publisherRuntime.shutdown()
     }

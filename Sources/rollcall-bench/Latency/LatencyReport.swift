@@ -7,6 +7,8 @@ struct LatencyReport {
     let members: Int
     let backgroundReceivers: Int
     let targetP99: Double
+    /// The members read with the client library's lws runtimes (`--lws-clients`), not plain sockets.
+    let lwsClients: Bool
     let counters: [String: Int]
     /// Objects the broker wrote during the run and how many of them waited for the coalescing
     /// flush (`/metrics`); nil when the broker does not export them.
@@ -18,6 +20,14 @@ struct LatencyReport {
 
     private func millis(_ percentile: Double) -> Double {
         Double(measured.histogram.valueAtPercentile(percentile)) / 1000
+    }
+
+    /// The `percent` percentile of `values` (nearest rank); 0 when empty.
+    static func percentile(_ values: [Double], _ percent: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let rank = Int((percent / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(sorted.count, max(1, rank)) - 1]
     }
 
     func result() -> BenchResult {
@@ -49,6 +59,13 @@ struct LatencyReport {
                     "1-thread ÷ \(splitFrameWrite.threads)-thread broadcast time", frameWriteMicros / splitFrameWrite.micros, "×"))
             }
         }
+        // Where the time goes: before the first member has the probe (request path, the
+        // broker's turn, the first write and read), and while the broadcast reaches the rest.
+        if !measured.firstAfterSend.isEmpty {
+            result.metrics.append(BenchMetric("send → first member's arrival, per probe (median)", Self.percentile(measured.firstAfterSend, 50), "ms"))
+            result.metrics.append(BenchMetric("first → last member's arrival, per probe (median)", Self.percentile(measured.lastAfterFirst, 50), "ms"))
+            result.metrics.append(BenchMetric("first → last member's arrival, per probe (p99)", Self.percentile(measured.lastAfterFirst, 99), "ms"))
+        }
         result.metrics.append(BenchMetric("bench CPU during the run (its readers and writers)", measured.benchCores * 100, "% of a core"))
         if let coalescing {
             result.metrics.append(BenchMetric("objects written during the run", coalescing.objects))
@@ -66,7 +83,7 @@ struct LatencyReport {
         ]
         result.notes = [
             "Broker config: presence.maxInstantEvents raised to \(max(1000, members + 10)) so the \(members)-member channel stays in announce mode; limits.requestsPerSecond and requestBurst raised to 100,000 for the background publisher.",
-            "One member (the prober) calls setState with {\"probe\": \"<seq>\"} \(BenchMetric.format(Double(measured.probes) / max(measured.seconds, 0.001)))/s; every other member records (arrival − send) on the same monotonic clock in an HdrHistogram (per client thread, merged), scanning raw event lines for the value. The time includes the client's own queueing and both kernels: it is end to end on one 2-core machine.",
+            "One member (the prober) calls setState with {\"probe\": \"<seq>\"} \(BenchMetric.format(Double(measured.probes) / max(measured.seconds, 0.001)))/s; every other member records (arrival − send) on the same monotonic clock in an HdrHistogram (per reader thread, merged), scanning raw event lines for the value. \(lwsClients ? "Members and background receivers read with the client library's lws runtimes (--lws-clients)." : "Members (but the prober) and background receivers are plain sockets read on epoll threads; an arrival is timed when its frame is scanned.") The time includes the client's own queueing and both kernels: it is end to end on one 2-core machine.",
             "Background: \(backgroundReceivers) receivers of another channel; measured \(BenchMetric.format(measured.backgroundPerSecond)) deliveries/s (\(measured.backgroundDelivered) of \(measured.backgroundExpected) promised arrived).",
             "Probes \(measured.probes) over \(BenchMetric.format(measured.seconds)) s; arrivals of unknown probes: \(measured.unknownArrivals); member closes: \(counters["memberCloses"] ?? 0); join replies in interval mode: \(counters["intervalModeReplies"] ?? 0).",
         ]

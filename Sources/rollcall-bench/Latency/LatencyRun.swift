@@ -16,6 +16,9 @@ struct LatencyMeasurement {
     let brokerCores: Double
     /// The bench's own CPU use over the window (its client threads reading the members' sockets).
     let benchCores: Double
+    /// Per probe, ms: send → first member's arrival, and first → last member's arrival.
+    let firstAfterSend: [Double]
+    let lastAfterFirst: [Double]
 }
 
 /// Drives the probing window: probes and background publishes paced from one thread,
@@ -70,11 +73,13 @@ struct LatencyRun {
         }
         usleep(200_000)
         let (histogram, unknown) = driver.clock.merged()
+        let spreads = driver.clock.spreads()
         return LatencyMeasurement(
             histogram: histogram, unknownArrivals: unknown, probes: probesSent, seconds: end - start,
             backgroundPerSecond: Double(deliveredAtEnd - deliveredBefore) / (end - start),
             backgroundExpected: driver.counters["backgroundExpected"],
             backgroundDelivered: driver.backgroundDeliveries.total - deliveredBefore,
-            brokerCores: (cpuAtEnd - cpuBefore) / (end - start), benchCores: (benchAtEnd - benchBefore) / (end - start))
+            brokerCores: (cpuAtEnd - cpuBefore) / (end - start), benchCores: (benchAtEnd - benchBefore) / (end - start),
+            firstAfterSend: spreads.firstAfterSend, lastAfterFirst: spreads.lastAfterFirst)
     }
 }

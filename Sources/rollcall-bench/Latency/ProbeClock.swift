@@ -3,8 +3,8 @@ import Histogram
 import RollcallClient
 
 /// Maps probe sequence numbers to their monotonic send times, and records arrival − send
-/// into one HdrHistogram per client runtime (merged at the end), so service threads never
-/// contend with each other.
+/// into one HdrHistogram per client runtime or plain-socket reader thread (merged at the
+/// end), so reader threads never contend with each other.
 final class ProbeClock: @unchecked Sendable {
     /// One runtime's histogram.
     private final class Shard: @unchecked Sendable {
@@ -15,12 +15,18 @@ final class ProbeClock: @unchecked Sendable {
 
     private let lock = NSLock()
     private var sendTimes: [Double]
-    private let shards: [(runtime: ClientRuntime, shard: Shard)]
+    /// Each probe's first and last arrival (monotonic seconds; -1 before the first).
+    private var firstArrivals: [Double]
+    private var lastArrivals: [Double]
+    private let shards: [(runtime: ClientRuntime?, shard: Shard)]
 
-    /// Room for `capacity` probes; one histogram per runtime.
-    init(capacity: Int, runtimes: [ClientRuntime]) {
+    /// Room for `capacity` probes; one histogram per runtime, and `rawShards` more for
+    /// plain-socket reader threads (picked by number, ``recorder(shard:)``).
+    init(capacity: Int, runtimes: [ClientRuntime], rawShards: Int = 0) {
         sendTimes = Array(repeating: -1, count: capacity)
-        shards = runtimes.map { ($0, Shard()) }
+        firstArrivals = sendTimes
+        lastArrivals = sendTimes
+        shards = runtimes.map { ($0, Shard()) } + (0..<rawShards).map { _ in (nil, Shard()) }
     }
 
     /// Probes that fit.
@@ -34,19 +40,44 @@ final class ProbeClock: @unchecked Sendable {
         lock.unlock()
     }
 
-    private func sendTime(_ sequence: Int) -> Double? {
+    /// The send time of probe `sequence`, noting an arrival `now`; nil when unknown.
+    private func arrived(_ sequence: Int, now: Double) -> Double? {
         lock.lock(); defer { lock.unlock() }
         guard sequence >= 0, sequence < sendTimes.count, sendTimes[sequence] >= 0 else { return nil }
+        if firstArrivals[sequence] < 0 { firstArrivals[sequence] = now }
+        lastArrivals[sequence] = max(lastArrivals[sequence], now)
         return sendTimes[sequence]
+    }
+
+    /// Per probe that arrived anywhere: send → first arrival, and first → last arrival
+    /// (how long its broadcast took to reach every member), in ms.
+    func spreads() -> (firstAfterSend: [Double], lastAfterFirst: [Double]) {
+        lock.lock(); defer { lock.unlock() }
+        var first: [Double] = [], spread: [Double] = []
+        for index in sendTimes.indices where sendTimes[index] >= 0 && firstArrivals[index] >= 0 {
+            first.append((firstArrivals[index] - sendTimes[index]) * 1000)
+            spread.append((lastArrivals[index] - firstArrivals[index]) * 1000)
+        }
+        return (first, spread)
     }
 
     /// A closure for a connection on `runtime` (call only from its service thread) that
     /// records the latency of probe `sequence` arriving now.
     func recorder(for runtime: ClientRuntime) -> (Int) -> Void {
-        let shard = shards.first { $0.runtime === runtime }?.shard ?? shards[0].shard
-        return { [self] sequence in
+        recorder(into: shards.first { $0.runtime === runtime }?.shard ?? shards[0].shard)
+    }
+
+    /// A recorder for plain-socket connection `number` (shard `number % rawShards`; call it
+    /// only from that socket's reader thread). The arrival is timed when its frame is scanned.
+    func recorder(shard number: Int) -> (Int) -> Void {
+        let raw = shards.filter { $0.runtime == nil }
+        return recorder(into: raw.isEmpty ? shards[0].shard : raw[number % raw.count].shard)
+    }
+
+    private func recorder(into shard: Shard) -> (Int) -> Void {
+        { [self] sequence in
             let now = MonotonicSeconds.now
-            guard let sent = sendTime(sequence) else {
+            guard let sent = arrived(sequence, now: now) else {
                 shard.lock.lock(); shard.unknown += 1; shard.lock.unlock()
                 return
             }
