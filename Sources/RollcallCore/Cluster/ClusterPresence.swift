@@ -395,8 +395,7 @@ final class ClusterPresence {
                 var insert: RosterPage.EncodedEntry?
                 if request.includeUserId, let viewer = request.viewer, let own = reply[6].bytes, !own.isEmpty, request.after.map({ $0 < viewer }) ?? true {
                     let info = reply[7].bytes.flatMap { $0.isEmpty ? nil : $0 }
-                    let single = RosterPage(encodedEntries: [(viewer, own, info)], includeState: request.includeState, more: false)
-                    insert = RosterPage.EncodedEntry(userId: viewer, bytes: Array(single.encoded.dropFirst().dropLast()))
+                    insert = RosterPage.EncodedEntry(userId: viewer, encodedState: own, info: info, includeState: request.includeState)
                 }
                 let shown = page.array(inserting: insert, limit: request.pageSize)
                 let nextPage: JSON = shown.more ? shown.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil

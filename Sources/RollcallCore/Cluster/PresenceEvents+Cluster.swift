@@ -69,19 +69,10 @@ extension RosterPage {
     /// A page whose states and infos come encoded (from Redis), in byte order of user id;
     /// `includeState: false` leaves the states out.
     init(encodedEntries: [(userId: Name, state: [UInt8], info: [UInt8]?)], includeState: Bool = true, more: Bool) {
-        var writer = JSONWriter(capacity: 64 + encodedEntries.reduce(0) { $0 + $1.state.count + ($1.info?.count ?? 0) + 32 })
-        var starts: [Int] = []
-        starts.reserveCapacity(encodedEntries.count)
-        writer.beginArray()
-        for entry in encodedEntries {
-            starts.append(writer.bytes.count + (starts.isEmpty ? 0 : 1))
-            writer.beginObject()
-            writer.key("userId"); writer.string(entry.userId.string)
-            if includeState { writer.key("state"); writer.raw(entry.state) }
-            if let info = entry.info { writer.key("info"); writer.raw(info) }
-            writer.endObject()
+        let capacity = 64 + encodedEntries.reduce(0) { $0 + $1.state.count + ($1.info?.count ?? 0) + 32 }
+        self.init(names: encodedEntries.map(\.userId), capacity: capacity, more: more) { index, writer in
+            let entry = encodedEntries[index]
+            Self.write(entry.userId, encodedState: entry.state, info: entry.info, includeState: includeState, to: &writer)
         }
-        writer.endArray()
-        self.init(names: encodedEntries.map(\.userId), encoded: writer.bytes, starts: starts, more: more)
     }
 }

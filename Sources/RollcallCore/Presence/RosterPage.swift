@@ -19,7 +19,7 @@ struct RosterPage {
     let more: Bool
 
     /// A page from its parts (`encoded` with its brackets).
-    init(names: [Name], encoded: [UInt8], starts: [Int], more: Bool) {
+    private init(names: [Name], encoded: [UInt8], starts: [Int], more: Bool) {
         self.names = names
         self.encoded = encoded
         self.starts = starts
@@ -29,26 +29,45 @@ struct RosterPage {
     /// Encodes `entries` (consecutive members in byte order); `includeState: false` leaves
     /// out each entry's `state` (a `getOnlineUsers` page without states).
     init(entries: [RosterEntry], includeState: Bool, more: Bool) {
-        var writer = JSONWriter(capacity: 2 + entries.count * (includeState ? 64 : 24))
+        self.init(names: entries.map(\.userId), capacity: 2 + entries.count * (includeState ? 64 : 24), more: more) { index, writer in
+            Self.write(entries[index], includeState: includeState, to: &writer)
+        }
+    }
+
+    /// Encodes one entry per name, each written by `writeEntry(index, &writer)`, into `[…]`,
+    /// noting where each starts.
+    init(names: [Name], capacity: Int, more: Bool, writeEntry: (Int, inout JSONWriter) -> Void) {
+        var writer = JSONWriter(capacity: capacity)
         var starts: [Int] = []
-        starts.reserveCapacity(entries.count)
+        starts.reserveCapacity(names.count)
         writer.beginArray()
-        for entry in entries {
+        for index in names.indices {
             // The writer puts a comma before every entry but the first.
             starts.append(writer.bytes.count + (starts.isEmpty ? 0 : 1))
-            Self.write(entry, includeState: includeState, to: &writer)
+            writeEntry(index, &writer)
         }
         writer.endArray()
-        self.init(names: entries.map(\.userId), encoded: writer.bytes, starts: starts, more: more)
+        self.init(names: names, encoded: writer.bytes, starts: starts, more: more)
     }
 
     /// One entry: `{"userId":…,"state":{…},"info":…}` (`state` when `includeState`, `info`
     /// when the member has one).
     static func write(_ entry: RosterEntry, includeState: Bool, to writer: inout JSONWriter) {
+        write(entry.userId, info: entry.info, includeState: includeState, to: &writer) { entry.state.write(to: &$0) }
+    }
+
+    /// The same entry with its state already encoded (`{"k":"v",…}`, as Redis keeps it).
+    static func write(_ userId: Name, encodedState: [UInt8], info: [UInt8]?, includeState: Bool, to writer: inout JSONWriter) {
+        write(userId, info: info, includeState: includeState, to: &writer) { $0.raw(encodedState) }
+    }
+
+    /// The one entry layout: `userId`, `state` (written by `writeState`) when `includeState`, `info`.
+    private static func write(_ userId: Name, info: [UInt8]?, includeState: Bool, to writer: inout JSONWriter,
+                              state writeState: (inout JSONWriter) -> Void) {
         writer.beginObject()
-        writer.key("userId"); writer.string(entry.userId.string)
-        if includeState { writer.key("state"); entry.state.write(to: &writer) }
-        if let info = entry.info { writer.key("info"); writer.raw(info) }
+        writer.key("userId"); writer.string(userId.string)
+        if includeState { writer.key("state"); writeState(&writer) }
+        if let info { writer.key("info"); writer.raw(info) }
         writer.endObject()
     }
 
@@ -89,10 +108,12 @@ struct RosterPage {
         let userId: Name
         let bytes: [UInt8]
 
-        /// An entry already encoded (`{"userId":…}`).
-        init(userId: Name, bytes: [UInt8]) {
+        /// The entry of `userId` whose state comes encoded (from Redis).
+        init(userId: Name, encodedState: [UInt8], info: [UInt8]?, includeState: Bool) {
             self.userId = userId
-            self.bytes = bytes
+            var writer = JSONWriter(capacity: 64 + encodedState.count + (info?.count ?? 0))
+            RosterPage.write(userId, encodedState: encodedState, info: info, includeState: includeState, to: &writer)
+            bytes = writer.bytes
         }
 
         init(_ entry: RosterEntry, includeState: Bool) {
