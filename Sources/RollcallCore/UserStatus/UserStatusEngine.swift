@@ -57,10 +57,15 @@ final class UserStatusEngine {
     /// Number of subscriptions held by all users.
     package var subscriptionCount: Int { book.count }
 
+    /// The platforms of the user's sessions, sorted.
     func platforms(of userId: Name) -> [Platform] {
-        let sessions = directory.sessions(of: userId)
-        if sessions.count == 1 { return [sessions[0].platform] }
-        return Array(Set(sessions.map(\.platform))).sorted()
+        let set = platformSet(of: userId)
+        return Platform.allCases.filter { set & $0.bit != 0 }.sorted()
+    }
+
+    /// The same as a set of ``Platform/bit``s.
+    func platformSet(of userId: Name) -> UInt8 {
+        directory.sessions(of: userId).reduce(0) { $0 | $1.platform.bit }
     }
 
     // MARK: - Session hooks
@@ -199,8 +204,7 @@ final class UserStatusEngine {
 
     /// Recomputes the user's platforms; true when they differ from the last announced.
     private func refreshPlatforms(of userId: Name) -> Bool {
-        var current: UInt8 = 0
-        for session in directory.sessions(of: userId) { current |= session.platform.bit }
+        let current = platformSet(of: userId)
         guard (announcedPlatforms[userId] ?? 0) != current else { return false }
         announcedPlatforms[userId] = current == 0 ? nil : current
         return true
