@@ -150,7 +150,7 @@ final class LatencyDriver {
                     socket.onLine = { line in
                         if RawEventLine.starts(line, with: eventPrefix) {
                             onEvent(line)
-                        } else if let reply = LatencyRawReply.parse(line) {
+                        } else if let reply = RawReplyLine.parse(line) {
                             switch reply.id {
                             case 1: counters.add(reply.ok ? "rawLogins" : "rawLoginFailed")
                             case 2:

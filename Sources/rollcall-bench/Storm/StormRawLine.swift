@@ -6,8 +6,6 @@ import RollcallClient
 /// 2 join, 3 leave, 100 and up pages, each page asking for the next).
 enum StormRawLine {
     private static let eventPrefix = Array(#"{"event":"#.utf8)
-    private static let replyPrefix = Array(#"{"id":"#.utf8)
-    private static let okTrue = Array(#""ok":true"#.utf8)
 
     static func handle(_ line: UnsafeRawBufferPointer, client: StormClient, socket: RawWebSocket, channel: String,
                        counters: Counters) {
@@ -17,16 +15,7 @@ enum StormRawLine {
             }
             return
         }
-        guard RawEventLine.starts(line, with: replyPrefix) else { return }
-        var id = 0
-        var index = replyPrefix.count
-        while index < line.count, line[index] >= 48, line[index] <= 57 {
-            id = id * 10 + Int(line[index]) - 48
-            index += 1
-        }
-        // `{"id":N,"ok":true…`: the broker writes `ok` right after `id`.
-        let ok = index + 1 + okTrue.count <= line.count
-            && memcmp(line.baseAddress! + index + 1, okTrue, okTrue.count) == 0
+        guard let (id, ok) = RawReplyLine.parse(line) else { return }
         switch id {
         case 1: counters.add(ok ? "loginOK" : "loginFailed")
         case 2: counters.add(ok ? "joinOK" : "joinFailed")
