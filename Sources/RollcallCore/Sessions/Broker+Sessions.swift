@@ -12,7 +12,6 @@ extension Broker {
 
         let grant = try authenticateLogin(request)
         let requestedTimeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
-        let now = clock.now
 
         if let resumeToken, let held = directory.heldSession(resumeToken: resumeToken), held.userId == userId {
             return resume(held, on: connection, grant: grant,
