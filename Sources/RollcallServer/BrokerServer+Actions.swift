@@ -29,13 +29,13 @@ extension BrokerServer {
     /// ``carryOut(_:for:)``) is applied by the loop in ``feed(_:)``, and its output written after it.
     private func writeDirectWrites() {
         guard !directWrites.isEmpty else { return }
-        var ids: [ConnectionID] = []
-        swap(&ids, &directWrites)
-        for id in ids {
-            if let record = records[id] { writeDirectly(record) }
-        }
-        ids.removeAll(keepingCapacity: true)
-        if directWrites.isEmpty { swap(&ids, &directWrites) }
+        var due: [ConnectionRecord] = []
+        swap(&due, &directWrites)
+        // The records themselves, not ids to look up again (a hash lookup per recipient of a
+        // broadcast). One whose socket lws closed meanwhile is skipped: its wsi is gone.
+        for record in due where record.lifecycle.state != .closed { writeDirectly(record) }
+        due.removeAll(keepingCapacity: true)
+        if directWrites.isEmpty { swap(&due, &directWrites) }
     }
 
     private func apply(_ actions: [Action]) {
@@ -71,7 +71,7 @@ extension BrokerServer {
                 metrics.writesCoalesced += 1
                 coalescer.hold(record.id)
             } else {
-                directWrites.append(record.id)
+                directWrites.append(record)
             }
         }
     }

@@ -57,7 +57,7 @@ public final class BrokerServer {
     var coalescer: WriteCoalescer?
     /// Quiet connections that got output during the current `feed`: written directly once the
     /// whole action list is applied (``BrokerServer/writeDirectly(_:)``).
-    var directWrites: [ConnectionID] = []
+    var directWrites: [ConnectionRecord] = []
     /// Connections that offered permessage-deflate while it is on: never written outside lws'
     /// writable callback (the extension drains its output from there).
     var compressingConnections = Set<ConnectionID>()

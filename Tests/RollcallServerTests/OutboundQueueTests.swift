@@ -1,0 +1,56 @@
+@testable import RollcallServer
+import Testing
+
+@Suite("OutboundQueue")
+struct OutboundQueueTests {
+    private func object(_ byte: UInt8, count: Int) -> [UInt8] { Array(repeating: byte, count: count) }
+
+    @Test func keepsOrderAndByteCountThroughEveryShape() {
+        var queue = OutboundQueue()
+        #expect(queue.isEmpty && queue.count == 0 && queue.first == nil)
+        queue.append(object(1, count: 3))  // one, inline
+        #expect(queue.count == 1 && queue.byteCount == 3 && queue.first == object(1, count: 3))
+        queue.append(object(2, count: 5))  // two: a deque
+        queue.append(object(3, count: 7))
+        #expect(queue.count == 3 && queue.byteCount == 15)
+        #expect(queue.removeFirst() == object(1, count: 3))
+        #expect(queue.count == 2 && queue.byteCount == 12)
+        queue.append(object(4, count: 1))
+        #expect(queue.removeFirst() == object(2, count: 5))
+        #expect(queue.removeFirst() == object(3, count: 7))  // back to one
+        #expect(queue.count == 1 && queue.first == object(4, count: 1))
+        #expect(queue.removeFirst() == object(4, count: 1))
+        #expect(queue.isEmpty && queue.byteCount == 0)
+    }
+
+    @Test func interleavedAppendsAndRemovalsMatchAnArray() {
+        var queue = OutboundQueue()
+        var model: [[UInt8]] = []
+        var generator = SystemRandomNumberGenerator()
+        for step in 0..<2000 {
+            if model.isEmpty || Bool.random(using: &generator) {
+                let next = object(UInt8(step % 251), count: Int.random(in: 0...9, using: &generator))
+                queue.append(next)
+                model.append(next)
+            } else {
+                #expect(queue.removeFirst() == model.removeFirst())
+            }
+            #expect(queue.count == model.count)
+            #expect(queue.byteCount == model.reduce(0) { $0 + $1.count })
+            #expect(queue.first == model.first)
+        }
+    }
+
+    @Test func removeAllEmptiesIt() {
+        var queue = OutboundQueue()
+        queue.append(object(1, count: 2))
+        queue.append(object(2, count: 2))
+        queue.removeAll()
+        #expect(queue.isEmpty && queue.byteCount == 0)
+    }
+
+    /// The queue stays two words, so ``ConnectionRecord`` keeps its malloc size class.
+    @Test func staysTwoWords() {
+        #expect(MemoryLayout<OutboundQueue>.size == 16)
+    }
+}
