@@ -88,13 +88,13 @@ extension BrokerServer {
 }
 
 extension BrokerServer {
-    /// The coalescing flush reached a held connection: ask for its writable callback if it is
-    /// still open and has something queued (a ping or close may have written it meanwhile).
-    /// Not written directly: under load the callback comes a loop turn later, and what arrives
-    /// meanwhile shares the frame (BENCHMARKS.md, Issue 16 §1: writing here directly halved
-    /// the objects per frame at the top rate and cost more than the callback saves).
+    /// The coalescing flush reached a held connection, at the end of a loop turn: write it now
+    /// if it is still open and has something queued (a ping or close may have written it
+    /// meanwhile), or ask for its writable callback where a direct write is not safe
+    /// (``writeDirectly(_:)``). Writing here saves the callback's two `epoll_ctl` calls and
+    /// its loop turn per frame (BENCHMARKS.md, Issue 16 §1, "Flush at the end of the turn").
     func flushHeld(_ id: ConnectionID) {
         guard let record = records[id], !record.outbound.isEmpty else { return }
-        lws_callback_on_writable(record.wsi)
+        writeDirectly(record)
     }
 }

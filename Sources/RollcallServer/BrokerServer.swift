@@ -268,6 +268,7 @@ public final class BrokerServer {
             }
             if let eventLoop {
                 eventLoop.runOnce()
+                coalescer?.flushIfDue()
             } else if lws_service(context, 0) < 0 {
                 break
             }
