@@ -17,7 +17,9 @@ extension BrokerServer {
         while index < pendingEvents.count {
             let next = pendingEvents[index]
             index += 1
+            if case .received(let connection, _) = next { requester = connection } else { requester = nil }
             apply(broker.handle(next))
+            requester = nil
             if index == pendingEvents.count { writeDirectWrites() }
         }
         pendingEvents.removeAll(keepingCapacity: true)
@@ -58,8 +60,11 @@ extension BrokerServer {
 
     /// Queues one object for a connection. When the queue was empty, a quiet connection is
     /// written once the current action list is applied (``writeDirectly(_:)``), a busy one at
-    /// the coalescing flush (``WriteCoalescer``). Over `limits.maxOutboundBytes` the connection
-    /// is cut as a slow consumer.
+    /// the coalescing flush (``WriteCoalescer``) — unless it is the connection whose request
+    /// is being handled: that one is waiting for its reply, so it is written at the end of the
+    /// loop turn, with whatever was held for it (replies to requests it pipelined in one read
+    /// still share a frame). Over `limits.maxOutboundBytes` the connection is cut as a slow
+    /// consumer.
     private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
         let wasIdle = record.outbound.isEmpty
@@ -68,11 +73,18 @@ extension BrokerServer {
             cutSlowConsumer(record)
         } else if wasIdle {
             if let coalescer, coalescer.isBusy(lastFrameAt: record.lastFrameAt) {
-                metrics.writesCoalesced += 1
-                coalescer.hold(record.id)
+                if connection == requester {
+                    coalescer.writeAtEndOfTurn(record.id)
+                } else {
+                    metrics.writesCoalesced += 1
+                    coalescer.hold(record.id)
+                }
             } else {
                 directWrites.append(record)
             }
+        } else if connection == requester, let coalescer {
+            // Events held for it go out with the reply (a repeat is a no-op: the queue is empty).
+            coalescer.writeAtEndOfTurn(record.id)
         }
     }
 

@@ -44,6 +44,10 @@ public final class BrokerServer {
     let exposition = MetricsExposition()
     var pendingEvents: [InboundEvent] = []
     var isFeeding = false
+    /// The connection whose message the core is handling (during `feed` of `.received`): while
+    /// busy it is not held for the coalescing window but written at the end of the loop turn,
+    /// because it is waiting for the reply (``WriteCoalescer/writeAtEndOfTurn(_:)``).
+    var requester: ConnectionID?
     var metrics = TransportMetrics()
     var phase = Phase.accepting
     var armedTimerAt: Int64?
@@ -268,7 +272,7 @@ public final class BrokerServer {
             }
             if let eventLoop {
                 eventLoop.runOnce()
-                coalescer?.flushIfDue()
+                coalescer?.endTurn()
             } else if lws_service(context, 0) < 0 {
                 break
             }

@@ -6,37 +6,45 @@ import RollcallEventLoop
 import RollcallRedis
 
 /// Write coalescing (docs/transport.md, "Coalescing"). A connection that was written a frame
-/// less than ``windowSeconds`` ago is *busy*: when an event arrives for it, it is not written
-/// at once but *held*. A libev timer, armed when the held list goes from empty to non-empty,
-/// ends the window; the server then writes every held connection at the end of that loop
-/// turn (``flushIfDue()``, after the turn's other callbacks, so what they queued shares the
-/// frame), straight from the service loop, so the events a busy session gathered meanwhile
-/// share one frame with no writable round trip. A *quiet* connection (no frame in the last
-/// window) is written at once: at low load nothing waits.
+/// less than ``busySeconds`` ago is *busy*: when an event arrives for it, it is not written at
+/// once but *held*. A libev timer, armed when the held list goes from empty to non-empty,
+/// ends the window ``windowSeconds`` later; the server then writes every held connection at
+/// the end of that loop turn (``endTurn()``, after the turn's other callbacks, so what they
+/// queued shares the frame), straight from the service loop, with no writable round trip. A
+/// busy connection whose own request produced the output is not held but written at the end
+/// of the current turn (``writeAtEndOfTurn(_:)``): it is waiting for its reply. A *quiet*
+/// connection is written at once: at low load nothing waits.
 ///
 /// Nothing can be lost to a late or early flush: a held connection keeps its queue, and the
 /// flush only writes what is queued (a connection that went away meanwhile is skipped; one
-/// that was written meanwhile, by a heartbeat ping or a close, is just written again if
-/// something is left). The timer is libev's own, so lws' timer handling cannot delay it.
+/// that was written meanwhile, by a heartbeat ping, a close or a reply, is just written again
+/// if something is left). The timer is libev's own, so lws' timer handling cannot delay it.
 ///
 /// Busy is judged on the monotonic clock read when a frame is written and when an event is
 /// queued, not on libev's loop time, which is read once per turn: a turn that writes a
-/// thousand frames lasts milliseconds, and the connections written late in it would
+/// thousand frames lasts milliseconds, and the connections written early in it would
 /// otherwise look quiet to the next turn and get a frame per event (BENCHMARKS.md, Issue 16
-/// §1, "Flush at the end of the turn").
+/// §1, "Session 7: the flush, and what makes a connection busy").
 final class WriteCoalescer {
-    /// How long a busy connection's events may wait for the flush, and how recent a frame
-    /// makes a connection busy. Measured in BENCHMARKS.md (fanout, latency).
+    /// How long a busy connection's events may wait for the flush (at most, plus the loop turn
+    /// in progress). Measured in BENCHMARKS.md (fanout, latency).
     static let windowSeconds = 0.004
+    /// How recent a frame makes a connection busy: a session that gets pushes more often than
+    /// every 16 ms (over ~60 a second) has them gathered; one that gets fewer sees each at
+    /// once. Longer than the window, so that a flush writing a thousand connections (~10 ms)
+    /// does not leave the first of them quiet, each to get its next event alone
+    /// (BENCHMARKS.md, Issue 16 §1, "Session 7").
+    static let busySeconds = 0.016
 
     private var timer: LoopTimer?
     private var held: [ConnectionID] = []
     private var flushing: [ConnectionID] = []
-    /// The window ended: ``flushIfDue()`` writes the held connections.
+    private var endOfTurn: [ConnectionID] = []
+    /// The window ended: the next ``endTurn()`` writes the held connections.
     private(set) var isDue = false
     private let flush: (ConnectionID) -> Void
 
-    /// A coalescer on `loop`; `flush` is called for each held connection by ``flushIfDue()``
+    /// A coalescer on `loop`; `flush` is called for each connection to write by ``endTurn()``
     /// once the window has ended.
     init(loop: EventLoop, flush: @escaping (ConnectionID) -> Void) {
         self.flush = flush
@@ -53,7 +61,7 @@ final class WriteCoalescer {
     /// True when a connection whose last frame was written at `lastFrameAt` (``now`` then) is
     /// busy, so its next events should wait for the flush.
     func isBusy(lastFrameAt: Double) -> Bool {
-        now - lastFrameAt < Self.windowSeconds
+        now - lastFrameAt < Self.busySeconds
     }
 
     /// Holds `id` until the next flush.
@@ -67,13 +75,32 @@ final class WriteCoalescer {
         timer?.cancel()
         timer = nil
         held.removeAll()
+        endOfTurn.removeAll()
         isDue = false
     }
 
-    /// Called by the service loop after every loop turn: when the window has ended, calls
-    /// `flush` for each connection held until then. One held during the flush (a write that
-    /// failed and closed its connection can feed the core) waits for the next window.
-    func flushIfDue() {
+    /// Writes `id` at the end of the current loop turn (``endTurn()``) rather than after the
+    /// window: a busy connection that is waiting for a reply.
+    func writeAtEndOfTurn(_ id: ConnectionID) {
+        if endOfTurn.last != id { endOfTurn.append(id) }
+    }
+
+    /// Called by the service loop after every loop turn: calls `flush` for each connection
+    /// given to ``writeAtEndOfTurn(_:)`` during the turn, then, when the window has ended, for
+    /// each connection held until then (``flushIfDue()``).
+    func endTurn() {
+        if !endOfTurn.isEmpty {
+            swap(&endOfTurn, &flushing)
+            for id in flushing { flush(id) }
+            flushing.removeAll(keepingCapacity: true)
+        }
+        flushIfDue()
+    }
+
+    /// When the window has ended, calls `flush` for each connection held until then. One held
+    /// during the flush (a write that failed and closed its connection can feed the core)
+    /// waits for the next window.
+    private func flushIfDue() {
         guard isDue else { return }
         isDue = false
         swap(&held, &flushing)

@@ -7,7 +7,7 @@ import Testing
 
 /// The coalescing flush on a real libev loop (no sockets): every held connection is flushed
 /// exactly once, at the end of the loop turn in which the window ended (the service loop calls
-/// `flushIfDue()` after each turn, as these tests do), and only busy connections count as busy.
+/// `endTurn()` after each turn, as these tests do), and only busy connections count as busy.
 @Suite("WriteCoalescer")
 struct WriteCoalescerTests {
     @Test func flushesEveryHeldConnectionOnceAfterTheWindow() throws {
@@ -18,14 +18,14 @@ struct WriteCoalescerTests {
             let held = (1...500).map { ConnectionID(UInt64($0)) }
             let heldAt = loop.now
             for id in held { coalescer.hold(id) }
-            coalescer.flushIfDue()
+            coalescer.endTurn()
             #expect(flushed.isEmpty && !coalescer.isDue)
-            #expect(loop.run(until: { coalescer.flushIfDue(); return flushed.count == held.count }, timeout: 2))
+            #expect(loop.run(until: { coalescer.endTurn(); return flushed.count == held.count }, timeout: 2))
             #expect(flushed == held)
             #expect(loop.now - heldAt >= WriteCoalescer.windowSeconds * 0.9)
             // A second round arms the timer again: nothing is left behind.
             coalescer.hold(ConnectionID(7))
-            #expect(loop.run(until: { coalescer.flushIfDue(); return flushed.count == held.count + 1 }, timeout: 2))
+            #expect(loop.run(until: { coalescer.endTurn(); return flushed.count == held.count + 1 }, timeout: 2))
             #expect(flushed.last == ConnectionID(7))
         }
     }
@@ -36,7 +36,7 @@ struct WriteCoalescerTests {
             defer { coalescer.stop() }
             #expect(!coalescer.isBusy(lastFrameAt: -.infinity))
             #expect(coalescer.isBusy(lastFrameAt: coalescer.now))
-            #expect(!coalescer.isBusy(lastFrameAt: coalescer.now - WriteCoalescer.windowSeconds * 1.5))
+            #expect(!coalescer.isBusy(lastFrameAt: coalescer.now - WriteCoalescer.busySeconds * 1.5))
         }
     }
 
@@ -50,7 +50,7 @@ struct WriteCoalescerTests {
             let wait = LoopTimer(loop: loop) { waited = true }
             defer { wait.cancel() }
             wait.schedule(after: WriteCoalescer.windowSeconds * 3)
-            #expect(loop.run(until: { coalescer.flushIfDue(); return waited }, timeout: 2))
+            #expect(loop.run(until: { coalescer.endTurn(); return waited }, timeout: 2))
             #expect(flushed == 0)
         }
     }
@@ -65,9 +65,9 @@ struct WriteCoalescerTests {
             coalescer.hold(ConnectionID(1))
             #expect(loop.run(until: { coalescer.isDue }, timeout: 2))
             #expect(flushed.isEmpty)
-            coalescer.flushIfDue()
+            coalescer.endTurn()
             #expect(flushed == [ConnectionID(1)] && !coalescer.isDue)
-            coalescer.flushIfDue()
+            coalescer.endTurn()
             #expect(flushed.count == 1)
         }
     }
@@ -80,10 +80,32 @@ struct WriteCoalescerTests {
             defer { coalescer.stop() }
             let before = coalescer.now
             var spin = 0.0
-            while coalescer.now - before < WriteCoalescer.windowSeconds * 2 { spin += 1 }
+            while coalescer.now - before < WriteCoalescer.busySeconds * 2 { spin += 1 }
             #expect(!coalescer.isBusy(lastFrameAt: before))
             #expect(coalescer.isBusy(lastFrameAt: coalescer.now))
             #expect(spin > 0)
+        }
+    }
+
+    /// A busy requester waits for its reply: it is written at the end of the turn, once however
+    /// many replies it was given, and before the held connections of an ended window.
+    @Test func endOfTurnWritesComeAtTheEndOfTheTurnOnceAndBeforeTheFlush() throws {
+        try EventLoop.withTestLoop { loop in
+            var flushed: [ConnectionID] = []
+            let coalescer = WriteCoalescer(loop: loop) { flushed.append($0) }
+            defer { coalescer.stop() }
+            coalescer.hold(ConnectionID(1))
+            coalescer.writeAtEndOfTurn(ConnectionID(2))
+            coalescer.writeAtEndOfTurn(ConnectionID(2))
+            #expect(flushed.isEmpty)
+            coalescer.endTurn()
+            #expect(flushed == [ConnectionID(2)])  // the window has not ended: 1 stays held
+            #expect(loop.run(until: { coalescer.isDue }, timeout: 2))
+            coalescer.writeAtEndOfTurn(ConnectionID(3))
+            coalescer.endTurn()
+            #expect(flushed == [ConnectionID(2), ConnectionID(3), ConnectionID(1)])
+            coalescer.endTurn()
+            #expect(flushed.count == 3)
         }
     }
 }
