@@ -104,7 +104,7 @@ extension BrokerServer {
     /// if it is still open and has something queued (a ping or close may have written it
     /// meanwhile), or ask for its writable callback where a direct write is not safe
     /// (``writeDirectly(_:)``). Writing here saves the callback's two `epoll_ctl` calls and
-    /// its loop turn per frame (BENCHMARKS.md, Issue 16 §1, "Flush at the end of the turn").
+    /// its loop turn per frame (BENCHMARKS.md, Issue 16 §1c).
     func flushHeld(_ id: ConnectionID) {
         guard let record = records[id], !record.outbound.isEmpty else { return }
         writeDirectly(record)

@@ -7,7 +7,7 @@ import DequeModule
 /// here by reference (copy-on-write, never copied) until it is copied into the write buffer.
 /// A queue of one object (a quiet session's event, the common case of a broadcast) is held
 /// inline: no deque storage is allocated for it and freed again when it is written
-/// (BENCHMARKS.md, Issue 16 §4, "One object inline"). Still one word, like the deque alone.
+/// (BENCHMARKS.md, Issue 16 §1c). The storage is still one word, like the deque alone.
 struct OutboundQueue {
     private enum Objects {
         case none

@@ -24,7 +24,7 @@ import RollcallRedis
 /// queued, not on libev's loop time, which is read once per turn: a turn that writes a
 /// thousand frames lasts milliseconds, and the connections written early in it would
 /// otherwise look quiet to the next turn and get a frame per event (BENCHMARKS.md, Issue 16
-/// §1, "Session 7: the flush, and what makes a connection busy").
+/// §1c).
 final class WriteCoalescer {
     /// How long a busy connection's events may wait for the flush (at most, plus the loop turn
     /// in progress). Measured in BENCHMARKS.md (fanout, latency).
@@ -33,7 +33,7 @@ final class WriteCoalescer {
     /// every 16 ms (over ~60 a second) has them gathered; one that gets fewer sees each at
     /// once. Longer than the window, so that a flush writing a thousand connections (~10 ms)
     /// does not leave the first of them quiet, each to get its next event alone
-    /// (BENCHMARKS.md, Issue 16 §1, "Session 7").
+    /// (BENCHMARKS.md, Issue 16 §1c).
     static let busySeconds = 0.016
 
     private var timer: LoopTimer?

@@ -105,7 +105,7 @@ struct VersusMosquitto: ParsableCommand {
         // objects per frame as the load grows, mosquitto queues), so at a matched rate the CPU
         // per delivery of each is ≈ 1 core ÷ the rate it delivers: the comparison that does not
         // depend on the chosen rate is at Rollcall's highest sustained one, where mosquitto is
-        // offered the same load (BENCHMARKS.md, Issue 16 §1, "Where the ratio is measured").
+        // offered the same load (BENCHMARKS.md, Issue 16 §1c).
         let sustained = pairs.filter { $0.rollcall.failure(maxLagSeconds: maxLag) == nil }
         if let top = sustained.max(by: { $0.rollcall.offered < $1.rollcall.offered }), top.mosquitto.cpuMicrosPerDelivery > 0 {
             let rate = "\(Int(top.rollcall.offered / 1000))k/s"
