@@ -100,8 +100,9 @@ extension BrokerServer {
 }
 
 extension BrokerServer {
-    /// The coalescing flush reached a held connection, at the end of a loop turn: write it now
-    /// if it is still open and has something queued (a ping or close may have written it
+    /// The coalescer releases a connection at the end of a loop turn (one held until its
+    /// window ended, or a busy requester waiting for its reply): write it now if it is still
+    /// open and has something queued (a ping, a close or a reply may have written it
     /// meanwhile), or ask for its writable callback where a direct write is not safe
     /// (``writeDirectly(_:)``). Writing here saves the callback's two `epoll_ctl` calls and
     /// its loop turn per frame (BENCHMARKS.md, Issue 16 §1c).
