@@ -107,7 +107,6 @@ extension BrokerServer {
     /// (``writeDirectly(_:)``). Writing here saves the callback's two `epoll_ctl` calls and
     /// its loop turn per frame (BENCHMARKS.md, Issue 16 §1c).
     func flushHeld(_ id: ConnectionID) {
-        guard let record = records[id], !record.outbound.isEmpty else { return }
-        writeDirectly(record)
+        if let record = records[id] { writeDirectly(record) }  // it returns at once on an empty queue
     }
 }

@@ -9,6 +9,12 @@ import Darwin
 enum MonotonicClock {
     /// Now, in milliseconds since an arbitrary start.
     static var now: Int64 { milliseconds(on: CLOCK_MONOTONIC) }
+
+    /// Now, in seconds since the same start, to the nanosecond (write coalescing's busy test).
+    static var seconds: Double {
+        let spec = reading(CLOCK_MONOTONIC)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) * 1e-9
+    }
 }
 
 /// The wall clock in Unix milliseconds, for figures other processes compare with their own
@@ -18,7 +24,12 @@ enum WallClock {
 }
 
 private func milliseconds(on clock: clockid_t) -> Int64 {
+    let spec = reading(clock)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+private func reading(_ clock: clockid_t) -> timespec {
     var spec = timespec()
     clock_gettime(clock, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    return spec
 }

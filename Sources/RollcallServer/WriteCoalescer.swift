@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import RollcallCore
 import RollcallEventLoop
 import RollcallRedis
@@ -52,11 +49,7 @@ final class WriteCoalescer {
     }
 
     /// The monotonic clock, in seconds (vDSO: no system call).
-    var now: Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) * 1e-9
-    }
+    var now: Double { MonotonicClock.seconds }
 
     /// True when a connection whose last frame was written at `lastFrameAt` (``now`` then) is
     /// busy, so its next events should wait for the flush.
