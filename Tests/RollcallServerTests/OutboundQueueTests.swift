@@ -49,8 +49,25 @@ struct OutboundQueueTests {
         #expect(queue.isEmpty && queue.byteCount == 0)
     }
 
-    /// The queue stays two words, so ``ConnectionRecord`` keeps its malloc size class.
-    @Test func staysTwoWords() {
-        #expect(MemoryLayout<OutboundQueue>.size == 16)
+    /// An append reuses the deque's storage until it must grow: the queue is never copied
+    /// per append (an enum payload was, where `append` was not inlined, which made a long
+    /// queue quadratic). Growth is geometric, so 4096 appends move the storage a dozen times.
+    @Test func appendsNeverCopyTheStorage() {
+        var queue = OutboundQueue()
+        var moves = 0
+        var lastAddress: UnsafeRawPointer?
+        for step in 0..<4096 {
+            queue.append(object(UInt8(step % 251), count: 1))
+            let address = queue.restStorageAddress
+            if address != lastAddress { moves += 1 }
+            lastAddress = address
+        }
+        #expect(queue.count == 4096)
+        #expect(moves <= 20)
+    }
+
+    /// Three words: the first object, the deque behind it and the byte count.
+    @Test func staysThreeWords() {
+        #expect(MemoryLayout<OutboundQueue>.size == 24)
     }
 }
