@@ -13,8 +13,11 @@ struct LatencyReport {
     /// Objects the broker wrote during the run and how many of them waited for the coalescing
     /// flush (`/metrics`); nil when the broker does not export them.
     var coalescing: (objects: Double, held: Double)?
-    /// One frame write on this machine (``RawBroadcast``), µs; nil when not measured.
+    /// One frame write on this machine (``RawBroadcast``), µs: the median of the rounds run
+    /// between probes, read by as many threads as the members; nil when not measured.
     var frameWriteMicros: Double?
+    /// The same write measured after the run with one reader thread (the floor until session 8).
+    var frameWriteAfterRunMicros: Double?
     /// The same raw broadcast split over writer threads: how many, and µs per write (wall time ÷ sockets).
     var splitFrameWrite: (threads: Int, micros: Double)?
 
@@ -46,12 +49,22 @@ struct LatencyReport {
         ]
         if let frameWriteMicros, frameWriteMicros > 0 {
             let floorMs = frameWriteMicros * Double(members - 1) / 1000
-            result.metrics.append(BenchMetric("one frame write, raw broadcast to \(members - 1) sockets (median)", frameWriteMicros, "µs"))
+            result.metrics.append(BenchMetric(
+                "one frame write, raw broadcast to \(members - 1) sockets between probes (median of \(measured.floorRounds.count))",
+                frameWriteMicros, "µs"))
+            result.metrics.append(BenchMetric("… its rounds' p10", LatencyReport.percentile(measured.floorRounds, 10), "µs"))
+            result.metrics.append(BenchMetric("… its rounds' p90", LatencyReport.percentile(measured.floorRounds, 90), "µs"))
             result.metrics.append(BenchMetric("N × one frame write (the single-thread floor)", floorMs, "ms"))
             let multiple = millis(99) / floorMs
             result.metrics.append(members >= 1000
                 ? BenchMetric("p99 as a multiple of that floor", multiple, "×", atMost: 1.5)
                 : BenchMetric("p99 as a multiple of that floor", multiple, "×"))
+            if let frameWriteAfterRunMicros, frameWriteAfterRunMicros > 0 {
+                result.metrics.append(BenchMetric("one frame write after the run, one reader thread (the floor until session 8)",
+                                                  frameWriteAfterRunMicros, "µs"))
+                result.metrics.append(BenchMetric("p99 as a multiple of N × that write",
+                                                  millis(99) / (frameWriteAfterRunMicros * Double(members - 1) / 1000), "×"))
+            }
             if let splitFrameWrite {
                 result.metrics.append(BenchMetric(
                     "one frame write, raw broadcast split over \(splitFrameWrite.threads) writer threads (median)", splitFrameWrite.micros, "µs"))

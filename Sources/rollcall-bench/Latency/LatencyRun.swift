@@ -19,12 +19,17 @@ struct LatencyMeasurement {
     /// Per probe, ms: send → first member's arrival, and first → last member's arrival.
     let firstAfterSend: [Double]
     let lastAfterFirst: [Double]
+    /// The raw broadcast's rounds run between probes (µs per write), when one was given.
+    let floorRounds: [Double]
 }
 
 /// Drives the probing window: probes and background publishes paced from one thread,
-/// progress once a second, then waits for the last deliveries.
+/// progress once a second, then waits for the last deliveries. Halfway between two probes
+/// the same thread runs one round of the raw broadcast, so the floor is measured in the
+/// same seconds as the broker's broadcasts, not after them.
 struct LatencyRun {
     let driver: LatencyDriver
+    let floor: RawBroadcast?
     let sampler: ProcessSampler
     let seconds: Double
     let probeRate: Double
@@ -40,6 +45,8 @@ struct LatencyRun {
         var probes = PublishPacer(rate: probeRate, window: 4, start: start)
         var background = PublishPacer(rate: backgroundRate, window: 64, start: start)
         var probesSent = 0
+        var floorRounds: [Double] = []
+        var nextFloorRound = start + 0.5 / probeRate
         var nextPrint = start + 1
         var now = start
         while now < start + seconds {
@@ -50,6 +57,10 @@ struct LatencyRun {
                 probesSent += 1
             }
             driver.publishBackground(background.due(outstanding: driver.outstandingPublishes, now: now))
+            if let floor, now >= nextFloorRound {
+                nextFloorRound += 1 / probeRate
+                floorRounds.append(floor.round())
+            }
             usleep(500)
             now = MonotonicSeconds.now
             if now >= nextPrint {
@@ -80,6 +91,6 @@ struct LatencyRun {
             backgroundExpected: driver.counters["backgroundExpected"],
             backgroundDelivered: driver.backgroundDeliveries.total - deliveredBefore,
             brokerCores: (cpuAtEnd - cpuBefore) / (end - start), benchCores: (benchAtEnd - benchBefore) / (end - start),
-            firstAfterSend: spreads.firstAfterSend, lastAfterFirst: spreads.lastAfterFirst)
+            firstAfterSend: spreads.firstAfterSend, lastAfterFirst: spreads.lastAfterFirst, floorRounds: floorRounds)
     }
 }

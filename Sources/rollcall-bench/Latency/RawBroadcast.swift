@@ -4,21 +4,76 @@ import Foundation
 /// What one frame write costs on this machine, measured in the bench's own process: `count`
 /// loopback TCP connections (64 KiB send buffers, like the broker's), one thread writing the
 /// same ~200-byte WebSocket text frame to each in turn — the broker's broadcast with nothing
-/// of the broker — while another thread reads and discards on epoll, as clients would. The
+/// of the broker — while reader threads read and discard on epoll, as clients would. The
 /// floor a broadcast to N members cannot beat on one thread is N × this.
+///
+/// The readers matter: on a two-core machine a loopback `write` runs the receiving side's
+/// TCP processing and wakes the reading thread, and a second reading thread shares the
+/// writer's core. So the latency bench reads these sockets with as many threads as read its
+/// members (`readerThreads`), and runs its rounds between probes, in the same seconds as the
+/// broker's broadcasts (BENCHMARKS.md, Issue 16 §4, session 8).
 ///
 /// With `writerThreads` > 1 the same broadcast is split over that many writer threads, each
 /// owning a contiguous share of the sockets and reading the one frame (shared, read-only):
 /// no lock is taken while writing, only a semaphore per thread to start and end a round. The
 /// figure is then the round's wall-clock time ÷ the sockets, so it compares directly with
 /// one thread's: what a broker that spread its fan-out writes over threads could reach.
-enum RawBroadcast {
-    /// Median wall-clock microseconds per `write` over `rounds` broadcasts; nil when the
-    /// sockets could not be set up.
-    static func microsecondsPerWrite(sockets count: Int, rounds: Int = 100, writerThreads: Int = 1) -> Double? {
+final class RawBroadcast {
+    private var writers: [Int32] = []
+    private var readers: [Int32] = []
+    private var epolls: [Int32] = []
+    private let stop = LockedArray<Bool>(repeating: false, count: 1)
+    private let drained = DispatchSemaphore(value: 0)
+    private let frame: [UInt8]
+    private var split: SplitWriters?
+
+    /// Opens `count` connected socket pairs read by `readerThreads` threads (sockets dealt
+    /// round-robin, like the bench's members); nil when the sockets could not be set up.
+    init?(sockets count: Int, readerThreads: Int = 1, writerThreads: Int = 1) {
+        let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","publisher":"probe","state":{"probe":"0"}}"#.utf8)
+        frame = [0x81, UInt8(payload.count)] + payload
+        guard connect(count, readerThreads: max(1, readerThreads)) else {
+            close()
+            return nil
+        }
+        split = SplitWriters(sockets: writers, threads: writerThreads, frame: frame)
+    }
+
+    deinit { close() }
+
+    /// One broadcast of the frame to every socket; wall-clock microseconds per write.
+    func round() -> Double {
+        let start = MonotonicSeconds.now
+        if let split {
+            split.broadcast()
+        } else {
+            frame.withUnsafeBytes { bytes in
+                for fd in writers { _ = write(fd, bytes.baseAddress, bytes.count) }
+            }
+        }
+        return (MonotonicSeconds.now - start) / Double(writers.count) * 1e6
+    }
+
+    /// Ends the reader (and writer) threads and closes the sockets. Idempotent.
+    func close() {
+        split?.stop()
+        split = nil
+        if !stop[0] {
+            stop[0] = true
+            for _ in 0..<drainThreads { drained.wait() }
+        }
+        for fd in writers + readers + epolls { Glibc.close(fd) }
+        writers = []
+        readers = []
+        epolls = []
+    }
+
+    private var drainThreads = 0
+
+    private func connect(_ count: Int, readerThreads: Int) -> Bool {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { return nil }
-        defer { close(listener) }
+        guard listener >= 0 else { return false }
+        defer { Glibc.close(listener) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -29,61 +84,54 @@ enum RawBroadcast {
                     && getsockname(listener, pointer, &length) == 0
             }
         }
-        guard bound else { return nil }
-        var writers: [Int32] = []
-        var readers: [Int32] = []
-        defer { for fd in writers + readers { close(fd) } }
-        let epoll = bench_epoll_create()
-        defer { close(epoll) }
+        guard bound else { return false }
+        epolls = (0..<readerThreads).map { _ in bench_epoll_create() }
         for _ in 0..<count {
             let reader = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard reader >= 0 else { return false }
+            readers.append(reader)
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(reader, $0, length) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(reader, $0, length) == 0 }
             }
             let writer = accept(listener, nil, nil)
-            guard reader >= 0, connected, writer >= 0 else { return nil }
+            guard connected, writer >= 0 else { return false }
+            writers.append(writer)
             var sendBuffer: Int32 = 64 * 1024
             var noDelay: Int32 = 1
             setsockopt(writer, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
             setsockopt(writer, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
             _ = fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) | O_NONBLOCK)
-            bench_epoll_add(epoll, reader)
-            writers.append(writer)
-            readers.append(reader)
+            bench_epoll_add(epolls[(readers.count - 1) % epolls.count], reader)
         }
-        let stop = LockedArray<Bool>(repeating: false, count: 1)
-        let drained = DispatchSemaphore(value: 0)
-        let drain = Thread {
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            var ready = [Int32](repeating: 0, count: 256)
-            while !stop[0] {
-                let n = bench_epoll_wait(epoll, &ready, 256, 20)
-                for index in 0..<Int(n) { while read(ready[index], &buffer, buffer.count) > 0 {} }
-            }
-            drained.signal()
+        for epoll in epolls {
+            drainThreads += 1
+            Thread { [stop, drained] in
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                var ready = [Int32](repeating: 0, count: 256)
+                while !stop[0] {
+                    let n = bench_epoll_wait(epoll, &ready, 256, 20)
+                    for index in 0..<Int(n) { while read(ready[index], &buffer, buffer.count) > 0 {} }
+                }
+                drained.signal()
+            }.start()
         }
-        drain.start()
-        defer {
-            stop[0] = true
-            drained.wait()
+        return true
+    }
+
+    /// Median microseconds per write over `rounds` broadcasts 10 ms apart, on sockets of its
+    /// own; nil when they could not be set up.
+    static func microsecondsPerWrite(sockets count: Int, rounds: Int = 100, writerThreads: Int = 1,
+                                     readerThreads: Int = 1) -> Double? {
+        guard let broadcast = RawBroadcast(sockets: count, readerThreads: readerThreads, writerThreads: writerThreads) else {
+            return nil
         }
-        let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","publisher":"probe","state":{"probe":"0"}}"#.utf8)
-        let frame = [0x81, UInt8(payload.count)] + payload
-        let split = SplitWriters(sockets: writers, threads: writerThreads, frame: frame)
-        defer { split?.stop() }
+        defer { broadcast.close() }
         var perWrite: [Double] = []
         for _ in 0..<rounds {
-            let start = MonotonicSeconds.now
-            if let split {
-                split.broadcast()
-            } else {
-                for fd in writers { _ = frame.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
-            }
-            perWrite.append((MonotonicSeconds.now - start) / Double(count) * 1e6)
+            perWrite.append(broadcast.round())
             usleep(10_000)
         }
-        perWrite.sort()
-        return perWrite[perWrite.count / 2]
+        return LatencyReport.percentile(perWrite, 50)
     }
 }
 
