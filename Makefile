@@ -194,7 +194,7 @@ bench-deps:
 
 bench: release bench-deps
 	mkdir -p $(BENCH_OUT)
-	for scenario in listing fanout mosquitto latency connect idle storm cluster; do \
+	for scenario in listing fanout mosquitto latency connect idle storm slow-consumers cluster; do \
 		$(BENCH) $$scenario --quick --json $(BENCH_OUT)/$$scenario.json --plot $(BENCH_OUT)/$$scenario.svg || exit 1; \
 	done
 	@echo "bench: results in $(BENCH_OUT)"
