@@ -3,7 +3,7 @@ import Foundation
 
 /// What one frame write costs on this machine, measured in the bench's own process: `count`
 /// loopback TCP connections (64 KiB send buffers, like the broker's), one thread writing the
-/// same ~200-byte WebSocket text frame to each in turn — the broker's broadcast with nothing
+/// same ~200-byte WebSocket text frame (``probeEventFrame``) to each in turn — the broker's broadcast with nothing
 /// of the broker — while reader threads read and discard on epoll, as clients would. The
 /// floor a broadcast to N members cannot beat on one thread is N × this.
 ///
@@ -30,8 +30,7 @@ final class RawBroadcast {
     /// Opens `count` connected socket pairs read by `readerThreads` threads (sockets dealt
     /// round-robin, like the bench's members); nil when the sockets could not be set up.
     init?(sockets count: Int, readerThreads: Int = 1, writerThreads: Int = 1) {
-        let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","publisher":"probe","state":{"probe":"0"}}"#.utf8)
-        frame = [0x81, UInt8(payload.count)] + payload
+        frame = Self.probeEventFrame
         guard connect(count, readerThreads: max(1, readerThreads)) else {
             close()
             return nil
@@ -40,6 +39,14 @@ final class RawBroadcast {
     }
 
     deinit { close() }
+
+    /// A WebSocket text frame shaped like the probe's `stateChanged` as the broker sends it
+    /// to a member (205 bytes of JSON: the same length, so the same header and copy).
+    static let probeEventFrame: [UInt8] = {
+        let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","channelType":"message","publisher":"m0","state":{"probe":"123"},"occupancy":1000,"mode":"announce","seq":1234,"timestamp":1795553610238}"#.utf8)
+        precondition(payload.count >= 126 && payload.count < 65536)
+        return [0x81, 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
+    }()
 
     /// One broadcast of the frame to every socket; wall-clock microseconds per write.
     func round() -> Double {
