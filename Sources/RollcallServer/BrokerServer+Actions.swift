@@ -29,13 +29,30 @@ extension BrokerServer {
 
     /// Writes the connections queued for a direct write. Anything fed meanwhile (through
     /// ``carryOut(_:for:)``) is applied by the loop in ``feed(_:)``, and its output written after it.
+    ///
+    /// Sends first, bookkeeping after: a connection whose queue is one object (a broadcast's
+    /// recipient) gets its frame in a first pass that does nothing else, and the queue,
+    /// metrics and busy stamps of all of them are settled in a second pass, so the last
+    /// recipient of a broadcast does not wait for the bookkeeping of the others
+    /// (BENCHMARKS.md, Issue 16 §4, session 8). Any other connection is written as before.
     private func writeDirectWrites() {
         guard !directWrites.isEmpty else { return }
         var due: [ConnectionRecord] = []
         swap(&due, &directWrites)
+        var sentAlone: [ConnectionRecord] = []
+        swap(&sentAlone, &sentAloneScratch)
         // The records themselves, not ids to look up again (a hash lookup per recipient of a
         // broadcast). One whose socket lws closed meanwhile is skipped: its wsi is gone.
-        for record in due where record.lifecycle.state != .closed { writeDirectly(record) }
+        for record in due where record.lifecycle.state != .closed {
+            switch sendAlone(record) {
+            case .sent: sentAlone.append(record)
+            case .notAlone: writeDirectly(record)
+            case .failed: break
+            }
+        }
+        settleSentAlone(sentAlone)
+        sentAlone.removeAll(keepingCapacity: true)
+        swap(&sentAlone, &sentAloneScratch)
         due.removeAll(keepingCapacity: true)
         if directWrites.isEmpty { swap(&due, &directWrites) }
     }

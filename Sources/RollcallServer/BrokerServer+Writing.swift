@@ -41,6 +41,56 @@ extension BrokerServer {
         }
     }
 
+    /// What ``sendAlone(_:)`` did.
+    enum SendAloneOutcome {
+        /// The frame is with the socket; ``settleSentAlone(_:)`` must follow.
+        case sent
+        /// Not a lone object on a connection safe to write directly: use ``writeDirectly(_:)``.
+        case notAlone
+        /// The write failed and the lifecycle dropped the connection.
+        case failed
+    }
+
+    /// The first pass of a direct write (see `writeDirectWrites`): when the connection is
+    /// safe to write directly (as in ``writeDirectly(_:)``) and its queue is exactly one
+    /// object, writes that object as one frame and nothing else. The object stays queued
+    /// until ``settleSentAlone(_:)``, which the caller runs before anything else can look
+    /// at the queue (lws calls nothing back from inside `lws_write`).
+    func sendAlone(_ record: ConnectionRecord) -> SendAloneOutcome {
+        guard record.outbound.count == 1, let object = record.outbound.first,
+              record.lifecycle.state == .open(pingDue: false), lws_partial_buffered(record.wsi) == 0,
+              compressingConnections.isEmpty || !compressingConnections.contains(record.id)
+        else { return .notAlone }
+        writer.reserve(object.count)
+        let length = copy(object, at: 0)
+        guard lws_write(record.wsi, writer.payload, length, LWS_WRITE_TEXT) >= 0 else {
+            logger.debug("direct write failed", metadata: ["connection": "\(record.id)"])
+            perform(record.lifecycle.writeFailed(), for: record)
+            return .failed
+        }
+        return .sent
+    }
+
+    /// The second pass: takes each written object off its queue and counts it, as
+    /// ``writeQueue(_:)`` does for a frame of one object. The connections are stamped busy
+    /// with the time the pass ends (at most one broadcast later than their write: they stay
+    /// busy that much longer).
+    func settleSentAlone(_ records: [ConnectionRecord]) {
+        guard !records.isEmpty else { return }
+        let now = coalescer?.now ?? 0
+        for record in records {
+            let length = record.outbound.removeFirst().count
+            exposition.histograms.queuedBytesAtWrite.record(Double(length))
+            exposition.histograms.frameBytes.record(Double(length))
+            record.lastFrameAt = now
+            metrics.bytesOut += length
+        }
+        metrics.directWrites += records.count
+        metrics.framesOut += records.count
+        metrics.objectsOut += records.count
+        metrics.lastFrameWrittenAt = WallClock.milliseconds
+    }
+
     /// Writes the queue (see ``writable(_:)``); returns -1 when the connection must close.
     private func writeQueue(_ record: ConnectionRecord) -> Int32 {
         let wsi = record.wsi

@@ -62,6 +62,8 @@ public final class BrokerServer {
     /// Quiet connections that got output during the current `feed`: written directly once the
     /// whole action list is applied (``BrokerServer/writeDirectly(_:)``).
     var directWrites: [ConnectionRecord] = []
+    /// The first pass's written connections (`writeDirectWrites`), kept for its capacity.
+    var sentAloneScratch: [ConnectionRecord] = []
     /// Connections that offered permessage-deflate while it is on: never written outside lws'
     /// writable callback (the extension drains its output from there).
     var compressingConnections = Set<ConnectionID>()

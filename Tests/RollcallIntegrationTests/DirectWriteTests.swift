@@ -45,4 +45,41 @@ struct DirectWriteTests {
         #expect(replies.allSatisfy { $0.utf8.count == 8192 })
         #expect(client.closeCode == nil)
     }
+
+    /// A broadcast to quiet members goes out in two passes (every frame first, then each
+    /// queue and the counters): every member gets each event once and in order, the next
+    /// broadcast finds the queues empty again, and the counters add up.
+    @Test("a broadcast to 40 quiet members, twice: each event arrives once, in order; the counters count every frame")
+    func broadcastToQuietMembers() throws {
+        let broker = try BrokerProcess(config: ["limits": TransportLimitTests.fastRequests])
+        let members = try (0..<40).map { try broker.session("member-\($0)") }
+        let setter = try broker.session("setter")
+        for member in members {
+            #expect(try member.join("hall").ok)
+            _ = try member.presenceEvent("snapshot", channel: "hall")
+        }
+        #expect(try setter.join("hall").ok)
+        for member in members { _ = try member.presenceEvent("join", channel: "hall", publisher: "setter") }
+        // Quiet for longer than the 16 ms that makes a connection busy: both broadcasts are
+        // written directly rather than held for the coalescing flush.
+        Thread.sleep(forTimeInterval: 0.05)
+        let before = try #require(try broker.metric("rollcall_direct_writes_total"))
+        let objectsBefore = try #require(try broker.metric("rollcall_objects_out_total"))
+        for round in 1...2 {
+            #expect(try setter.channelOp("setState", "hall", ["state": ["round": .string("\(round)")]]).ok)
+            for member in members {
+                let event = try member.presenceEvent("stateChanged", channel: "hall", publisher: "setter")
+                #expect(event["state"] == ["round": .string("\(round)")])
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        for member in members { #expect(try member.request("ping").ok) }
+        // 2 × 40 events and the 2 replies at least, each its own direct write and frame.
+        #expect(try #require(try broker.metric("rollcall_direct_writes_total")) - before >= 82)
+        #expect(try #require(try broker.metric("rollcall_objects_out_total")) - objectsBefore >= 82)
+        for member in members {
+            let stray = member.drainEvents().filter { $0.name == "presence" && $0.type == "stateChanged" }
+            #expect(stray.isEmpty, "no event twice: \(stray)")
+        }
+    }
 }
