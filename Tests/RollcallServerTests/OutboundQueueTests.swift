@@ -50,8 +50,10 @@ struct OutboundQueueTests {
     }
 
     /// An append reuses the deque's storage until it must grow: the queue is never copied
-    /// per append (an enum payload was, where `append` was not inlined, which made a long
-    /// queue quadratic). Growth is geometric, so 4096 appends move the storage a dozen times.
+    /// per append. Growth is geometric, so 4096 appends move the storage a dozen times. (The
+    /// enum-payload queue this replaced copied on every append only in optimized builds
+    /// where `append` was not inlined, which this debug-built test cannot see; the release
+    /// guard is `rollcall-bench slow-consumers`, BENCHMARKS.md Issue 16 §1d.)
     @Test func appendsNeverCopyTheStorage() {
         var queue = OutboundQueue()
         var moves = 0
