@@ -23,11 +23,15 @@ final class LatencyDriver {
     private var backgroundReceivers: [RollcallConnection] = []
     private var rawSockets: [RawWebSocket] = []
     private var prober: RollcallConnection?
+    /// The prober as a plain socket (the default): each `setState` is written from the
+    /// pacing thread right after its send time is stamped, with no client library between.
+    private var rawProber: RawWebSocket?
     private var publisher: RollcallConnection?
     private let message = JSON.string(String(repeating: "b", count: 98))
 
-    /// `rawClients`: every member but the prober, and every background receiver, is a plain
-    /// socket on one of `threads` epoll reader threads; the prober stays a client-library session.
+    /// `rawClients`: every member, the prober included, and every background receiver is a
+    /// plain socket on one of `threads` epoll reader threads; only the background publisher
+    /// is a client-library session.
     init(url: String, members: Int, backgroundReceivers: Int, threads: Int, maxProbes: Int, rawClients: Bool) throws {
         if rawClients {
             rawPool = RawSocketPool(threads: threads)
@@ -100,10 +104,11 @@ final class LatencyDriver {
         return counters["joined"] == total && publisher != nil
     }
 
-    /// The plain-socket way: the prober logs in and joins as a client-library session; the
-    /// other members and the background receivers connect, send `login` (id 1), and once every
-    /// login is answered `join` (id 2). Each member times a probe's `stateChanged` when its
-    /// reader thread scans the frame, on the monotonic clock the prober stamps sends with.
+    /// The plain-socket way: the members (the prober first) and the background receivers
+    /// connect, send `login` (id 1), and once every login is answered `join` (id 2). Each
+    /// member but the prober times a probe's `stateChanged` when its reader thread scans the
+    /// frame, on the monotonic clock the prober stamps its sends with; the prober's probes are
+    /// requests 3, 4, … and their replies are counted as they are read.
     private func openRaw(_ rawPool: RawSocketPool, members count: Int, backgroundReceivers backgroundCount: Int,
                          timeout: Double) -> Bool {
         guard let port = LoopbackHTTP(url: pool.url)?.port else {
@@ -113,16 +118,6 @@ final class LatencyDriver {
         let counters = self.counters
         let clock = self.clock
         let presenceEvents = self.presenceEvents
-        let (proberSessions, _) = pool.openLoggedIn(
-            count: 1, label: "latency prober", timeout: timeout, userId: { "latency-m\($0)" },
-            configure: { _, connection in
-                let countEvent = presenceEvents.adder(shard: 0)
-                connection.onRawEvent = { _ in countEvent(1) }
-                connection.onClose = { _ in counters.add("memberCloses") }
-            })
-        guard let prober = proberSessions.first ?? nil else { return false }
-        self.prober = prober
-        members = [prober]
 
         let eventPrefix = Array(#"{"event":"#.utf8)
         let messagePrefix = RawEventLine.messagePrefix
@@ -130,13 +125,18 @@ final class LatencyDriver {
         let background = backgroundDeliveries
         let start = MonotonicSeconds.now
         // Sockets are spread round-robin over the reader threads: socket i reads on thread i % threads.
-        for index in 0..<(count - 1 + backgroundCount) {
-            let isMember = index < count - 1
-            let userId = isMember ? "latency-m\(index + 1)" : "latency-b\(index - count + 1)"
+        // Socket 0 is the prober (user latency-m0), 1 … count - 1 the other members.
+        for index in 0..<(count + backgroundCount) {
+            let isProber = index == 0
+            let isMember = index < count
+            let userId = isMember ? "latency-m\(index)" : "latency-b\(index - count)"
             do {
                 let socket = try rawPool.open(port: Int(port)) { socket in
                     let onEvent: (UnsafeRawBufferPointer) -> Void
-                    if isMember {
+                    if isProber {
+                        let countEvent = presenceEvents.adder(shard: index)
+                        onEvent = { _ in countEvent(1) }
+                    } else if isMember {
                         let record = clock.recorder(shard: index)
                         let countEvent = presenceEvents.adder(shard: index)
                         onEvent = { line in
@@ -156,7 +156,8 @@ final class LatencyDriver {
                             case 2:
                                 counters.add(reply.ok ? "joined" : "joinFailed")
                                 if ProbeScanner.find(intervalMode, in: line) != nil { counters.add("intervalModeReplies") }
-                            default: break
+                            default:
+                                if isProber { counters.add(reply.ok ? "probeAcks" : "probeErrors") }
                             }
                         }
                     }
@@ -174,17 +175,14 @@ final class LatencyDriver {
         while counters["rawLogins"] + counters["rawLoginFailed"] < total, MonotonicSeconds.now < deadline { usleep(20_000) }
         print("latency: \(counters["rawLogins"])/\(total) plain sockets logged in in \(String(format: "%.1f", MonotonicSeconds.now - start)) s")
         guard counters["rawLogins"] == total else { return false }
+        rawProber = rawSockets.first
 
-        prober.send("join", ["channel": .string(Self.channel), "presence": true, "messages": false]) { reply in
-            counters.add(reply.ok ? "joined" : "joinFailed")
-            if reply["mode"]?.stringValue == "interval" { counters.add("intervalModeReplies") }
-        }
         let memberJoin = #"{"id":2,"op":"join","channel":"\#(Self.channel)","presence":true,"messages":false}"#
         let backgroundJoin = #"{"id":2,"op":"join","channel":"\#(Self.backgroundChannel)","presence":false,"messages":true}"#
-        for (index, socket) in rawSockets.enumerated() { socket.send(text: index < count - 1 ? memberJoin : backgroundJoin) }
-        while counters["joined"] + counters["joinFailed"] < total + 1, MonotonicSeconds.now < deadline { usleep(20_000) }
+        for (index, socket) in rawSockets.enumerated() { socket.send(text: index < count ? memberJoin : backgroundJoin) }
+        while counters["joined"] + counters["joinFailed"] < total, MonotonicSeconds.now < deadline { usleep(20_000) }
         publisher = openPublisher()
-        return counters["joined"] == total + 1 && publisher != nil
+        return counters["joined"] == total && publisher != nil
     }
 
     private func openPublisher() -> RollcallConnection? {
@@ -216,6 +214,12 @@ final class LatencyDriver {
 
     /// Sends probe `sequence`: the prober sets its state to `{"probe": "<sequence>"}`.
     func probe(_ sequence: Int) {
+        if let rawProber {
+            let request = #"{"id":\#(sequence + 3),"op":"setState","channel":"\#(Self.channel)","state":{"probe":"\#(sequence)"}}"#
+            clock.stamp(sequence)
+            if !rawProber.send(text: request) { counters.add("probeErrors") }
+            return
+        }
         guard let prober else { return }
         let counters = self.counters
         clock.stamp(sequence)
