@@ -73,21 +73,24 @@ extension BrokerServer {
 
     /// The second pass: takes each written object off its queue and counts it, as
     /// ``writeQueue(_:)`` does for a frame of one object. The connections are stamped busy
-    /// with the time the pass ends (at most one broadcast later than their write: they stay
-    /// busy that much longer).
+    /// with the time the sends ended (at most one broadcast later than their write: they stay
+    /// busy that much longer). A queue emptied meanwhile (nothing in the first pass can, but a
+    /// crash would be the price of being wrong) is skipped.
     func settleSentAlone(_ records: [ConnectionRecord]) {
         guard !records.isEmpty else { return }
         let now = coalescer?.now ?? 0
-        for record in records {
+        var settled = 0
+        for record in records where !record.outbound.isEmpty {
             let length = record.outbound.removeFirst().count
             exposition.histograms.queuedBytesAtWrite.record(Double(length))
             exposition.histograms.frameBytes.record(Double(length))
             record.lastFrameAt = now
             metrics.bytesOut += length
+            settled += 1
         }
-        metrics.directWrites += records.count
-        metrics.framesOut += records.count
-        metrics.objectsOut += records.count
+        metrics.directWrites += settled
+        metrics.framesOut += settled
+        metrics.objectsOut += settled
         metrics.lastFrameWrittenAt = WallClock.milliseconds
     }
 
