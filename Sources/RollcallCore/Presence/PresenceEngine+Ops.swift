@@ -81,10 +81,15 @@ extension PresenceEngine {
     func deliverMessage(_ encoded: [UInt8], to key: ChannelKey, publisher: Name, skipping skipped: UInt64?) -> Int {
         guard let channel = channels[key], channel.messageSubscriberCount > 0 else { return 0 }
         let bytes = PresenceEvents.message(channel: key, publisher: publisher, encodedMessage: encoded, timestamp: clock.now)
-        let others = channel.messageSubscribers(except: skipped)
-        let recipients = others.reduce(0) { $0 + ($1.connection != nil ? 1 : 0) }
         let heldLimit = configuration.limits.heldMessageBytes
-        outbox.fanOut { for recipient in others { outbox.sendMessage(bytes, to: recipient, heldLimit: heldLimit) } }
+        // One walk: live sessions are counted as they are sent to (held ones keep the message).
+        var recipients = 0
+        outbox.fanOut {
+            for recipient in channel.messageSubscribers(except: skipped) {
+                if recipient.connection != nil { recipients += 1 }
+                outbox.sendMessage(bytes, to: recipient, heldLimit: heldLimit)
+            }
+        }
         return recipients
     }
 
