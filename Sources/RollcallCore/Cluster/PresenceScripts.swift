@@ -159,14 +159,20 @@ enum PresenceScripts {
           infos = redis.call('HMGET', ch.info, unpack(users))
           if listed == ch.listed then
             local records = redis.call('HMGET', ch.pending, unpack(users))
+            local changed, names = {}, {}
             for i = 1, #users do
               if records[i] then
                 local p = parsePending(records[i])
                 if p.was then
                   states[i] = p.before
-                  infos[i] = redis.call('HGET', ch.pendingInfo, users[i]) or false
+                  changed[#changed + 1] = i
+                  names[#names + 1] = users[i]
                 end
               end
+            end
+            if #names > 0 then
+              local before = redis.call('HMGET', ch.pendingInfo, unpack(names))
+              for k = 1, #changed do infos[changed[k]] = before[k] end
             end
           end
         end
