@@ -77,20 +77,22 @@ extension BrokerServer {
 
     /// Queues one object for a connection. When the queue was empty, a quiet connection is
     /// written once the current action list is applied (``writeDirectly(_:)``), a busy one at
-    /// the coalescing flush (``WriteCoalescer``) — unless it is the connection whose request
-    /// is being handled: that one is waiting for its reply, so it is written at the end of the
+    /// the coalescing flush (``WriteCoalescer``) — unless a client waits for it: the
+    /// connection whose request is being handled, or any reply (one that needed Redis comes
+    /// back as `.storeReplied`, not as the request). That one is written at the end of the
     /// loop turn, with whatever was held for it (replies to requests it pipelined in one read
     /// still share a frame). Over `limits.maxOutboundBytes` the connection is cut as a slow
     /// consumer.
     private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
+        let awaited = connection == requester || OutboundObject.isReply(bytes)
         let wasIdle = record.outbound.isEmpty
         record.outbound.append(bytes)
         if record.outbound.byteCount > configuration.limits.maxOutboundBytes {
             cutSlowConsumer(record)
         } else if wasIdle {
             if let coalescer, coalescer.isBusy(lastFrameAt: record.lastFrameAt) {
-                if connection == requester {
+                if awaited {
                     coalescer.writeAtEndOfTurn(record.id)
                 } else {
                     metrics.writesCoalesced += 1
@@ -99,7 +101,7 @@ extension BrokerServer {
             } else {
                 directWrites.append(record)
             }
-        } else if connection == requester, let coalescer {
+        } else if awaited, let coalescer {
             // Events held for it go out with the reply (a repeat is a no-op: the queue is empty).
             coalescer.writeAtEndOfTurn(record.id)
         }
