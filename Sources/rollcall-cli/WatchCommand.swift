@@ -16,7 +16,8 @@ struct Watch: ParsableCommand {
             Ctrl-C logs out, so others see a leave. When the connection goes away without a \
             final close (its node stopped or was killed), watch resumes the session on the next of \
             the comma-separated --url values (a cluster's nodes), retrying for a few seconds, or \
-            joins again with a new session if the hold ended.
+            joins again with a new session if the hold ended. After close 1012 (the cluster lost \
+            its data) it logs in again at once and joins again.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The channel to watch.") var channel: String
@@ -52,6 +53,14 @@ struct Watch: ParsableCommand {
             case .success(let received): event = received
             case .failure(let error):
                 if case .closed(let info) = error {
+                    if Self.isClusterDataLost(info), let next = logInAgain(after: session, interrupted: interrupted) {
+                        session = next
+                        if !global.json, !live { Output.line("\(style.yellow("logged in again")) to \(next.url): the cluster lost its data") }
+                        _ = try session.call("join", [
+                            "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
+                        ])
+                        continue
+                    }
                     if !Self.isFinal(info.code), let next = reconnect(session, interrupted: interrupted) {
                         session = next
                         if !global.json, !live { Output.line("\(style.yellow("reconnected")) to \(next.url): resumed \(next.loginReply["resumed"]?.boolValue == true)") }
@@ -104,10 +113,34 @@ struct Watch: ParsableCommand {
 
 extension Watch {
     /// Close codes after which watching stops: logout, bad token, session limit, disconnected
-    /// by the server, cluster data lost (log in again by hand).
+    /// by the server.
     static func isFinal(_ code: UInt16?) -> Bool {
         guard let code else { return false }
-        return [1000, 1003, 1007, 1009, 1012, 4401, 4403, 4408, 4409].contains(code)
+        return [1000, 1003, 1007, 1009, 4401, 4403, 4408, 4409].contains(code)
+    }
+
+    /// The cluster lost its data (Redis restarted empty, PROTOCOL §9): every session was
+    /// closed with 1012 so that clients log in again, and no resume token resumes. lws 4.1.6
+    /// reports 1012 to the client as 1002 and keeps the broker's reason (``CloseInfo``).
+    static func isClusterDataLost(_ info: CloseInfo) -> Bool {
+        info.code == 1012 || (info.code == 1002 && info.reason == "cluster data lost")
+    }
+
+    /// After a 1012: a new login (no resume: none can succeed), on the same URL first and then
+    /// the others, a few rounds with growing pauses while the cluster forms again; nil when
+    /// none answers.
+    func logInAgain(after old: Session, interrupted: InterruptFlag) -> Session? {
+        let urls = global.urls.isEmpty ? [global.url] : global.urls
+        let start = urls.firstIndex(of: old.url) ?? 0
+        var pause = 0.05
+        for attempt in 0..<(urls.count * 8) where !interrupted.isSet {
+            if let fresh = (try? Session.openQuietly(global, url: urls[(start + attempt) % urls.count])) ?? nil {
+                return fresh
+            }
+            Thread.sleep(forTimeInterval: pause)  // backoff between login attempts, not a test wait
+            pause = min(2, pause * 2)
+        }
+        return nil
     }
 
     /// How long watch keeps trying to resume before it settles for a new session. A node

@@ -24,6 +24,33 @@ struct ClusterWatchTests {
         try failover { cluster in cluster.kill(node: 2, signal: SIGKILL) }
     }
 
+    @Test("Redis restarted empty (1012): watch logs in again and joins again instead of trying to resume, and shows later changes")
+    func watchLogsInAgainAfterDataLoss() throws {
+        let cluster = try ClusterProcess()
+        let bob = try cluster.session("bob", node: 0)
+        #expect(try bob.join("lobby").ok)
+        let urls = [cluster.nodeURL(2), cluster.nodeURL(1)]
+        let running = try CLITests().startCLI(["--url", urls.joined(separator: ","), "--user", "alice", "watch", "lobby"])
+        defer { if running.child.status == nil { running.child.send(SIGKILL) } }
+        #expect(running.waitForOutput("roster: 2 member(s), occupancy 2"), "\(running.output.stdoutText)\n\(running.output.stderrText)")
+
+        try cluster.redis.restart()
+        _ = try bob.waitForClose(timeout: .seconds(15))
+        #expect(running.waitForOutput("logged in again to \(urls[0]): the cluster lost its data"),
+                "\(running.output.stdoutText)\n\(running.output.stderrText)")
+        #expect(!running.output.stdoutText.contains("reconnected to"), "no resume was tried: \(running.output.stdoutText)")
+        // The cluster starts empty: alice's new session is the channel's only member.
+        #expect(running.waitForOutput("snapshot: 1 member(s)"), "\(running.output.stdoutText)")
+
+        #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
+        let carol = try cluster.session("carol", node: 0)
+        #expect(try carol.join("lobby").ok)
+        #expect(running.waitForOutput("join carol"), "\(running.output.stdoutText)")
+        #expect(running.waitForOutput("roster: 2 member(s), occupancy 2"), "\(running.output.stdoutText)")
+        running.child.send(SIGINT)
+        #expect(running.child.waitForExit(timeout: 10) != nil, "watch exits on Ctrl-C")
+    }
+
     /// watch (alice) on n3 with `--url n3,n2`, bob on n1; `stopNode` takes n3 away; then watch
     /// must have resumed on n2, bob must have seen nothing about alice, and carol's join and
     /// bob's state change afterwards must reach watch's output.
