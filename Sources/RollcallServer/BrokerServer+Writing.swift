@@ -28,17 +28,26 @@ extension BrokerServer {
     /// and lws closes it on its next turn.
     func writeDirectly(_ record: ConnectionRecord) {
         guard !record.outbound.isEmpty else { return }
-        guard record.lifecycle.state == .open(pingDue: false), lws_partial_buffered(record.wsi) == 0,
-              compressingConnections.isEmpty || !compressingConnections.contains(record.id)
-        else {
+        guard isSafeToWriteDirectly(record) else {
             lws_callback_on_writable(record.wsi)
             return
         }
         metrics.directWrites += 1
-        if writeQueue(record) < 0 {
-            logger.debug("direct write failed", metadata: ["connection": "\(record.id)"])
-            perform(record.lifecycle.writeFailed(), for: record)
-        }
+        if writeQueue(record) < 0 { dropAfterFailedDirectWrite(record) }
+    }
+
+    /// The conditions of ``writeDirectly(_:)``: open with no ping due, no unsent tail in lws,
+    /// no extension that drains from the writable callback.
+    private func isSafeToWriteDirectly(_ record: ConnectionRecord) -> Bool {
+        record.lifecycle.state == .open(pingDue: false) && lws_partial_buffered(record.wsi) == 0
+            && (compressingConnections.isEmpty || !compressingConnections.contains(record.id))
+    }
+
+    /// A write outside the callback failed: lws cannot be told with -1, so the lifecycle drops
+    /// the connection and lws closes it on its next turn.
+    private func dropAfterFailedDirectWrite(_ record: ConnectionRecord) {
+        logger.debug("direct write failed", metadata: ["connection": "\(record.id)"])
+        perform(record.lifecycle.writeFailed(), for: record)
     }
 
     /// What ``sendAlone(_:)`` did.
@@ -57,15 +66,12 @@ extension BrokerServer {
     /// until ``settleSentAlone(_:)``, which the caller runs before anything else can look
     /// at the queue (lws calls nothing back from inside `lws_write`).
     func sendAlone(_ record: ConnectionRecord) -> SendAloneOutcome {
-        guard record.outbound.count == 1, let object = record.outbound.first,
-              record.lifecycle.state == .open(pingDue: false), lws_partial_buffered(record.wsi) == 0,
-              compressingConnections.isEmpty || !compressingConnections.contains(record.id)
+        guard record.outbound.count == 1, let object = record.outbound.first, isSafeToWriteDirectly(record)
         else { return .notAlone }
         writer.reserve(object.count)
         let length = copy(object, at: 0)
         guard lws_write(record.wsi, writer.payload, length, LWS_WRITE_TEXT) >= 0 else {
-            logger.debug("direct write failed", metadata: ["connection": "\(record.id)"])
-            perform(record.lifecycle.writeFailed(), for: record)
+            dropAfterFailedDirectWrite(record)
             return .failed
         }
         return .sent
@@ -79,18 +85,13 @@ extension BrokerServer {
     func settleSentAlone(_ records: [ConnectionRecord]) {
         guard !records.isEmpty else { return }
         let now = coalescer?.now ?? 0
-        var settled = 0
         for record in records where !record.outbound.isEmpty {
             let length = record.outbound.removeFirst().count
             exposition.histograms.queuedBytesAtWrite.record(Double(length))
-            exposition.histograms.frameBytes.record(Double(length))
+            countFrame(length: length, objects: 1)
             record.lastFrameAt = now
-            metrics.bytesOut += length
-            settled += 1
+            metrics.directWrites += 1
         }
-        metrics.directWrites += settled
-        metrics.framesOut += settled
-        metrics.objectsOut += settled
         metrics.lastFrameWrittenAt = WallClock.milliseconds
     }
 
@@ -107,10 +108,7 @@ extension BrokerServer {
         while !record.outbound.isEmpty {
             let (length, objects) = fillBatch(from: record)
             if lws_write(wsi, writer.payload, length, LWS_WRITE_TEXT) < 0 { return -1 }
-            metrics.framesOut += 1
-            metrics.objectsOut += objects
-            metrics.bytesOut += length
-            exposition.histograms.frameBytes.record(Double(length))
+            countFrame(length: length, objects: objects)
             // Nothing more to write in this callback: skip the choke test, which is a poll()
             // syscall per frame (lws keeps any unsent tail and flushes it before the next
             // writable callback). Measured in BENCHMARKS.md (fanout).
@@ -123,6 +121,14 @@ extension BrokerServer {
         }
         let actions = record.lifecycle.queueFlushed(pipeChoked: lws_send_pipe_choked(wsi) != 0)
         return carryOut(actions, for: record) == .hangUp ? -1 : 0
+    }
+
+    /// Counts one data frame written: its objects, its bytes and its size in the histogram.
+    private func countFrame(length: Int, objects: Int) {
+        metrics.framesOut += 1
+        metrics.objectsOut += objects
+        metrics.bytesOut += length
+        exposition.histograms.frameBytes.record(Double(length))
     }
 
     /// Writes a heartbeat ping. lws 4.1 raises `LWS_CALLBACK_RECEIVE_PONG` only for a pong
