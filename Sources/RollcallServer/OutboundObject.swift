@@ -5,13 +5,5 @@ enum OutboundObject {
     private static let replyPrefix: [UInt8] = Array(#"{"id":"#.utf8)
 
     /// True for a reply to a request: a client is waiting for it.
-    static func isReply(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count >= replyPrefix.count else { return false }
-        return bytes.withUnsafeBufferPointer { object in
-            replyPrefix.withUnsafeBufferPointer { prefix in
-                for index in 0..<prefix.count where object[index] != prefix[index] { return false }
-                return true
-            }
-        }
-    }
+    static func isReply(_ bytes: [UInt8]) -> Bool { bytes.starts(with: replyPrefix) }
 }
