@@ -36,9 +36,7 @@ struct Watch: ParsableCommand {
         let style = global.style
         let live = !global.json && isatty(STDOUT_FILENO) == 1
         var session = try Session.open(global)
-        let reply = try session.call("join", [
-            "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
-        ])
+        let reply = try join(on: session)
         var model = Roster(channel: channel, channelType: stream ? "stream" : "message")
         var recentLines: [String] = []
         if global.json {
@@ -56,18 +54,14 @@ struct Watch: ParsableCommand {
                     if Self.isClusterDataLost(info), let next = logInAgain(after: session, interrupted: interrupted) {
                         session = next
                         if !global.json, !live { Output.line("\(style.yellow("logged in again")) to \(next.url): the cluster lost its data") }
-                        _ = try session.call("join", [
-                            "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
-                        ])
+                        _ = try join(on: session)
                         continue
                     }
                     if !Self.isFinal(info.code), let next = reconnect(session, interrupted: interrupted) {
                         session = next
                         if !global.json, !live { Output.line("\(style.yellow("reconnected")) to \(next.url): resumed \(next.loginReply["resumed"]?.boolValue == true)") }
                         if next.loginReply["resumed"]?.boolValue != true {
-                            _ = try session.call("join", [
-                                "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
-                            ])
+                            _ = try join(on: session)
                         }
                         continue
                     }
@@ -112,6 +106,13 @@ struct Watch: ParsableCommand {
 }
 
 extension Watch {
+    /// Joins the watched channel with presence events on and messages off.
+    func join(on session: Session) throws -> Reply {
+        try session.call("join", [
+            "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
+        ])
+    }
+
     /// Close codes after which watching stops: logout, bad token, session limit, disconnected
     /// by the server.
     static func isFinal(_ code: UInt16?) -> Bool {
