@@ -17,7 +17,10 @@ final class LatencyDriver {
     /// The other members and the background receivers on plain sockets read on epoll (the
     /// default); nil: on the client library's lws runtimes (`--lws-clients`, before issue 16).
     private let rawPool: RawSocketPool?
-    private let pool: LoadPool
+    /// The client library's runtimes for members and background receivers (`--lws-clients`);
+    /// nil on plain sockets.
+    private let pool: LoadPool?
+    private let url: String
     private let publisherRuntime: ClientRuntime
     private var members: [RollcallConnection] = []
     private var backgroundReceivers: [RollcallConnection] = []
@@ -33,15 +36,17 @@ final class LatencyDriver {
     /// plain socket on one of `threads` epoll reader threads; only the background publisher
     /// is a client-library session.
     init(url: String, members: Int, backgroundReceivers: Int, threads: Int, maxProbes: Int, rawClients: Bool) throws {
+        self.url = url
         if rawClients {
             rawPool = RawSocketPool(threads: threads)
-            pool = try LoadPool(url: url, threads: 1, connections: 2, rxBufferSize: 16_384)
-            clock = ProbeClock(capacity: maxProbes, runtimes: pool.runtimes, rawShards: threads)
+            pool = nil
+            clock = ProbeClock(capacity: maxProbes, runtimes: [], rawShards: threads)
             backgroundDeliveries = DeliveryTally(shards: threads)
             presenceEvents = DeliveryTally(shards: threads)
         } else {
+            let pool = try LoadPool(url: url, threads: threads, connections: members + backgroundReceivers, rxBufferSize: 16_384)
+            self.pool = pool
             rawPool = nil
-            pool = try LoadPool(url: url, threads: threads, connections: members + backgroundReceivers, rxBufferSize: 16_384)
             clock = ProbeClock(capacity: maxProbes, runtimes: pool.runtimes)
             backgroundDeliveries = DeliveryTally(runtimes: pool.runtimes)
             presenceEvents = DeliveryTally(runtimes: pool.runtimes)
@@ -56,6 +61,7 @@ final class LatencyDriver {
     /// (messages on, presence off) and the background publisher. Returns false if any failed.
     func open(members count: Int, backgroundReceivers backgroundCount: Int, timeout: Double) -> Bool {
         if let rawPool { return openRaw(rawPool, members: count, backgroundReceivers: backgroundCount, timeout: timeout) }
+        guard let pool else { return false }
         let counters = self.counters
         let clock = self.clock
         let presenceEvents = self.presenceEvents
@@ -111,7 +117,7 @@ final class LatencyDriver {
     /// requests 3, 4, … and their replies are counted as they are read.
     private func openRaw(_ rawPool: RawSocketPool, members count: Int, backgroundReceivers backgroundCount: Int,
                          timeout: Double) -> Bool {
-        guard let port = LoopbackHTTP(url: pool.url)?.port else {
+        guard let port = LoopbackHTTP(url: url)?.port else {
             print("latency: plain-socket clients need a loopback broker URL (or use --lws-clients)")
             return false
         }
@@ -186,7 +192,7 @@ final class LatencyDriver {
     }
 
     private func openPublisher() -> RollcallConnection? {
-        guard let connection = try? RollcallConnection(url: pool.url, subprotocol: "rollcall.v1", runtime: publisherRuntime) else {
+        guard let connection = try? RollcallConnection(url: url, subprotocol: "rollcall.v1", runtime: publisherRuntime) else {
             return nil
         }
         connection.start()
@@ -254,7 +260,7 @@ final class LatencyDriver {
         let deadline = MonotonicSeconds.now + 2
         while MonotonicSeconds.now < deadline, all.contains(where: { $0.currentState != .closed }) { usleep(50_000) }
         rawPool?.shutdown()
-        pool.shutdown()
+        pool?.shutdown()
         publisherRuntime.shutdown()
     }
 }
