@@ -108,9 +108,13 @@ enum ProbeScanner {
     static let marker = Array(#""probe":""#.utf8)
 
     /// The sequence number in `line`, nil when the line carries no probe.
-    static func sequence(in line: UnsafeRawBufferPointer) -> Int? {
-        guard line.count > marker.count, let found = find(marker, in: line) else { return nil }
-        var index = found + marker.count
+    static func sequence(in line: UnsafeRawBufferPointer) -> Int? { number(after: marker, in: line) }
+
+    /// The decimal number (at most 12 digits) right after the first `key` in `line`; nil when
+    /// `key` does not occur or no digit follows it.
+    static func number(after key: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
+        guard line.count > key.count, let found = find(key, in: line) else { return nil }
+        var index = found + key.count
         var value = 0
         var digits = 0
         while index < line.count, digits < 12 {

@@ -82,27 +82,5 @@ enum PublishReply {
     private static let key = Array(#""recipients":"#.utf8)
 
     /// The number after `"recipients":`; nil when the line has none.
-    static func recipients(in line: UnsafeRawBufferPointer) -> Int? {
-        guard let start = offset(of: key, in: line) else { return nil }
-        var index = start + key.count
-        var value = 0
-        var digits = 0
-        while index < line.count, line[index] >= 48, line[index] <= 57 {
-            value = value * 10 + Int(line[index]) - 48
-            index += 1
-            digits += 1
-        }
-        return digits > 0 ? value : nil
-    }
-
-    /// Where `needle` first starts in `bytes`; nil when it does not occur.
-    private static func offset(of needle: [UInt8], in bytes: UnsafeRawBufferPointer) -> Int? {
-        guard let first = needle.first, bytes.count >= needle.count else { return nil }
-        var index = 0
-        while index <= bytes.count - needle.count {
-            if bytes[index] == first, needle.indices.allSatisfy({ bytes[index + $0] == needle[$0] }) { return index }
-            index += 1
-        }
-        return nil
-    }
+    static func recipients(in line: UnsafeRawBufferPointer) -> Int? { ProbeScanner.number(after: key, in: line) }
 }
