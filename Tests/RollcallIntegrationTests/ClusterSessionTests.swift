@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Testing) import RollcallClient
+import RollcallCore
 import RollcallProtocol
 import Testing
 #if canImport(Glibc)
@@ -163,6 +164,46 @@ struct ClusterSessionTests {
         #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
         let carol = try cluster.session("carol", node: 2)
         #expect(try carol.join("lobby")["occupancy"]?.numberValue?.intValue == 3)
+    }
+
+    @Test("a node that dies between ending a session in Redis and leaving its channels: another node's reaper finishes the end (leave, then offline)")
+    func endLeftUnfinishedByADeadNode() throws {
+        let cluster = try ClusterProcess(config: ["presence": ["timeoutSeconds": 60], "userStatus": ["queryRate": ["calls": 1000, "perSeconds": 1]]])
+        let bob = try cluster.session("bob", node: 0)
+        #expect(try bob.join("lobby").ok)
+        _ = try bob.presenceEvent("snapshot", channel: "lobby")
+        #expect(try bob.subscribe(["alice"]).ok)
+        // An end its node finishes takes itself off `P ending`: the reaper never counts it below.
+        let carol = try cluster.session("carol", node: 1)
+        #expect(try carol.join("lobby").ok)
+        _ = try bob.presenceEvent("join", channel: "lobby", publisher: "carol")
+        #expect(try carol.request("logout").ok)
+        _ = try bob.presenceEvent("leave", channel: "lobby", publisher: "carol")
+        let alice = try cluster.connect(node: 2)
+        let sessionId = try #require(try alice.login(userId: "alice")["sessionId"]?.stringValue)
+        #expect(try alice.join("lobby").ok)
+        _ = try bob.presenceEvent("join", channel: "lobby", publisher: "alice")
+        _ = try bob.waitForStatus(of: "alice") { $0.statusText == "online" }
+
+        // n3 closes alice's session: Redis runs its `session.end` (white-box: the script itself,
+        // with n3's arguments), and n3 stops before it can leave her channels or stamp her record.
+        cluster.kill(node: 2, signal: SIGSTOP)
+        let ended = try RedisWire.bulk(port: cluster.redisPort, [
+            "EVAL", SessionScripts.end.source, "0", cluster.keyPrefix, sessionId, "n3", "l", "closed",
+        ])
+        #expect(ended == "ok")
+        cluster.kill(node: 2, signal: SIGKILL)
+
+        // One nodeTimeoutSeconds (1 s) after the end began, a reaper on n1 or n2 finishes it.
+        let leave = try bob.presenceEvent("leave", channel: "lobby", publisher: "alice", timeout: .seconds(10))
+        #expect(leave["occupancy"]?.numberValue?.intValue == 1)
+        let record = try bob.waitForStatus(of: "alice") { $0.statusText != "online" }
+        #expect(record.statusText == "offline", "her last session ended: offline")
+        #expect(try bob.channelOp("getOnlineUsers", "lobby")["users"] == [["userId": "bob"]])
+        #expect(eventually(timeout: 5) { (try? RedisWire.command(port: cluster.redisPort, ["ZCARD", cluster.keyPrefix + "ending"])) == ":0" },
+                "the finished end is off the list")
+        #expect(try cluster.metric("rollcall_cluster_ends_finished_total") == 1, "alice's end, finished once, by one node; carol's by her node")
+        #expect(try bob.presenceEventsAfterBarrier().isEmpty, "one leave, nothing else")
     }
 
     @Test("Redis restarted empty: every node closes its sessions with 1012; the cluster starts empty; old tokens do not resume")

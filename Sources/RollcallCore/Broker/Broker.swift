@@ -379,4 +379,7 @@ package struct BrokerMetrics: Sendable {
     package var refreshes = 0
     /// Sessions closed because their token expired (1.1).
     package var tokenExpiries = 0
+    /// Cluster mode: session ends another node began and did not finish (it died between
+    /// `session.end` and `status.ended`), finished by this node's reaper.
+    package var clusterEndsFinished = 0
 }

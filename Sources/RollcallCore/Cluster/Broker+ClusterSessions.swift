@@ -208,7 +208,7 @@ extension Broker {
     /// follows (`status.ended` changes nothing while the session exists).
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
                       loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
-        let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId]
+        let arguments = [clusterKeys.prefix, sessionId, node ?? nodeId, kind == .timeout ? "t" : "l", loggedOut ? "logout" : "closed"]
         call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the
@@ -325,7 +325,25 @@ extension Broker {
                 reaped.append((sessionId, Name(unchecked: user)))
             }
             clusterUserStatus!.sessionsReaped(reaped)
+            finishEnds(reply[2].elements ?? [])
         }
+    }
+
+    /// Ends another node began and did not finish (it died between `session.end` and
+    /// `status.ended`; the reaper hands each out once per `nodeTimeoutSeconds` until one is
+    /// finished): the channels it had not left yet are left as it would have, then the user's
+    /// record follows. Both steps are idempotent, so an end its own node finishes meanwhile
+    /// changes nothing twice.
+    private func finishEnds(_ unfinished: [StoreReply]) {
+        var ends: [StoreCommand] = []
+        for end in unfinished {
+            guard let sessionId = end[0].text, let user = end[1].text.map(Name.init(unchecked:)) else { continue }
+            let channels = (end[4].elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+            metrics.clusterEndsFinished += 1
+            clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: end[2].text == "t" ? .timeout : .leave)
+            ends.append(clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: end[3].text == "logout"))
+        }
+        clusterUserStatus!.sendEnds(ends)
     }
 
     /// A message on this node's control channel.

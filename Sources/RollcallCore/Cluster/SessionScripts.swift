@@ -77,22 +77,29 @@ package enum SessionScripts {
         """)
 
     /// A session ends for good, on the node that owns it (or any node for one with no node).
-    /// Arguments: prefix, id, node. Returns `ok` (its channels are left by the caller), or
-    /// `gone` when another node took it over or it ended already.
-    static let end = StoreScript(name: "session.end", source: library + """
-        local id, node = ARGV[2], ARGV[3]
+    /// Arguments: prefix, id, node, how its members leave (`l` leave, `t` timeout), how it
+    /// ended (`logout` or `closed`). Returns `ok` (its channels are left by the caller, then
+    /// `status.ended`; until then the end is listed in `P ending`), `gone` when it ended
+    /// already, or `moved` when another node took it over.
+    package static let end = StoreScript(name: "session.end", source: library + """
+        local id, node, kind, how = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
         local key = prefix .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'node', 'token')
         if not f[1] then return 'gone' end
         if f[2] ~= node and f[2] ~= '' then return 'moved' end
         forget(id, f[1], f[2], f[3])
+        markEnding(id, f[1], kind, how)
         return 'ok'
         """)
 
     /// Every node, every heartbeat: declares nodes silent for the timeout dead (their sessions
     /// become held from now, with no node), then claims held sessions with no node whose hold
-    /// ended. Arguments: prefix, this node, timeout ms, most sessions to end. Returns the dead
-    /// nodes, then for each ended session its id, user and channel ids.
+    /// ended, then the ends some node began and did not finish within the timeout (it died
+    /// between `session.end` and `status.ended`). Arguments: prefix, this node, timeout ms, most
+    /// sessions of each kind. Returns the dead nodes; for each ended session its id, user and
+    /// channel ids; for each unfinished end its id, user, kind (`l`/`t`), how (`logout`/`closed`)
+    /// and the channel ids it has not left. An unfinished end is due again one timeout later
+    /// (should this node die as well); `status.ended` takes it off the list.
     static let reap = StoreScript(name: "session.reap", source: library + """
         local self, timeout, limit = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
         local dead = {}
@@ -120,10 +127,23 @@ package enum SessionScripts {
             redis.call('ZREM', prefix .. 'held', id)
           elseif f[2] == '' then
             forget(id, f[1], f[2], f[3])
+            markEnding(id, f[1], 't', 'closed')
             ended[#ended + 1] = {id, f[1], redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
           end
         end
-        return {dead, ended}
+        local unfinished = {}
+        if now - grace >= timeout then
+          for _, id in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'ending', '-inf', now - timeout, 'LIMIT', 0, limit)) do
+            local f = redis.call('HMGET', prefix .. 'end:' .. id, 'user', 'kind', 'how')
+            if not f[1] then
+              redis.call('ZREM', prefix .. 'ending', id)
+            else
+              redis.call('ZADD', prefix .. 'ending', now, id)
+              unfinished[#unfinished + 1] = {id, f[1], f[2], f[3], redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
+            end
+          end
+        end
+        return {dead, ended, unfinished}
         """)
 
     /// A claimed session whose new connection closed before the claim came back: held again,
@@ -182,6 +202,14 @@ package enum SessionScripts {
           redis.call('DEL', prefix .. 'tok:' .. token)
           redis.call('ZREM', prefix .. 'held', id)
           if node ~= '' then redis.call('SREM', prefix .. 'ns:' .. node, id) end
+        end
+
+        -- A session gone from Redis whose channels and user status are still to follow: its
+        -- node does that next and `status.ended` takes it off `P ending`; should the node die
+        -- first, a reaper finishes it (`session.reap`).
+        local function markEnding(id, user, kind, how)
+          redis.call('ZADD', prefix .. 'ending', now, id)
+          redis.call('HSET', prefix .. 'end:' .. id, 'user', user, 'kind', kind, 'how', how)
         end
 
         -- The sessions of `node` become held with no node: a live one from now, a held one

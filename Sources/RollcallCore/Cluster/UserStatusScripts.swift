@@ -71,10 +71,13 @@ enum UserStatusScripts {
     /// A session ended (after `session.end` or the reaper forgot it; a session still in Redis
     /// was taken over, and nothing changes). Arguments: prefix, user, session id, `logout` or
     /// `closed`, clearCustomStatusOnOffline (`1`/`0`). The last session: `loggedOut` after
-    /// logout, else `offline`; otherwise the platforms may change.
+    /// logout, else `offline`; otherwise the platforms may change. The end is finished: it
+    /// leaves `P ending` (`SessionScripts.end`).
     static let ended = StoreScript(name: "status.ended", source: library + """
         local user, session, how, clear = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
         if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return {'live', announced} end
+        redis.call('ZREM', prefix .. 'ending', session)
+        redis.call('DEL', prefix .. 'end:' .. session)
         expireCustom(user)
         local key = stKey(user)
         redis.call('HSET', key, 'le', int(now))

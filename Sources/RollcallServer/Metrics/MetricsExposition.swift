@@ -66,6 +66,9 @@ final class MetricsExposition {
         if let cluster = s.cluster {
             series.gauge("rollcall_cluster_nodes", "Live nodes of the cluster this node sees, itself included", cluster.nodes)
             series.gauge("rollcall_redis_connected", "1 while this node reaches the cluster's Redis, else 0", cluster.redisConnected ? 1 : 0)
+            series.counter("rollcall_cluster_ends_finished_total",
+                           "Session ends a node began and did not finish (it died), finished by this node's reaper",
+                           total: core.clusterEndsFinished)
         }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)

@@ -15,6 +15,7 @@ struct MetricsSnapshot {
     var resumes = 0
     var tokenRefreshes = 0
     var tokenExpiries = 0
+    var clusterEndsFinished = 0
     var requests = 0
     var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
@@ -54,6 +55,7 @@ extension MetricsSnapshot {
         resumes = broker.metrics.resumes
         tokenRefreshes = broker.metrics.refreshes
         tokenExpiries = broker.metrics.tokenExpiries
+        clusterEndsFinished = broker.metrics.clusterEndsFinished
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
