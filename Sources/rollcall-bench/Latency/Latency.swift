@@ -71,11 +71,12 @@ struct Latency: ParsableCommand {
         print("latency: all joined; waiting for the join storm to settle")
         driver.waitForQuiet(quiet: 1, timeout: 30)
 
-        // The floor's sockets, read by as many threads as the members' (see RawBroadcast).
+        // The floors' sockets, read by as many threads as the members' (see RawBroadcast).
+        let lwsFloor = LWSBroadcast(sockets: memberCount - 1, readerThreads: report.threads)
         let floor = RawBroadcast(sockets: memberCount - 1, readerThreads: report.threads)
         let sampler = ProcessSampler(pid: broker.pid)
-        let run = LatencyRun(driver: driver, floor: floor, sampler: sampler, seconds: seconds, probeRate: probeRate,
-                             backgroundRate: backgroundRate, maxProbes: maxProbes)
+        let run = LatencyRun(driver: driver, floor: floor, lwsFloor: lwsFloor, sampler: sampler, seconds: seconds,
+                             probeRate: probeRate, backgroundRate: backgroundRate, maxProbes: maxProbes)
         let scrape = MetricsScrape(url: broker.url)
         let writeCounters = ["rollcall_objects_out_total", "rollcall_writes_coalesced_total"]
         let before = scrape?.read(writeCounters)
@@ -85,10 +86,13 @@ struct Latency: ParsableCommand {
             held = ((after[writeCounters[0]] ?? 0) - (before[writeCounters[0]] ?? 0), heldAfter - (before[writeCounters[1]] ?? 0))
         }
         floor?.close()
-        // The floor, in the same run: one frame write to each of N - 1 sockets, nothing of the
-        // broker — the median of the rounds run between probes.
+        lwsFloor?.close()
+        // The floors, in the same run: one frame write to each of N - 1 connections, nothing of
+        // the broker — the median of the rounds run between probes.
+        let lwsFrameWrite = measured.lwsFloorRounds.isEmpty ? nil : LatencyReport.percentile(measured.lwsFloorRounds, 50)
+        print("latency: an lws broadcast between probes costs \(lwsFrameWrite.map { String(format: "%.2f", $0) } ?? "?") µs per frame write")
         let frameWrite = measured.floorRounds.isEmpty ? nil : LatencyReport.percentile(measured.floorRounds, 50)
-        print("latency: a raw broadcast between probes costs \(frameWrite.map { String(format: "%.2f", $0) } ?? "?") µs per frame write")
+        print("latency: a plain-write broadcast between probes costs \(frameWrite.map { String(format: "%.2f", $0) } ?? "?") µs per frame write")
         // The floor as measured until session 8: after the run, one reader thread.
         let frameWriteAfter = RawBroadcast.microsecondsPerWrite(sockets: memberCount - 1)
         print("latency: after the run, read by one thread, \(frameWriteAfter.map { String(format: "%.2f", $0) } ?? "?") µs per frame write")
@@ -100,7 +104,8 @@ struct Latency: ParsableCommand {
         }
         let result = LatencyReport(measured: measured, members: memberCount, backgroundReceivers: backgroundReceivers,
                                    targetP99: targetP99, lwsClients: lwsClients, counters: driver.counters.snapshot, coalescing: held,
-                                   frameWriteMicros: frameWrite, frameWriteAfterRunMicros: frameWriteAfter,
+                                   lwsFrameWriteMicros: lwsFrameWrite, frameWriteMicros: frameWrite,
+                                   frameWriteAfterRunMicros: frameWriteAfter,
                                    splitFrameWrite: splitFrameWrite.map { (writerThreads, $0) }).result()
         try result.finish(report)
     }

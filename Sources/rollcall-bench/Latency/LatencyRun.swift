@@ -19,17 +19,21 @@ struct LatencyMeasurement {
     /// Per probe, ms: send → first member's arrival, and first → last member's arrival.
     let firstAfterSend: [Double]
     let lastAfterFirst: [Double]
-    /// The raw broadcast's rounds run between probes (µs per write), when one was given.
+    /// The plain-`write` broadcast's rounds run between probes (µs per write), when one was given.
     let floorRounds: [Double]
+    /// The lws broadcast's rounds, run in the same gaps (µs per write), when one was given.
+    let lwsFloorRounds: [Double]
 }
 
 /// Drives the probing window: probes and background publishes paced from one thread,
 /// progress once a second, then waits for the last deliveries. Halfway between two probes
-/// the same thread runs one round of the raw broadcast, so the floor is measured in the
-/// same seconds as the broker's broadcasts, not after them.
+/// the same thread runs one round of each floor broadcast (lws and plain `write`, which goes
+/// first alternating), so the floors are measured in the same seconds as the broker's
+/// broadcasts, not after them.
 struct LatencyRun {
     let driver: LatencyDriver
     let floor: RawBroadcast?
+    let lwsFloor: LWSBroadcast?
     let sampler: ProcessSampler
     let seconds: Double
     let probeRate: Double
@@ -46,6 +50,7 @@ struct LatencyRun {
         var background = PublishPacer(rate: backgroundRate, window: 64, start: start)
         var probesSent = 0
         var floorRounds: [Double] = []
+        var lwsFloorRounds: [Double] = []
         var nextFloorRound = start + 0.5 / probeRate
         var nextPrint = start + 1
         var now = start
@@ -57,9 +62,12 @@ struct LatencyRun {
                 probesSent += 1
             }
             driver.publishBackground(background.due(outstanding: driver.outstandingPublishes, now: now))
-            if let floor, now >= nextFloorRound {
+            if now >= nextFloorRound {
                 nextFloorRound += 1 / probeRate
-                floorRounds.append(floor.round())
+                let lwsFirst = (floorRounds.count + lwsFloorRounds.count) % 4 == 0
+                if lwsFirst, let lwsFloor { lwsFloorRounds.append(lwsFloor.round()) }
+                if let floor { floorRounds.append(floor.round()) }
+                if !lwsFirst, let lwsFloor { lwsFloorRounds.append(lwsFloor.round()) }
             }
             usleep(500)
             now = MonotonicSeconds.now
@@ -91,6 +99,7 @@ struct LatencyRun {
             backgroundExpected: driver.counters["backgroundExpected"],
             backgroundDelivered: driver.backgroundDeliveries.total - deliveredBefore,
             brokerCores: (cpuAtEnd - cpuBefore) / (end - start), benchCores: (benchAtEnd - benchBefore) / (end - start),
-            firstAfterSend: spreads.firstAfterSend, lastAfterFirst: spreads.lastAfterFirst, floorRounds: floorRounds)
+            firstAfterSend: spreads.firstAfterSend, lastAfterFirst: spreads.lastAfterFirst, floorRounds: floorRounds,
+            lwsFloorRounds: lwsFloorRounds.filter { !$0.isNaN })
     }
 }

@@ -4,8 +4,9 @@ import Foundation
 /// What one frame write costs on this machine, measured in the bench's own process: `count`
 /// loopback TCP connections (64 KiB send buffers, like the broker's), one thread writing the
 /// same ~200-byte WebSocket text frame (``probeEventFrame``) to each in turn — the broker's broadcast with nothing
-/// of the broker — while reader threads read and discard on epoll, as clients would. The
-/// floor a broadcast to N members cannot beat on one thread is N × this.
+/// of the broker, nor of lws — while reader threads read and discard on epoll, as clients
+/// would: the kernel's share of a frame write. The target's floor is the same broadcast
+/// through lws (``LWSBroadcast``), which issue 16 §4 names; this one shows what lws adds.
 ///
 /// The readers matter: on a two-core machine a loopback `write` runs the receiving side's
 /// TCP processing and wakes the reading thread, and a second reading thread shares the
@@ -21,9 +22,7 @@ import Foundation
 final class RawBroadcast {
     private var writers: [Int32] = []
     private var readers: [Int32] = []
-    private var epolls: [Int32] = []
-    private let stop = LockedArray<Bool>(repeating: false, count: 1)
-    private let drained = DispatchSemaphore(value: 0)
+    private var drain: DrainThreads?
     private let frame: [UInt8]
     private var split: SplitWriters?
 
@@ -65,17 +64,12 @@ final class RawBroadcast {
     func close() {
         split?.stop()
         split = nil
-        if !stop[0] {
-            stop[0] = true
-            for _ in 0..<drainThreads { drained.wait() }
-        }
-        for fd in writers + readers + epolls { Glibc.close(fd) }
+        drain?.stopAll()
+        drain = nil
+        for fd in writers + readers { Glibc.close(fd) }
         writers = []
         readers = []
-        epolls = []
     }
-
-    private var drainThreads = 0
 
     private func connect(_ count: Int, readerThreads: Int) -> Bool {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -92,7 +86,8 @@ final class RawBroadcast {
             }
         }
         guard bound else { return false }
-        epolls = (0..<readerThreads).map { _ in bench_epoll_create() }
+        let drain = DrainThreads(count: readerThreads)
+        self.drain = drain
         for _ in 0..<count {
             let reader = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard reader >= 0 else { return false }
@@ -107,20 +102,7 @@ final class RawBroadcast {
             var noDelay: Int32 = 1
             setsockopt(writer, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
             setsockopt(writer, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
-            _ = fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) | O_NONBLOCK)
-            bench_epoll_add(epolls[(readers.count - 1) % epolls.count], reader)
-        }
-        for epoll in epolls {
-            drainThreads += 1
-            Thread { [stop, drained] in
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                var ready = [Int32](repeating: 0, count: 256)
-                while !stop[0] {
-                    let n = bench_epoll_wait(epoll, &ready, 256, 20)
-                    for index in 0..<Int(n) { while read(ready[index], &buffer, buffer.count) > 0 {} }
-                }
-                drained.signal()
-            }.start()
+            drain.add(reader)
         }
         return true
     }
