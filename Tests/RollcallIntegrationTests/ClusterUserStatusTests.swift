@@ -16,6 +16,11 @@ struct ClusterUserStatusTests {
         #expect(subscribed.ok, "\(subscribed)")
         #expect(subscribed.status(of: "bob")?.statusText == "loggedOut", "never seen reads loggedOut")
 
+        // The gauge counts the cluster's subscriptions (in Redis) on every node, from the next reaper tick.
+        for node in 0..<3 {
+            #expect(eventually(timeout: 5) { (try? cluster.node(node).metric("rollcall_subscriptions")) == 1 }, "node \(node + 1)")
+        }
+
         let bobWeb = try cluster.node(1).session("bob", platform: "web")
         var record = try sam.waitForStatus(of: "bob") { $0.statusText == "online" }
         #expect(record.platformList == ["web"])
@@ -103,6 +108,7 @@ struct ClusterUserStatusTests {
         #expect(removed.removed == ["carol"])
         let left = try phone.request("getSubscriptions")
         #expect((left["subscriptions"]?.arrayValue ?? []).map(\.userIdText) == ["bob"])
+        #expect(eventually(timeout: 5) { (try? cluster.node(0).metric("rollcall_subscriptions")) == 1 }, "after the unsubscribe")
     }
 
     @Test("maxSubscriptionsPerUser drops the earliest across nodes; maxSubscribersPerUser answers TARGET_SUBSCRIBER_LIMIT")

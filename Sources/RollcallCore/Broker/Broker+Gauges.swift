@@ -9,6 +9,7 @@ extension Broker {
     /// Channels with an interval flush pending (channels in interval mode with changes).
     package var pendingIntervalFlushes: Int { presence.flushes.count }
 
-    /// User-status subscriptions held now (all subscribers, not yet expired).
-    package var subscriptionCount: Int { userStatus.book.count }
+    /// User-status subscriptions held now (all subscribers, not yet expired); in cluster mode,
+    /// the whole cluster's, as of the last reaper tick (they live in Redis).
+    package var subscriptionCount: Int { clusterUserStatus?.subscriptionsInCluster ?? userStatus.book.count }
 }

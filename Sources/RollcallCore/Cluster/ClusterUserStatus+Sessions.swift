@@ -123,10 +123,10 @@ extension ClusterUserStatus {
     }
 
     /// The sweep's answer came back: Redis was reachable then (and the custom statuses it
-    /// cleared go to the backend).
+    /// cleared go to the backend); it counted the cluster's subscriptions.
     func sweepAnswered(_ reply: StoreReply) {
         lastSweptAt = clock.now
-        _ = unwrapped(reply)
+        if case .integer(let count) = unwrapped(reply) { subscriptionsInCluster = Int(count) }
     }
 
     /// The pub/sub link came back after a loss: inbox messages published meanwhile are gone,

@@ -26,6 +26,9 @@ final class ClusterUserStatus {
     var pendingCatchUp: [UInt64: [UInt8]] = [:]
     /// When the last sweep was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
+    /// The cluster's user-status subscriptions not expired yet, as of the last sweep (every
+    /// reaper tick): `rollcall_subscriptions` on a cluster node.
+    var subscriptionsInCluster = 0
     /// `status.ended` commands Redis did not answer, sent again at the next reaper tick.
     var unansweredEnds: [StoreCommand] = []
 

@@ -218,7 +218,8 @@ enum UserStatusScripts {
 
     /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
     /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
-    /// Arguments: prefix, most of each to handle.
+    /// Arguments: prefix, most of each to handle. Returns the subscriptions of the whole
+    /// cluster not expired yet (`rollcall_subscriptions`).
     static let sweep = StoreScript(name: "status.sweep", source: library + """
         local limit = tonumber(ARGV[2])
         for _, user in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
@@ -236,7 +237,7 @@ enum UserStatusScripts {
             removeSubscription(subscriber, target)
           end
         end
-        return {'ok', announced}
+        return {redis.call('ZCOUNT', prefix .. 'subexp', '(' .. int(now), '+inf'), announced}
         """)
 
     static let library = """
