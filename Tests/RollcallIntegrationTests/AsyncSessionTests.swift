@@ -214,6 +214,65 @@ struct AsyncSessionTests {
         alice.close()
     }
 
+    @Test("a close that ended the session on purpose is final: 4409 (a login over maxSessionsPerUser) and 4403 (disconnectUser) do not reconnect")
+    func finalClosesDoNotReconnect() async throws {
+        let broker = try asyncBroker(BrokerProcess.merge(ServerAPIRequest.config, ["limits": ["maxSessionsPerUser": 1]]))
+        let first = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.2))
+        let firstLog = StateLog(first)
+        try await first.connect()
+        try await first.login(userId: "alice")
+        // Another device logs in: the oldest session is closed with 4409. Reconnecting would
+        // close the newer one in turn, and so on.
+        let other = try broker.session("alice")
+        #expect(await eventuallyAsync { first.state == .closed }, "\(firstLog.states)")
+        #expect(!firstLog.states.contains(.reconnecting(attempt: 0)), "\(firstLog.states)")
+        #expect(try other.request("ping").ok, "the newer session stays")
+        #expect(try broker.metric("rollcall_logins_total") == 2, "no third login")
+
+        let second = RollcallSession(url: broker.url(), reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.2))
+        let secondLog = StateLog(second)
+        try await second.connect()
+        try await second.login(userId: "bob")
+        #expect(try ServerAPIRequest.ok(port: broker.port, "disconnectUser", ["userId": "bob"]) == ["sessions": 1])
+        #expect(await eventuallyAsync { second.state == .closed }, "\(secondLog.states)")
+        #expect(!secondLog.states.contains(.reconnecting(attempt: 0)), "\(secondLog.states)")
+        #expect(try broker.metric("rollcall_logins_total") == 3, "bob did not log in again")
+    }
+
+    @Test("several URLs (3-node cluster): after kill -9 of its node the session resumes on the next one within its resume window; logins that did not resume yet are logged out again; nobody sees leave or join")
+    func severalURLsResumeOnTheNextNode() async throws {
+        // heartbeatSeconds 1: another node gives up a live session 2.5 s after its node's last
+        // beat, so the first reconnects come too early to resume and must not be kept.
+        let cluster = try ClusterProcess(config: [
+            "presence": ["timeoutSeconds": 60], "cluster": ["heartbeatSeconds": 1, "nodeTimeoutSeconds": 3],
+            "limits": ["loginTimeoutSeconds": 120],
+        ])
+        let bob = try cluster.session("bob", node: 0)
+        #expect(try bob.join("lobby").ok)
+        _ = try bob.presenceEvent("snapshot", channel: "lobby")
+        let alice = RollcallSession(urls: [cluster.nodeURL(2), cluster.nodeURL(1)],
+                                    reconnect: ReconnectPolicy(initialDelay: 0.1, maxDelay: 0.8))
+        #expect(alice.resumeWindow == 5, "the default with several URLs")
+        let log = StateLog(alice)
+        try await alice.connect()
+        let login = try await alice.login(userId: "alice")
+        try await alice.join(lobby)
+        _ = try bob.presenceEvent("join", channel: "lobby", publisher: "alice")
+
+        cluster.kill(node: 2, signal: SIGKILL)
+        #expect(await eventuallyAsync(timeout: 20) { alice.state == .online && alice.lastLogin?.resumed == true }, "\(log.states)")
+        #expect(alice.lastLogin?.sessionId == login.sessionId)
+        #expect(alice.url == cluster.nodeURL(1))
+        #expect(log.states.contains(.reconnecting(attempt: 1)), "a login in the window that did not resume was not kept: \(log.states)")
+        #expect(try bob.presenceEventsAfterBarrier().isEmpty, "no leave, timeout or join about alice")
+        // The logins that did not resume were logged out again: n1 and n2 hold bob and alice only.
+        #expect(try cluster.metric("rollcall_sessions{state=\"live\"}") == 2)
+        #expect(try cluster.metric("rollcall_logins_total") ?? 0 >= 3, "bob, at least one login not kept, the resume")
+        let members = await eventuallyAsync { alice.roster(of: self.lobby)?.sortedMembers.map(\.userId) == ["alice", "bob"] }
+        #expect(members)
+        alice.close()
+    }
+
     @Test("while the broker is down the session backs off and keeps trying")
     func backoffWhileTheBrokerIsDown() async throws {
         let broker = try asyncBroker()

@@ -11,6 +11,13 @@ import RollcallProtocol
 /// ``ReconnectPolicy`` delay, reconnects and logs in with the last `resumeToken`. When the
 /// broker still held the session (`resumed: true`) its channels are kept and each roster is
 /// replaced by the snapshot that follows; otherwise the session joins its channels again.
+///
+/// Not after a close that ended the session on purpose (``isFinal(_:)``: 1000 logout, 4403
+/// disconnected by the server API, 4409 over `maxSessionsPerUser`, 4401 without a
+/// ``tokenProvider``): reconnecting would undo it, and after 4409 two devices would take turns
+/// closing each other. With several URLs (a cluster's nodes) each reconnect dials the next
+/// one, and for ``resumeWindow`` after a drop a login that did not resume is not kept: its
+/// node may not have been declared dead yet (docs/client.md, "Several URLs").
 public final class RollcallSession: @unchecked Sendable {
     /// The connection's life cycle, as seen on ``states``.
     public enum ConnectionState: Sendable, Equatable {
@@ -24,10 +31,16 @@ public final class RollcallSession: @unchecked Sendable {
         case closed
     }
 
-    /// The broker's URL.
-    public let url: String
+    /// The broker's URLs (a cluster's nodes), dialled in turn: the first at ``connect()``, the
+    /// next one on each reconnect.
+    public let urls: [String]
+    /// The URL dialled last.
+    public var url: String { lock.withLock { urls[urlIndex] } }
     /// When to reconnect.
     public let reconnect: ReconnectPolicy
+    /// Seconds after a drop during which a reconnect's login that did not resume is logged out
+    /// again at once and the next URL is tried (the held session's token is kept).
+    public let resumeWindow: Double
     /// Every event received, in order (presence events already applied to ``roster(of:)``).
     public let events: AsyncStream<Event>
     /// Every connection state change.
@@ -46,6 +59,12 @@ public final class RollcallSession: @unchecked Sendable {
     private var current: ConnectionState = .connecting
     private var latestLogin: LoginResult?
     private var closing = false
+    private var urlIndex = 0
+    /// While the resume window is open: when it ends (monotonic seconds).
+    private var resumeUntil: Double?
+    /// The connection of a login that did not resume in the window, being logged out again,
+    /// and the attempt to make when it is gone.
+    private var discarded: (connection: RollcallConnection, nextAttempt: Int)?
     private var provider: (@Sendable () async throws -> String)?
     /// `join` calls waiting for their channel's snapshot (resumed when it is applied or the connection ends).
     private var snapshotWaiters: [ChannelRef: [CheckedContinuation<Void, Never>]] = [:]
@@ -57,9 +76,19 @@ public final class RollcallSession: @unchecked Sendable {
 
     /// A session that has not connected yet; `permessageDeflate` offers WebSocket compression
     /// (used only when the broker runs with `http.permessageDeflate` on).
-    public init(url: String, reconnect: ReconnectPolicy = ReconnectPolicy(), runtime: ClientRuntime = .shared,
-                permessageDeflate: Bool = false) {
-        self.url = url
+    public convenience init(url: String, reconnect: ReconnectPolicy = ReconnectPolicy(), runtime: ClientRuntime = .shared,
+                            permessageDeflate: Bool = false) {
+        self.init(urls: [url], reconnect: reconnect, runtime: runtime, permessageDeflate: permessageDeflate)
+    }
+
+    /// A session over several URLs (a cluster's nodes; at least one), dialled in turn.
+    /// `resumeWindow` (seconds; default 5 with several URLs, else 0): how long after a drop a
+    /// login that did not resume is discarded and the next URL tried.
+    public init(urls: [String], reconnect: ReconnectPolicy = ReconnectPolicy(), resumeWindow: Double? = nil,
+                runtime: ClientRuntime = .shared, permessageDeflate: Bool = false) {
+        precondition(!urls.isEmpty, "RollcallSession needs at least one URL")
+        self.urls = urls
+        self.resumeWindow = max(0, resumeWindow ?? (urls.count > 1 ? 5 : 0))
         self.permessageDeflate = permessageDeflate
         self.reconnect = reconnect
         self.runtime = runtime
@@ -230,7 +259,7 @@ public final class RollcallSession: @unchecked Sendable {
 
     private static let notConnected = CloseInfo(code: nil, reason: "not connected", closedByServer: false, dropped: true)
 
-    /// Opens one connection with the session's handlers; resumes when it is open or failed.
+    /// Opens one connection to ``url`` with the session's handlers; resumes when it is open or failed.
     private func open() async -> Result<RollcallConnection, RollcallError> {
         let connection: RollcallConnection
         do { connection = try RollcallConnection(url: url, runtime: runtime, permessageDeflate: permessageDeflate) } catch { return .failure(.connection(error)) }
@@ -245,7 +274,7 @@ public final class RollcallSession: @unchecked Sendable {
                 connection.onEvent = nil
                 connection.onOpen = nil
                 connection.onClose = nil
-                if !failedToOpen { self?.lost(connection) }
+                if !failedToOpen { self?.lost(connection, info) }
             }
             connection.start()
         }
@@ -299,24 +328,64 @@ public final class RollcallSession: @unchecked Sendable {
         lock.withLock { rosters[channel]?.allowSkippedSeq() }
     }
 
-    /// The connection ended; reconnect unless this side closed it.
-    private func lost(_ connection: RollcallConnection) {
-        let retry = lock.withLock { () -> Bool in
-            guard self.connection === connection else { return false }
+    /// Whether a close ended the session on purpose, so that reconnecting would undo it:
+    /// 1000 (logout), 4403 (disconnected by the server API), 4409 (over `maxSessionsPerUser`:
+    /// reconnecting would close another of the user's sessions), and 4401 (unauthorized or
+    /// token expired) unless a token provider can supply a fresh token.
+    public static func isFinal(_ info: CloseInfo, hasTokenProvider: Bool = false) -> Bool {
+        guard info.closedByServer, let code = info.code else { return false }
+        if code == 4401 { return !hasTokenProvider }
+        return [1000, 4403, 4409].contains(code)
+    }
+
+    /// Whether a close says the session is gone, so no resume can succeed: 4401 (the token
+    /// expired: ended as by a close frame) and 1012 (the cluster lost its data), which lws
+    /// 4.1.6 reports as 1002 with the broker's reason (``CloseInfo``).
+    static func endedTheSession(_ info: CloseInfo) -> Bool {
+        info.code == 4401 || info.code == 1012 || (info.code == 1002 && info.reason == "cluster data lost")
+    }
+
+    /// The connection ended; reconnect unless this side closed it or the close was final.
+    private func lost(_ connection: RollcallConnection, _ info: CloseInfo) {
+        let next = lock.withLock { () -> Int? in
+            if let discarded, discarded.connection === connection {
+                // A login that did not resume in the window, logged out again: the next URL.
+                self.discarded = nil
+                if self.connection === connection { self.connection = nil }
+                return closing ? nil : discarded.nextAttempt
+            }
+            guard self.connection === connection else { return nil }
             self.connection = nil
-            return !closing && reconnect.enabled && loginRequest != nil
+            guard !closing, reconnect.enabled, loginRequest != nil,
+                  !Self.isFinal(info, hasTokenProvider: provider != nil) else { return nil }
+            let resumable = resumeToken != nil && resumeWindow > 0 && !Self.endedTheSession(info)
+            resumeUntil = resumable ? Self.monotonicSeconds + resumeWindow : nil
+            return 0
         }
         releaseSnapshotWaiters(nil)
-        guard retry else {
+        guard let next else {
             if !lock.withLock({ closing }) { close() }
             return
         }
-        scheduleReconnect(attempt: 0)
+        scheduleReconnect(attempt: next)
+    }
+
+    /// The monotonic clock, in seconds (the resume window must not move with the wall clock).
+    private static var monotonicSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    /// Whether the resume window is open: a login that does not resume is not kept.
+    private var stillResuming: Bool {
+        guard let resumeUntil = lock.withLock({ resumeUntil }) else { return false }
+        return Self.monotonicSeconds < resumeUntil
     }
 
     private func scheduleReconnect(attempt: Int) {
         setState(.reconnecting(attempt: attempt))
-        let delay = reconnect.delay(attempt: attempt)
+        var delay = reconnect.delay(attempt: attempt)
+        // No later than the end of the resume window: then a new session is kept.
+        if let resumeUntil = lock.withLock({ resumeUntil }), stillResuming { delay = min(delay, resumeUntil - Self.monotonicSeconds) }
+        // Several URLs: the next one (its node may be the one that went away).
+        lock.withLock { urlIndex = (urlIndex + 1) % urls.count }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
             guard let self, !self.lock.withLock({ self.closing }) else { return }
             Task { await self.reconnectOnce(attempt: attempt) }
@@ -339,9 +408,18 @@ public final class RollcallSession: @unchecked Sendable {
         }
         do {
             let result = try await send(login)
+            if !result.resumed, login.resumeToken != nil, stillResuming {
+                // Its node may not be declared dead yet: log this new session out again (it
+                // joined nothing, so nobody saw it), keep the held one's token, try the next URL.
+                lock.withLock { discarded = (connection, attempt + 1) }
+                _ = try? await send(Requests.Logout())
+                connection.close()
+                return
+            }
             lock.withLock {
                 resumeToken = result.resumeToken
                 latestLogin = result
+                resumeUntil = nil
             }
             if !result.resumed {
                 for join in channels { _ = try await send(join) }
