@@ -3,8 +3,10 @@ import Foundation
 
 /// `rollcall-bench listing`: the core's listing ops measured in-process (no sockets), so the
 /// figure is the broker's own cost of decoding the request, building the page and encoding
-/// the reply: one `getOnlineUsers` page of 100 from a 100,000-member channel, and
-/// `getUserChannels` for a user in 1000 channels.
+/// the reply: one `getOnlineUsers` page of 100 from a 100,000-member channel,
+/// `getUserChannels` for a user in 1000 channels, and a `setState` in a 1000-member presence
+/// channel (the latency bench's probe: one event and 999 `.send` actions), with warm caches
+/// and after evicting them.
 struct Listing: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "In-process core benchmark: a getOnlineUsers page from a huge channel, getUserChannels for a user in many channels.")
@@ -43,6 +45,10 @@ struct Listing: ParsableCommand {
         let middlePage = try bench.time(calls: calls) { bench.onlineUsersPage(cursor: middleCursor) }
         let statePage = try bench.time(calls: calls) { bench.onlineUsersPage(cursor: middleCursor, includeState: true) }
         let userChannels = try bench.time(calls: calls) { bench.userChannels() }
+        bench.fillBroadcastChannel()
+        var recipients = 0
+        let broadcastWarm = try bench.time(calls: calls) { bench.broadcastState(recipients: &recipients) }
+        let broadcastCold = try bench.time(calls: calls, before: { bench.evictCaches() }) { bench.broadcastState(recipients: &recipients) }
 
         result.metrics = [
             BenchMetric("members in the big channel", Double(memberCount)),
@@ -53,9 +59,13 @@ struct Listing: ParsableCommand {
             BenchMetric("getUserChannels, user in \(channels) channels (median)", userChannels.median, "µs", atMost: 100),
             BenchMetric("getUserChannels (p99)", userChannels.p99, "µs"),
             BenchMetric("reply bytes of a page of 100", Double(bench.lastPageBytes), "B"),
+            BenchMetric("setState to \(recipients) presence members, warm caches (median)", broadcastWarm.median, "µs"),
+            BenchMetric("… per recipient", broadcastWarm.median * 1000 / Double(max(1, recipients)), "ns"),
+            BenchMetric("setState to \(recipients) presence members, caches evicted first (median)", broadcastCold.median, "µs"),
+            BenchMetric("… per recipient", broadcastCold.median * 1000 / Double(max(1, recipients)), "ns"),
         ]
         result.notes = [
-            "In-process: a `Broker` with the system clock, fed `.received` frames as the transport would; each timing covers request decoding, the op and reply encoding (\(calls) calls, median and p99). Members joined with `presence: false`. Config: `limits.maxChannelsPerSession` = \(channels), request rate limits raised (one session makes every call).",
+            "In-process: a `Broker` with the system clock, fed `.received` frames as the transport would; each timing covers request decoding, the op and reply encoding (\(calls) calls, median and p99). Members of the big channel joined with `presence: false`; the \(ListingWorkload.broadcastMembers) members of the broadcast channel with presence, in announce mode (`presence.maxInstantEvents` raised), and \"caches evicted\" writes 64 MiB before each timed setState (untimed; twice the L3 cache of the machine in BENCHMARKS.md), as 100 ms of other work between two probes does in the broker. Config: `limits.maxChannelsPerSession` = \(channels), request rate limits raised (one session makes every call).",
         ]
         result.chartTitle = "listing: per-call cost (µs)"
         result.xLabel = "percentile"

@@ -37,6 +37,8 @@ final class ListingWorkload {
         configuration.limits.requestsPerSecond = 1e9
         configuration.limits.requestBurst = 1 << 30
         configuration.limits.maxChannelsPerSession = max(channels, 256)
+        // The broadcast channel stays in announce mode, as in the latency bench.
+        configuration.presence.maxInstantEvents = Self.broadcastMembers + 10
         broker = Broker(configuration: configuration)
         observer = login("observer")
     }
@@ -78,18 +80,62 @@ final class ListingWorkload {
         return bytes
     }
 
+    /// Members of the broadcast channel (``fillBroadcastChannel()``): the latency bench's 1000.
+    static let broadcastMembers = 1000
+
+    private var prober: ConnectionID?
+    private var probes = 0
+
+    /// Logs in ``broadcastMembers`` users, each joining `bench:latency` with presence.
+    func fillBroadcastChannel() {
+        for index in 0..<Self.broadcastMembers {
+            let connection = login("member-\(index)")
+            if prober == nil { prober = connection }
+            _ = send(#"{"op":"join","channel":"bench:latency","presence":true,"messages":false}"#, on: connection)
+        }
+    }
+
+    /// One `setState` by the first member: the core encodes one `stateChanged` and returns a
+    /// `.send` for each other member. Returns the reply; `recipients` gets the sends.
+    func broadcastState(recipients: inout Int) -> [UInt8] {
+        probes += 1
+        guard let prober else { return [] }
+        nextId += 1
+        let request = #"{"id":\#(nextId),"op":"setState","channel":"bench:latency","state":{"probe":"\#(probes)"}}"#
+        var reply: [UInt8] = []
+        recipients = 0
+        for action in broker.handle(.received(prober, Array(request.utf8))) {
+            guard case .send(let target, let bytes) = action else { continue }
+            if target == prober { reply = bytes } else { recipients += 1 }
+        }
+        return reply
+    }
+
+    /// Writes over `bytes` of memory (twice the 32 MiB L3 cache of the machine in BENCHMARKS.md),
+    /// evicting the CPU caches as 100 ms of other work between two probes does in the broker.
+    func evictCaches(bytes: Int = 64 << 20) {
+        if scratch.count != bytes { scratch = [UInt8](repeating: 0, count: bytes) }
+        scratch.withUnsafeMutableBytes { buffer in
+            for offset in stride(from: 0, to: buffer.count, by: 64) { buffer[offset] &+= 1 }
+        }
+    }
+
+    private var scratch: [UInt8] = []
+
     /// `getUserChannels` for the observer.
     func userChannels() -> [UInt8] {
         send(#"{"op":"getUserChannels","userId":"observer"}"#, on: observer)
     }
 
-    /// Times `calls` calls of `body` (after a warm-up tenth) and checks the last reply is ok.
-    func time(calls: Int, _ body: () -> [UInt8]) throws -> Timings {
+    /// Times `calls` calls of `body` (after a warm-up tenth) and checks the last reply is ok;
+    /// `before` runs ahead of each call, untimed.
+    func time(calls: Int, before: () -> Void = {}, _ body: () -> [UInt8]) throws -> Timings {
         for _ in 0..<max(1, calls / 10) { _ = body() }
         var samples: [Double] = []
         samples.reserveCapacity(calls)
         var last: [UInt8] = []
         for _ in 0..<calls {
+            before()
             let start = MonotonicSeconds.now
             last = body()
             samples.append((MonotonicSeconds.now - start) * 1e6)
