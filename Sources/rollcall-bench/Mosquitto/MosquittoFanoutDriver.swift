@@ -23,12 +23,21 @@ final class MosquittoFanoutDriver {
         deliveries = DeliveryTally(shards: threads)
     }
 
-    /// Connects and subscribes `count` receivers (pipelined), then the publisher; returns the
+    /// Connects and subscribes `count` receivers (upgrades in parallel: mosquitto answers each
+    /// at its next loop turn, about 0.1 s; MQTT pipelined), then the publisher; returns the
     /// receivers whose SUBACK arrived within `timeout`.
     func open(receivers count: Int, timeout: Double) -> Int {
         let start = MonotonicSeconds.now
-        for index in 0..<count {
-            guard let socket = openClient(id: "fanout-r\(index)", add: deliveries.adder(shard: index)) else { continue }
+        let sockets = pool.open(count: count, port: port, path: "/mqtt", subprotocol: "mqtt") { index, socket in
+            configure(socket, add: deliveries.adder(shard: index))
+        }
+        for (index, socket) in sockets.enumerated() {
+            guard let socket else {
+                counters.add("openFailed")
+                print("mosquitto: client fanout-r\(index) failed to open")
+                continue
+            }
+            socket.send(opcode: 0x2, payload: MQTTPacket.connect(clientId: "fanout-r\(index)"))
             socket.send(opcode: 0x2, payload: MQTTPacket.subscribe(topic: Self.topic))
             receivers.append(socket)
         }
@@ -40,20 +49,23 @@ final class MosquittoFanoutDriver {
         return counters["subacks"]
     }
 
-    private func openClient(id: String, add: @escaping (Int) -> Void) -> RawWebSocket? {
+    /// Counts what arrives on `socket`: its PUBLISHes (handed to `add`), CONNACKs and SUBACKs.
+    private func configure(_ socket: RawWebSocket, add: @escaping (Int) -> Void) {
         let counters = self.counters
+        var counter = MQTTPacketCounter()
+        socket.onPayload = { bytes in
+            let before = counter.counts
+            let publishes = counter.scan(bytes)
+            if publishes > 0 { add(publishes) }
+            if counter.counts[2] > before[2] { counters.add("connacks") }
+            if counter.counts[9] > before[9] { counters.add("subacks") }
+        }
+        socket.onClose = { counters.add("receiverCloses") }
+    }
+
+    private func openClient(id: String, add: @escaping (Int) -> Void) -> RawWebSocket? {
         do {
-            let socket = try pool.open(port: port, path: "/mqtt", subprotocol: "mqtt") { socket in
-                var counter = MQTTPacketCounter()
-                socket.onPayload = { bytes in
-                    let before = counter.counts
-                    let publishes = counter.scan(bytes)
-                    if publishes > 0 { add(publishes) }
-                    if counter.counts[2] > before[2] { counters.add("connacks") }
-                    if counter.counts[9] > before[9] { counters.add("subacks") }
-                }
-                socket.onClose = { counters.add("receiverCloses") }
-            }
+            let socket = try pool.open(port: port, path: "/mqtt", subprotocol: "mqtt") { socket in configure(socket, add: add) }
             socket.send(opcode: 0x2, payload: MQTTPacket.connect(clientId: id))
             return socket
         } catch {

@@ -29,6 +29,34 @@ final class RawSocketPool: @unchecked Sendable {
         return connection
     }
 
+    /// Opens `count` connections like ``open(port:path:subprotocol:configure:)``, with up to
+    /// `parallel` upgrades in flight on as many plain threads (a broker that answers each
+    /// upgrade only at its next loop turn — mosquitto, about 0.1 s — takes one turn per batch
+    /// instead of one per connection). `configure` runs in index order, before each
+    /// connection's first byte is read; a failed one is nil.
+    func open(count: Int, parallel: Int = 64, port: Int, path: String = "/v1", subprotocol: String = "rollcall.v1",
+              configure: (Int, RawWebSocket) -> Void) -> [RawWebSocket?] {
+        let opened = LockedArray<RawWebSocket?>(repeating: nil, count: count)
+        let threads = max(1, min(parallel, count))
+        let done = DispatchSemaphore(value: 0)
+        for first in 0..<threads {
+            Thread { [deflate] in
+                for index in stride(from: first, to: count, by: threads) {
+                    opened[index] = try? RawWebSocket(port: port, path: path, subprotocol: subprotocol, deflate: deflate)
+                }
+                done.signal()
+            }.start()
+        }
+        for _ in 0..<threads { done.wait() }
+        return (0..<count).map { index in
+            guard let connection = opened[index] else { return nil }
+            configure(index, connection)
+            workers[next % workers.count].add(connection)
+            next += 1
+            return connection
+        }
+    }
+
     /// Stops every thread and closes the connections still open.
     func shutdown() {
         for worker in workers { worker.stop() }
