@@ -47,16 +47,19 @@ struct UserChannelIndex {
     /// The `{totalChannel, channels}` result of `getUserChannels`.
     /// Only the channels `included` accepts are listed and counted (a token's `channels`).
     func listing(of user: Name, including included: (ChannelKey) -> Bool = { _ in true }) -> JSON {
-        let list = (lists[user] ?? []).filter { included($0.key) }
+        // One walk, no filtered copy of the list (a copy retained every entry).
+        let list = lists[user] ?? []
         var bytes: [UInt8] = []
         bytes.reserveCapacity(2 + list.reduce(0) { $0 + $1.entry.count + 1 })
         bytes.append(UInt8(ascii: "["))
-        for (index, membership) in list.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+        var count = 0
+        for membership in list where included(membership.key) {
+            if count > 0 { bytes.append(UInt8(ascii: ",")) }
             bytes.append(contentsOf: membership.entry)
+            count += 1
         }
         bytes.append(UInt8(ascii: "]"))
-        return .object(["totalChannel": .int(list.count), "channels": .encoded(bytes)])
+        return .object(["totalChannel": .int(count), "channels": .encoded(bytes)])
     }
 
     /// `{"channel":…,"channelType":…}`, as ``ChannelKey/json`` would encode.
