@@ -12,7 +12,7 @@ import RollcallProtocol
 /// broker still held the session (`resumed: true`) its channels are kept and each roster is
 /// replaced by the snapshot that follows; otherwise the session joins its channels again.
 ///
-/// Not after a close that ended the session on purpose (``isFinal(_:)``: 1000 logout, 4403
+/// Not after a close that ended the session on purpose (``isFinal(_:hasTokenProvider:)``: 1000 logout, 4403
 /// disconnected by the server API, 4409 over `maxSessionsPerUser`, 4401 without a
 /// ``tokenProvider``): reconnecting would undo it, and after 4409 two devices would take turns
 /// closing each other. With several URLs (a cluster's nodes) each reconnect dials the next
