@@ -4,9 +4,9 @@
 // configure in the client; with it off (the default) the same client runs uncompressed.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, membersOf } from "./support/clients.mjs";
 import { eventually, nextEvent } from "./support/eventually.mjs";
 
@@ -28,14 +28,7 @@ const stateOf = (index) => ({ note: `member ${index} is here; `.repeat(40), inde
 describe("permessage-deflate on", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
-
-  before(async () => {
-    broker = await Broker.start({ http: { permessageDeflate: true } });
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started), { http: { permessageDeflate: true } });
 
   test("Node's WebSocket offers it and the broker accepts it", async () => {
     assert.match(await negotiatedExtensions(broker.url), /^permessage-deflate/);
@@ -66,14 +59,7 @@ describe("permessage-deflate on", () => {
 describe("permessage-deflate off (default)", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
-
-  before(async () => {
-    broker = await Broker.start();
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started));
 
   test("the offer is declined and rollcall.js works uncompressed", async () => {
     assert.equal(await negotiatedExtensions(broker.url), "");

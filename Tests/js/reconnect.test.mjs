@@ -4,23 +4,16 @@
 // channels again with its state.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, membersOf } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 
 describe("reconnect backoff", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
-
-  before(async () => {
-    broker = await Broker.start();
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started));
 
   test("broker stopped: growing delays; broker back on the same port: online again, channels rejoined", async () => {
     const backoff = { initialMs: 50, maxMs: 800, factor: 2 };

@@ -2,24 +2,17 @@
 // user status. Run with `node --experimental-websocket --test Tests/js/` (or `make test-js`).
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
 import { RollcallClient, RollcallError, channelKey } from "../../examples/web/rollcall.js";
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, membersOf } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 
 describe("session and presence", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
-
-  before(async () => {
-    broker = await Broker.start();
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started));
 
   test("connect logs in, reports the connection states and answers ping", async () => {
     const client = new RollcallClient(broker.url, { userId: "ann", platform: "linux" });

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { after, afterEach, before, describe, test } from "node:test";
 
 import { RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, FAST_BACKOFF } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 import { SECRET, mint, nowSeconds, tokenFor } from "./support/jwt.mjs";
@@ -239,14 +239,7 @@ describe("token lifecycle (jwt mode, PROTOCOL 1.1 §3)", () => {
 describe("token lifecycle in auth mode none", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
-
-  before(async () => {
-    broker = await Broker.start();
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started));
 
   test("expiresAt is null and refresh answers INVALID_REQUEST", async () => {
     const client = await pool.open(broker.url, "zed");

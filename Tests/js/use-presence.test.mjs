@@ -3,9 +3,9 @@
 // npm packages here).
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool } from "./support/clients.mjs";
 import { loadDebianReact } from "./support/debian-react.mjs";
 import { eventually } from "./support/eventually.mjs";
@@ -15,14 +15,7 @@ const react = await loadDebianReact();
 describe("usePresence under React", { skip: react ? false : "React is not installed (Debian: node-react node-react-test-renderer)" }, () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
-
-  before(async () => {
-    broker = await Broker.start();
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started));
 
   test("renders the roster, re-renders on joins and typing, leaves on unmount", async () => {
     const { React, TestRenderer } = react;

@@ -4,6 +4,7 @@
 // The binary is `.build/debug/rollcall` under the repository root, or `$ROLLCALL_BINARY`.
 
 import { spawn } from "node:child_process";
+import { after, before } from "node:test";
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -156,4 +157,23 @@ export class Broker {
     }
     return null;
   }
+}
+
+/**
+ * The hooks most suites share: a broker started (with `config`) before the suite's tests and
+ * handed to `use`; after them, the pool's clients closed and the broker stopped.
+ * @param {{ closeAll(): void }} pool
+ * @param {(broker: Broker) => void} use
+ * @param {object} [config]
+ */
+export function startBrokerAroundSuite(pool, use, config) {
+  /** @type {Broker | undefined} */ let broker;
+  before(async () => {
+    broker = await Broker.start(config);
+    use(broker);
+  });
+  after(async () => {
+    pool.closeAll();
+    await broker?.dispose();
+  });
 }
