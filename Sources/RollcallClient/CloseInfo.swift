@@ -1,3 +1,5 @@
+import RollcallProtocol
+
 /// How a connection ended.
 public struct CloseInfo: Sendable, Equatable, CustomStringConvertible {
     /// The close code from the server's close frame, or the code this client sent when it
@@ -20,6 +22,13 @@ public struct CloseInfo: Sendable, Equatable, CustomStringConvertible {
         self.reason = reason
         self.closedByServer = closedByServer
         self.dropped = dropped
+    }
+
+    /// The cluster lost its data (Redis restarted empty, PROTOCOL §9): the broker closed every
+    /// session with 1012 so that clients log in again, and no resume token resumes. lws 4.1.6
+    /// reports 1012 to the client as 1002 and keeps the broker's reason.
+    public var isClusterDataLost: Bool {
+        code == CloseCode.serviceRestart.rawValue || (code == 1002 && reason == CloseCode.clusterDataLostReason)
     }
 
     public var description: String {

@@ -51,4 +51,8 @@ public enum CloseCode: UInt16, Sendable, CaseIterable {
     case loginTimeout = 4408
     /// Too many sessions for this user; the oldest is closed.
     case sessionLimit = 4409
+
+    /// The reason sent with ``serviceRestart`` when the cluster lost its data. Clients match
+    /// it, since lws 4.1.6 reports 1012 to a client as 1002.
+    public static let clusterDataLostReason = "cluster data lost"
 }

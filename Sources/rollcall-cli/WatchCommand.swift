@@ -51,7 +51,7 @@ struct Watch: ParsableCommand {
             case .success(let received): event = received
             case .failure(let error):
                 if case .closed(let info) = error {
-                    if Self.isClusterDataLost(info), let next = logInAgain(after: session, interrupted: interrupted) {
+                    if info.isClusterDataLost, let next = logInAgain(after: session, interrupted: interrupted) {
                         session = next
                         if !global.json, !live { Output.line("\(style.yellow("logged in again")) to \(next.url): the cluster lost its data") }
                         _ = try join(on: session)
@@ -118,13 +118,6 @@ extension Watch {
     static func isFinal(_ code: UInt16?) -> Bool {
         guard let code else { return false }
         return [1000, 1003, 1007, 1009, 4401, 4403, 4408, 4409].contains(code)
-    }
-
-    /// The cluster lost its data (Redis restarted empty, PROTOCOL §9): every session was
-    /// closed with 1012 so that clients log in again, and no resume token resumes. lws 4.1.6
-    /// reports 1012 to the client as 1002 and keeps the broker's reason (``CloseInfo``).
-    static func isClusterDataLost(_ info: CloseInfo) -> Bool {
-        info.code == 1012 || (info.code == 1002 && info.reason == "cluster data lost")
     }
 
     /// After a 1012: a new login (no resume: none can succeed), on the same URL first and then

@@ -339,10 +339,9 @@ public final class RollcallSession: @unchecked Sendable {
     }
 
     /// Whether a close says the session is gone, so no resume can succeed: 4401 (the token
-    /// expired: ended as by a close frame) and 1012 (the cluster lost its data), which lws
-    /// 4.1.6 reports as 1002 with the broker's reason (``CloseInfo``).
+    /// expired: ended as by a close frame) and 1012 (``CloseInfo/isClusterDataLost``).
     static func endedTheSession(_ info: CloseInfo) -> Bool {
-        info.code == 4401 || info.code == 1012 || (info.code == 1002 && info.reason == "cluster data lost")
+        info.code == 4401 || info.isClusterDataLost
     }
 
     /// The connection ended; reconnect unless this side closed it or the close was final.

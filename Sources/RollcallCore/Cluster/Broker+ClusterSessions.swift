@@ -272,7 +272,7 @@ extension Broker {
     /// Redis lost the cluster's data: every session here ends without a word to anyone and
     /// its connection closes with 1012, so clients log in again into an empty cluster.
     func clusterDataLost() {
-        dropEverySession(closingWith: .serviceRestart, reason: "cluster data lost")
+        dropEverySession(closingWith: .serviceRestart, reason: CloseCode.clusterDataLostReason)
         clusterUserStatus?.unansweredEnds.removeAll()
     }
 
