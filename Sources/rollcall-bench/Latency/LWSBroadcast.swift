@@ -5,8 +5,8 @@ import Foundation
 /// What one frame write costs through libwebsockets: the "raw lws broadcast to N sockets" of
 /// issue 16 §4. An lws server in the bench's process (its own context and service thread, on
 /// 127.0.0.1) accepts `count` WebSocket connections from plain client sockets, with the
-/// broker's 64 KiB send buffers. A round writes the probe's frame (``RawBroadcast/probeEventFrame``'s
-/// payload) to every connection with `lws_write`, one after another, from the service thread and
+/// broker's 64 KiB send buffers. A round writes the probe's event (``RawBroadcast/probeEventPayload``,
+/// framed by lws) to every connection with `lws_write`, one after another, from the service thread and
 /// outside the writable callback — the broker's direct write with nothing of the broker.
 /// ``DrainThreads`` read the clients' sockets, as many threads as read the members.
 ///
@@ -34,7 +34,7 @@ final class LWSBroadcast: @unchecked Sendable {
     /// Starts the server and connects `count` clients read by `readerThreads` threads; nil when
     /// the context, a connection or the handshakes failed.
     init?(sockets count: Int, readerThreads: Int) {
-        let payload = Array(RawBroadcast.probeEventFrame.dropFirst(4))
+        let payload = RawBroadcast.probeEventPayload
         payloadLength = payload.count
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: rollcall_lws_pre + payload.count)
         (buffer + rollcall_lws_pre).initialize(from: payload, count: payload.count)

@@ -39,10 +39,13 @@ final class RawBroadcast {
 
     deinit { close() }
 
-    /// A WebSocket text frame shaped like the probe's `stateChanged` as the broker sends it
-    /// to a member (205 bytes of JSON: the same length, so the same header and copy).
+    /// JSON shaped like the probe's `stateChanged` as the broker sends it to a member (205
+    /// bytes: the same length, so the same frame header and copy).
+    static let probeEventPayload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","channelType":"message","publisher":"m0","state":{"probe":"123"},"occupancy":1000,"mode":"announce","seq":1234,"timestamp":1795553610238}"#.utf8)
+
+    /// ``probeEventPayload`` as one unmasked WebSocket text frame, as a server writes it.
     static let probeEventFrame: [UInt8] = {
-        let payload = Array(#"{"event":"presence","type":"stateChanged","channel":"bench:latency","channelType":"message","publisher":"m0","state":{"probe":"123"},"occupancy":1000,"mode":"announce","seq":1234,"timestamp":1795553610238}"#.utf8)
+        let payload = probeEventPayload
         precondition(payload.count >= 126 && payload.count < 65536)
         return [0x81, 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
     }()

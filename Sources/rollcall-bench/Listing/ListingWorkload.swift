@@ -100,11 +100,10 @@ final class ListingWorkload {
     func broadcastState(recipients: inout Int) -> [UInt8] {
         probes += 1
         guard let prober else { return [] }
-        nextId += 1
-        let request = #"{"id":\#(nextId),"op":"setState","channel":"bench:latency","state":{"probe":"\#(probes)"}}"#
+        let request = #"{"op":"setState","channel":"bench:latency","state":{"probe":"\#(probes)"}}"#
         var reply: [UInt8] = []
         recipients = 0
-        for action in broker.handle(.received(prober, Array(request.utf8))) {
+        for action in handle(request, on: prober) {
             guard case .send(let target, let bytes) = action else { continue }
             if target == prober { reply = bytes } else { recipients += 1 }
         }
@@ -159,11 +158,16 @@ final class ListingWorkload {
         return connection
     }
 
-    /// Sends one request (an `id` is added) and returns the bytes of its reply.
-    private func send(_ request: String, on connection: ConnectionID) -> [UInt8] {
+    /// Feeds one request to the broker, with an `id` added; returns every action it produced.
+    private func handle(_ request: String, on connection: ConnectionID) -> [Action] {
         nextId += 1
         let framed = #"{"id":\#(nextId),"# + request.dropFirst()
-        for action in broker.handle(.received(connection, Array(framed.utf8))) {
+        return broker.handle(.received(connection, Array(framed.utf8)))
+    }
+
+    /// Sends one request (an `id` is added) and returns the bytes of its reply.
+    private func send(_ request: String, on connection: ConnectionID) -> [UInt8] {
+        for action in handle(request, on: connection) {
             if case .send(let target, let bytes) = action, target == connection, bytes.starts(with: Array(#"{"id":"#.utf8)) {
                 return bytes
             }

@@ -23,9 +23,7 @@ final class RawSocketPool: @unchecked Sendable {
               configure: (RawWebSocket) -> Void) throws -> RawWebSocket {
         let connection = try RawWebSocket(port: port, path: path, subprotocol: subprotocol, deflate: deflate)
         configure(connection)
-        let worker = workers[next % workers.count]
-        next += 1
-        worker.add(connection)
+        addToNextWorker(connection)
         return connection
     }
 
@@ -51,10 +49,15 @@ final class RawSocketPool: @unchecked Sendable {
         return (0..<count).map { index in
             guard let connection = opened[index] else { return nil }
             configure(index, connection)
-            workers[next % workers.count].add(connection)
-            next += 1
+            addToNextWorker(connection)
             return connection
         }
+    }
+
+    /// Hands a configured connection to the threads in turn (round-robin).
+    private func addToNextWorker(_ connection: RawWebSocket) {
+        workers[next % workers.count].add(connection)
+        next += 1
     }
 
     /// Stops every thread and closes the connections still open.
