@@ -149,7 +149,7 @@ extension Broker {
         call([.command(["HGET", clusterKeys.prefix + "s:" + sessionId, "user"].map(storeArgument)),
               .command(["SMEMBERS", clusterKeys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, let user = replies.first?.text else { return }
-            let channels = (replies.last?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+            let channels = ClusterKeys.channels(fromIds: replies.last)
             endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "",
                          loggedOut: loggedOut)
         }
@@ -317,30 +317,24 @@ extension Broker {
             guard case .success(let replies) = result, let reply = replies.first else { return }
             clusterUserStatus!.sweepAnswered(replies.count > 1 ? replies[1] : .null)
             clusterUserStatus!.retryUnansweredEnds()
-            var reaped: [(sessionId: String, user: Name)] = []
-            for ended in reply[1].elements ?? [] {
-                guard let sessionId = ended[0].text, let user = ended[1].text else { continue }
-                let channels = (ended[2].elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
-                clusterPresence!.leave(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .timeout)
-                reaped.append((sessionId, Name(unchecked: user)))
-            }
-            clusterUserStatus!.sessionsReaped(reaped)
-            finishEnds(reply[2].elements ?? [])
+            completeEnds(reply[1].elements ?? [])
+            completeEnds(reply[2].elements ?? [], leftUnfinishedByTheirNode: true)
         }
     }
 
-    /// Ends another node began and did not finish (it died between `session.end` and
-    /// `status.ended`; the reaper hands each out once per `nodeTimeoutSeconds` until one is
-    /// finished): the channels it had not left yet are left as it would have, then the user's
-    /// record follows. Both steps are idempotent, so an end its own node finishes meanwhile
-    /// changes nothing twice.
-    private func finishEnds(_ unfinished: [StoreReply]) {
+    /// Ends the reap script handed to this node, each as id, user, kind (`l`/`t`), how
+    /// (`logout`/`closed`) and the channel ids not left yet: held sessions with no node whose
+    /// hold ended (`timeout`), and ends another node began and did not finish (it died between
+    /// `session.end` and `status.ended`; each is handed out once per `nodeTimeoutSeconds` until
+    /// one is finished). The channels are left, then the user's record follows. Both steps are
+    /// idempotent, so an end its own node finishes meanwhile changes nothing twice.
+    private func completeEnds(_ handed: [StoreReply], leftUnfinishedByTheirNode: Bool = false) {
         var ends: [StoreCommand] = []
-        for end in unfinished {
+        for end in handed {
             guard let sessionId = end[0].text, let user = end[1].text.map(Name.init(unchecked:)) else { continue }
-            let channels = (end[4].elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
-            metrics.clusterEndsFinished += 1
-            clusterPresence!.leave(sessionId: sessionId, user: user, channels: channels, kind: end[2].text == "t" ? .timeout : .leave)
+            if leftUnfinishedByTheirNode { metrics.clusterEndsFinished += 1 }
+            clusterPresence!.leave(sessionId: sessionId, user: user, channels: ClusterKeys.channels(fromIds: end[4]),
+                                   kind: end[2].text == "t" ? .timeout : .leave)
             ends.append(clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: end[3].text == "logout"))
         }
         clusterUserStatus!.sendEnds(ends)

@@ -414,7 +414,7 @@ final class ClusterPresence {
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
-                let channels = (replies.first?.elements ?? []).compactMap { $0.text.flatMap(ClusterKeys.channel(fromId:)) }
+                let channels = ClusterKeys.channels(fromIds: replies.first)
                     .filter { grant.allows(channel: $0.name) }.sorted()
                 done(.success(Answer(result: .object([
                     "totalChannel": .int(channels.count), "channels": .array(channels.map(\.json)),

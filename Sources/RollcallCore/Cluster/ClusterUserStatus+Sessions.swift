@@ -60,12 +60,6 @@ extension ClusterUserStatus {
         ])
     }
 
-    /// Sessions the reaper took out of Redis (their holds ended with no node): their users'
-    /// records follow.
-    func sessionsReaped(_ ended: [(sessionId: String, user: Name)]) {
-        sendEnds(ended.map { endedCommand(user: $0.user, sessionId: $0.sessionId, loggedOut: false) })
-    }
-
     /// Runs `status.ended` commands; those Redis did not answer (an outage) are sent again at
     /// the next reaper tick (``retryUnansweredEnds()``), so a user whose last session ended
     /// does not stay `online`. The script is idempotent. `then` runs once Redis answered, or

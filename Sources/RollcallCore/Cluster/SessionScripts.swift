@@ -96,10 +96,10 @@ package enum SessionScripts {
     /// become held from now, with no node), then claims held sessions with no node whose hold
     /// ended, then the ends some node began and did not finish within the timeout (it died
     /// between `session.end` and `status.ended`). Arguments: prefix, this node, timeout ms, most
-    /// sessions of each kind. Returns the dead nodes; for each ended session its id, user and
-    /// channel ids; for each unfinished end its id, user, kind (`l`/`t`), how (`logout`/`closed`)
-    /// and the channel ids it has not left. An unfinished end is due again one timeout later
-    /// (should this node die as well); `status.ended` takes it off the list.
+    /// sessions of each kind. Returns the dead nodes, the ended sessions and the unfinished
+    /// ends, each end as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids
+    /// not left yet. An unfinished end is due again one timeout later (should this node die as
+    /// well); `status.ended` takes it off the list.
     static let reap = StoreScript(name: "session.reap", source: library + """
         local self, timeout, limit = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
         local dead = {}
@@ -128,7 +128,7 @@ package enum SessionScripts {
           elseif f[2] == '' then
             forget(id, f[1], f[2], f[3])
             markEnding(id, f[1], 't', 'closed')
-            ended[#ended + 1] = {id, f[1], redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
+            ended[#ended + 1] = {id, f[1], 't', 'closed', redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
           end
         end
         local unfinished = {}
