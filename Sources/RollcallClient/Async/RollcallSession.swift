@@ -382,7 +382,10 @@ public final class RollcallSession: @unchecked Sendable {
         setState(.reconnecting(attempt: attempt))
         var delay = reconnect.delay(attempt: attempt)
         // No later than the end of the resume window: then a new session is kept.
-        if let resumeUntil = lock.withLock({ resumeUntil }), stillResuming { delay = min(delay, resumeUntil - Self.monotonicSeconds) }
+        if let resumeUntil = lock.withLock({ resumeUntil }) {
+            let left = resumeUntil - Self.monotonicSeconds
+            if left > 0 { delay = min(delay, left) }
+        }
         // Several URLs: the next one (its node may be the one that went away).
         lock.withLock { urlIndex = (urlIndex + 1) % urls.count }
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
