@@ -3,10 +3,11 @@
 # `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
 # hiredis and libev, and its tests start their own redis-server; the cluster tests and
 # `make cluster` put Debian's nginx in front of three nodes; rollcall-bench links zlib to inflate
-# permessage-deflate frames, zlib1g-dev, which libwebsockets-dev also pulls in), then build with SwiftPM
+# permessage-deflate frames, zlib1g-dev, which libwebsockets-dev also pulls in; the broker sends a
+# broadcast's frames through io_uring, liburing-dev), then build with SwiftPM
 # (debug build, so `make run` and `make test` share one build in .build/debug).
 
-PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server nginx zlib1g-dev
+PACKAGES := libwebsockets-dev libev4 pkg-config libsqlite3-dev libssl-dev openssl curl libhiredis-dev libev-dev redis-server nginx zlib1g-dev liburing-dev
 BROWSER_PACKAGES := chromium chromium-driver
 ## Only `make bench` needs these (the mosquitto comparison); `make test` does not.
 BENCH_PACKAGES := mosquitto

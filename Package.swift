@@ -57,6 +57,15 @@ let package = Package(
             linkerSettings: [.linkedLibrary("ev")]
         ),
 
+        // io_uring (Debian's liburing-dev): a broadcast's frames sent in one system call by the
+        // broker (Sources/RollcallServer/BatchedSends.swift). Not a dependency of RollcallClient.
+        .systemLibrary(
+            name: "CLibURing",
+            pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]
+        ),
+        .target(name: "CSendBatch", dependencies: ["CLibURing"]),
+
         // epoll for rollcall-bench's raw client sockets (Sources/rollcall-bench/Support/RawSocketPool.swift).
         .target(name: "CBenchEpoll"),
         // Raw inflate (system zlib) for rollcall-bench's plain-socket clients with `--deflate`
@@ -110,7 +119,7 @@ let package = Package(
         .target(
             name: "RollcallServer",
             dependencies: [
-                "RollcallCore", "RollcallStorage", "CRollcallShim", "RollcallEventLoop", "RollcallCluster", "RollcallRedis",
+                "RollcallCore", "RollcallStorage", "CRollcallShim", "CSendBatch", "RollcallEventLoop", "RollcallCluster", "RollcallRedis",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -149,7 +158,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall-bench",
             dependencies: [
-                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll", "CBenchZlib",
+                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll", "CBenchZlib", "CSendBatch",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
