@@ -34,7 +34,9 @@ extension BrokerServer {
     /// recipient) gets its frame in a first pass that does nothing else, and the queue,
     /// metrics and busy stamps of all of them are settled in a second pass, so the last
     /// recipient of a broadcast does not wait for the bookkeeping of the others
-    /// (BENCHMARKS.md, Issue 16 §4, session 8). Any other connection is written as before.
+    /// (BENCHMARKS.md, Issue 16 §4, session 8). With ``BatchedSends`` the first pass gathers
+    /// those frames and sends them in one submission (session 10). Any other connection is
+    /// written as before.
     private func writeDirectWrites() {
         guard !directWrites.isEmpty else { return }
         var due: [ConnectionRecord] = []
@@ -44,12 +46,17 @@ extension BrokerServer {
         // The records themselves, not ids to look up again (a hash lookup per recipient of a
         // broadcast). One whose socket lws closed meanwhile is skipped: its wsi is gone.
         for record in due where record.lifecycle.state != .closed {
+            if let batchedSends, let object = loneObjectToWriteDirectly(record) {
+                batchedSends.add(record, object: object, socket: lws_get_socket_fd(record.wsi))
+                continue
+            }
             switch sendAlone(record) {
             case .sent: sentAlone.append(record)
             case .notAlone: writeDirectly(record)
             case .failed: break
             }
         }
+        if let batchedSends, !batchedSends.isEmpty { sendBatched(batchedSends) { sentAlone.append($0) } }
         settleSentAlone(sentAlone)
         sentAlone.removeAll(keepingCapacity: true)
         swap(&sentAlone, &sentAloneScratch)
@@ -119,13 +126,22 @@ extension BrokerServer {
 }
 
 extension BrokerServer {
-    /// The coalescer releases a connection at the end of a loop turn (one held until its
-    /// window ended, or a busy requester waiting for its reply): write it now if it is still
-    /// open and has something queued (a ping, a close or a reply may have written it
-    /// meanwhile), or ask for its writable callback where a direct write is not safe
-    /// (``writeDirectly(_:)``). Writing here saves the callback's two `epoll_ctl` calls and
-    /// its loop turn per frame (BENCHMARKS.md, Issue 16 §1c).
-    func flushHeld(_ id: ConnectionID) {
-        if let record = records[id] { writeDirectly(record) }  // it returns at once on an empty queue
+    /// The coalescer releases connections at the end of a loop turn (those held until their
+    /// window ended, or a busy requester waiting for its reply): each is written now if it is
+    /// still open and has something queued (a ping, a close or a reply may have written it
+    /// meanwhile), or its writable callback is asked for where a direct write is not safe.
+    /// Writing here saves the callback's two `epoll_ctl` calls and its loop turn per frame
+    /// (BENCHMARKS.md, Issue 16 §1c). With batched sends, every queue
+    /// that fits one frame, on a connection safe to write directly, goes out in one submission
+    /// (``addWholeQueue(of:to:)``); any other is written by ``writeDirectly(_:)``.
+    func flushHeld(_ ids: [ConnectionID]) {
+        for id in ids {
+            guard let record = records[id], !record.outbound.isEmpty else { continue }
+            if let batchedSends, addWholeQueue(of: record, to: batchedSends) { continue }
+            writeDirectly(record)
+        }
+        guard let batchedSends, !batchedSends.isEmpty else { return }
+        sendBatched(batchedSends) { _ in }
+        metrics.lastFrameWrittenAt = WallClock.milliseconds
     }
 }

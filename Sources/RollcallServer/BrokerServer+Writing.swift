@@ -45,7 +45,7 @@ extension BrokerServer {
 
     /// A write outside the callback failed: lws cannot be told with -1, so the lifecycle drops
     /// the connection and lws closes it on its next turn.
-    private func dropAfterFailedDirectWrite(_ record: ConnectionRecord) {
+    func dropAfterFailedDirectWrite(_ record: ConnectionRecord) {
         logger.debug("direct write failed", metadata: ["connection": "\(record.id)"])
         perform(record.lifecycle.writeFailed(), for: record)
     }
@@ -66,8 +66,7 @@ extension BrokerServer {
     /// until ``settleSentAlone(_:)``, which the caller runs before anything else can look
     /// at the queue (lws calls nothing back from inside `lws_write`).
     func sendAlone(_ record: ConnectionRecord) -> SendAloneOutcome {
-        guard record.outbound.count == 1, let object = record.outbound.first, isSafeToWriteDirectly(record)
-        else { return .notAlone }
+        guard let object = loneObjectToWriteDirectly(record) else { return .notAlone }
         writer.reserve(object.count)
         let length = copy(object, at: 0)
         guard lws_write(record.wsi, writer.payload, length, LWS_WRITE_TEXT) >= 0 else {
@@ -75,6 +74,37 @@ extension BrokerServer {
             return .failed
         }
         return .sent
+    }
+
+    /// The object of a queue of exactly one, on a connection safe to write directly (as in
+    /// ``writeDirectly(_:)``); nil otherwise.
+    func loneObjectToWriteDirectly(_ record: ConnectionRecord) -> [UInt8]? {
+        guard record.outbound.count == 1, let object = record.outbound.first, isSafeToWriteDirectly(record) else { return nil }
+        return object
+    }
+
+    /// Adds `record`'s whole queue to `batch` as one frame (its objects joined with `\n`),
+    /// taking the objects off the queue and counting the frame as ``writeQueue(_:)`` does —
+    /// when the connection is safe to write directly and the queue fits one frame (at most
+    /// `limits.maxBatchBytes`, or a single object of any size). Otherwise returns false and
+    /// leaves everything as it was.
+    func addWholeQueue(of record: ConnectionRecord, to batch: BatchedSends) -> Bool {
+        let objects = record.outbound.count
+        let length = record.outbound.byteCount + objects - 1
+        guard objects > 0, objects == 1 || length <= configuration.limits.maxBatchBytes,
+              isSafeToWriteDirectly(record) else { return false }
+        exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
+        record.lastFrameAt = coalescer?.now ?? 0
+        batch.add(record, socket: lws_get_socket_fd(record.wsi), payloadLength: length) { payload in
+            var offset = copy(record.outbound.removeFirst(), to: payload)
+            while !record.outbound.isEmpty {
+                payload[offset] = UInt8(ascii: "\n")
+                offset += 1 + copy(record.outbound.removeFirst(), to: payload + offset + 1)
+            }
+        }
+        countFrame(length: length, objects: objects)
+        metrics.directWrites += 1
+        return true
     }
 
     /// The second pass: takes each written object off its queue and counts it, as
@@ -170,9 +200,14 @@ extension BrokerServer {
     }
 
     private func copy(_ bytes: [UInt8], at offset: Int) -> Int {
+        copy(bytes, to: writer.payload + offset)
+    }
+
+    /// Copies `bytes` to `destination`; returns how many.
+    private func copy(_ bytes: [UInt8], to destination: UnsafeMutablePointer<UInt8>) -> Int {
         bytes.withUnsafeBufferPointer { source in
             guard let base = source.baseAddress else { return }
-            (writer.payload + offset).update(from: base, count: source.count)
+            destination.update(from: base, count: source.count)
         }
         return bytes.count
     }

@@ -62,6 +62,10 @@ public final class BrokerServer {
     /// Quiet connections that got output during the current `feed`: written directly once the
     /// whole action list is applied (``BrokerServer/writeDirectly(_:)``).
     var directWrites: [ConnectionRecord] = []
+    /// Sends a broadcast's frames to quiet connections in one io_uring submission (nil:
+    /// `http.batchedSends` false, TLS, no io_uring here, or the ring failed; then one
+    /// `lws_write` each).
+    var batchedSends: BatchedSends?
     /// The first pass's written connections (`writeDirectWrites`), kept for its capacity.
     var sentAloneScratch: [ConnectionRecord] = []
     /// Connections that offered permessage-deflate while it is on: never written outside lws'
@@ -408,6 +412,7 @@ public final class BrokerServer {
         if let eventLoop {
             coalescer = WriteCoalescer(loop: eventLoop) { [unowned self] id in flushHeld(id) }
         }
+        startBatchedSends()
         if configuration.cluster.isEnabled {
             guard let eventLoop else {
                 lws_context_destroy(created)

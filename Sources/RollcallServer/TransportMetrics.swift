@@ -16,6 +16,14 @@ struct TransportMetrics {
     var writesCoalesced = 0
     /// Queues written at once, outside lws' writable callback (no writable request).
     var directWrites = 0
+    /// Whether broadcasts' frames go out through the io_uring batch (``BatchedSends``).
+    var batchedSendsEnabled = false
+    /// Frames sent through the io_uring batch.
+    var batchedSends = 0
+    /// Of those, frames the socket took only in part, the rest handed to lws.
+    var batchedSendTails = 0
+    /// Times the io_uring batch failed and was turned off.
+    var batchedSendFailures = 0
     /// When the last frame was handed to the socket (Unix milliseconds; 0: never).
     var lastFrameWrittenAt: Int64 = 0
     /// Connections cut because their outbound queue exceeded `limits.maxOutboundBytes`.

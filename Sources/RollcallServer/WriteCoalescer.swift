@@ -39,11 +39,11 @@ final class WriteCoalescer {
     private var endOfTurn: [ConnectionID] = []
     /// The window ended: the next ``endTurn()`` writes the held connections.
     private(set) var isDue = false
-    private let flush: (ConnectionID) -> Void
+    private let flush: ([ConnectionID]) -> Void
 
-    /// A coalescer on `loop`; `flush` is called for each connection to write by ``endTurn()``
-    /// once the window has ended.
-    init(loop: EventLoop, flush: @escaping (ConnectionID) -> Void) {
+    /// A coalescer on `loop`; `flush` is called by ``endTurn()`` with the connections to write
+    /// (all of them at once, so their frames can go out in one batch, ``BatchedSends``).
+    init(loop: EventLoop, flush: @escaping ([ConnectionID]) -> Void) {
         self.flush = flush
         timer = LoopTimer(loop: loop) { [unowned self] in isDue = true }
     }
@@ -78,26 +78,26 @@ final class WriteCoalescer {
         if endOfTurn.last != id { endOfTurn.append(id) }
     }
 
-    /// Called by the service loop after every loop turn: calls `flush` for each connection
-    /// given to ``writeAtEndOfTurn(_:)`` during the turn, then, when the window has ended, for
-    /// each connection held until then (``flushIfDue()``).
+    /// Called by the service loop after every loop turn: calls `flush` with the connections
+    /// given to ``writeAtEndOfTurn(_:)`` during the turn, then, when the window has ended, with
+    /// those held until then (``flushIfDue()``).
     func endTurn() {
         if !endOfTurn.isEmpty {
             swap(&endOfTurn, &flushing)
-            for id in flushing { flush(id) }
+            flush(flushing)
             flushing.removeAll(keepingCapacity: true)
         }
         flushIfDue()
     }
 
-    /// When the window has ended, calls `flush` for each connection held until then. One held
+    /// When the window has ended, calls `flush` with the connections held until then. One held
     /// during the flush (a write that failed and closed its connection can feed the core)
     /// waits for the next window.
     private func flushIfDue() {
         guard isDue else { return }
         isDue = false
         swap(&held, &flushing)
-        for id in flushing { flush(id) }
+        flush(flushing)
         flushing.removeAll(keepingCapacity: true)
         if !held.isEmpty { timer?.schedule(after: Self.windowSeconds) }
     }

@@ -34,7 +34,7 @@ private let everyKeyChanged = """
       "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
-                   "permessageDeflateMemLevel": 2},
+                   "permessageDeflateMemLevel": 2, "batchedSends": false},
       "heartbeat": {"intervalSeconds": 2.5, "timeoutSeconds": 7.5},
       "presence":  {"maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2,
                     "timeoutSeconds": 1.5, "snapshotMaxMembers": 11},
@@ -67,7 +67,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
-    c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2
+    c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
     c.heartbeat.intervalSeconds = 2.5; c.heartbeat.timeoutSeconds = 7.5
     c.presence.maxInstantEvents = 3; c.presence.hysteresis = 1; c.presence.intervalSeconds = 0.2
     c.presence.timeoutSeconds = 1.5; c.presence.snapshotMaxMembers = 11

@@ -13,7 +13,7 @@ struct WriteCoalescerTests {
     @Test func flushesEveryHeldConnectionOnceAfterTheWindow() throws {
         try EventLoop.withTestLoop { loop in
             var flushed: [ConnectionID] = []
-            let coalescer = WriteCoalescer(loop: loop) { flushed.append($0) }
+            let coalescer = WriteCoalescer(loop: loop) { flushed.append(contentsOf: $0) }
             defer { coalescer.stop() }
             let held = (1...500).map { ConnectionID(UInt64($0)) }
             let heldAt = loop.now
@@ -43,7 +43,7 @@ struct WriteCoalescerTests {
     @Test func stopDropsTheTimerWithoutFlushing() throws {
         try EventLoop.withTestLoop { loop in
             var flushed = 0
-            let coalescer = WriteCoalescer(loop: loop) { _ in flushed += 1 }
+            let coalescer = WriteCoalescer(loop: loop) { flushed += $0.count }
             coalescer.hold(ConnectionID(1))
             coalescer.stop()
             var waited = false
@@ -60,7 +60,7 @@ struct WriteCoalescerTests {
     @Test func theTimerMarksTheFlushDueAndTheServiceLoopRunsIt() throws {
         try EventLoop.withTestLoop { loop in
             var flushed: [ConnectionID] = []
-            let coalescer = WriteCoalescer(loop: loop) { flushed.append($0) }
+            let coalescer = WriteCoalescer(loop: loop) { flushed.append(contentsOf: $0) }
             defer { coalescer.stop() }
             coalescer.hold(ConnectionID(1))
             #expect(loop.run(until: { coalescer.isDue }, timeout: 2))
@@ -92,7 +92,7 @@ struct WriteCoalescerTests {
     @Test func endOfTurnWritesComeAtTheEndOfTheTurnOnceAndBeforeTheFlush() throws {
         try EventLoop.withTestLoop { loop in
             var flushed: [ConnectionID] = []
-            let coalescer = WriteCoalescer(loop: loop) { flushed.append($0) }
+            let coalescer = WriteCoalescer(loop: loop) { flushed.append(contentsOf: $0) }
             defer { coalescer.stop() }
             coalescer.hold(ConnectionID(1))
             coalescer.writeAtEndOfTurn(ConnectionID(2))

@@ -60,6 +60,9 @@ const struct lws_extension *rollcall_permessage_deflate_extensions(void);
 /// The close-frame write type. lws 4.1 keeps `LWS_WRITE_CLOSE` (4) out of the public enum
 /// ("handled by lws_close_reason()"), but `lws_write` frames it like PING/PONG (opcode 0x8).
 static const enum lws_write_protocol rollcall_lws_write_close = (enum lws_write_protocol)4;
+/// `LWS_WRITE_RAW` (a macro Swift does not import): bytes sent as they are, no frame header;
+/// the WebSocket role passes them to `lws_issue_raw`, which keeps what the socket does not take.
+static const enum lws_write_protocol rollcall_lws_write_raw = LWS_WRITE_RAW;
 
 /// Half-closes the connection's socket for writing (`shutdown(fd, SHUT_WR)`): what was
 /// written is still delivered, then the peer reads EOF. Returns 0 on success.

@@ -57,6 +57,10 @@ public struct Configuration: Sendable, Equatable {
         /// (zlib's and lws' default); lower levels shrink the hash table zlib clears for every
         /// connection (2^(memLevel+8) bytes) at some cost in compression (docs/operations.md).
         public var permessageDeflateMemLevel = 8
+        /// Send a broadcast's frames to quiet connections in one io_uring submission instead
+        /// of one `send` each, where the kernel allows io_uring and TLS is off. Default true
+        /// (docs/transport.md, "Batched sends").
+        public var batchedSends = true
         public init() {}
     }
 

@@ -32,6 +32,7 @@ extension ConfigurationKey {
             .strings("http.allowedOrigins", \.http.allowedOrigins),
             .boolean("http.permessageDeflate", \.http.permessageDeflate),
             .integer("http.permessageDeflateMemLevel", \.http.permessageDeflateMemLevel, 1...9),
+            .boolean("http.batchedSends", \.http.batchedSends),
 
             .number("heartbeat.intervalSeconds", \.heartbeat.intervalSeconds, heartbeat),
             .number("heartbeat.timeoutSeconds", \.heartbeat.timeoutSeconds, heartbeat),

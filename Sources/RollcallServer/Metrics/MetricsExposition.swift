@@ -92,6 +92,16 @@ final class MetricsExposition {
         series.counter("rollcall_direct_writes_total",
                        "Queues written at once after the event that filled them, without a writable callback",
                        total: t.directWrites)
+        series.gauge("rollcall_batched_sends_enabled",
+                     "1 while a broadcast's frames go out in one io_uring submission (http.batchedSends), else 0",
+                     t.batchedSendsEnabled ? 1 : 0)
+        series.counter("rollcall_batched_sends_total", "Frames sent through the io_uring batch", total: t.batchedSends)
+        series.counter("rollcall_batched_send_tails_total",
+                       "Frames of the batch the socket took only in part (the rest went through libwebsockets)",
+                       total: t.batchedSendTails)
+        series.counter("rollcall_batched_send_failures_total",
+                       "Times the io_uring batch failed and was turned off (then one lws_write per frame)",
+                       total: t.batchedSendFailures)
         series.gauge("rollcall_last_frame_written_timestamp_milliseconds",
                      "When the last WebSocket frame was handed to a socket (Unix ms; 0: never)", Int(t.lastFrameWrittenAt))
         for code in ErrorCode.allCases {
