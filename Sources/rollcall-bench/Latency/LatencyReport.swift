@@ -75,6 +75,16 @@ struct LatencyReport {
             }
             result.metrics.append(BenchMetric("p99 as a multiple of N × a plain write() (the floor until session 9)",
                                               millis(99) / (frameWriteMicros * Double(members - 1) / 1000), "×"))
+            if !measured.batchedFloorRounds.isEmpty {
+                let batched = LatencyReport.percentile(measured.batchedFloorRounds, 50)
+                result.metrics.append(BenchMetric(
+                    "one frame write, the same broadcast as one io_uring submission (as the broker's batched sends) between probes (median of \(measured.batchedFloorRounds.count))",
+                    batched, "µs"))
+                result.metrics.append(BenchMetric("… its rounds' p90", LatencyReport.percentile(measured.batchedFloorRounds, 90), "µs"))
+                result.metrics.append(BenchMetric("plain write() ÷ io_uring submission", frameWriteMicros / batched, "×"))
+                result.metrics.append(BenchMetric("p99 as a multiple of N × that io_uring write",
+                                                  millis(99) / (batched * Double(members - 1) / 1000), "×"))
+            }
             if let frameWriteAfterRunMicros, frameWriteAfterRunMicros > 0 {
                 result.metrics.append(BenchMetric("one frame write after the run, one reader thread (the floor until session 8)",
                                                   frameWriteAfterRunMicros, "µs"))

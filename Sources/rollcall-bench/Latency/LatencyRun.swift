@@ -23,13 +23,16 @@ struct LatencyMeasurement {
     let floorRounds: [Double]
     /// The lws broadcast's rounds, run in the same gaps (µs per write), when one was given.
     let lwsFloorRounds: [Double]
+    /// The plain broadcast as one io_uring submission, in the same gaps (µs per write); empty
+    /// where the kernel gives no io_uring.
+    let batchedFloorRounds: [Double]
 }
 
 /// Drives the probing window: probes and background publishes paced from one thread,
 /// progress once a second, then waits for the last deliveries. Halfway between two probes
 /// the same thread runs one round of each floor broadcast (lws and plain `write`, which goes
-/// first alternating), so the floors are measured in the same seconds as the broker's
-/// broadcasts, not after them.
+/// first alternating, then the plain one as one io_uring submission), so the floors are
+/// measured in the same seconds as the broker's broadcasts, not after them.
 struct LatencyRun {
     let driver: LatencyDriver
     let floor: RawBroadcast?
@@ -51,6 +54,7 @@ struct LatencyRun {
         var probesSent = 0
         var floorRounds: [Double] = []
         var lwsFloorRounds: [Double] = []
+        var batchedFloorRounds: [Double] = []
         var nextFloorRound = start + 0.5 / probeRate
         var nextPrint = start + 1
         var now = start
@@ -68,6 +72,7 @@ struct LatencyRun {
                 if lwsFirst, let lwsFloor { lwsFloorRounds.append(lwsFloor.round()) }
                 if let floor { floorRounds.append(floor.round()) }
                 if !lwsFirst, let lwsFloor { lwsFloorRounds.append(lwsFloor.round()) }
+                if let batched = floor?.batchedRound() { batchedFloorRounds.append(batched) }
             }
             usleep(500)
             now = MonotonicSeconds.now
@@ -100,6 +105,6 @@ struct LatencyRun {
             backgroundDelivered: driver.backgroundDeliveries.total - deliveredBefore,
             brokerCores: (cpuAtEnd - cpuBefore) / (end - start), benchCores: (benchAtEnd - benchBefore) / (end - start),
             firstAfterSend: spreads.firstAfterSend, lastAfterFirst: spreads.lastAfterFirst, floorRounds: floorRounds,
-            lwsFloorRounds: lwsFloorRounds.filter { !$0.isNaN })
+            lwsFloorRounds: lwsFloorRounds.filter { !$0.isNaN }, batchedFloorRounds: batchedFloorRounds)
     }
 }

@@ -1,4 +1,5 @@
 import CBenchEpoll
+import CSendBatch
 import Foundation
 
 /// What one frame write costs on this machine, measured in the bench's own process: `count`
@@ -25,6 +26,11 @@ final class RawBroadcast {
     private var drain: DrainThreads?
     private let frame: [UInt8]
     private var split: SplitWriters?
+    /// An io_uring for ``batchedRound()``; nil where the kernel refuses one.
+    private var batch: OpaquePointer?
+    private var frameAddresses: [UnsafePointer<UInt8>?] = []
+    private var frameLengths: [UInt32] = []
+    private var results: [Int32] = []
 
     /// Opens `count` connected socket pairs read by `readerThreads` threads (sockets dealt
     /// round-robin, like the bench's members); nil when the sockets could not be set up.
@@ -63,8 +69,38 @@ final class RawBroadcast {
         return (MonotonicSeconds.now - start) / Double(writers.count) * 1e6
     }
 
+    /// The same broadcast as one io_uring submission of `send`s (`MSG_DONTWAIT`), as the
+    /// broker's batched sends make it (docs/transport.md, "Batched sends"): wall-clock
+    /// microseconds per write, or nil where this kernel gives no io_uring.
+    func batchedRound() -> Double? {
+        if batch == nil {
+            var error: Int32 = 0
+            batch = rollcall_send_batch_create(1024, &error)
+            guard batch != nil else { return nil }
+        }
+        return frame.withUnsafeBufferPointer { bytes -> Double in
+            frameAddresses = Array(repeating: bytes.baseAddress, count: writers.count)
+            frameLengths = Array(repeating: UInt32(bytes.count), count: writers.count)
+            results = Array(repeating: 0, count: writers.count)
+            let start = MonotonicSeconds.now
+            _ = writers.withUnsafeBufferPointer { fds in
+                frameAddresses.withUnsafeBufferPointer { buffers in
+                    frameLengths.withUnsafeBufferPointer { lengths in
+                        results.withUnsafeMutableBufferPointer { results in
+                            rollcall_send_batch_run(batch, fds.baseAddress, buffers.baseAddress, lengths.baseAddress,
+                                                    results.baseAddress, fds.count)
+                        }
+                    }
+                }
+            }
+            return (MonotonicSeconds.now - start) / Double(writers.count) * 1e6
+        }
+    }
+
     /// Ends the reader (and writer) threads and closes the sockets. Idempotent.
     func close() {
+        rollcall_send_batch_destroy(batch)
+        batch = nil
         split?.stop()
         split = nil
         drain?.stopAll()
