@@ -40,8 +40,15 @@ final class BatchedSends {
         var description: String { "io_uring submission failed: \(String(cString: strerror(errno))) (errno \(errno))" }
     }
 
-    /// Requests per system call; a larger batch takes several.
+    /// Requests per system call, and the most one batch holds (``isFull``).
     static let ringEntries: UInt32 = 1024
+    /// The most frame bytes one batch holds (``isFull``): a flush of 15,000 connections would
+    /// otherwise keep every frame at once, and the buffer would stay that large (the idle
+    /// bench measured +0.9 KiB per session; BENCHMARKS.md, Issue 16 §4, "Session 10").
+    static let frameBytesLimit = 256 * 1024
+    /// The frame buffer's size: the limit plus room for the frame that crosses it. A larger
+    /// frame grows the buffer for its own batch only.
+    static let frameBufferBytes = frameBytesLimit + 64 * 1024
 
     private var ring: OpaquePointer?
     private var frames: UnsafeMutablePointer<UInt8>
@@ -59,7 +66,7 @@ final class BatchedSends {
 
     private init(ring: OpaquePointer) {
         self.ring = ring
-        framesCapacity = 64 * 1024
+        framesCapacity = Self.frameBufferBytes
         frames = .allocate(capacity: framesCapacity)
     }
 
@@ -77,6 +84,10 @@ final class BatchedSends {
 
     /// Nothing added since the last ``send(_:)``.
     var isEmpty: Bool { records.isEmpty }
+
+    /// The batch holds as many frames, or frame bytes, as one batch should: send it before
+    /// adding more.
+    var isFull: Bool { records.count >= Int(Self.ringEntries) || framesUsed >= Self.frameBytesLimit }
 
     /// Adds `object` as one text frame for `record`'s socket (the frame of the previous
     /// recipient when it was given the same object: a broadcast's event is encoded once).
@@ -154,6 +165,11 @@ final class BatchedSends {
         frameLengths.removeAll(keepingCapacity: true)
         framesUsed = 0
         lastObject = nil
+        if framesCapacity > Self.frameBufferBytes {
+            frames.deallocate()
+            framesCapacity = Self.frameBufferBytes
+            frames = .allocate(capacity: framesCapacity)
+        }
     }
 
     /// Writes a text frame after the frames already built; returns where it is.

@@ -48,6 +48,7 @@ extension BrokerServer {
         for record in due where record.lifecycle.state != .closed {
             if let batchedSends, let object = loneObjectToWriteDirectly(record) {
                 batchedSends.add(record, object: object, socket: lws_get_socket_fd(record.wsi))
+                if batchedSends.isFull { sendBatched(batchedSends) { sentAlone.append($0) } }
                 continue
             }
             switch sendAlone(record) {
@@ -131,17 +132,23 @@ extension BrokerServer {
     /// still open and has something queued (a ping, a close or a reply may have written it
     /// meanwhile), or its writable callback is asked for where a direct write is not safe.
     /// Writing here saves the callback's two `epoll_ctl` calls and its loop turn per frame
-    /// (BENCHMARKS.md, Issue 16 §1c). With batched sends, every queue
-    /// that fits one frame, on a connection safe to write directly, goes out in one submission
-    /// (``addWholeQueue(of:to:)``); any other is written by ``writeDirectly(_:)``.
+    /// (BENCHMARKS.md, Issue 16 §1c). With batched sends, the queues that fit one frame, on
+    /// connections safe to write directly, go out in submissions of up to a full batch
+    /// (``addWholeQueue(of:to:)``, ``BatchedSends/isFull``); any other is written by
+    /// ``writeDirectly(_:)``.
     func flushHeld(_ ids: [ConnectionID]) {
+        var batchedAny = false
         for id in ids {
             guard let record = records[id], !record.outbound.isEmpty else { continue }
-            if let batchedSends, addWholeQueue(of: record, to: batchedSends) { continue }
+            if let batchedSends, addWholeQueue(of: record, to: batchedSends) {
+                batchedAny = true
+                if batchedSends.isFull { sendBatched(batchedSends) { _ in } }
+                continue
+            }
             writeDirectly(record)
         }
-        guard let batchedSends, !batchedSends.isEmpty else { return }
-        sendBatched(batchedSends) { _ in }
+        guard batchedAny, let batchedSends else { return }
+        if !batchedSends.isEmpty { sendBatched(batchedSends) { _ in } }
         metrics.lastFrameWrittenAt = WallClock.milliseconds
     }
 }

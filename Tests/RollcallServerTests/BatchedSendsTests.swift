@@ -78,6 +78,27 @@ struct BatchedSendsTests {
         #expect(tookNothing, "a full socket reports EAGAIN as nothing sent")
     }
 
+    @Test("a batch is full at 1024 frames or 256 KiB of frames, so a large flush goes out in several")
+    func fullAtItsBounds() throws {
+        let batch = try BatchedSends.make().get()
+        let small = Array("{}".utf8)
+        for index in 0..<1023 { batch.add(record(UInt64(index)), socket: -1, payloadLength: small.count) { $0.update(from: small, count: small.count) } }
+        #expect(!batch.isFull)
+        batch.add(record(1023), socket: -1, payloadLength: small.count) { $0.update(from: small, count: small.count) }
+        #expect(batch.isFull)
+        var failures = 0
+        try batch.send { _, outcome in if case .failed(EBADF) = outcome { failures += 1 } }
+        #expect(failures == 1024, "socket -1: every send fails with EBADF, and each is reported")
+
+        let big = [UInt8](repeating: UInt8(ascii: "a"), count: 100_000)
+        for index in 0..<2 { batch.add(record(UInt64(index)), socket: -1, payloadLength: big.count) { $0.update(from: big, count: big.count) } }
+        #expect(!batch.isFull)
+        batch.add(record(2), socket: -1, payloadLength: big.count) { $0.update(from: big, count: big.count) }
+        #expect(batch.isFull)
+        try batch.send { _, _ in }
+        #expect(batch.isEmpty && !batch.isFull)
+    }
+
     @Test("a socket the peer reset: failed with its errno")
     func resetSocketFails() throws {
         let batch = try BatchedSends.make().get()
