@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "RollcallServerTests",
             dependencies: [
-                "RollcallServer", "RollcallCore", "RollcallProtocol", "RollcallEventLoop", "RollcallRedis", "RollcallTestSupport",
+                "RollcallServer", "RollcallCore", "RollcallProtocol", "RollcallEventLoop", "RollcallRedis", "RollcallTestSupport", "CSendBatch",
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),

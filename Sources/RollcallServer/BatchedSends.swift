@@ -82,6 +82,17 @@ final class BatchedSends {
         return .success(BatchedSends(ring: ring))
     }
 
+    /// True once: the first time this kernel left a send in flight past its submission
+    /// despite `MSG_DONTWAIT` (it was cancelled and reported as nothing sent, so lws sent
+    /// the frame: correct, but slower). The 6.18 kernel this was built on honours the flag.
+    func firstUnfinishedSend() -> Bool {
+        guard !reportedUnfinished, rollcall_send_batch_unfinished(ring) > 0 else { return false }
+        reportedUnfinished = true
+        return true
+    }
+
+    private var reportedUnfinished = false
+
     /// Nothing added since the last ``send(_:)``.
     var isEmpty: Bool { records.isEmpty }
 

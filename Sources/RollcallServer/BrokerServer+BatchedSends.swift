@@ -52,6 +52,9 @@ extension BrokerServer {
             batchedSends = nil
             metrics.batchedSendsEnabled = false
         }
+        if batchedSends?.firstUnfinishedSend() == true {
+            logger.warning("io_uring left sends to full sockets in flight despite MSG_DONTWAIT; they are cancelled and sent by lws instead")
+        }
         for record in failed { dropAfterFailedDirectWrite(record) }
     }
 

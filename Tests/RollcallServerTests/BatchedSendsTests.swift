@@ -1,3 +1,4 @@
+import CSendBatch
 import Glibc
 @testable import RollcallServer
 import RollcallCore
@@ -99,6 +100,36 @@ struct BatchedSendsTests {
         #expect(batch.isEmpty && !batch.isFull)
     }
 
+    /// The guard for kernels that wait for a full socket inside io_uring: a send made
+    /// without `MSG_DONTWAIT` to a full blocking socket waits in the kernel here too, and the
+    /// run cancels it instead of waiting for the peer.
+    @Test("a send still in flight when the submission returns is cancelled: nothing sent, and the call returns")
+    func sendInFlightIsCancelled() throws {
+        let pair = try LoopbackPair(sendBufferBytes: 4096, receiveBufferBytes: 4096, blocking: true)
+        var error: Int32 = 0
+        let ring = try #require(rollcall_send_batch_create(8, &error))
+        defer { rollcall_send_batch_destroy(ring) }
+        let big = [UInt8](repeating: UInt8(ascii: "f"), count: 1 << 20)
+        func send(flags: Int32) -> Int32 {
+            var fd = pair.sender
+            var length = UInt32(big.count)
+            var result: Int32 = 0
+            big.withUnsafeBufferPointer { bytes in
+                var buffer: UnsafePointer<UInt8>? = bytes.baseAddress
+                _ = rollcall_send_batch_run_flags(ring, &fd, &buffer, &length, &result, 1, flags)
+            }
+            return result
+        }
+        // Fill the socket until it takes nothing (TCP takes a little more after a short send).
+        var full = false
+        for _ in 0..<20 where !full { full = send(flags: Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) == -EAGAIN }
+        #expect(full, "the socket fills")
+        #expect(rollcall_send_batch_unfinished(ring) == 0)
+        let waited = send(flags: Int32(MSG_NOSIGNAL))
+        #expect(waited == -ECANCELED, "nothing sent: \(waited)")
+        #expect(rollcall_send_batch_unfinished(ring) == 1)
+    }
+
     @Test("a socket the peer reset: failed with its errno")
     func resetSocketFails() throws {
         let batch = try BatchedSends.make().get()
@@ -117,13 +148,13 @@ struct BatchedSendsTests {
 /// Whether this kernel gives the test process an io_uring with `IORING_OP_SEND`.
 private let ioUringAvailable = (try? BatchedSends.make().get()) != nil
 
-/// A connected pair of loopback TCP sockets: `sender` non-blocking (as lws' are), the
-/// receiving end blocking with a receive timeout.
+/// A connected pair of loopback TCP sockets: `sender` non-blocking (as lws' are) unless
+/// asked otherwise, the receiving end blocking with a receive timeout.
 private final class LoopbackPair {
     let sender: Int32
     private var receiver: Int32
 
-    init(sendBufferBytes: Int32? = nil, receiveBufferBytes: Int32? = nil) throws {
+    init(sendBufferBytes: Int32? = nil, receiveBufferBytes: Int32? = nil, blocking: Bool = false) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }
         var address = sockaddr_in()
@@ -151,7 +182,7 @@ private final class LoopbackPair {
         let sender = accept(listener, nil, nil)
         guard sender >= 0 else { throw PairError.setup(errno) }
         if var size = sendBufferBytes { setsockopt(sender, SOL_SOCKET, SO_SNDBUF, &size, 4) }
-        _ = fcntl(sender, F_SETFL, fcntl(sender, F_GETFL) | O_NONBLOCK)
+        if !blocking { _ = fcntl(sender, F_SETFL, fcntl(sender, F_GETFL) | O_NONBLOCK) }
         self.sender = sender
         self.receiver = receiver
     }
