@@ -1,8 +1,9 @@
 import CSendBatch
 import Glibc
 
-/// A broadcast's frames to quiet connections, handed to the kernel in one io_uring
-/// submission instead of one `send` per connection (docs/transport.md, "Batched sends").
+/// Frames for many connections (a broadcast's quiet recipients, the queues of a coalescing
+/// flush), handed to the kernel in one io_uring submission instead of one `send` per
+/// connection (docs/transport.md, "Batched sends").
 ///
 /// On this machine a loopback `send` to a socket whose reader sleeps costs 5–10 µs, most of
 /// it the receiving side's TCP work and the reader's wake-up, which the broker's thread pays
@@ -14,7 +15,8 @@ import Glibc
 ///
 /// The frames are built here, not by lws: an unmasked, unfragmented text frame (RFC 6455 §5.2),
 /// which is what `lws_write(LWS_WRITE_TEXT)` sends for a connection with no extension and no
-/// TLS — the only ones the broker adds (see `BrokerServer.writeDirectWrites`). Recipients of
+/// TLS — the only ones the broker adds (`BrokerServer.loneObjectToWriteDirectly`,
+/// `BrokerServer.addWholeQueue`). Recipients of
 /// one event share its bytes, so consecutive recipients of the same object share one frame.
 final class BatchedSends {
     /// What became of one connection's frame.
@@ -50,11 +52,11 @@ final class BatchedSends {
     /// frame grows the buffer for its own batch only.
     static let frameBufferBytes = frameBytesLimit + 64 * 1024
 
-    private var ring: OpaquePointer?
+    private let ring: OpaquePointer
     private var frames: UnsafeMutablePointer<UInt8>
     private var framesCapacity: Int
     private var framesUsed = 0
-    private(set) var records: [ConnectionRecord] = []
+    private var records: [ConnectionRecord] = []
     private var sockets: [Int32] = []
     private var frameOffsets: [Int] = []
     private var frameLengths: [UInt32] = []
