@@ -109,6 +109,10 @@ public final class BrokerServer {
     private var started = false
     private var contextForStopRequests: OpaquePointer?
     private let finished = DispatchSemaphore(value: 0)
+    /// Signalled once by the service thread when the cluster link is first connected.
+    private let clusterConnected = DispatchSemaphore(value: 0)
+    /// The service thread's side of ``clusterConnected``: already signalled.
+    private var clusterConnectedSignalled = false
     private var cStrings: [UnsafeMutablePointer<CChar>] = []
     private var protocols: UnsafeMutablePointer<lws_protocols>?
     /// lws' idle ("validity") policy for the vhost: all zero, so lws keeps no per-connection
@@ -210,7 +214,8 @@ public final class BrokerServer {
     }
 
     /// Creates the lws context on a new service thread and starts serving. Returns the bound
-    /// port once the socket listens; throws ``ServerError`` if it cannot listen.
+    /// port once the socket listens (in cluster mode, once the Redis links are connected too,
+    /// waiting at most `cluster.nodeTimeoutSeconds`); throws ``ServerError`` if it cannot listen.
     @discardableResult
     public func start() throws(ServerError) -> Int {
         lifecycle.lock()
@@ -238,7 +243,22 @@ public final class BrokerServer {
         ready.wait()
         let port = try outcome.result.get()
         self.port = port
+        waitForTheClusterLink()
         return port
+    }
+
+    /// Cluster mode: waits until the node's Redis links are connected (the start check has
+    /// just reached Redis, so this takes a loop turn or two), at most `nodeTimeoutSeconds`, so
+    /// that the node is not announced (`listening on`) while every request that needs Redis
+    /// would be answered `UNAVAILABLE`. Past the bound it starts anyway and says so; `/healthz`
+    /// answers 503 until the links are up.
+    private func waitForTheClusterLink() {
+        guard configuration.cluster.isEnabled else { return }
+        let bound = max(1, configuration.cluster.nodeTimeoutSeconds)
+        if clusterConnected.wait(timeout: .now() + bound) == .timedOut {
+            logger.warning("cluster: Redis not connected yet; requests that need it are answered UNAVAILABLE until it is",
+                           metadata: ["waitedSeconds": "\(bound)"])
+        }
     }
 
     /// Blocks until the service loop has ended and the context is destroyed.
@@ -282,6 +302,10 @@ public final class BrokerServer {
             if let eventLoop {
                 eventLoop.runOnce()
                 coalescer?.endTurn()
+                if !clusterConnectedSignalled, clusterLink?.isConnected == true {
+                    clusterConnectedSignalled = true
+                    clusterConnected.signal()
+                }
             } else if lws_service(context, 0) < 0 {
                 break
             }

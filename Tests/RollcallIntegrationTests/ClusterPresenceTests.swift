@@ -268,6 +268,21 @@ struct ClusterPresenceTests {
         }
     }
 
+    /// A node prints `listening on` only once its Redis links are connected (docs/cluster.md,
+    /// "Ready"): before, a client that logged in within its first milliseconds could be
+    /// answered UNAVAILABLE (a JS cluster test was, once).
+    @Test("a node announces itself only once Redis is connected: /healthz is 200 and a login and join succeed right away")
+    func readyWhenAnnounced() throws {
+        let cluster = try ClusterProcess(nodeCount: 1)
+        for index in 1...3 {
+            let node = try BrokerProcess(config: cluster.config(forNode: index))
+            defer { node.kill() }
+            #expect(try RawHTTP.get(port: node.port, path: "/healthz").status == 200, "node \(index + 1)")
+            let client = try node.session("early-\(index)")
+            #expect(try client.join("doorstep").ok, "node \(index + 1)")
+        }
+    }
+
     @Test("/healthz answers 503 on every node once redis-server is killed, 200 again after it restarts on the same port")
     func healthFollowsRedis() throws {
         let cluster = try ClusterProcess()
