@@ -107,11 +107,7 @@ final class BatchedSends {
     func add(_ record: ConnectionRecord, object: [UInt8], socket: Int32) {
         let identity = object.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
         if identity == nil || identity != lastObject {
-            lastFrame = appendFrame(payloadLength: object.count) { payload in
-                object.withUnsafeBufferPointer { source in
-                    if let base = source.baseAddress { payload.update(from: base, count: source.count) }
-                }
-            }
+            lastFrame = appendFrame(payloadLength: object.count) { _ = object.copy(to: $0) }
             lastObject = identity
         }
         append(record, socket: socket, frame: lastFrame)

@@ -137,18 +137,14 @@ extension BrokerServer {
     /// (``addWholeQueue(of:to:)``, ``BatchedSends/isFull``); any other is written by
     /// ``writeDirectly(_:)``.
     func flushHeld(_ ids: [ConnectionID]) {
-        var batchedAny = false
         for id in ids {
             guard let record = records[id], !record.outbound.isEmpty else { continue }
             if let batchedSends, addWholeQueue(of: record, to: batchedSends) {
-                batchedAny = true
                 if batchedSends.isFull { sendBatched(batchedSends) { _ in } }
                 continue
             }
             writeDirectly(record)
         }
-        guard batchedAny, let batchedSends else { return }
-        if !batchedSends.isEmpty { sendBatched(batchedSends) { _ in } }
-        metrics.lastFrameWrittenAt = WallClock.milliseconds
+        if let batchedSends, !batchedSends.isEmpty { sendBatched(batchedSends) { _ in } }
     }
 }

@@ -96,11 +96,7 @@ extension BrokerServer {
         exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
         record.lastFrameAt = coalescer?.now ?? 0
         batch.add(record, socket: lws_get_socket_fd(record.wsi), payloadLength: length) { payload in
-            var offset = copy(record.outbound.removeFirst(), to: payload)
-            while !record.outbound.isEmpty {
-                payload[offset] = UInt8(ascii: "\n")
-                offset += 1 + copy(record.outbound.removeFirst(), to: payload + offset + 1)
-            }
+            _ = moveBatch(from: record, to: payload, limit: length)  // the whole queue: it fits
         }
         countFrame(length: length, objects: objects)
         metrics.directWrites += 1
@@ -186,29 +182,38 @@ extension BrokerServer {
     /// how many objects it holds.
     private func fillBatch(from record: ConnectionRecord) -> (Int, Int) {
         let limit = configuration.limits.maxBatchBytes
-        let first = record.outbound.removeFirst()
-        writer.reserve(max(first.count, limit))
-        var length = copy(first, at: 0)
+        writer.reserve(max(record.outbound.first?.count ?? 0, limit))
+        return moveBatch(from: record, to: writer.payload, limit: limit)
+    }
+
+    /// Moves queued objects to `destination`, joined with `\n`: the first always, then each
+    /// while the frame stays within `limit` bytes. Returns the frame's length and how many
+    /// objects it holds. (The write buffer's frames, and a batched flush's whole queue.)
+    private func moveBatch(from record: ConnectionRecord, to destination: UnsafeMutablePointer<UInt8>,
+                           limit: Int) -> (Int, Int) {
+        var length = record.outbound.removeFirst().copy(to: destination)
         var objects = 1
         while let next = record.outbound.first, length + 1 + next.count <= limit {
-            writer.payload[length] = UInt8(ascii: "\n")
+            destination[length] = UInt8(ascii: "\n")
             length += 1
-            length += copy(record.outbound.removeFirst(), at: length)
+            length += record.outbound.removeFirst().copy(to: destination + length)
             objects += 1
         }
         return (length, objects)
     }
 
     private func copy(_ bytes: [UInt8], at offset: Int) -> Int {
-        copy(bytes, to: writer.payload + offset)
+        bytes.copy(to: writer.payload + offset)
     }
+}
 
-    /// Copies `bytes` to `destination`; returns how many.
-    private func copy(_ bytes: [UInt8], to destination: UnsafeMutablePointer<UInt8>) -> Int {
-        bytes.withUnsafeBufferPointer { source in
+extension [UInt8] {
+    /// Copies the bytes to `destination`; returns how many.
+    func copy(to destination: UnsafeMutablePointer<UInt8>) -> Int {
+        withUnsafeBufferPointer { source in
             guard let base = source.baseAddress else { return }
             destination.update(from: base, count: source.count)
         }
-        return bytes.count
+        return count
     }
 }
