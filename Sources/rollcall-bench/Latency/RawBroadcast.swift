@@ -26,11 +26,10 @@ final class RawBroadcast {
     private var drain: DrainThreads?
     private let frame: [UInt8]
     private var split: SplitWriters?
-    /// An io_uring for ``batchedRound()``; nil where the kernel refuses one.
+    /// An io_uring for ``batchedRound()``, made at the first round.
     private var batch: OpaquePointer?
-    private var frameAddresses: [UnsafePointer<UInt8>?] = []
-    private var frameLengths: [UInt32] = []
-    private var results: [Int32] = []
+    /// The kernel refused that ring: not asked again.
+    private var batchRefused = false
 
     /// Opens `count` connected socket pairs read by `readerThreads` threads (sockets dealt
     /// round-robin, like the bench's members); nil when the sockets could not be set up.
@@ -73,15 +72,16 @@ final class RawBroadcast {
     /// broker's batched sends make it (docs/transport.md, "Batched sends"): wall-clock
     /// microseconds per write, or nil where this kernel gives no io_uring.
     func batchedRound() -> Double? {
-        if batch == nil {
+        if batch == nil, !batchRefused {
             var error: Int32 = 0
             batch = rollcall_send_batch_create(1024, &error)
-            guard batch != nil else { return nil }
+            batchRefused = batch == nil
         }
+        guard let batch else { return nil }
         return frame.withUnsafeBufferPointer { bytes -> Double in
-            frameAddresses = Array(repeating: bytes.baseAddress, count: writers.count)
-            frameLengths = Array(repeating: UInt32(bytes.count), count: writers.count)
-            results = Array(repeating: 0, count: writers.count)
+            let frameAddresses = [UnsafePointer<UInt8>?](repeating: bytes.baseAddress, count: writers.count)
+            let frameLengths = [UInt32](repeating: UInt32(bytes.count), count: writers.count)
+            var results = [Int32](repeating: 0, count: writers.count)
             let start = MonotonicSeconds.now
             _ = writers.withUnsafeBufferPointer { fds in
                 frameAddresses.withUnsafeBufferPointer { buffers in
