@@ -33,12 +33,12 @@ struct ClusterKeys {
         (channel.type == .message ? "m:" : "s:") + lengthPrefixed(channel.name.string)
     }
 
-    /// The channel a `<t>:<n>:<name>` id names; nil when it is not one.
     /// The channels of a reply that lists channel ids (`P sc:`, `P uc:`); unreadable ids are skipped.
     static func channels(fromIds reply: StoreReply?) -> [ChannelKey] {
         (reply?.elements ?? []).compactMap { $0.text.flatMap(channel(fromId:)) }
     }
 
+    /// The channel a `<t>:<n>:<name>` id names; nil when it is not one.
     static func channel(fromId id: String) -> ChannelKey? {
         let utf8 = Array(id.utf8)
         guard utf8.count > 4, utf8[1] == UInt8(ascii: ":") else { return nil }
