@@ -65,6 +65,8 @@ final class BatchedSends {
     /// The last object added and its frame, for the next recipient of the same event.
     private var lastObject: UnsafeRawPointer?
     private var lastFrame = (offset: 0, length: UInt32(0))
+    /// ``firstUnfinishedSend()`` has said so.
+    private var reportedUnfinished = false
 
     private init(ring: OpaquePointer) {
         self.ring = ring
@@ -92,8 +94,6 @@ final class BatchedSends {
         reportedUnfinished = true
         return true
     }
-
-    private var reportedUnfinished = false
 
     /// Nothing added since the last ``send(_:)``.
     var isEmpty: Bool { records.isEmpty }
