@@ -83,41 +83,45 @@ extension BrokerServer {
         }
     }
 
-    /// Queues one object for a connection. When the queue was empty, a quiet connection is
-    /// written once the current action list is applied (``writeDirectly(_:)``), a busy one at
-    /// the coalescing flush (``WriteCoalescer``) — unless a client waits for it: the
-    /// connection whose request is being handled, or any reply (one that needed Redis comes
-    /// back as `.storeReplied`, not as the request). That one is written at the end of the
-    /// loop turn, with whatever was held for it (replies to requests it pipelined in one read
-    /// still share a frame). Over `limits.maxOutboundBytes` the connection is cut as a slow
-    /// consumer.
+    /// Queues one object for a connection and places it (``OutboundPolicy``): a quiet
+    /// connection is written once the current action list is applied (``writeDirectly(_:)``),
+    /// a busy one at the coalescing flush (``WriteCoalescer``) — unless a client waits for it
+    /// (the connection whose request is being handled, or any reply: one that needed Redis
+    /// comes back as `.storeReplied`, not as the request), which is written at the end of the
+    /// loop turn with whatever was held for it (replies to requests it pipelined in one read
+    /// still share a frame), or a full frame (`limits.maxBatchBytes`) is waiting, which is
+    /// written at once. The connection is cut as a slow consumer only when its socket refuses
+    /// bytes and what it left untaken is over `limits.maxOutboundBytes`.
     private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
-        let awaited = connection == requester || OutboundObject.isReply(bytes)
-        let wasIdle = record.outbound.isEmpty
+        let queuedBefore = record.outbound.byteCount
         record.outbound.append(bytes)
-        if record.outbound.byteCount > configuration.limits.maxOutboundBytes {
-            cutSlowConsumer(record)
-        } else if wasIdle {
-            if let coalescer, coalescer.isBusy(lastFrameAt: record.lastFrameAt) {
-                if awaited {
-                    coalescer.writeAtEndOfTurn(record.id)
-                } else {
-                    metrics.writesCoalesced += 1
-                    coalescer.hold(record.id)
-                }
-            } else {
-                directWrites.append(record)
-            }
-        } else if awaited, let coalescer {
-            // Events held for it go out with the reply (a repeat is a no-op: the queue is empty).
-            coalescer.writeAtEndOfTurn(record.id)
+        let placement = outboundPolicy.placement(
+            queuedBefore: queuedBefore, queuedAfter: record.outbound.byteCount,
+            socketRefusesBytes: { socketRefusesBytes(record) },
+            isBusy: { coalescer?.isBusy(lastFrameAt: record.lastFrameAt) ?? false },
+            isAwaited: connection == requester || OutboundObject.isReply(bytes))
+        switch placement {
+        case .writeAfterEvent: directWrites.append(record)
+        case .writeAtEndOfTurn: coalescer?.writeAtEndOfTurn(record.id)
+        case .holdForWindow:
+            metrics.writesCoalesced += 1
+            coalescer?.hold(record.id)
+        case .alreadyDue: break
+        case .cutSlowConsumer: cutSlowConsumer(record)
         }
+    }
+
+    /// True when the socket is not taking bytes now: lws holds the unsent tail of a frame, or
+    /// the kernel's send buffer has no room (`lws_send_pipe_choked`: a `poll`, so asked only
+    /// when a queue is over the limit).
+    func socketRefusesBytes(_ record: ConnectionRecord) -> Bool {
+        lws_partial_buffered(record.wsi) != 0 || lws_send_pipe_choked(record.wsi) != 0
     }
 
     /// Drops the queue, tells the core (abnormal end: the session is held), and tries to send
     /// close 1013; the close timeout kills the socket if the peer is not reading at all.
-    private func cutSlowConsumer(_ record: ConnectionRecord) {
+    func cutSlowConsumer(_ record: ConnectionRecord) {
         logger.notice("slow consumer cut", metadata: [
             "connection": "\(record.id)", "queuedBytes": "\(record.outbound.byteCount)",
         ])

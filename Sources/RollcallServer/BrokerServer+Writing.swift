@@ -142,6 +142,11 @@ extension BrokerServer {
             if lws_send_pipe_choked(wsi) != 0 { break }
         }
         if !record.outbound.isEmpty {
+            // The socket refused more: what is left is a slow consumer's backlog.
+            if outboundPolicy.isSlowConsumer(afterRefusedWriteLeaving: record.outbound.byteCount) {
+                cutSlowConsumer(record)
+                return 0
+            }
             lws_callback_on_writable(wsi)
             return 0
         }
