@@ -433,8 +433,9 @@ public final class BrokerServer {
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
         }
         timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-        if let eventLoop {
-            coalescer = WriteCoalescer(loop: eventLoop) { [unowned self] id in flushHeld(id) }
+        if let eventLoop, configuration.http.coalesceWindowSeconds > 0 {
+            coalescer = WriteCoalescer(loop: eventLoop, windowSeconds: configuration.http.coalesceWindowSeconds,
+                                       busySeconds: configuration.http.coalesceBusySeconds) { [unowned self] id in flushHeld(id) }
         }
         startBatchedSends()
         if configuration.cluster.isEnabled {

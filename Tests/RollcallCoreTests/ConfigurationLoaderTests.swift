@@ -34,7 +34,8 @@ private let everyKeyChanged = """
       "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
-                   "permessageDeflateMemLevel": 2, "batchedSends": false},
+                   "permessageDeflateMemLevel": 2, "batchedSends": false, "coalesceWindowSeconds": 0.002,
+                   "coalesceBusySeconds": 0.05},
       "heartbeat": {"intervalSeconds": 2.5, "timeoutSeconds": 7.5},
       "presence":  {"maxInstantEvents": 3, "hysteresis": 1, "intervalSeconds": 0.2,
                     "timeoutSeconds": 1.5, "snapshotMaxMembers": 11},
@@ -68,6 +69,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
     c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
+    c.http.coalesceWindowSeconds = 0.002; c.http.coalesceBusySeconds = 0.05
     c.heartbeat.intervalSeconds = 2.5; c.heartbeat.timeoutSeconds = 7.5
     c.presence.maxInstantEvents = 3; c.presence.hysteresis = 1; c.presence.intervalSeconds = 0.2
     c.presence.timeoutSeconds = 1.5; c.presence.snapshotMaxMembers = 11
@@ -189,6 +191,10 @@ struct ConfigurationDefaultsTests {
         #expect(configuration.presence.maxInstantEvents == 1)
         #expect(configuration.state.maxKeys == 1024)
         #expect(try load(#"{"listen": {"port": 65535}, "state": {"maxKeys": 1}}"#).listen.port == 65535)
+        #expect(try load(#"{"http": {"coalesceWindowSeconds": 0}}"#).http.coalesceWindowSeconds == 0, "0 turns coalescing off")
+        let widest = try load(#"{"http": {"coalesceWindowSeconds": 0.1, "coalesceBusySeconds": 0.1}}"#)
+        #expect(widest.http.coalesceWindowSeconds == 0.1 && widest.http.coalesceBusySeconds == 0.1)
+        #expect(try load(#"{"http": {"coalesceBusySeconds": 1}}"#).http.coalesceBusySeconds == 1)
     }
 }
 
@@ -332,6 +338,12 @@ struct ConfigurationRefusalTests {
               keyPath: "heartbeat.timeoutSeconds", mentions: "greater than heartbeat.intervalSeconds (30)"),
         .init(json: #"{"presence": {"maxInstantEvents": 10}}"#, code: .conflict,
               keyPath: "presence.hysteresis", mentions: "less than presence.maxInstantEvents (10)"),
+        .init(json: #"{"http": {"coalesceWindowSeconds": 0.2}}"#, code: .outOfRange, keyPath: "http.coalesceWindowSeconds", mentions: "0.1"),
+        .init(json: #"{"http": {"coalesceWindowSeconds": -0.001}}"#, code: .outOfRange, keyPath: "http.coalesceWindowSeconds", mentions: "from 0"),
+        .init(json: #"{"http": {"coalesceBusySeconds": 0}}"#, code: .outOfRange, keyPath: "http.coalesceBusySeconds", mentions: "greater than 0"),
+        .init(json: #"{"http": {"coalesceBusySeconds": 1.5}}"#, code: .outOfRange, keyPath: "http.coalesceBusySeconds", mentions: "1"),
+        .init(json: #"{"http": {"coalesceWindowSeconds": 0.02, "coalesceBusySeconds": 0.01}}"#, code: .conflict,
+              keyPath: "http.coalesceBusySeconds", mentions: "at least http.coalesceWindowSeconds (0.02)"),
         .init(json: #"{"limits": {"maxBatchBytes": 5000000}}"#, code: .conflict,
               keyPath: "limits.maxBatchBytes", mentions: "at most limits.maxOutboundBytes (4194304)"),
         .init(json: #"{"tls": {"certFile": "cert.pem"}}"#, code: .conflict, keyPath: "tls.keyFile", mentions: "required when tls.certFile"),

@@ -22,7 +22,7 @@ struct WriteCoalescerTests {
             #expect(flushed.isEmpty && !coalescer.isDue)
             #expect(loop.run(until: { coalescer.endTurn(); return flushed.count == held.count }, timeout: 2))
             #expect(flushed == held)
-            #expect(loop.now - heldAt >= WriteCoalescer.windowSeconds * 0.9)
+            #expect(loop.now - heldAt >= coalescer.windowSeconds * 0.9)
             // A second round arms the timer again: nothing is left behind.
             coalescer.hold(ConnectionID(7))
             #expect(loop.run(until: { coalescer.endTurn(); return flushed.count == held.count + 1 }, timeout: 2))
@@ -36,7 +36,7 @@ struct WriteCoalescerTests {
             defer { coalescer.stop() }
             #expect(!coalescer.isBusy(lastFrameAt: -.infinity))
             #expect(coalescer.isBusy(lastFrameAt: coalescer.now))
-            #expect(!coalescer.isBusy(lastFrameAt: coalescer.now - WriteCoalescer.busySeconds * 1.5))
+            #expect(!coalescer.isBusy(lastFrameAt: coalescer.now - coalescer.busySeconds * 1.5))
         }
     }
 
@@ -49,7 +49,7 @@ struct WriteCoalescerTests {
             var waited = false
             let wait = LoopTimer(loop: loop) { waited = true }
             defer { wait.cancel() }
-            wait.schedule(after: WriteCoalescer.windowSeconds * 3)
+            wait.schedule(after: coalescer.windowSeconds * 3)
             #expect(loop.run(until: { coalescer.endTurn(); return waited }, timeout: 2))
             #expect(flushed == 0)
         }
@@ -80,7 +80,7 @@ struct WriteCoalescerTests {
             defer { coalescer.stop() }
             let before = coalescer.now
             var spin = 0.0
-            while coalescer.now - before < WriteCoalescer.busySeconds * 2 { spin += 1 }
+            while coalescer.now - before < coalescer.busySeconds * 2 { spin += 1 }
             #expect(!coalescer.isBusy(lastFrameAt: before))
             #expect(coalescer.isBusy(lastFrameAt: coalescer.now))
             #expect(spin > 0)

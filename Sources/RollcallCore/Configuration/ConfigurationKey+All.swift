@@ -33,6 +33,8 @@ extension ConfigurationKey {
             .boolean("http.permessageDeflate", \.http.permessageDeflate),
             .integer("http.permessageDeflateMemLevel", \.http.permessageDeflateMemLevel, 1...9),
             .boolean("http.batchedSends", \.http.batchedSends),
+            .number("http.coalesceWindowSeconds", \.http.coalesceWindowSeconds, .from(0, upTo: 0.1)),
+            .number("http.coalesceBusySeconds", \.http.coalesceBusySeconds, .above(0, upTo: 1)),
 
             .number("heartbeat.intervalSeconds", \.heartbeat.intervalSeconds, heartbeat),
             .number("heartbeat.timeoutSeconds", \.heartbeat.timeoutSeconds, heartbeat),

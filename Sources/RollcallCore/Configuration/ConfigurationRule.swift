@@ -18,6 +18,10 @@ struct ConfigurationRule {
                 configuration.presence.hysteresis < configuration.presence.maxInstantEvents ? nil
                     : "must be less than presence.maxInstantEvents (\(configuration.presence.maxInstantEvents))"
             },
+            ConfigurationRule(path: "http.coalesceBusySeconds") { configuration, _ in
+                configuration.http.coalesceBusySeconds >= configuration.http.coalesceWindowSeconds ? nil
+                    : "must be at least http.coalesceWindowSeconds (\(seconds(configuration.http.coalesceWindowSeconds)))"
+            },
             ConfigurationRule(path: "limits.maxBatchBytes") { configuration, _ in
                 configuration.limits.maxBatchBytes <= configuration.limits.maxOutboundBytes ? nil
                     : "must be at most limits.maxOutboundBytes (\(configuration.limits.maxOutboundBytes))"

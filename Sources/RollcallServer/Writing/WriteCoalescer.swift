@@ -24,14 +24,16 @@ import RollcallRedis
 /// §1c).
 final class WriteCoalescer {
     /// How long a busy connection's events may wait for the flush (at most, plus the loop turn
-    /// in progress). Measured in BENCHMARKS.md (fanout, latency).
-    static let windowSeconds = 0.004
-    /// How recent a frame makes a connection busy: a session that gets pushes more often than
-    /// every 16 ms (over ~60 a second) has them gathered; one that gets fewer sees each at
-    /// once. Longer than the window, so that a flush writing a thousand connections (~10 ms)
-    /// does not leave the first of them quiet, each to get its next event alone
-    /// (BENCHMARKS.md, Issue 16 §1c).
-    static let busySeconds = 0.016
+    /// in progress): `http.coalesceWindowSeconds`, default 4 ms, above 0 (a window of 0 is no
+    /// coalescer at all). Measured in BENCHMARKS.md (fanout, latency); docs/configuration.md
+    /// gives the price of each setting.
+    let windowSeconds: Double
+    /// How recent a frame makes a connection busy: `http.coalesceBusySeconds`, default 16 ms. A
+    /// session that gets pushes more often than every 16 ms (over ~60 a second) has them
+    /// gathered; one that gets fewer sees each at once. Longer than the window, so that a
+    /// flush writing a thousand connections (~10 ms) does not leave the first of them quiet,
+    /// each to get its next event alone (BENCHMARKS.md, Issue 16 §1c).
+    let busySeconds: Double
 
     private var timer: LoopTimer?
     private var held: [ConnectionID] = []
@@ -41,9 +43,15 @@ final class WriteCoalescer {
     private(set) var isDue = false
     private let flush: ([ConnectionID]) -> Void
 
-    /// A coalescer on `loop`; `flush` is called by ``endTurn()`` with the connections to write
+    /// A coalescer on `loop` with the given window and busy threshold (the configuration's
+    /// defaults unless given); `flush` is called by ``endTurn()`` with the connections to write
     /// (all of them at once, so their frames can go out in one batch, ``BatchedSends``).
-    init(loop: EventLoop, flush: @escaping ([ConnectionID]) -> Void) {
+    init(loop: EventLoop, windowSeconds: Double = Configuration.HTTP().coalesceWindowSeconds,
+         busySeconds: Double = Configuration.HTTP().coalesceBusySeconds,
+         flush: @escaping ([ConnectionID]) -> Void) {
+        precondition(windowSeconds > 0, "a window of 0 is no coalescer")
+        self.windowSeconds = windowSeconds
+        self.busySeconds = busySeconds
         self.flush = flush
         timer = LoopTimer(loop: loop) { [unowned self] in isDue = true }
     }
@@ -54,13 +62,13 @@ final class WriteCoalescer {
     /// True when a connection whose last frame was written at `lastFrameAt` (``now`` then) is
     /// busy, so its next events should wait for the flush.
     func isBusy(lastFrameAt: Double) -> Bool {
-        now - lastFrameAt < Self.busySeconds
+        now - lastFrameAt < busySeconds
     }
 
     /// Holds `id` until the next flush.
     func hold(_ id: ConnectionID) {
         held.append(id)
-        if held.count == 1 { timer?.schedule(after: Self.windowSeconds) }
+        if held.count == 1 { timer?.schedule(after: windowSeconds) }
     }
 
     /// Stops the timer (before the loop is destroyed); held connections are not flushed.
@@ -99,6 +107,6 @@ final class WriteCoalescer {
         swap(&held, &flushing)
         flush(flushing)
         flushing.removeAll(keepingCapacity: true)
-        if !held.isEmpty { timer?.schedule(after: Self.windowSeconds) }
+        if !held.isEmpty { timer?.schedule(after: windowSeconds) }
     }
 }
