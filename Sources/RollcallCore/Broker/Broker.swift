@@ -30,6 +30,10 @@ public final class Broker {
     var clusterPresence: ClusterPresence?
     /// Cluster mode: user status on Redis (nil on one node, where ``userStatus`` serves).
     var clusterUserStatus: ClusterUserStatus?
+    /// The engine every presence op goes to: ``presence`` on one node, ``clusterPresence`` in a cluster.
+    private(set) var channelPresence: any ChannelPresence
+    /// The engine every user-status op goes to: ``userStatus`` on one node, ``clusterUserStatus`` in a cluster.
+    private(set) var userStatuses: any UserStatuses
     /// Cluster mode: what waits for each store call's replies.
     var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
     var nextStoreTicket: UInt64 = 0
@@ -72,6 +76,8 @@ public final class Broker {
         self.presence = PresenceEngine(configuration: configuration, clock: clock, outbox: outbox)
         self.userStatus = UserStatusEngine(
             configuration: configuration, clock: clock, outbox: outbox, directory: directory, store: store)
+        self.channelPresence = presence
+        self.userStatuses = userStatus
         if configuration.cluster.isEnabled {
             clusterPresence = ClusterPresence(
                 configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
@@ -81,6 +87,8 @@ public final class Broker {
                 clock: clock, outbox: outbox, directory: directory, store: self)
             directory.indexesIds = true
         }
+        if let clusterPresence { channelPresence = clusterPresence }
+        if let clusterUserStatus { userStatuses = clusterUserStatus }
     }
 
     /// Handles one event and returns what the transport must do, in order.
@@ -247,8 +255,10 @@ public final class Broker {
         outbox.insert(.send(connection, bytes), at: position)
     }
 
-    /// The request's result, or nil when it waits for the cluster's store (the reply follows
-    /// from ``answerDeferred(_:on:id:)``).
+    /// The request's result, or nil when it waits for an engine's store (the reply follows
+    /// from ``answerDeferred(_:on:)``). One switch for one node and a cluster: every op that
+    /// reads or changes shared state goes to an engine (``ChannelPresence``, ``UserStatuses``)
+    /// once its request is decoded and checked.
     private func dispatch(_ request: Request, on connection: ConnectionID) throws(BrokerError) -> JSON? {
         let session = directory.session(on: connection)
         if request.op == .login {
@@ -266,13 +276,15 @@ public final class Broker {
             throw BrokerError(.unknownOp, "unknown op \"\(request.opName)\"")
         }
         let limits = configuration.state
-        if let clusterPresence, try dispatchToCluster(op, request, session: session, on: connection, presence: clusterPresence) {
-            return nil
-        }
+        let grant = session.grant
         switch op {
         case .login:
             preconditionFailure("handled above")
         case .logout:
+            if clusterPresence != nil {
+                clusterLogout(session, on: connection, id: request.id)
+                return nil
+            }
             end(session, .logout)
             return [:]
         case .ping:
@@ -283,31 +295,67 @@ public final class Broker {
             }
             return try refresh(RefreshRequest(request), from: session)
         case .join:
-            return try presence.join(JoinRequest(request, limits: limits), from: session, grant: grant(of: session))
+            let decoded = try JoinRequest(request, limits: limits)
+            try checkJoinAllowed(decoded, from: session)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try channelPresence.join(decoded, from: session, grant: grant, then: done)
+            }
         case .leave:
-            return try presence.leave(LeaveRequest(request), from: session)
+            let decoded = try LeaveRequest(request)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try channelPresence.leave(decoded, from: session, then: done)
+            }
         case .publish:
-            return try presence.publish(PublishRequest(request), from: session, grant: grant(of: session))
+            let decoded = try PublishRequest(request)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try channelPresence.publish(decoded, from: session, grant: grant, then: done)
+            }
         case .setState:
-            return try presence.setState(SetStateRequest(request, limits: limits), from: session, grant: grant(of: session))
+            let decoded = try SetStateRequest(request, limits: limits)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try channelPresence.setState(decoded, from: session, grant: grant, then: done)
+            }
         case .removeState:
-            return try presence.removeState(RemoveStateRequest(request), from: session)
+            let decoded = try RemoveStateRequest(request)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try channelPresence.removeState(decoded, from: session, then: done)
+            }
         case .getState:
-            return try presence.getState(readableGetState(request, by: session))
+            let decoded = try readableGetState(request, by: session)
+            return try answer(request, on: connection) { done in channelPresence.getState(decoded, then: done) }
         case .getOnlineUsers:
-            return try presence.getOnlineUsers(readableGetOnlineUsers(request, by: session))
+            let decoded = try readableGetOnlineUsers(request, by: session)
+            return try answer(request, on: connection) { done in channelPresence.getOnlineUsers(decoded, then: done) }
         case .getUserChannels:
-            return try presence.getUserChannels(readableGetUserChannels(request, by: session), allowing: session.grant)
+            let decoded = try readableGetUserChannels(request, by: session)
+            return try answer(request, on: connection) { done in
+                channelPresence.getUserChannels(decoded, allowing: grant, then: done)
+            }
         case .setCustomStatus:
-            return try userStatus.setCustomStatus(SetCustomStatusRequest(request), from: session)
+            let decoded = try SetCustomStatusRequest(request)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try userStatuses.setCustomStatus(decoded, from: session, then: done)
+            }
         case .getUserStatus:
-            return try userStatus.getUserStatus(readableGetUserStatus(request, by: session), from: session)
+            let decoded = try readableGetUserStatus(request, by: session)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try userStatuses.getUserStatus(decoded, from: session, then: done)
+            }
         case .subscribeUserStatus:
-            return try userStatus.subscribe(readableSubscribe(request, by: session), from: session)
+            let decoded = try readableSubscribe(request, by: session)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try userStatuses.subscribe(decoded, from: session, then: done)
+            }
         case .unsubscribeUserStatus:
-            return try userStatus.unsubscribe(UnsubscribeUserStatusRequest(request), from: session)
+            let decoded = try UnsubscribeUserStatusRequest(request)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try userStatuses.unsubscribe(decoded, from: session, then: done)
+            }
         case .getSubscriptions:
-            return try userStatus.getSubscriptions(GetSubscriptionsRequest(request), from: session)
+            let decoded = try GetSubscriptionsRequest(request)
+            return try answer(request, on: connection) { done throws(BrokerError) in
+                try userStatuses.getSubscriptions(decoded, from: session, then: done)
+            }
         }
     }
 

@@ -1,46 +1,12 @@
 import RollcallProtocol
 
 /// The server API (PROTOCOL §10) in cluster mode: any node answers for the whole cluster.
-/// The ops that read or change shared state go to Redis and answer when it replies
-/// (``Action/respond(_:status:body:)`` may come in a later `handle` call).
+/// The ops over every channel or every node go to Redis and answer when it replies
+/// (``Action/respond(_:status:body:)`` may come in a later `handle` call); the others go
+/// through the engines (``ChannelPresence``, ``UserStatuses``).
 extension Broker {
-    /// Starts `op` on the cluster; false when it is answered as on one node.
-    func dispatchServerAPIToCluster(_ op: ServerAPIOp, _ request: Request, id: APIRequestID) throws(BrokerError) -> Bool {
-        guard let presence = clusterPresence, let status = clusterUserStatus else { return false }
-        let answer: (Result<JSON, BrokerError>) -> Void = { [self] outcome in
-            if case .failure(let error) = outcome { metrics.errors[error.code, default: 0] += 1 }
-            let answer = ServerAPIAnswer(outcome)
-            outbox.respond(id, status: answer.status, body: answer.body)
-        }
-        let presenceAnswer: ClusterPresence.Completion = { outcome in answer(outcome.map(\.result)) }
-        switch op {
-        case .publish:
-            try presence.publishFromServer(ServerPublishRequest(request), then: presenceAnswer)
-        case .getOnlineUsers:
-            presence.getOnlineUsers(try GetOnlineUsersRequest(request), then: presenceAnswer)
-        case .getState:
-            presence.getState(try GetStateRequest(request), then: presenceAnswer)
-        case .getUserChannels:
-            presence.getUserChannels(try GetUserChannelsRequest(request), allowing: .unlimited, then: presenceAnswer)
-        case .getUserStatus:
-            let batch = try GetUserStatusRequest(request).userIds
-            status.records(of: batch.valid) { outcome in
-                answer(outcome.map { records in
-                    .object(["statuses": .array(records.map(\.json)), "failed": .array(batch.failed)])
-                })
-            }
-        case .getChannels:
-            getChannelsInCluster(try GetChannelsRequest(request), then: answer)
-        case .disconnectUser:
-            disconnectUserInCluster(try DisconnectUserRequest(request), then: answer)
-        case .getInfo:
-            infoInCluster(then: answer)
-        }
-        return true
-    }
-
     /// `getChannels` over the cluster's list of channels (`P channels`), paged by `ZRANGEBYLEX`.
-    private func getChannelsInCluster(_ request: GetChannelsRequest, then answer: @escaping (Result<JSON, BrokerError>) -> Void) {
+    func getChannelsInCluster(_ request: GetChannelsRequest, then answer: @escaping (Result<JSON, BrokerError>) -> Void) {
         let after = request.after.map { ($0.type == .message ? "m" : "s") + $0.name.string } ?? ""
         let arguments = [clusterKeys.prefix, after, request.prefix?.string ?? "", String(request.pageSize)]
         call([.script(ServerAPIScripts.channels, arguments: arguments.map(storeArgument))]) { result in
@@ -76,7 +42,7 @@ extension Broker {
 
     /// `disconnectUser`: every session of the user, on every node, ends as by `logout`; live
     /// ones close with 4403 and the reason (by their own node, told on its control channel).
-    private func disconnectUserInCluster(_ request: DisconnectUserRequest, then answer: @escaping (Result<JSON, BrokerError>) -> Void) {
+    func disconnectUserInCluster(_ request: DisconnectUserRequest, then answer: @escaping (Result<JSON, BrokerError>) -> Void) {
         let arguments = [clusterKeys.prefix, request.userId.string]
         call([.script(ServerAPIScripts.sessionsOfUser, arguments: arguments.map(storeArgument))]) { [self] result in
             switch result {
@@ -107,7 +73,7 @@ extension Broker {
     }
 
     /// `getInfo`: the live nodes with their sessions, and the cluster's totals.
-    private func infoInCluster(then answer: @escaping (Result<JSON, BrokerError>) -> Void) {
+    func infoInCluster(then answer: @escaping (Result<JSON, BrokerError>) -> Void) {
         let arguments = [clusterKeys.prefix, String(configuration.cluster.nodeTimeoutSeconds.milliseconds)]
         call([.script(ServerAPIScripts.info, arguments: arguments.map(storeArgument))]) { result in
             switch result {

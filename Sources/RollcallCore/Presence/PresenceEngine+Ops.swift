@@ -2,26 +2,18 @@ import RollcallProtocol
 
 /// The request handlers. Each validates everything first and throws before changing state.
 extension PresenceEngine {
-    /// `join {channel, channelType?, presence?, messages?, state?}` → `{occupancy, mode}`.
+    /// `join {channel, channelType?, presence?, messages?, state?}` → `{occupancy, mode}`; the
+    /// broker checked the grant and the channel cap (``Broker/checkJoinAllowed(_:from:)``).
     func join(_ request: JoinRequest, from session: Session, grant: Grant) throws(BrokerError) -> JSON {
         let key = request.channel
         let flags = request.flags
         let update = request.state
-        try grant.checkAccess(to: key)
         let alreadyJoined = session.presence.joined[key] != nil
-        if !alreadyJoined, session.presence.joined.count >= configuration.limits.maxChannelsPerSession {
-            throw BrokerError(.tooManyChannels, "a session may join at most \(configuration.limits.maxChannelsPerSession) channels")
-        }
         let user = session.userId
         let existing = channels[key]?.members[user]
-        var state = existing?.state ?? .empty
-        let pending = session.presence.pendingStates[key]
         let pendingTTLs = session.presence.pendingTTLs[key]
-        if pending != nil || update != nil {
-            for entry in pending?.entries ?? [] { state.set(entry.key, entry.value) }
-            for entry in update?.entries ?? [] { state.set(entry.key, entry.value) }
-            try state.checkTotals(configuration.state)
-        }
+        let state = try request.mergedState(onto: existing?.state ?? .empty, pending: session.presence.pendingStates[key],
+                                            limits: configuration.state)
 
         let channel = channel(for: key)
         channel.subscribe(session, flags: flags)

@@ -30,6 +30,32 @@ struct JoinRequest: Sendable {
         state = try request.optionalObject("state").map { (object) throws(BrokerError) in try StateUpdate(object, limits: limits) }
         ttlMs = try stateTTL(request)
     }
+
+    /// The member's state after this join: `existing` (the user's state in the channel, if a
+    /// member already), then the keys held for the join (`pending`), then the join's own;
+    /// checked against `state.maxKeys` and `maxTotalBytes` when anything was merged. One node
+    /// and a cluster merge the same way.
+    func mergedState(onto existing: PresenceState, pending: PresenceState?,
+                     limits: Configuration.State) throws(BrokerError) -> PresenceState {
+        guard pending != nil || state != nil else { return existing }
+        var merged = existing
+        for entry in pending?.entries ?? [] { merged.set(entry.key, entry.value) }
+        for entry in state?.entries ?? [] { merged.set(entry.key, entry.value) }
+        try merged.checkTotals(limits)
+        return merged
+    }
+}
+
+extension Broker {
+    /// What a `join` must pass before any engine sees it: the token's channel globs, and
+    /// `limits.maxChannelsPerSession` for a channel the session is not in yet.
+    func checkJoinAllowed(_ request: JoinRequest, from session: Session) throws(BrokerError) {
+        try session.grant.checkAccess(to: request.channel)
+        let limit = configuration.limits.maxChannelsPerSession
+        if session.presence.joined[request.channel] == nil, session.presence.joined.count >= limit {
+            throw BrokerError(.tooManyChannels, "a session may join at most \(limit) channels")
+        }
+    }
 }
 
 /// `leave {channel, channelType?}`.

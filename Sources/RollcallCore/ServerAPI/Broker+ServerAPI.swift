@@ -23,39 +23,48 @@ extension Broker {
                 instrumentation.requestHandled(op: label, nanoseconds: clock.monotonicNanoseconds &- started)
             }
         }
-        let outcome: Result<JSON, BrokerError>
+        let answer: (Result<JSON, BrokerError>) -> Void = { [self] outcome in
+            if case .failure(let error) = outcome { metrics.errors[error.code, default: 0] += 1 }
+            let answer = ServerAPIAnswer(outcome)
+            outbox.respond(id, status: answer.status, body: answer.body)
+        }
         do throws(BrokerError) {
             guard let op else { throw BrokerError(.unknownOp, "the server API has no op \"\(name)\"") }
-            let request = try Request.serverAPIBody(body, op: name)
-            // Cluster mode: the answer comes when Redis replied.
-            if try dispatchServerAPIToCluster(op, request, id: id) { return }
-            outcome = .success(try dispatchServerAPI(op, request))
+            try dispatchServerAPI(op, try Request.serverAPIBody(body, op: name), then: answer)
         } catch {
-            metrics.errors[error.code, default: 0] += 1
-            outcome = .failure(error)
+            answer(.failure(error))
         }
-        let answer = ServerAPIAnswer(outcome)
-        outbox.respond(id, status: answer.status, body: answer.body)
     }
 
-    private func dispatchServerAPI(_ op: ServerAPIOp, _ request: Request) throws(BrokerError) -> JSON {
+    /// Hands the op to its engine; `answer` is called once, at once on one node, when Redis
+    /// replied in a cluster.
+    private func dispatchServerAPI(_ op: ServerAPIOp, _ request: Request,
+                                   then answer: @escaping (Result<JSON, BrokerError>) -> Void) throws(BrokerError) {
+        let engineAnswer: EngineCompletion = { outcome in answer(outcome.map(\.result)) }
         switch op {
         case .publish:
-            return try presence.publishFromServer(ServerPublishRequest(request))
+            try channelPresence.publishFromServer(ServerPublishRequest(request), then: engineAnswer)
         case .getOnlineUsers:
-            return try presence.getOnlineUsers(GetOnlineUsersRequest(request))
+            channelPresence.getOnlineUsers(try GetOnlineUsersRequest(request), then: engineAnswer)
         case .getState:
-            return try presence.getState(GetStateRequest(request))
+            channelPresence.getState(try GetStateRequest(request), then: engineAnswer)
         case .getUserChannels:
-            return try presence.getUserChannels(GetUserChannelsRequest(request))
+            channelPresence.getUserChannels(try GetUserChannelsRequest(request), allowing: .unlimited, then: engineAnswer)
         case .getUserStatus:
-            return userStatus.statuses(try GetUserStatusRequest(request))
+            let batch = try GetUserStatusRequest(request).userIds
+            userStatuses.records(of: batch.valid) { outcome in
+                answer(outcome.map { records in
+                    .object(["statuses": .array(records.map(\.json)), "failed": .array(batch.failed)])
+                })
+            }
         case .getChannels:
-            return presence.getChannels(try GetChannelsRequest(request))
+            let decoded = try GetChannelsRequest(request)
+            if clusterPresence != nil { getChannelsInCluster(decoded, then: answer) } else { answer(.success(presence.getChannels(decoded))) }
         case .disconnectUser:
-            return disconnectUser(try DisconnectUserRequest(request))
+            let decoded = try DisconnectUserRequest(request)
+            if clusterPresence != nil { disconnectUserInCluster(decoded, then: answer) } else { answer(.success(disconnectUser(decoded))) }
         case .getInfo:
-            return info()
+            if clusterPresence != nil { infoInCluster(then: answer) } else { answer(.success(info())) }
         }
     }
 

@@ -1,0 +1,107 @@
+import RollcallProtocol
+
+/// State changes in cluster mode: `setState` and `removeState` across the cluster, and the
+/// state a session holds for a channel before it joins (as on one node).
+extension ClusterPresence {
+    /// `setState`, or with `removing` keys `removeState`: as one node, on the member's state
+    /// in Redis; without membership the state is held by the session (`pending: true`).
+    func changeState(of session: Session, in key: ChannelKey, setting update: StateUpdate?, removing removed: [String],
+                     ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
+        if let grant { try grant.checkAccess(to: key) }
+        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, then: done)
+    }
+
+    private func attemptStateChange(_ session: Session, _ key: ChannelKey, _ update: StateUpdate?, _ removed: [String],
+                                    ttlMs: Int64?, attempt: Int, then done: @escaping Completion) {
+        let user = session.userId
+        let channelKeys = keys.channel(key)
+        readState(of: user, in: key) { [self] result in
+            switch result {
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let current):
+                guard let current else {
+                    done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
+                    return
+                }
+                var state = PresenceState(stored: current) ?? .empty
+                for stateKey in removed { state.remove(stateKey) }
+                if let update {
+                    do throws(BrokerError) {
+                        state = try update.merged(into: state, limits: configuration.state)
+                    } catch {
+                        done(.failure(error))
+                        return
+                    }
+                }
+                // Keys set get their TTL, or lose it without one; removed keys lose theirs.
+                var ttls: [TTLOperation] = removed.map { .clear($0) }
+                for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
+                let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
+                    Array(user.string.utf8), current, state.encoded,
+                    PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state), PresenceEvents.encodedName(user),
+                ] + Self.ttlOperations(ttls)
+                store.call([.script(PresenceScripts.setState, arguments: arguments)]) { [self] result in
+                    switch result {
+                    case .failure(let failure):
+                        done(.failure(failure.brokerError))
+                    case .success(let replies):
+                        let reply = replies.first ?? .null
+                        switch reply.outcome {
+                        case "ok":
+                            notifyBackend(of: reply[3], in: key)
+                            scheduleFlush(key, dueAndNow: reply[1])
+                            scheduleExpiry(key, user, earliest: reply[2], dueAndNow: reply[1])
+                            done(.success(Answer(result: .object(["state": state.json]))))
+                        case "notmember":
+                            done(Result { () throws(BrokerError) in
+                                try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
+                            })
+                        case "retry" where attempt < Self.maxAttempts:
+                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, then: done)
+                        default:
+                            done(.failure(Self.unexpected(reply)))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The user is not a member: the state is held by this session for its join (as one node).
+    private func changePendingState(of session: Session, in key: ChannelKey, _ update: StateUpdate?,
+                                    _ removed: [String], ttlMs: Int64?) throws(BrokerError) -> Answer {
+        let held = session.presence.pendingStates[key]
+        guard let update else {
+            guard var held else { return Answer(result: .object(["state": PresenceState.empty.json])) }
+            for stateKey in removed { held.remove(stateKey) }
+            session.presence.pendingStates[key] = held.isEmpty ? nil : held
+            for stateKey in removed { session.presence.pendingTTLs[key]?[stateKey] = nil }
+            if held.isEmpty || session.presence.pendingTTLs[key]?.isEmpty == true { session.presence.pendingTTLs[key] = nil }
+            return Answer(result: .object(["state": held.json, "pending": true]))
+        }
+        if held == nil, session.presence.pendingStates.count >= configuration.state.maxPendingChannels {
+            throw BrokerError(.tooManyPendingStates, "at most \(configuration.state.maxPendingChannels) channels with state held before joining")
+        }
+        let state = try update.merged(into: held ?? .empty, limits: configuration.state)
+        session.presence.pendingStates[key] = state.isEmpty ? nil : state
+        // A pending key's TTL starts at the join (as on one node).
+        var ttls = session.presence.pendingTTLs[key] ?? [:]
+        for entry in update.entries { ttls[entry.key] = ttlMs }
+        session.presence.pendingTTLs[key] = state.isEmpty || ttls.isEmpty ? nil : ttls
+        return Answer(result: .object(["state": state.json, "pending": true]))
+    }
+
+    /// The TTL operations of a join: a pending key's TTL starts now; the join's own keys set
+    /// or clear theirs.
+    func joinTTLs(_ request: JoinRequest, pending: [String: Int64]?, state: PresenceState) -> [TTLOperation] {
+        var operations: [TTLOperation] = []
+        for (stateKey, ttl) in (pending ?? [:]).sorted(by: { $0.key < $1.key }) where state.contains(stateKey) {
+            operations.append(.set(stateKey, ttl))
+        }
+        for entry in request.state?.entries ?? [] {
+            operations.append(request.ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key))
+        }
+        return operations
+    }
+}

@@ -1,0 +1,76 @@
+/// The presence scripts that read: listings, snapshots and the state-key expiries a node
+/// runs (the scripts that change presence are in ``PresenceScripts``).
+extension PresenceScripts {
+    /// `getOnlineUsers`: a page of the roster as of the channel's last event (`:lm`), states
+    /// and infos as of that event (from `:pend` / `:pinfo` for users changed since), plus the
+    /// reader's current state and info when it joined since (else ''). A channel without
+    /// `:lm` (created before it existed) is listed as its members now.
+    static let onlineUsers = StoreScript(name: "presence.onlineUsers", source: library + """
+        local after, pageSize, includeState, includeUserId, viewer = ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13] or ''
+        local seq = tonumber(redis.call('HGET', ch.base, 'seq') or '0')
+        local listed = ch.listed
+        if redis.call('EXISTS', listed) == 0 then listed = ch.members end
+        local occupancy = redis.call('ZCARD', listed)
+        local own, ownInfo = '', ''
+        if listed == ch.listed and viewer ~= '' then
+          local record = redis.call('HGET', ch.pending, viewer)
+          local current = redis.call('HGET', ch.st, viewer)
+          if record and current and string.sub(record, 1, 1) == '0' then
+            own, ownInfo = current, redis.call('HGET', ch.info, viewer) or ''
+            occupancy = occupancy + 1
+          end
+        end
+        if includeUserId ~= '1' or occupancy == 0 then return {occupancy, seq, {}, {}, 0, {}, own, ownInfo} end
+        local start = '-'
+        if after ~= '' then start = '(' .. after end
+        local users = redis.call('ZRANGEBYLEX', listed, start, '+', 'LIMIT', 0, pageSize + 1)
+        local more = 0
+        if #users > pageSize then more = 1; users[#users] = nil end
+        local states, infos = {}, {}
+        if #users > 0 then
+          states = redis.call('HMGET', ch.st, unpack(users))
+          infos = redis.call('HMGET', ch.info, unpack(users))
+          if listed == ch.listed then
+            local records = redis.call('HMGET', ch.pending, unpack(users))
+            local changed, names = {}, {}
+            for i = 1, #users do
+              if records[i] then
+                local p = parsePending(records[i])
+                if p.was then
+                  states[i] = p.before
+                  changed[#changed + 1] = i
+                  names[#names + 1] = users[i]
+                end
+              end
+            end
+            if #names > 0 then
+              local before = redis.call('HMGET', ch.pendingInfo, unpack(names))
+              for k = 1, #changed do infos[changed[k]] = before[k] end
+            end
+          end
+        end
+        if includeState ~= '1' then states = {} end
+        return {occupancy, seq, users, states, more, infos, own, ownInfo}
+        """)
+
+    /// What a TTL expiry needs: Redis' time, the member's state and its keys' deadlines
+    /// (flat key, deadline). Arguments 9: the user.
+    static let readExpiries = StoreScript(name: "presence.readExpiries", source: library + """
+        local user = ARGV[9]
+        return {now, redis.call('HGET', ch.st, user) or '', redis.call('HGETALL', ttlKey(user))}
+        """)
+
+    /// Members with TTL keys overdue by more than a second (their node stopped): channel id
+    /// and user, for any node to expire. Arguments: the cluster's TTL due set, most entries.
+    static let overdueExpiries = StoreScript(name: "presence.overdueExpiries", source: """
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - 1000, 'LIMIT', 0, tonumber(ARGV[2]))
+        """)
+
+    static let snapshot = StoreScript(name: "presence.snapshot", source: library + """
+        local viewer, limit = ARGV[9], tonumber(ARGV[10])
+        return {redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), rosterAtLastEvent(limit, viewer)}
+        """)
+}

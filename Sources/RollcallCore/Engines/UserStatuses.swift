@@ -1,0 +1,60 @@
+import RollcallProtocol
+
+/// User status (PROTOCOL §6) behind one seam: the ops the broker hands to an engine once it
+/// has decoded and checked the request. ``UserStatusEngine`` keeps records and subscriptions
+/// in this process (durable in SQLite) and completes at once; ``ClusterUserStatus`` keeps them
+/// in Redis and completes when its script answered. A call that throws has changed nothing
+/// and does not complete.
+protocol UserStatuses: AnyObject {
+    /// `setCustomStatus`.
+    func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session,
+                         then done: @escaping EngineCompletion) throws(BrokerError)
+    /// `getUserStatus`, rate-limited for other users' records.
+    func getUserStatus(_ request: GetUserStatusRequest, from session: Session,
+                       then done: @escaping EngineCompletion) throws(BrokerError)
+    /// `subscribeUserStatus`.
+    func subscribe(_ request: SubscribeUserStatusRequest, from session: Session,
+                   then done: @escaping EngineCompletion) throws(BrokerError)
+    /// `unsubscribeUserStatus`.
+    func unsubscribe(_ request: UnsubscribeUserStatusRequest, from session: Session,
+                     then done: @escaping EngineCompletion) throws(BrokerError)
+    /// `getSubscriptions`.
+    func getSubscriptions(_ request: GetSubscriptionsRequest, from session: Session,
+                          then done: @escaping EngineCompletion) throws(BrokerError)
+    /// The records of `users`, in order, with no rate limit (the server API's `getUserStatus`);
+    /// a user never seen reads `loggedOut`.
+    func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void)
+}
+
+extension UserStatusEngine: UserStatuses {
+    func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session,
+                         then done: @escaping EngineCompletion) throws(BrokerError) {
+        done(.success(EngineAnswer(result: try setCustomStatus(request, from: session))))
+    }
+
+    func getUserStatus(_ request: GetUserStatusRequest, from session: Session,
+                       then done: @escaping EngineCompletion) throws(BrokerError) {
+        done(.success(EngineAnswer(result: try getUserStatus(request, from: session))))
+    }
+
+    func subscribe(_ request: SubscribeUserStatusRequest, from session: Session,
+                   then done: @escaping EngineCompletion) throws(BrokerError) {
+        done(.success(EngineAnswer(result: try subscribe(request, from: session))))
+    }
+
+    func unsubscribe(_ request: UnsubscribeUserStatusRequest, from session: Session,
+                     then done: @escaping EngineCompletion) throws(BrokerError) {
+        done(.success(EngineAnswer(result: try unsubscribe(request, from: session))))
+    }
+
+    func getSubscriptions(_ request: GetSubscriptionsRequest, from session: Session,
+                          then done: @escaping EngineCompletion) throws(BrokerError) {
+        done(.success(EngineAnswer(result: try getSubscriptions(request, from: session))))
+    }
+
+    func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
+        done(.success(users.map(record(of:))))
+    }
+}
+
+extension ClusterUserStatus: UserStatuses {}
