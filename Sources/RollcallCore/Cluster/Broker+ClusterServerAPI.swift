@@ -61,8 +61,7 @@ extension Broker {
                         end(session, .logout)
                         if let connection { close(connection, .disconnectedByServer, reason: request.reason) }
                     } else if !node.isEmpty {
-                        let message = "end \(sessionId) \(CloseCode.disconnectedByServer.rawValue) \(request.reason)"
-                        call([.command(["PUBLISH", clusterKeys.prefix + "n:" + node, message].map(storeArgument))]) { _ in }
+                        tell(node: node, .end(sessionId: sessionId, code: .disconnectedByServer, reason: request.reason))
                     } else {
                         endRemotely(sessionId, loggedOut: true)
                     }

@@ -6,8 +6,7 @@ import RollcallProtocol
 /// a dead node's sessions are held and then time out, and SIGTERM hands sessions over.
 /// The connection itself, its rate limits and its timers stay on the node it is on.
 extension Broker {
-    /// This node's control channel: `adopted <id>` (another node resumed a session held
-    /// here) and `end <id> <close code>` (end a local session and close it with that code).
+    /// This node's control channel (``ControlMessage``).
     var controlChannel: String { clusterKeys.prefix + "n:" + nodeId }
 
     var clusterKeys: ClusterKeys { clusterPresence!.keys }
@@ -138,7 +137,7 @@ extension Broker {
             end(session, .closed)
             if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
         } else if !node.isEmpty {
-            call([.command(["PUBLISH", clusterKeys.prefix + "n:" + node, "end \(sessionId) \(CloseCode.sessionLimit.rawValue)"].map(storeArgument))]) { _ in }
+            tell(node: node, .end(sessionId: sessionId, code: .sessionLimit, reason: nil))
         } else {
             endRemotely(sessionId)
         }
@@ -340,37 +339,32 @@ extension Broker {
         clusterUserStatus!.sendEnds(ends)
     }
 
-    /// A message on this node's control channel.
+    /// A message on this node's control channel (``ControlMessage``).
     func handleControl(_ payload: [UInt8]) {
-        let words = String(decoding: payload, as: UTF8.self).split(separator: " ").map(String.init)
-        guard words.count >= 2, let session = directory.session(id: words[1]) else { return }
-        switch words[0] {
-        case "adopted":
+        guard let message = ControlMessage(payload: payload), let session = directory.session(id: message.sessionId) else { return }
+        let connection = session.connection
+        switch message {
+        case .adopted:
             // Resumed on another node: this node's copy goes without a word (a connection it
             // still had — this node had stopped beating for a while — closes with 1001).
-            let connection = session.connection
             holdDeadlines.cancel(session.number)
             heldSessions[session.number] = nil
             _ = clusterPresence!.forgetLocally(session)
             directory.remove(session)
             clusterUserStatus!.sessionLeftNode(session)
             if let connection { close(connection, .shutdown, reason: "session resumed on another node") }
-        case "end":
-            // `end <id> <code>` (4409: as a close frame), or `end <id> 4403 <reason…>` (the
-            // server API's disconnectUser: as logout, with the reason in the close frame).
-            let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
-            let connection = session.connection
-            if code == .disconnectedByServer {
-                let text = String(decoding: payload, as: UTF8.self)
-                let reason = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).dropFirst(3).first.map(String.init)
-                end(session, .logout)
-                if let connection { close(connection, code, reason: reason ?? DisconnectUserRequest.defaultReason) }
-            } else {
-                end(session, .closed)
-                if let connection { close(connection, code, reason: "too many sessions for this user") }
-            }
-        default:
-            return
+        case .end(_, let code, let reason) where code == .disconnectedByServer:
+            // The server API's disconnectUser: as logout, with the reason in the close frame.
+            end(session, .logout)
+            if let connection { close(connection, code, reason: reason ?? DisconnectUserRequest.defaultReason) }
+        case .end(_, let code, _):
+            end(session, .closed)
+            if let connection { close(connection, code, reason: "too many sessions for this user") }
         }
+    }
+
+    /// Publishes `message` on `node`'s control channel (nobody checks that it arrives).
+    func tell(node: String, _ message: ControlMessage) {
+        call([.command(["PUBLISH", clusterKeys.prefix + "n:" + node, message.payload].map(storeArgument))]) { _ in }
     }
 }

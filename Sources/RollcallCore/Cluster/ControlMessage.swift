@@ -1,0 +1,45 @@
+import RollcallProtocol
+
+/// A message on a node's control channel (`<prefix>n:<nodeId>`): what one node (or a script)
+/// asks another to do with a session it holds. The wire form is text, because the `claim`
+/// script publishes `adopted` itself (``SessionScripts``); it is read and written here only.
+enum ControlMessage: Equatable {
+    /// `adopted <id>`: another node resumed the session; this node forgets its copy.
+    case adopted(sessionId: String)
+    /// `end <id> <code>` or `end <id> 4403 <reason…>`: end the session here and close its
+    /// connection with the code (4409 as a close frame; 4403 as `logout`, with the reason).
+    case end(sessionId: String, code: CloseCode, reason: String?)
+
+    /// The session the message is about.
+    var sessionId: String {
+        switch self {
+        case .adopted(let id), .end(let id, _, _): id
+        }
+    }
+
+    /// Reads a control payload; nil for one this node does not know.
+    init?(payload: [UInt8]) {
+        let text = String(decoding: payload, as: UTF8.self)
+        let words = text.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        guard words.count >= 2, !words[1].isEmpty else { return nil }
+        switch words[0] {
+        case "adopted":
+            self = .adopted(sessionId: words[1])
+        case "end":
+            let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
+            self = .end(sessionId: words[1], code: code, reason: words.count > 3 ? words[3] : nil)
+        default:
+            return nil
+        }
+    }
+
+    /// The payload to publish.
+    var payload: String {
+        switch self {
+        case .adopted(let id):
+            "adopted \(id)"
+        case .end(let id, let code, let reason):
+            "end \(id) \(code.rawValue)" + (reason.map { " " + $0 } ?? "")
+        }
+    }
+}
