@@ -1,3 +1,4 @@
+import CLibWebSockets
 import DequeModule
 import Foundation
 import RollcallProtocol
@@ -329,51 +330,6 @@ public final class RollcallConnection: @unchecked Sendable {
         try request("refresh", ["token": .string(token)], timeout: timeout)
     }
 
-    // MARK: Events
-
-    /// Removes and returns the oldest queued event, waiting up to `timeout` for one.
-    public func nextEvent(timeout: Duration) throws(ClientError) -> Event {
-        try waitForEvent(timeout: timeout) { _ in true }
-    }
-
-    /// Removes and returns the oldest queued event matching `predicate`, waiting up to
-    /// `timeout`; events that do not match stay queued in order. `predicate` runs with the
-    /// connection's lock held: it must not call back into the connection.
-    public func waitForEvent(timeout: Duration, where predicate: (Event) -> Bool) throws(ClientError) -> Event {
-        let deadline = timeout.deadlineFromNow
-        cond.lock()
-        defer { cond.unlock() }
-        while true {
-            if let index = events.firstIndex(where: predicate) { return events.remove(at: index) }
-            if let info = finalClose { throw .closed(info) }
-            if !cond.wait(until: deadline), events.firstIndex(where: predicate) == nil {
-                throw .timeout("an event")
-            }
-        }
-    }
-
-    /// Removes and returns every queued event.
-    public func drainEvents() -> [Event] {
-        cond.withLock {
-            let all = Array(events)
-            events.removeAll()
-            return all
-        }
-    }
-
-    /// Removes and returns the oldest reply nobody was waiting for (no registered id),
-    /// waiting up to `timeout`.
-    public func nextUnmatchedReply(timeout: Duration) throws(ClientError) -> Reply {
-        let deadline = timeout.deadlineFromNow
-        cond.lock()
-        defer { cond.unlock() }
-        while true {
-            if let reply = unmatchedReplies.popFirst() { return reply }
-            if let info = finalClose { throw .closed(info) }
-            if !cond.wait(until: deadline), unmatchedReplies.isEmpty { throw .timeout("an unmatched reply") }
-        }
-    }
-
     // MARK: Closing
 
     /// Sends a close frame with `code` and `reason` after everything queued before it, then
@@ -398,49 +354,6 @@ public final class RollcallConnection: @unchecked Sendable {
             if let info = finalClose { return info }
             if !cond.wait(until: deadline), finalClose == nil { throw .timeout("the connection to close") }
         }
-    }
-
-    // MARK: Raw escape hatches (hostile tests; `@_spi(Testing) import RollcallClient`)
-
-    /// Sends `bytes` as one text message, unchecked (may be invalid UTF-8 or not JSON).
-    @_spi(Testing)
-    public func sendRawText(_ bytes: [UInt8]) { enqueue(.text(bytes)) }
-
-    /// Sends `text` as one text message, unchecked.
-    @_spi(Testing)
-    public func sendRawText(_ text: String) { enqueue(.text(Array(text.utf8))) }
-
-    /// Sends `bytes` as one binary message.
-    @_spi(Testing)
-    public func sendBinary(_ bytes: [UInt8]) { enqueue(.binary(bytes)) }
-
-    /// Sends `bytes` as one message split into fragments of at most `fragmentSize` bytes
-    /// (first a text/binary frame without FIN, then continuation frames).
-    @_spi(Testing)
-    public func sendFragmented(_ bytes: [UInt8], fragmentSize: Int, binary: Bool = false) {
-        precondition(fragmentSize > 0)
-        var start = 0
-        var items: [Outgoing] = []
-        repeat {
-            let end = min(bytes.count, start + fragmentSize)
-            items.append(.fragment(Array(bytes[start..<end]), binary: binary, first: start == 0, fin: end == bytes.count))
-            start = end
-        } while start < bytes.count
-        enqueue(contentsOf: items)
-    }
-
-    /// Stops reading from the socket (lws rx flow control): the broker's output piles up in
-    /// the kernel buffers and then in the broker, as with a stalled consumer. Pings are not
-    /// answered while paused.
-    @_spi(Testing)
-    public func pauseReading() {
-        runtime.post { [self] in if let wsi { _ = lws_rx_flow_control(wsi, 0) } }
-    }
-
-    /// Resumes reading after ``pauseReading()``.
-    @_spi(Testing)
-    public func resumeReading() {
-        runtime.post { [self] in if let wsi { _ = lws_rx_flow_control(wsi, 1) } }
     }
 
     // MARK: Helpers
@@ -479,5 +392,3 @@ public final class RollcallConnection: @unchecked Sendable {
         return writer.bytes
     }
 }
-
-import CLibWebSockets

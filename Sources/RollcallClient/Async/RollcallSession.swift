@@ -46,30 +46,30 @@ public final class RollcallSession: @unchecked Sendable {
     /// Every connection state change.
     public let states: AsyncStream<ConnectionState>
 
-    private let runtime: ClientRuntime
-    private let eventSink: AsyncStream<Event>.Continuation
-    private let stateSink: AsyncStream<ConnectionState>.Continuation
+    let runtime: ClientRuntime
+    let eventSink: AsyncStream<Event>.Continuation
+    let stateSink: AsyncStream<ConnectionState>.Continuation
     let lock = NSLock()
     // Guarded by `lock`:
     var connection: RollcallConnection?
-    private var loginRequest: Requests.Login?
-    private var resumeToken: String?
-    private var joins: [ChannelRef: Requests.Join] = [:]
-    private var rosters: [ChannelRef: Roster] = [:]
-    private var current: ConnectionState = .connecting
-    private var latestLogin: LoginResult?
-    private var closing = false
-    private var urlIndex = 0
+    var loginRequest: Requests.Login?
+    var resumeToken: String?
+    var joins: [ChannelRef: Requests.Join] = [:]
+    var rosters: [ChannelRef: Roster] = [:]
+    var current: ConnectionState = .connecting
+    var latestLogin: LoginResult?
+    var closing = false
+    var urlIndex = 0
     /// While the resume window is open: when it ends (monotonic seconds).
-    private var resumeUntil: Double?
+    var resumeUntil: Double?
     /// The connection of a login that did not resume in the window, being logged out again,
     /// and the attempt to make when it is gone.
-    private var discarded: (connection: RollcallConnection, nextAttempt: Int)?
-    private var provider: (@Sendable () async throws -> String)?
+    var discarded: (connection: RollcallConnection, nextAttempt: Int)?
+    var provider: (@Sendable () async throws -> String)?
     /// `join` calls waiting for their channel's snapshot (resumed when it is applied or the connection ends).
-    private var snapshotWaiters: [ChannelRef: [CheckedContinuation<Void, Never>]] = [:]
+    var snapshotWaiters: [ChannelRef: [CheckedContinuation<Void, Never>]] = [:]
     /// Channels joined with presence whose first snapshot has not been applied yet.
-    private var awaitingSnapshot: Set<ChannelRef> = []
+    var awaitingSnapshot: Set<ChannelRef> = []
 
     /// Whether each connection offers WebSocket compression (``RollcallConnection/permessageDeflate``).
     public let permessageDeflate: Bool
@@ -188,7 +188,7 @@ public final class RollcallSession: @unchecked Sendable {
     }
 
     /// Resumes the `join` calls waiting for `channel`'s snapshot (all channels when nil).
-    private func releaseSnapshotWaiters(_ channel: ChannelRef?) {
+    func releaseSnapshotWaiters(_ channel: ChannelRef?) {
         let waiting = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
             if let channel {
                 awaitingSnapshot.remove(channel)
@@ -260,7 +260,7 @@ public final class RollcallSession: @unchecked Sendable {
     private static let notConnected = CloseInfo(code: nil, reason: "not connected", closedByServer: false, dropped: true)
 
     /// Opens one connection to ``url`` with the session's handlers; resumes when it is open or failed.
-    private func open() async -> Result<RollcallConnection, RollcallError> {
+    func open() async -> Result<RollcallConnection, RollcallError> {
         let connection: RollcallConnection
         do { connection = try RollcallConnection(url: url, runtime: runtime, permessageDeflate: permessageDeflate) } catch { return .failure(.connection(error)) }
         return await withCheckedContinuation { continuation in
@@ -282,7 +282,7 @@ public final class RollcallSession: @unchecked Sendable {
 
     /// Service thread: applies presence events to the rosters, fetches pages, re-reads after
     /// a gap, and hands the event on.
-    private func received(_ event: Event, on connection: RollcallConnection) {
+    func received(_ event: Event, on connection: RollcallConnection) {
         if event.name == "presence", let name = event["channel"]?.stringValue {
             let channel = ChannelRef(name, type: event["channelType"]?.stringValue ?? "message")
             let outcome = lock.withLock { rosters[channel]?.apply(event) }
@@ -338,102 +338,7 @@ public final class RollcallSession: @unchecked Sendable {
         return [1000, 4403, 4409].contains(code)
     }
 
-    /// Whether a close says the session is gone, so no resume can succeed: 4401 (the token
-    /// expired: ended as by a close frame) and 1012 (``CloseInfo/isClusterDataLost``).
-    static func endedTheSession(_ info: CloseInfo) -> Bool {
-        info.code == 4401 || info.isClusterDataLost
-    }
-
-    /// The connection ended; reconnect unless this side closed it or the close was final.
-    private func lost(_ connection: RollcallConnection, _ info: CloseInfo) {
-        let next = lock.withLock { () -> Int? in
-            if let discarded, discarded.connection === connection {
-                // A login that did not resume in the window, logged out again: the next URL.
-                self.discarded = nil
-                if self.connection === connection { self.connection = nil }
-                return closing ? nil : discarded.nextAttempt
-            }
-            guard self.connection === connection else { return nil }
-            self.connection = nil
-            guard !closing, reconnect.enabled, loginRequest != nil,
-                  !Self.isFinal(info, hasTokenProvider: provider != nil) else { return nil }
-            let resumable = resumeToken != nil && resumeWindow > 0 && !Self.endedTheSession(info)
-            resumeUntil = resumable ? Self.monotonicSeconds + resumeWindow : nil
-            return 0
-        }
-        releaseSnapshotWaiters(nil)
-        guard let next else {
-            if !lock.withLock({ closing }) { close() }
-            return
-        }
-        scheduleReconnect(attempt: next)
-    }
-
-    /// The monotonic clock, in seconds (the resume window must not move with the wall clock).
-    private static var monotonicSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
-
-    /// Whether the resume window is open: a login that does not resume is not kept.
-    private var stillResuming: Bool {
-        guard let resumeUntil = lock.withLock({ resumeUntil }) else { return false }
-        return Self.monotonicSeconds < resumeUntil
-    }
-
-    private func scheduleReconnect(attempt: Int) {
-        setState(.reconnecting(attempt: attempt))
-        var delay = reconnect.delay(attempt: attempt)
-        // No later than the end of the resume window: then a new session is kept.
-        if let resumeUntil = lock.withLock({ resumeUntil }) {
-            let left = resumeUntil - Self.monotonicSeconds
-            if left > 0 { delay = min(delay, left) }
-        }
-        // Several URLs: the next one (its node may be the one that went away).
-        lock.withLock { urlIndex = (urlIndex + 1) % urls.count }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, !self.lock.withLock({ self.closing }) else { return }
-            Task { await self.reconnectOnce(attempt: attempt) }
-        }
-    }
-
-    /// One attempt: open, log in with the last resume token, re-join when not resumed.
-    private func reconnectOnce(attempt: Int) async {
-        guard case .success(let connection) = await open() else { return scheduleReconnect(attempt: attempt + 1) }
-        let (login, channels) = lock.withLock { () -> (Requests.Login?, [Requests.Join]) in
-            self.connection = connection
-            var login = loginRequest
-            login?.resumeToken = resumeToken
-            return (login, Array(joins.values))
-        }
-        guard var login else { return }
-        if let provider = tokenProvider, let fresh = try? await provider() {
-            login.token = fresh
-            lock.withLock { loginRequest?.token = fresh }
-        }
-        do {
-            let result = try await send(login)
-            if !result.resumed, login.resumeToken != nil, stillResuming {
-                // Its node may not be declared dead yet: log this new session out again (it
-                // joined nothing, so nobody saw it), keep the held one's token, try the next URL.
-                lock.withLock { discarded = (connection, attempt + 1) }
-                _ = try? await send(Requests.Logout())
-                connection.close()
-                return
-            }
-            lock.withLock {
-                resumeToken = result.resumeToken
-                latestLogin = result
-                resumeUntil = nil
-            }
-            if !result.resumed {
-                for join in channels { _ = try await send(join) }
-            }
-            setState(.online)
-        } catch {
-            if case .server = error { close() } // a refused login will be refused again
-            // a lost connection reports itself through onClose and schedules the next attempt
-        }
-    }
-
-    private func setState(_ state: ConnectionState) {
+    func setState(_ state: ConnectionState) {
         let changed = lock.withLock { () -> Bool in
             guard current != state, current != .closed else { return false }
             current = state
@@ -446,7 +351,7 @@ public final class RollcallSession: @unchecked Sendable {
 /// Runs a closure at most once across threads; `run` returns whether this call ran it.
 final class Once: @unchecked Sendable {
     let lock = NSLock()
-    private var done = false
+    var done = false
 
     @discardableResult
     func run(_ body: () -> Void) -> Bool {
