@@ -24,7 +24,7 @@ public final class RedisConnection {
     /// Called on each change between connected and disconnected (not for every failed retry).
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// The current state.
-    public private(set) var state: RedisConnectionState = .disconnected(RedisError(.unavailable, "not connected yet"))
+    public var state: RedisConnectionState { lifecycle.state }
 
     private struct Pending {
         let deadline: Double
@@ -33,12 +33,8 @@ public final class RedisConnection {
 
     private let loop: EventLoop
     private var link: RedisLink?
-    private var isReady = false
-    private var isClosed = false
+    private var lifecycle: RedisLinkLifecycle
     private var pending = Deque<Pending>()
-    private var backoff: Backoff
-    private var reconnectAt: Double?
-    private var reportedConnected: Bool?
     private var watchdog: LoopTimer!
     private var reconnectTimer: LoopTimer!
 
@@ -47,24 +43,20 @@ public final class RedisConnection {
         self.endpoint = endpoint
         self.loop = loop
         self.timings = timings
-        backoff = Backoff(initial: timings.initialBackoffSeconds, maximum: timings.maxBackoffSeconds)
+        lifecycle = RedisLinkLifecycle(timings: timings)
         watchdog = LoopTimer(loop: loop) { [unowned self] in self.watchdogFired() }
-        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in
-            self.reconnectAt = nil
-            self.connect()
-        }
+        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in carryOut(lifecycle.reconnectDue()) }
     }
 
     /// Starts the first connect (set the handlers first).
     public func start() {
-        guard link == nil, reconnectAt == nil, !isClosed else { return }
-        connect()
+        carryOut(lifecycle.start())
     }
 
     /// Sends one command (binary-safe arguments, e.g. `["SET", key, value]`). The completion
     /// runs on the loop's thread; at once when the connection is down.
     public func send(_ arguments: [[UInt8]], completion: @escaping Completion) {
-        guard isReady, link != nil else {
+        guard lifecycle.isReady, link != nil else {
             completion(.failure(unavailableError))
             return
         }
@@ -78,18 +70,15 @@ public final class RedisConnection {
 
     /// Milliseconds until the next connect attempt is likely to have succeeded: the hint for
     /// an `UNAVAILABLE` answer's `retryAfterMs`.
-    public var retryAfterMs: Int {
-        let remaining = (reconnectAt ?? loop.now) - loop.now
-        return max(1, Int(((remaining + timings.initialBackoffSeconds) * 1000).rounded(.up)))
-    }
+    public var retryAfterMs: Int { lifecycle.retryAfterMs(now: loop.now) }
 
     /// Closes the connection for good: pending completions fail with ``RedisError/Code/closed``.
     public func close() {
-        guard !isClosed else { return }
-        isClosed = true
-        reconnectTimer.cancel()
-        reconnectAt = nil
-        drop(RedisError(.closed, "the connection was closed"))
+        guard !lifecycle.isClosed else { return }
+        let error = RedisError(.closed, "the connection was closed")
+        let orphans = takeDownLink()
+        carryOut(lifecycle.close(error))
+        for orphan in orphans { orphan.completion(.failure(error)) }
     }
 
     deinit {
@@ -105,13 +94,24 @@ public final class RedisConnection {
         return RedisError(.unavailable, "Redis at \(endpoint) is unavailable (\(why))", retryAfterMs: retryAfterMs)
     }
 
+    /// Carries out the lifecycle's steps.
+    private func carryOut(_ steps: [RedisLinkLifecycle.Step]) {
+        for step in steps {
+            switch step {
+            case .connect: connect()
+            case .scheduleReconnect(let delay): reconnectTimer.schedule(after: delay)
+            case .cancelReconnect: reconnectTimer.cancel()
+            case .notify(let state): onStateChange?(state)
+            }
+        }
+    }
+
     private func connect() {
-        guard !isClosed else { return }
         let link: RedisLink
         do {
             link = try RedisLink(endpoint: endpoint, loop: loop)
         } catch {
-            failedAttempt(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
+            carryOut(lifecycle.lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"), now: loop.now))
             return
         }
         link.delegate = self
@@ -127,9 +127,7 @@ public final class RedisConnection {
             guard link === self.link else { return }
             switch result {
             case .success:
-                isReady = true
-                backoff.reset()
-                report(.connected)
+                carryOut(lifecycle.ready())
             case .failure(let error):
                 drop(RedisError(.handshakeRefused, "PING at connect: \(error.message)"))
             }
@@ -164,37 +162,23 @@ public final class RedisConnection {
     }
 
     /// Takes the current link down: fails every pending completion with `error`, reports the
-    /// state and schedules a reconnect.
+    /// state and schedules a reconnect (``RedisLinkLifecycle/lost(_:now:)``).
     private func drop(_ error: RedisError) {
-        guard let link else {
-            if !isClosed { report(.disconnected(error)) }
-            return
-        }
-        self.link = nil
-        link.delegate = nil
-        link.close()
-        isReady = false
-        watchdog.cancel()
-        let orphans = pending
-        pending.removeAll()
-        failedAttempt(error)
+        let orphans = takeDownLink()
+        carryOut(lifecycle.lost(error, now: loop.now))
         for orphan in orphans { orphan.completion(.failure(error)) }
     }
 
-    private func failedAttempt(_ error: RedisError) {
-        if !isClosed {
-            let delay = backoff.take()
-            reconnectAt = loop.now + delay
-            reconnectTimer.schedule(after: delay)
-        }
-        report(.disconnected(error))
-    }
-
-    private func report(_ newState: RedisConnectionState) {
-        state = newState
-        guard reportedConnected != newState.isConnected else { return }
-        reportedConnected = newState.isConnected
-        onStateChange?(newState)
+    /// Closes the current link, if any, and returns the commands it leaves unanswered.
+    private func takeDownLink() -> Deque<Pending> {
+        guard let link else { return [] }
+        self.link = nil
+        link.delegate = nil
+        link.close()
+        watchdog.cancel()
+        let orphans = pending
+        pending.removeAll()
+        return orphans
     }
 }
 

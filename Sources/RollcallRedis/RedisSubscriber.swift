@@ -22,7 +22,7 @@ public final class RedisSubscriber {
     /// The channels subscribed (or to be subscribed once a link is up).
     public private(set) var channels: Set<[UInt8]> = []
     /// The current state.
-    public private(set) var state: RedisConnectionState = .disconnected(RedisError(.unavailable, "not connected yet"))
+    public var state: RedisConnectionState { lifecycle.state }
 
     /// Where this subscriber goes.
     public let endpoint: RedisEndpoint
@@ -34,14 +34,10 @@ public final class RedisSubscriber {
     private let loop: EventLoop
     private let probePrefix: [UInt8]
     private var link: RedisLink?
-    private var isReady = false
-    private var isClosed = false
+    private var lifecycle: RedisLinkLifecycle
     private var probeChannel: [UInt8] = []
     private var outstandingProbe: [UInt8]?
     private var probeCount = 0
-    private var backoff: Backoff
-    private var reconnectAt: Double?
-    private var reportedConnected: Bool?
     /// Handshake deadline, then probe interval and probe deadline.
     private var probeTimer: LoopTimer!
     private var reconnectTimer: LoopTimer!
@@ -58,18 +54,14 @@ public final class RedisSubscriber {
         self.publisher = publisher
         self.timings = timings
         probePrefix = Array(probeChannelPrefix.utf8)
-        backoff = Backoff(initial: timings.initialBackoffSeconds, maximum: timings.maxBackoffSeconds)
+        lifecycle = RedisLinkLifecycle(timings: timings)
         probeTimer = LoopTimer(loop: loop) { [unowned self] in self.probeTimerFired() }
-        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in
-            self.reconnectAt = nil
-            self.connect()
-        }
+        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in carryOut(lifecycle.reconnectDue()) }
     }
 
     /// Starts the first connect (set the handlers first).
     public func start() {
-        guard link == nil, reconnectAt == nil, !isClosed else { return }
-        connect()
+        carryOut(lifecycle.start())
     }
 
     /// Adds `channel` to the set and subscribes it on the current link, if any.
@@ -92,11 +84,9 @@ public final class RedisSubscriber {
 
     /// Closes the subscriber for good.
     public func close() {
-        guard !isClosed else { return }
-        isClosed = true
-        reconnectTimer.cancel()
-        reconnectAt = nil
-        drop(RedisError(.closed, "the subscriber was closed"))
+        guard !lifecycle.isClosed else { return }
+        takeDownLink()
+        carryOut(lifecycle.close(RedisError(.closed, "the subscriber was closed")))
     }
 
     deinit {
@@ -113,13 +103,24 @@ public final class RedisSubscriber {
 
     // MARK: Link management
 
+    /// Carries out the lifecycle's steps.
+    private func carryOut(_ steps: [RedisLinkLifecycle.Step]) {
+        for step in steps {
+            switch step {
+            case .connect: connect()
+            case .scheduleReconnect(let delay): reconnectTimer.schedule(after: delay)
+            case .cancelReconnect: reconnectTimer.cancel()
+            case .notify(let state): onStateChange?(state)
+            }
+        }
+    }
+
     private func connect() {
-        guard !isClosed else { return }
         let link: RedisLink
         do {
             link = try RedisLink(endpoint: endpoint, loop: loop)
         } catch {
-            failedAttempt(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
+            carryOut(lifecycle.lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"), now: loop.now))
             return
         }
         link.delegate = self
@@ -144,16 +145,14 @@ public final class RedisSubscriber {
     }
 
     private func established() {
-        isReady = true
-        backoff.reset()
         probeTimer.schedule(after: timings.probeIntervalSeconds)
-        report(.connected)
+        carryOut(lifecycle.ready())
         onResubscribed?()
     }
 
     private func probeTimerFired() {
         guard let link else { return }
-        guard isReady else {
+        guard lifecycle.isReady else {
             drop(RedisError(.timeout, "subscribing at \(endpoint) took longer than \(timings.timeoutSeconds) s"))
             return
         }
@@ -180,34 +179,21 @@ public final class RedisSubscriber {
         }
     }
 
+    /// Takes the current link down, reports the state and schedules a reconnect
+    /// (``RedisLinkLifecycle/lost(_:now:)``).
     private func drop(_ error: RedisError) {
-        guard let link else {
-            if !isClosed { report(.disconnected(error)) }
-            return
-        }
+        takeDownLink()
+        carryOut(lifecycle.lost(error, now: loop.now))
+    }
+
+    /// Closes the current link, if any, and stops its probes.
+    private func takeDownLink() {
+        guard let link else { return }
         self.link = nil
         link.delegate = nil
         link.close()
-        isReady = false
         outstandingProbe = nil
         probeTimer.cancel()
-        failedAttempt(error)
-    }
-
-    private func failedAttempt(_ error: RedisError) {
-        if !isClosed {
-            let delay = backoff.take()
-            reconnectAt = loop.now + delay
-            reconnectTimer.schedule(after: delay)
-        }
-        report(.disconnected(error))
-    }
-
-    private func report(_ newState: RedisConnectionState) {
-        state = newState
-        guard reportedConnected != newState.isConnected else { return }
-        reportedConnected = newState.isConnected
-        onStateChange?(newState)
     }
 
     private static func randomID() -> String {
@@ -221,9 +207,9 @@ extension RedisSubscriber: RedisLinkDelegate {
         guard let elements = reply.elements, elements.count >= 3,
               case .bulk(let kindBytes) = elements[0], case .bulk(let channel) = elements[1]
         else {
-            if !isReady, case .status = reply { return }  // AUTH's OK
+            if !lifecycle.isReady, case .status = reply { return }  // AUTH's OK
             let detail = if case .error(let line) = reply { line } else { "\(reply)" }
-            drop(RedisError(isReady ? .protocolViolation : .handshakeRefused, "unexpected reply on the pub/sub link: \(detail)"))
+            drop(RedisError(lifecycle.isReady ? .protocolViolation : .handshakeRefused, "unexpected reply on the pub/sub link: \(detail)"))
             return
         }
         switch String(decoding: kindBytes, as: UTF8.self) {
@@ -237,7 +223,7 @@ extension RedisSubscriber: RedisLinkDelegate {
                 onMessage?(channel, payload)
             }
         case "subscribe":
-            if channel == probeChannel, !isReady { established() }
+            if channel == probeChannel, !lifecycle.isReady { established() }
         default:
             break
         }
