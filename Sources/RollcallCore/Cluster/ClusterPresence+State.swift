@@ -47,17 +47,18 @@ extension ClusterPresence {
                         done(.failure(failure.brokerError))
                     case .success(let replies):
                         let reply = replies.first ?? .null
-                        switch reply.outcome {
-                        case "ok":
-                            notifyBackend(of: reply[3], in: key)
-                            scheduleFlush(key, dueAndNow: reply[1])
-                            scheduleExpiry(key, user, earliest: reply[2], dueAndNow: reply[1])
+                        let decoded = StateScriptReply(reply)
+                        switch decoded.outcome {
+                        case .ok:
+                            notifyBackend(of: decoded.backendEvent, in: key)
+                            scheduleFlush(key, dueAndNow: decoded.dueAndNow)
+                            scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
                             done(.success(Answer(result: .object(["state": state.json]))))
-                        case "notmember":
+                        case .notMember:
                             done(Result { () throws(BrokerError) in
                                 try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
                             })
-                        case "retry" where attempt < Self.maxAttempts:
+                        case .retry where attempt < Self.maxAttempts:
                             attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, then: done)
                         default:
                             done(.failure(Self.unexpected(reply)))

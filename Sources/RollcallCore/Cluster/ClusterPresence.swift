@@ -65,16 +65,13 @@ final class ClusterPresence {
                 session.presence.joined[key] = request.flags
                 session.presence.pendingStates[key] = nil
                 session.presence.pendingTTLs[key] = nil
-                var answer = Answer(result: .object([
-                    "occupancy": .int(Int(reply[1].integer ?? 0)), "mode": .string(reply[2].text ?? "announce"),
-                ]))
-                notifyBackend(of: reply[7], in: key)
-                scheduleFlush(key, dueAndNow: reply[4])
-                scheduleExpiry(key, session.userId, earliest: reply[6], dueAndNow: reply[4])
+                var answer = Answer(result: .object(["occupancy": .int(reply.occupancy), "mode": .string(reply.mode)]))
+                notifyBackend(of: reply.backendEvent, in: key)
+                scheduleFlush(key, dueAndNow: reply.dueAndNow)
+                scheduleExpiry(key, session.userId, earliest: reply.earliestExpiry, dueAndNow: reply.dueAndNow)
                 if waitsForSnapshot {
                     channel.waiting -= 1
-                    let seq = Int(reply[3].integer ?? 0)
-                    answer.after = snapshotFrames(of: key, viewer: session, seq: seq, mode: reply[2].text, roster: reply[5], in: channel)
+                    answer.after = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel)
                 }
                 done(.success(answer))
             }
@@ -82,7 +79,7 @@ final class ClusterPresence {
     }
 
     private func attemptJoin(_ request: JoinRequest, session: Session, attempt: Int,
-                             then done: @escaping (Result<StoreReply, BrokerError>) -> Void) {
+                             then done: @escaping (Result<JoinScriptReply, BrokerError>) -> Void) {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
@@ -117,9 +114,10 @@ final class ClusterPresence {
                         done(.failure(failure.brokerError))
                     case .success(let replies):
                         let reply = replies.first ?? .null
-                        switch reply.outcome {
-                        case "ok": done(.success(reply))
-                        case "retry" where attempt < Self.maxAttempts:
+                        let decoded = JoinScriptReply(reply)
+                        switch decoded.outcome {
+                        case .ok: done(.success(decoded))
+                        case .retry where attempt < Self.maxAttempts:
                             attemptJoin(request, session: session, attempt: attempt + 1, then: done)
                         default: done(.failure(Self.unexpected(reply)))
                         }
@@ -167,9 +165,9 @@ final class ClusterPresence {
         guard !channels.isEmpty else { return }
         store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
             guard case .success(let replies) = result else { return }
-            for (key, reply) in zip(channels, replies) {
-                notifyBackend(of: reply[2], in: key)
-                scheduleFlush(key, dueAndNow: reply[1])
+            for (key, reply) in zip(channels, replies.map(LeaveScriptReply.init)) {
+                notifyBackend(of: reply.backendEvent, in: key)
+                scheduleFlush(key, dueAndNow: reply.dueAndNow)
             }
         }
     }
@@ -228,9 +226,10 @@ final class ClusterPresence {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
                 let reply = replies.first ?? .null
-                switch reply.outcome {
-                case "ok": done(.success(Answer(result: .object(["recipients": .int(Int(reply[1].integer ?? 0))]))))
-                case "notmember": done(.failure(BrokerError(.notInChannel, "publishing to a stream channel requires joining it")))
+                let decoded = PublishScriptReply(reply)
+                switch decoded.outcome {
+                case .ok: done(.success(Answer(result: .object(["recipients": .int(decoded.recipients)]))))
+                case .notMember: done(.failure(BrokerError(.notInChannel, "publishing to a stream channel requires joining it")))
                 default: done(.failure(Self.unexpected(reply)))
                 }
             }
@@ -268,27 +267,16 @@ final class ClusterPresence {
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
-                let reply = replies.first ?? .null
-                let users = reply[2].elements ?? []
-                let states = reply[3].elements ?? []
-                let infos = reply[5].elements ?? []
-                var entries: [(userId: Name, state: [UInt8], info: [UInt8]?)] = []
-                entries.reserveCapacity(users.count)
-                for (index, user) in users.enumerated() {
-                    let state = states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8)
-                    let info = infos.count > index ? infos[index].bytes.flatMap { $0.isEmpty ? nil : $0 } : nil
-                    entries.append((Name(unchecked: user.text ?? ""), state, info))
-                }
-                let page = RosterPage(encodedEntries: entries, includeState: request.includeState, more: reply[4].integer == 1)
+                let reply = OnlineUsersScriptReply(replies.first ?? .null)
+                let page = RosterPage(encodedEntries: reply.entries, includeState: request.includeState, more: reply.more)
                 var insert: RosterPage.EncodedEntry?
-                if request.includeUserId, let viewer = request.viewer, let own = reply[6].bytes, !own.isEmpty, request.after.map({ $0 < viewer }) ?? true {
-                    let info = reply[7].bytes.flatMap { $0.isEmpty ? nil : $0 }
-                    insert = RosterPage.EncodedEntry(userId: viewer, encodedState: own, info: info, includeState: request.includeState)
+                if request.includeUserId, let viewer = request.viewer, let own = reply.ownState, request.after.map({ $0 < viewer }) ?? true {
+                    insert = RosterPage.EncodedEntry(userId: viewer, encodedState: own, info: reply.ownInfo, includeState: request.includeState)
                 }
                 let shown = page.array(inserting: insert, limit: request.pageSize)
                 let nextPage: JSON = shown.more ? shown.last.map { .string(PageCursor.encode(after: $0)) } ?? nil : nil
                 done(.success(Answer(result: .object([
-                    "totalOccupancy": .int(Int(reply[0].integer ?? 0)), "seq": .int(Int(reply[1].integer ?? 0)),
+                    "totalOccupancy": .int(reply.totalOccupancy), "seq": .int(reply.seq),
                     "users": .encoded(shown.bytes), "nextPage": nextPage,
                 ]))))
             }

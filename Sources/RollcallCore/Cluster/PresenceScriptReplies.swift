@@ -1,0 +1,125 @@
+/// What the presence scripts answer (``PresenceScripts``), decoded once into Swift values: the
+/// positions of each script's array reply are named here and nowhere else.
+
+/// The first element of a changing script's reply: what happened.
+enum ScriptOutcome: Equatable {
+    /// The change was made.
+    case ok
+    /// What Swift read changed meanwhile: read again and retry.
+    case retry
+    /// The user (or session) is not a member of the channel.
+    case notMember
+    /// Anything else (an error reply, a shape no script answers): a bug or a foreign Redis.
+    case unexpected
+
+    init(_ reply: StoreReply) {
+        switch reply.outcome {
+        case "ok": self = .ok
+        case "retry": self = .retry
+        case "notmember": self = .notMember
+        default: self = .unexpected
+        }
+    }
+}
+
+/// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry,
+/// backend event}`.
+struct JoinScriptReply {
+    let outcome: ScriptOutcome
+    /// Occupancy after the join.
+    let occupancy: Int
+    /// The channel's mode after the join (`announce` when absent).
+    let mode: String
+    /// The `seq` the joiner's snapshot shows.
+    let seq: Int
+    /// The interval flush now due, and Redis' time (``ClusterPresence/scheduleFlush(_:dueAndNow:)``).
+    let dueAndNow: StoreReply
+    /// The snapshot's roster, for a joiner that asked for presence.
+    let roster: StoreReply
+    /// The member's earliest state-key expiry.
+    let earliestExpiry: StoreReply
+    /// The event for the backend (webhooks), if any.
+    let backendEvent: StoreReply
+
+    init(_ reply: StoreReply) {
+        outcome = ScriptOutcome(reply)
+        occupancy = Int(reply[1].integer ?? 0)
+        mode = reply[2].text ?? "announce"
+        seq = Int(reply[3].integer ?? 0)
+        dueAndNow = reply[4]
+        roster = reply[5]
+        earliestExpiry = reply[6]
+        backendEvent = reply[7]
+    }
+}
+
+/// `presence.setState`: `{outcome, due-and-now, earliest expiry, backend event}`.
+struct StateScriptReply {
+    let outcome: ScriptOutcome
+    let dueAndNow: StoreReply
+    let earliestExpiry: StoreReply
+    let backendEvent: StoreReply
+
+    init(_ reply: StoreReply) {
+        outcome = ScriptOutcome(reply)
+        dueAndNow = reply[1]
+        earliestExpiry = reply[2]
+        backendEvent = reply[3]
+    }
+}
+
+/// `presence.leave` (a leave or timeout of one session): `{outcome, due-and-now, backend event}`.
+struct LeaveScriptReply {
+    let dueAndNow: StoreReply
+    let backendEvent: StoreReply
+
+    init(_ reply: StoreReply) {
+        dueAndNow = reply[1]
+        backendEvent = reply[2]
+    }
+}
+
+/// `presence.publish`: `{outcome, recipients}`.
+struct PublishScriptReply {
+    let outcome: ScriptOutcome
+    /// Live message sessions of the cluster it went to, the publishing one aside.
+    let recipients: Int
+
+    init(_ reply: StoreReply) {
+        outcome = ScriptOutcome(reply)
+        recipients = Int(reply[1].integer ?? 0)
+    }
+}
+
+/// `presence.onlineUsers`: `{total occupancy, seq, users, states, more, infos, reader's own
+/// state, reader's own info}`.
+struct OnlineUsersScriptReply {
+    /// The roster's occupancy as of its last event.
+    let totalOccupancy: Int
+    /// The channel's `seq` when the page was read.
+    let seq: Int
+    /// The page: user ids, encoded states and infos (empty: none), in the same order.
+    let entries: [(userId: Name, state: [UInt8], info: [UInt8]?)]
+    /// More users follow the page.
+    let more: Bool
+    /// The reader's current state when it joined since the last event (empty otherwise).
+    let ownState: [UInt8]?
+    /// The reader's info with it.
+    let ownInfo: [UInt8]?
+
+    init(_ reply: StoreReply) {
+        totalOccupancy = Int(reply[0].integer ?? 0)
+        seq = Int(reply[1].integer ?? 0)
+        let users = reply[2].elements ?? []
+        let states = reply[3].elements ?? []
+        let infos = reply[5].elements ?? []
+        entries = users.enumerated().map { index, user in
+            let state = states.count > index ? states[index].bytes ?? Array("{}".utf8) : Array("{}".utf8)
+            let info = infos.count > index ? infos[index].bytes.flatMap { $0.isEmpty ? nil : $0 } : nil
+            return (Name(unchecked: user.text ?? ""), state, info)
+        }
+        more = reply[4].integer == 1
+        ownState = reply[6].bytes.flatMap { $0.isEmpty ? nil : $0 }
+        ownInfo = reply[7].bytes.flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
