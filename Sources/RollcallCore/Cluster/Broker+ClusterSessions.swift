@@ -40,8 +40,8 @@ extension Broker {
             case .failure(let failure):
                 answer(.failure(failure.brokerError), nil)
             case .success(let replies):
-                let reply = replies.first ?? .null
-                guard reply.outcome == "ok", let sessionId = reply[1].text else {
+                let reply = ClaimScriptReply(replies.first ?? .null)
+                guard let sessionId = reply.sessionId else {
                     startClusterSession(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: answer)
                     return
                 }
@@ -50,21 +50,16 @@ extension Broker {
                     call([.script(SessionScripts.release, arguments: [clusterKeys.prefix, sessionId, nodeId].map(storeArgument))]) { _ in }
                     return
                 }
-                let timeoutMs = requestedTimeoutMs ?? (reply[4].integer ?? configuration.presence.timeoutSeconds.milliseconds)
-                let kept = (events: (reply[7].elements ?? []).compactMap(\.bytes), dropped: Int(reply[8].integer ?? 0))
+                let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
+                let kept = (events: reply.keptEvents, dropped: reply.dropped)
                 if let local = directory.session(id: sessionId), local.isHeld {
                     answer(.success(resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
                                            customStatus: request.customStatus, token: newToken, kept: kept)), local)
                     return
                 }
-                let session = adoptSession(sessionId, user: request.userId, platform: Platform(rawValue: reply[2].text ?? "") ?? .other,
+                let session = adoptSession(sessionId, user: request.userId, platform: reply.platform,
                                            on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)
-                let channels = zip(reply[5].elements ?? [], reply[6].elements ?? []).compactMap { id, flags -> (ChannelKey, JoinFlags)? in
-                    guard let key = id.text.flatMap(ClusterKeys.channel(fromId:)) else { return nil }
-                    let text = flags.text ?? "--"
-                    return (key, JoinFlags(presence: text.contains("p"), messages: text.contains("m")))
-                }
-                clusterPresence!.adopt(session, channels: channels)
+                clusterPresence!.adopt(session, channels: reply.channels)
                 answer(.success(resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
                                        customStatus: request.customStatus, token: newToken, kept: kept)), session)
             }
@@ -316,8 +311,9 @@ extension Broker {
             guard case .success(let replies) = result, let reply = replies.first else { return }
             clusterUserStatus!.sweepAnswered(replies.count > 1 ? replies[1] : .null)
             clusterUserStatus!.retryUnansweredEnds()
-            completeEnds(reply[1].elements ?? [])
-            completeEnds(reply[2].elements ?? [], leftUnfinishedByTheirNode: true)
+            let reaped = ReapScriptReply(reply)
+            completeEnds(reaped.timedOut)
+            completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
         }
     }
 
@@ -327,14 +323,12 @@ extension Broker {
     /// `session.end` and `status.ended`; each is handed out once per `nodeTimeoutSeconds` until
     /// one is finished). The channels are left, then the user's record follows. Both steps are
     /// idempotent, so an end its own node finishes meanwhile changes nothing twice.
-    private func completeEnds(_ handed: [StoreReply], leftUnfinishedByTheirNode: Bool = false) {
+    private func completeEnds(_ handed: [ReapScriptReply.End], leftUnfinishedByTheirNode: Bool = false) {
         var ends: [StoreCommand] = []
         for end in handed {
-            guard let sessionId = end[0].text, let user = end[1].text.map(Name.init(unchecked:)) else { continue }
             if leftUnfinishedByTheirNode { metrics.clusterEndsFinished += 1 }
-            clusterPresence!.leave(sessionId: sessionId, user: user, channels: ClusterKeys.channels(fromIds: end[4]),
-                                   kind: end[2].text == "t" ? .timeout : .leave)
-            ends.append(clusterUserStatus!.endedCommand(user: user, sessionId: sessionId, loggedOut: end[3].text == "logout"))
+            clusterPresence!.leave(sessionId: end.sessionId, user: end.user, channels: end.channels, kind: end.kind)
+            ends.append(clusterUserStatus!.endedCommand(user: end.user, sessionId: end.sessionId, loggedOut: end.loggedOut))
         }
         clusterUserStatus!.sendEnds(ends)
     }

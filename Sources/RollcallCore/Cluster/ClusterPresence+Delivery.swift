@@ -156,9 +156,8 @@ extension ClusterPresence {
                 // The store is unreachable: the session is re-read when the link is back.
                 channel.members[session.number]?.baseline = channel.delivered
             case .success(let replies):
-                let reply = replies.first ?? .null
-                for frame in snapshotFrames(of: key, viewer: session, seq: Int(reply[2].integer ?? 0), mode: reply[1].text,
-                                            roster: reply[3], in: channel) {
+                let reply = SnapshotScriptReply(replies.first ?? .null)
+                for frame in snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel) {
                     outbox.send(frame, to: session)
                 }
             }
@@ -254,9 +253,9 @@ extension ClusterPresence {
                 for key in due { flushes.schedule(key, at: clock.monotonic + configuration.presence.intervalSeconds.milliseconds) }
                 return
             }
-            for (key, reply) in zip(due, replies) {
-                notifyBackend(of: reply[2], in: key)
-                scheduleFlush(key, dueAndNow: reply[1])
+            for (key, reply) in zip(due, replies.map(FlushingScriptReply.init)) {
+                notifyBackend(of: reply.backendEvent, in: key)
+                scheduleFlush(key, dueAndNow: reply.dueAndNow)
             }
         }
     }

@@ -57,12 +57,13 @@ extension ClusterPresence {
                     expiries.schedule(member, at: clock.monotonic + 250)
                     return
                 }
-                switch reply.outcome {
-                case "ok":
-                    notifyBackend(of: reply[3], in: member.channel)
-                    scheduleFlush(member.channel, dueAndNow: reply[1])
-                    scheduleExpiry(member.channel, user, earliest: reply[2], dueAndNow: reply[1])
-                case "retry" where attempt < Self.maxAttempts:
+                let decoded = StateScriptReply(reply)
+                switch decoded.outcome {
+                case .ok:
+                    notifyBackend(of: decoded.backendEvent, in: member.channel)
+                    scheduleFlush(member.channel, dueAndNow: decoded.dueAndNow)
+                    scheduleExpiry(member.channel, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
+                case .retry where attempt < Self.maxAttempts:
                     expire(member, attempt: attempt + 1)
                 default:
                     return

@@ -165,7 +165,7 @@ final class ClusterPresence {
         guard !channels.isEmpty else { return }
         store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
             guard case .success(let replies) = result else { return }
-            for (key, reply) in zip(channels, replies.map(LeaveScriptReply.init)) {
+            for (key, reply) in zip(channels, replies.map(FlushingScriptReply.init)) {
                 notifyBackend(of: reply.backendEvent, in: key)
                 scheduleFlush(key, dueAndNow: reply.dueAndNow)
             }

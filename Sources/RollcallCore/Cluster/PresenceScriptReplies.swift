@@ -53,7 +53,8 @@ struct JoinScriptReply {
     }
 }
 
-/// `presence.setState`: `{outcome, due-and-now, earliest expiry, backend event}`.
+/// `presence.setState` (a client's, or the expiry of keys): `{outcome, due-and-now, earliest
+/// expiry, backend event}`.
 struct StateScriptReply {
     let outcome: ScriptOutcome
     let dueAndNow: StoreReply
@@ -68,8 +69,9 @@ struct StateScriptReply {
     }
 }
 
-/// `presence.leave` (a leave or timeout of one session): `{outcome, due-and-now, backend event}`.
-struct LeaveScriptReply {
+/// `presence.leave` (a leave or timeout of one session) and `presence.flush` (an interval
+/// event): `{outcome, due-and-now, backend event}`.
+struct FlushingScriptReply {
     let dueAndNow: StoreReply
     let backendEvent: StoreReply
 
@@ -121,5 +123,19 @@ struct OnlineUsersScriptReply {
         more = reply[4].integer == 1
         ownState = reply[6].bytes.flatMap { $0.isEmpty ? nil : $0 }
         ownInfo = reply[7].bytes.flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
+
+/// `presence.snapshot` (a fresh snapshot for a resumed or resynced session): `{outcome, mode,
+/// seq, roster}`.
+struct SnapshotScriptReply {
+    let mode: String?
+    let seq: Int
+    let roster: StoreReply
+
+    init(_ reply: StoreReply) {
+        mode = reply[1].text
+        seq = Int(reply[2].integer ?? 0)
+        roster = reply[3]
     }
 }

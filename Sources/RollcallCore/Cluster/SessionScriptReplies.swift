@@ -1,0 +1,67 @@
+/// What the session scripts answer (``SessionScripts``), decoded once into Swift values: the
+/// positions of each script's array reply are named here and nowhere else.
+
+/// `session.claim` (a resume by token, on any node): `{outcome, session id, platform, node,
+/// presence timeout ms, channel ids, their join flags, kept message events, messages dropped}`.
+/// Anything but `ok` with a session id: nothing to resume.
+struct ClaimScriptReply {
+    /// The session taken over; nil when there was none to resume.
+    let sessionId: String?
+    let platform: Platform
+    /// The session's presence timeout, when Redis has it.
+    let presenceTimeoutMs: Int64?
+    /// The channels it is in, with the flags it joined them with.
+    let channels: [(ChannelKey, JoinFlags)]
+    /// `message` events kept for it in Redis while it was held, oldest first.
+    let keptEvents: [[UInt8]]
+    /// How many did not fit.
+    let dropped: Int
+
+    init(_ reply: StoreReply) {
+        sessionId = ScriptOutcome(reply) == .ok ? reply[1].text : nil
+        platform = Platform(rawValue: reply[2].text ?? "") ?? .other
+        presenceTimeoutMs = reply[4].integer
+        channels = zip(reply[5].elements ?? [], reply[6].elements ?? []).compactMap { id, flags -> (ChannelKey, JoinFlags)? in
+            guard let key = id.text.flatMap(ClusterKeys.channel(fromId:)) else { return nil }
+            let text = flags.text ?? "--"
+            return (key, JoinFlags(presence: text.contains("p"), messages: text.contains("m")))
+        }
+        keptEvents = (reply[7].elements ?? []).compactMap(\.bytes)
+        dropped = Int(reply[8].integer ?? 0)
+    }
+}
+
+/// `session.reap`: `{outcome, held sessions whose hold ended with no node, ends another node
+/// began and did not finish}`, each an ``End``.
+struct ReapScriptReply {
+    /// One session end handed to this node: `{id, user, kind (t/l), how (logout/closed), channel ids}`.
+    struct End {
+        let sessionId: String
+        let user: Name
+        /// `timeout` or `leave`.
+        let kind: RemovalKind
+        /// It ended by `logout` (the user goes `loggedOut` if it was the last).
+        let loggedOut: Bool
+        /// The channels not left yet.
+        let channels: [ChannelKey]
+
+        init?(_ reply: StoreReply) {
+            guard let sessionId = reply[0].text, let user = reply[1].text.map(Name.init(unchecked:)) else { return nil }
+            self.sessionId = sessionId
+            self.user = user
+            kind = reply[2].text == "t" ? .timeout : .leave
+            loggedOut = reply[3].text == "logout"
+            channels = ClusterKeys.channels(fromIds: reply[4])
+        }
+    }
+
+    /// Held sessions with no node whose hold ended: they time out.
+    let timedOut: [End]
+    /// Ends their node began and did not finish (it died in between).
+    let leftUnfinished: [End]
+
+    init(_ reply: StoreReply) {
+        timedOut = (reply[1].elements ?? []).compactMap(End.init)
+        leftUnfinished = (reply[2].elements ?? []).compactMap(End.init)
+    }
+}
