@@ -24,7 +24,7 @@ public final class RedisConnection {
     /// Called on each change between connected and disconnected (not for every failed retry).
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// The current state.
-    public var state: RedisConnectionState { lifecycle.state }
+    public var state: RedisConnectionState { reconnector.state }
 
     private struct Pending {
         let deadline: Double
@@ -33,30 +33,30 @@ public final class RedisConnection {
 
     private let loop: EventLoop
     private var link: RedisLink?
-    private var lifecycle: RedisLinkLifecycle
+    private let reconnector: RedisReconnector
     private var pending = Deque<Pending>()
     private var watchdog: LoopTimer!
-    private var reconnectTimer: LoopTimer!
 
     /// A connection to `endpoint` on `loop`; nothing happens until ``start()``.
     public init(endpoint: RedisEndpoint, loop: EventLoop, timings: RedisTimings = RedisTimings()) {
         self.endpoint = endpoint
         self.loop = loop
         self.timings = timings
-        lifecycle = RedisLinkLifecycle(timings: timings)
+        reconnector = RedisReconnector(loop: loop, timings: timings)
         watchdog = LoopTimer(loop: loop) { [unowned self] in self.watchdogFired() }
-        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in carryOut(lifecycle.reconnectDue()) }
+        reconnector.bringUp = { [unowned self] in connect() }
+        reconnector.notify = { [unowned self] state in onStateChange?(state) }
     }
 
     /// Starts the first connect (set the handlers first).
     public func start() {
-        carryOut(lifecycle.start())
+        reconnector.start()
     }
 
     /// Sends one command (binary-safe arguments, e.g. `["SET", key, value]`). The completion
     /// runs on the loop's thread; at once when the connection is down.
     public func send(_ arguments: [[UInt8]], completion: @escaping Completion) {
-        guard lifecycle.isReady, link != nil else {
+        guard reconnector.isReady, link != nil else {
             completion(.failure(unavailableError))
             return
         }
@@ -70,14 +70,14 @@ public final class RedisConnection {
 
     /// Milliseconds until the next connect attempt is likely to have succeeded: the hint for
     /// an `UNAVAILABLE` answer's `retryAfterMs`.
-    public var retryAfterMs: Int { lifecycle.retryAfterMs(now: loop.now) }
+    public var retryAfterMs: Int { reconnector.retryAfterMs }
 
     /// Closes the connection for good: pending completions fail with ``RedisError/Code/closed``.
     public func close() {
-        guard !lifecycle.isClosed else { return }
+        guard !reconnector.isClosed else { return }
         let error = RedisError(.closed, "the connection was closed")
         let orphans = takeDownLink()
-        carryOut(lifecycle.close(error))
+        reconnector.close(error)
         for orphan in orphans { orphan.completion(.failure(error)) }
     }
 
@@ -94,26 +94,8 @@ public final class RedisConnection {
         return RedisError(.unavailable, "Redis at \(endpoint) is unavailable (\(why))", retryAfterMs: retryAfterMs)
     }
 
-    /// Carries out the lifecycle's steps.
-    private func carryOut(_ steps: [RedisLinkLifecycle.Step]) {
-        for step in steps {
-            switch step {
-            case .connect: connect()
-            case .scheduleReconnect(let delay): reconnectTimer.schedule(after: delay)
-            case .cancelReconnect: reconnectTimer.cancel()
-            case .notify(let state): onStateChange?(state)
-            }
-        }
-    }
-
     private func connect() {
-        let link: RedisLink
-        do {
-            link = try RedisLink(endpoint: endpoint, loop: loop)
-        } catch {
-            carryOut(lifecycle.lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"), now: loop.now))
-            return
-        }
+        guard let link = reconnector.makeLink(to: endpoint) else { return }
         link.delegate = self
         self.link = link
         if let password = endpoint.password {
@@ -127,7 +109,7 @@ public final class RedisConnection {
             guard link === self.link else { return }
             switch result {
             case .success:
-                carryOut(lifecycle.ready())
+                reconnector.ready()
             case .failure(let error):
                 drop(RedisError(.handshakeRefused, "PING at connect: \(error.message)"))
             }
@@ -165,7 +147,7 @@ public final class RedisConnection {
     /// state and schedules a reconnect (``RedisLinkLifecycle/lost(_:now:)``).
     private func drop(_ error: RedisError) {
         let orphans = takeDownLink()
-        carryOut(lifecycle.lost(error, now: loop.now))
+        reconnector.lost(error)
         for orphan in orphans { orphan.completion(.failure(error)) }
     }
 

@@ -22,7 +22,7 @@ public final class RedisSubscriber {
     /// The channels subscribed (or to be subscribed once a link is up).
     public private(set) var channels: Set<[UInt8]> = []
     /// The current state.
-    public var state: RedisConnectionState { lifecycle.state }
+    public var state: RedisConnectionState { reconnector.state }
 
     /// Where this subscriber goes.
     public let endpoint: RedisEndpoint
@@ -34,13 +34,12 @@ public final class RedisSubscriber {
     private let loop: EventLoop
     private let probePrefix: [UInt8]
     private var link: RedisLink?
-    private var lifecycle: RedisLinkLifecycle
+    private let reconnector: RedisReconnector
     private var probeChannel: [UInt8] = []
     private var outstandingProbe: [UInt8]?
     private var probeCount = 0
     /// Handshake deadline, then probe interval and probe deadline.
     private var probeTimer: LoopTimer!
-    private var reconnectTimer: LoopTimer!
     /// Channels per `SUBSCRIBE` command when a link subscribes the whole set.
     private static let channelsPerCommand = 512
 
@@ -54,14 +53,15 @@ public final class RedisSubscriber {
         self.publisher = publisher
         self.timings = timings
         probePrefix = Array(probeChannelPrefix.utf8)
-        lifecycle = RedisLinkLifecycle(timings: timings)
+        reconnector = RedisReconnector(loop: loop, timings: timings)
         probeTimer = LoopTimer(loop: loop) { [unowned self] in self.probeTimerFired() }
-        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in carryOut(lifecycle.reconnectDue()) }
+        reconnector.bringUp = { [unowned self] in connect() }
+        reconnector.notify = { [unowned self] state in onStateChange?(state) }
     }
 
     /// Starts the first connect (set the handlers first).
     public func start() {
-        carryOut(lifecycle.start())
+        reconnector.start()
     }
 
     /// Adds `channel` to the set and subscribes it on the current link, if any.
@@ -84,9 +84,9 @@ public final class RedisSubscriber {
 
     /// Closes the subscriber for good.
     public func close() {
-        guard !lifecycle.isClosed else { return }
+        guard !reconnector.isClosed else { return }
         takeDownLink()
-        carryOut(lifecycle.close(RedisError(.closed, "the subscriber was closed")))
+        reconnector.close(RedisError(.closed, "the subscriber was closed"))
     }
 
     deinit {
@@ -103,26 +103,8 @@ public final class RedisSubscriber {
 
     // MARK: Link management
 
-    /// Carries out the lifecycle's steps.
-    private func carryOut(_ steps: [RedisLinkLifecycle.Step]) {
-        for step in steps {
-            switch step {
-            case .connect: connect()
-            case .scheduleReconnect(let delay): reconnectTimer.schedule(after: delay)
-            case .cancelReconnect: reconnectTimer.cancel()
-            case .notify(let state): onStateChange?(state)
-            }
-        }
-    }
-
     private func connect() {
-        let link: RedisLink
-        do {
-            link = try RedisLink(endpoint: endpoint, loop: loop)
-        } catch {
-            carryOut(lifecycle.lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"), now: loop.now))
-            return
-        }
+        guard let link = reconnector.makeLink(to: endpoint) else { return }
         link.delegate = self
         self.link = link
         outstandingProbe = nil
@@ -146,13 +128,13 @@ public final class RedisSubscriber {
 
     private func established() {
         probeTimer.schedule(after: timings.probeIntervalSeconds)
-        carryOut(lifecycle.ready())
+        reconnector.ready()
         onResubscribed?()
     }
 
     private func probeTimerFired() {
         guard let link else { return }
-        guard lifecycle.isReady else {
+        guard reconnector.isReady else {
             drop(RedisError(.timeout, "subscribing at \(endpoint) took longer than \(timings.timeoutSeconds) s"))
             return
         }
@@ -183,7 +165,7 @@ public final class RedisSubscriber {
     /// (``RedisLinkLifecycle/lost(_:now:)``).
     private func drop(_ error: RedisError) {
         takeDownLink()
-        carryOut(lifecycle.lost(error, now: loop.now))
+        reconnector.lost(error)
     }
 
     /// Closes the current link, if any, and stops its probes.
@@ -207,9 +189,9 @@ extension RedisSubscriber: RedisLinkDelegate {
         guard let elements = reply.elements, elements.count >= 3,
               case .bulk(let kindBytes) = elements[0], case .bulk(let channel) = elements[1]
         else {
-            if !lifecycle.isReady, case .status = reply { return }  // AUTH's OK
+            if !reconnector.isReady, case .status = reply { return }  // AUTH's OK
             let detail = if case .error(let line) = reply { line } else { "\(reply)" }
-            drop(RedisError(lifecycle.isReady ? .protocolViolation : .handshakeRefused, "unexpected reply on the pub/sub link: \(detail)"))
+            drop(RedisError(reconnector.isReady ? .protocolViolation : .handshakeRefused, "unexpected reply on the pub/sub link: \(detail)"))
             return
         }
         switch String(decoding: kindBytes, as: UTF8.self) {
@@ -223,7 +205,7 @@ extension RedisSubscriber: RedisLinkDelegate {
                 onMessage?(channel, payload)
             }
         case "subscribe":
-            if channel == probeChannel, !lifecycle.isReady { established() }
+            if channel == probeChannel, !reconnector.isReady { established() }
         default:
             break
         }

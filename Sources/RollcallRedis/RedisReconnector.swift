@@ -1,0 +1,61 @@
+import RollcallEventLoop
+
+/// Carries out a ``RedisLinkLifecycle`` on a loop for one Redis client (``RedisConnection``,
+/// ``RedisSubscriber``): its reconnect timer, and the two things only the client knows, how
+/// to bring a link up (``bringUp``) and whom to tell of a change (``notify``). Loop thread only.
+final class RedisReconnector {
+    /// Makes a new link (with ``makeLink(to:)``) and starts its handshake.
+    var bringUp: () -> Void = {}
+    /// Tells the client's `onStateChange`.
+    var notify: (RedisConnectionState) -> Void = { _ in }
+
+    private var lifecycle: RedisLinkLifecycle
+    private let loop: EventLoop
+    private var timer: LoopTimer!
+
+    /// A reconnector on `loop` backing off as `timings` say; set the two closures before ``start()``.
+    init(loop: EventLoop, timings: RedisTimings) {
+        self.loop = loop
+        lifecycle = RedisLinkLifecycle(timings: timings)
+        timer = LoopTimer(loop: loop) { [unowned self] in carryOut(lifecycle.reconnectDue()) }
+    }
+
+    /// The latest state.
+    var state: RedisConnectionState { lifecycle.state }
+    /// True while the link is up and usable.
+    var isReady: Bool { lifecycle.isReady }
+    /// True once closed.
+    var isClosed: Bool { lifecycle.isClosed }
+    /// The `retryAfterMs` hint of an `UNAVAILABLE` answer.
+    var retryAfterMs: Int { lifecycle.retryAfterMs(now: loop.now) }
+
+    /// The first connect.
+    func start() { carryOut(lifecycle.start()) }
+    /// The link is usable.
+    func ready() { carryOut(lifecycle.ready()) }
+    /// The link, or the attempt to make one, failed: back off and try again.
+    func lost(_ error: RedisError) { carryOut(lifecycle.lost(error, now: loop.now)) }
+    /// No more attempts.
+    func close(_ error: RedisError) { carryOut(lifecycle.close(error)) }
+
+    /// A new link to `endpoint`, or nil when it could not be made (then counted as lost).
+    func makeLink(to endpoint: RedisEndpoint) -> RedisLink? {
+        do {
+            return try RedisLink(endpoint: endpoint, loop: loop)
+        } catch {
+            lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
+            return nil
+        }
+    }
+
+    private func carryOut(_ steps: [RedisLinkLifecycle.Step]) {
+        for step in steps {
+            switch step {
+            case .connect: bringUp()
+            case .scheduleReconnect(let delay): timer.schedule(after: delay)
+            case .cancelReconnect: timer.cancel()
+            case .notify(let state): notify(state)
+            }
+        }
+    }
+}
