@@ -175,6 +175,13 @@ public final class ClusterLink {
                 switch result {
                 case .success(let reply):
                     replies[index] = StoreReply(reply)
+                case .failure(let error) where error.isNotNow:
+                    // Redis says "not now" (OOM, BUSY, LOADING, READONLY…): the request is
+                    // answered UNAVAILABLE with a retry hint, never INTERNAL (PROTOCOL §9).
+                    logger.warning("cluster: Redis is not taking commands now", metadata: ["error": "\(error.message)"])
+                    failed = true
+                    deliver?(.storeReplied(ticket, .failure(StoreFailure(notNow: error))))
+                    return
                 case .failure(let error) where error.code == .errorReply:
                     logger.error("cluster: Redis refused a command", metadata: ["error": "\(error.message)"])
                     replies[index] = .error(error.message)
@@ -231,4 +238,14 @@ extension StoreFailure {
     init(_ error: RedisError) {
         self.init(.unavailable, "the cluster store is unreachable (\(error.code.rawValue))", retryAfterMs: error.retryAfterMs ?? 1000)
     }
+
+    /// What a request is answered when Redis said "not now" (``RedisError/isNotNow``):
+    /// `UNAVAILABLE`, retried after half a second, naming what Redis said.
+    init(notNow error: RedisError) {
+        let word = error.message.prefix { $0 != " " }
+        self.init(.unavailable, "the cluster store is not taking commands now (\(word))", retryAfterMs: Self.notNowRetryMs)
+    }
+
+    /// The `retryAfterMs` of a "not now" answer.
+    static let notNowRetryMs = 500
 }

@@ -41,3 +41,18 @@ public struct RedisError: Error, Equatable, CustomStringConvertible {
 
     public var description: String { "\(code.rawValue): \(message)" }
 }
+
+extension RedisError {
+    /// The error prefixes with which Redis says "not now" rather than "no" (PROTOCOL §9, "Which
+    /// Redis"): out of memory, a script or module running too long, loading its data, a replica
+    /// that does not take writes, a master with no reachable master or replicas, a slot moving,
+    /// a cluster that is down. A request that met one is answered `UNAVAILABLE`, never `INTERNAL`.
+    public static let notNowPrefixes = ["OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"]
+
+    /// True for an error reply whose first word is one of ``notNowPrefixes``.
+    public var isNotNow: Bool {
+        guard code == .errorReply else { return false }
+        let word = message.prefix { $0 != " " }
+        return Self.notNowPrefixes.contains { $0 == word }
+    }
+}

@@ -131,3 +131,27 @@ struct ClusterRedisOutageTests {
         #expect(left, "still listed: \(listed)")
     }
 }
+
+/// Redis errors that mean "not now" (PROTOCOL §9 1.2): answered `UNAVAILABLE` with
+/// `retryAfterMs`, never `INTERNAL`, and the request goes through once Redis takes writes again.
+@Suite("Cluster with Redis saying not now", .serialized)
+struct ClusterRedisNotNowTests {
+    @Test("Redis out of memory (OOM): writes answer UNAVAILABLE with retryAfterMs, not INTERNAL; they work again after")
+    func outOfMemoryIsUnavailable() throws {
+        let cluster = try ClusterProcess()
+        let alice = try cluster.session("alice", node: 0)
+        #expect(try alice.join("lobby").ok)
+        _ = try RedisWire.command(port: cluster.redisPort, ["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+        _ = try RedisWire.command(port: cluster.redisPort, ["CONFIG", "SET", "maxmemory", "1"])
+        var refused: Reply?
+        #expect(eventually(timeout: 10) {
+            refused = try? alice.channelOp("setState", "lobby", ["state": ["k": "v"]])
+            return refused?.errorCode == .unavailable
+        }, "\(String(describing: refused))")
+        #expect((refused?.retryAfterMs ?? 0) > 0, "\(String(describing: refused))")
+        #expect(try alice.join("hall").errorCode == .unavailable)
+        _ = try RedisWire.command(port: cluster.redisPort, ["CONFIG", "SET", "maxmemory", "0"])
+        #expect(eventually(timeout: 10) { (try? alice.channelOp("setState", "lobby", ["state": ["k": "v"]]).ok) == true })
+        #expect(try alice.join("hall").ok)
+    }
+}

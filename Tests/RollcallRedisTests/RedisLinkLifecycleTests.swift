@@ -67,3 +67,21 @@ struct RedisLinkLifecycleTests {
         #expect(waiting.close(closed) == [.cancelReconnect], "no link: nothing to report")
     }
 }
+
+/// Which error replies mean "not now" (PROTOCOL §9: answered `UNAVAILABLE`, never `INTERNAL`).
+@Suite("RedisError not now")
+struct RedisErrorNotNowTests {
+    @Test func theSevenNotNowRepliesAndNothingElse() {
+        for line in ["OOM command not allowed when used memory > 'maxmemory'.", "BUSY Redis is busy running a script.",
+                     "LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.",
+                     "MASTERDOWN Link with MASTER is down", "TRYAGAIN Multiple keys request during rehashing of slot",
+                     "CLUSTERDOWN The cluster is down"] {
+            #expect(RedisError(.errorReply, line).isNotNow, "\(line)")
+        }
+        for line in ["NOSCRIPT No matching script.", "WRONGTYPE Operation against a key holding the wrong kind of value",
+                     "ERR unknown command", "BUSYKEY Target key name already exists.", "OOMX"] {
+            #expect(!RedisError(.errorReply, line).isNotNow, "\(line)")
+        }
+        #expect(!RedisError(.timeout, "OOM").isNotNow, "only error replies")
+    }
+}
