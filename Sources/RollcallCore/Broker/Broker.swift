@@ -132,6 +132,7 @@ public final class Broker {
     public var nextDeadline: Timestamp? {
         [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), tokenDeadlines.nextDeadline(),
          presence.nextDeadline, userStatus.nextDeadline, clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
+         clusterPresence?.snapshotRetries.nextDeadline(),
          clusterPresence == nil ? nil : nextReapAt]
             .compactMap { $0 }.min()
     }
@@ -375,6 +376,7 @@ public final class Broker {
         presence.fireDueTimers()
         clusterPresence?.fireDueFlushes()
         clusterPresence?.fireDueExpiries()
+        clusterPresence?.fireDueSnapshotRetries()
         reapIfDue()
         userStatus.fireDueTimers()
     }

@@ -290,6 +290,7 @@ extension Broker {
         clusterUserStatus?.forgetLocalSessions()
         clusterPresence.flushes = TimerQueue()
         clusterPresence.expiries = TimerQueue()
+        clusterPresence.snapshotRetries = TimerQueue()
         clusterPresence.local.removeAll()
     }
 

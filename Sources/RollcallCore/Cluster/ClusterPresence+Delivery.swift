@@ -150,18 +150,33 @@ extension ClusterPresence {
         store.call([.script(PresenceScripts.snapshot, arguments: arguments)]) { [self] result in
             defer { finished?() }
             guard let channel = local[key], channel.members[session.number] != nil else { return }
-            channel.waiting -= 1
             switch result {
             case .failure:
-                // The store is unreachable: the session is re-read when the link is back.
-                channel.members[session.number]?.baseline = channel.delivered
+                // The store is unreachable (its command link may come back after the pub/sub
+                // one): the session keeps waiting and is read again a heartbeat later. Before,
+                // it went on from the channel's last delivered `seq`, none after a resync, and
+                // the channel buffered every later event for good: the node was deaf after a
+                // Redis restart (issue 29 item 0).
+                snapshotRetries.schedule(SnapshotRetry(channel: key, session: session.number),
+                                         at: clock.monotonic + configuration.cluster.heartbeatSeconds.milliseconds)
+                return
             case .success(let replies):
+                channel.waiting -= 1
                 let reply = SnapshotScriptReply(replies.first ?? .null)
                 for frame in snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel) {
                     outbox.send(frame, to: session)
                 }
             }
             drain(key)
+        }
+    }
+
+    /// Reads again the snapshots that failed because the store was unreachable (for sessions
+    /// still here and still waiting).
+    func fireDueSnapshotRetries() {
+        for retry in snapshotRetries.popDue(now: clock.monotonic) {
+            guard let member = local[retry.channel]?.members[retry.session], member.baseline == nil else { continue }
+            requestSnapshot(of: retry.channel, for: member.session)
         }
     }
 

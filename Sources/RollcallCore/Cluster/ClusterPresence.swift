@@ -26,6 +26,15 @@ final class ClusterPresence {
     /// State-key expiries this node runs (it set the keys), by channel and user.
     var expiries = TimerQueue<ExpiringMember>()
 
+    /// Snapshots to read again, once the store answers (a session waiting for one).
+    var snapshotRetries = TimerQueue<SnapshotRetry>()
+
+    /// A local session of a channel waiting for its snapshot.
+    struct SnapshotRetry: Hashable {
+        let channel: ChannelKey
+        let session: UInt64
+    }
+
     /// A member with TTL keys.
     struct ExpiringMember: Hashable {
         let channel: ChannelKey

@@ -72,6 +72,13 @@ public final class RedisServer: @unchecked Sendable {
         try launch(timeout: timeout)
     }
 
+    /// Starts the server again on the same port, in the same folder, once it exited by itself
+    /// (after `SHUTDOWN SAVE`: it loads the saved data at start).
+    public func startAgainAfterShutdown(timeout: TimeInterval = 10) throws {
+        if let process { _ = process.waitForExit(timeout: timeout) }
+        try launch(timeout: timeout)
+    }
+
     /// Everything the server logged (for failure messages).
     public var log: String {
         (try? String(contentsOf: directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? ""

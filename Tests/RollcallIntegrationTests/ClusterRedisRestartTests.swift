@@ -1,0 +1,53 @@
+import Foundation
+@_spi(Testing) import RollcallClient
+import RollcallProtocol
+import Testing
+
+/// Issue 29 item 0: Redis shut down with SAVE and started again (its data kept). Every node
+/// reconnects, resubscribes and resyncs (PROTOCOL §9): a join made afterwards through one node
+/// reaches the members on every node. Before the fix a node whose pub/sub link came back before
+/// its command link failed its resync reads and buffered every later event for good.
+@Suite("Cluster across a Redis restart that keeps its data", .serialized)
+struct ClusterRedisRestartTests {
+    @Test("after SHUTDOWN SAVE and a restart, a join through node C reaches the members on nodes A and B")
+    func everyNodeHearsEventsAfterARestart() throws {
+        let cluster = try ClusterProcess()
+        let members = try (0..<3).map { try cluster.session("member-\($0)", node: $0) }
+        for (index, member) in members.enumerated() {
+            #expect(try member.join("lobby").ok)
+            _ = try member.presenceEvent("snapshot", channel: "lobby")
+            for earlier in members[..<index] { _ = try earlier.presenceEvent("join", channel: "lobby", publisher: "member-\(index)") }
+        }
+
+        _ = try? RedisWire.command(port: cluster.redisPort, ["SHUTDOWN", "SAVE"])
+        try cluster.redis.startAgainAfterShutdown()
+        let healthy = eventually(timeout: 20) {
+            (0..<3).allSatisfy { (try? RawHTTP.get(port: cluster.node($0).port, path: "/healthz").status) == 200 }
+        }
+        #expect(healthy, "\(cluster.describeNodes())")
+        // Each node resynced by seq: the rosters did not change, so snapshots, if any, show all three.
+        for member in members { _ = member.drainEvents() }
+
+        var newcomer: RollcallConnection?
+        #expect(eventually(timeout: 10) {
+            newcomer = try? cluster.session("newcomer", node: 2)
+            return newcomer != nil
+        }, "a login through node C works again")
+        var joined: Reply?
+        #expect(eventually(timeout: 10) {
+            joined = try? newcomer?.join("lobby")
+            return joined?.ok == true
+        }, "\(String(describing: joined))")
+        for (index, member) in members.enumerated() {
+            // The join event, or a snapshot that lists the newcomer (a node that resynced after
+            // the join shows it so: a client replaces its roster with any snapshot).
+            let heard = try? member.waitForEvent(timeout: .seconds(3)) { event in
+                guard event.name == "presence", event["channel"]?.stringValue == "lobby" else { return false }
+                if event.type == "join" { return event["publisher"]?.stringValue == "newcomer" }
+                return event.type == "snapshot"
+                    && (event["snapshot"]?.arrayValue ?? []).contains { $0["userId"]?.stringValue == "newcomer" }
+            }
+            #expect(heard != nil, "member on node \(index) heard the join within 3 s; it got \(member.drainEvents().map { "\($0.name) \($0.type ?? "") \($0["publisher"]?.stringValue ?? "") seq \($0["seq"]?.numberValue?.intValue ?? -1)" }); join \(String(describing: joined)); nodes: \(cluster.describeNodes()); logs: \((0..<3).map { cluster.node($0).stderrText.suffix(1500) })")
+        }
+    }
+}
