@@ -6,12 +6,14 @@ import Testing
 /// PROTOCOL §1: HTTP on the broker's port, paths, subprotocols and origins.
 @Suite("HTTP and upgrades")
 struct HTTPTests {
-    @Test("/healthz answers 200 ok")
+    @Test("/livez, /readyz and /healthz (an alias of /readyz) answer 200 ok")
     func healthz() throws {
         let broker = try BrokerProcess()
-        let response = try RawHTTP.get(port: broker.port, path: "/healthz")
-        #expect(response.status == 200)
-        #expect(response.bodyText.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
+        for path in ["/livez", "/readyz", "/healthz"] {
+            let response = try RawHTTP.get(port: broker.port, path: path)
+            #expect(response.status == 200, "\(path)")
+            #expect(response.bodyText.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(path)")
+        }
     }
 
     @Test("/metrics is Prometheus text with the expected metrics")

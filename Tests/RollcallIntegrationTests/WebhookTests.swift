@@ -317,9 +317,16 @@ import Testing
         let alice = try broker.session("alice")
         try joinOrFail(alice, "room")
         #expect(receiver.wait(timeout: 10) { !$0.isEmpty }, "the batch is in flight")
+        let stoppedAt = Date()
+        broker.process.send(SIGTERM)
+        // While it drains (PROTOCOL §1 1.2): not ready, shutting down; still live.
+        #expect(eventually(timeout: 3) { (try? RawHTTP.get(port: broker.port, path: "/readyz").bodyText) == "shutting down\n" })
+        #expect(try RawHTTP.get(port: broker.port, path: "/readyz").status == 503)
+        #expect(try RawHTTP.get(port: broker.port, path: "/livez").status == 200)
         let exit = try #require(broker.stop(timeout: 10))
+        let seconds = Date().timeIntervalSince(stoppedAt)
         #expect(!exit.signaled && exit.status == 0)
-        #expect(exit.seconds >= 4 && exit.seconds < 6.5, "the 5 s grace, then exit: \(exit.seconds) s")
+        #expect(seconds >= 4 && seconds < 6.5, "the 5 s grace, then exit: \(seconds) s")
     }
 
     // MARK: - A backend's roster
