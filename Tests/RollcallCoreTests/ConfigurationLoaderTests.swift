@@ -51,7 +51,7 @@ private let everyKeyChanged = """
                     "loginTimeoutSeconds": 3.75,
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
-      "log":       {"level": "trace"},
+      "log":       {"level": "trace", "format": "json"},
       "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
                     "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2},
       "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"},
@@ -85,7 +85,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.loginTimeoutSeconds = 3.75; c.limits.requestsPerSecond = 27.5; c.limits.requestBurst = 28
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
-    c.log.level = "trace"
+    c.log.level = "trace"; c.log.format = "json"
     c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
     c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
     c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
@@ -298,6 +298,8 @@ struct ConfigurationRefusalTests {
         // Out of range.
         .init(json: #"{"auth": {"mode": "basic"}}"#, code: .outOfRange, keyPath: "auth.mode", mentions: "one of none, jwt"),
         .init(json: #"{"log": {"level": "verbose"}}"#, code: .outOfRange, keyPath: "log.level", mentions: "one of trace, debug, info"),
+        .init(json: #"{"log": {"format": "logfmt"}}"#, code: .outOfRange, keyPath: "log.format", mentions: "one of text, json"),
+        .init(json: #"{"log": {"format": 1}}"#, code: .wrongType, keyPath: "log.format", mentions: "expected a string"),
         .init(json: #"{"listen": {"port": 65536}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535 (got 65536)"),
         .init(json: #"{"listen": {"port": -1}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535"),
         .init(json: #"{"listen": {"host": ""}}"#, code: .outOfRange, keyPath: "listen.host", mentions: "non-empty"),

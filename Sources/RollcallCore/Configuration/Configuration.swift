@@ -197,6 +197,9 @@ public struct Configuration: Sendable, Equatable {
     public struct Log: Sendable, Equatable {
         /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
         public var level = "info"
+        /// *(1.2)* `text` (the human format) or `json` (one JSON object per line: `ts`, `level`,
+        /// `msg` and the message's metadata, for log collectors). Default `text`.
+        public var format = "text"
         public init() {}
     }
 

@@ -9,6 +9,8 @@ extension ConfigurationKey {
     static let rates = NumberRange.above(0, upTo: 1_000_000_000)
     /// The `log.level` names, least to most severe.
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+    /// The `log.format` names.
+    static let logFormats = ["text", "json"]
 
     /// Every key of `config.json`, in the order of PROTOCOL §8. `docs/configuration.md`
     /// documents the same table.
@@ -74,6 +76,7 @@ extension ConfigurationKey {
             .optionalString("storage.path", \.storage.path),
 
             .string("log.level", \.log.level, oneOf: logLevels),
+            .string("log.format", \.log.format, oneOf: logFormats),
 
             .optionalString("cluster.redis", \.cluster.redis),
             .string("cluster.keyPrefix", \.cluster.keyPrefix),
