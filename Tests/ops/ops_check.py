@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Operator-facing checks against the real broker (`make test-ops`, part of `make test`).
+
+- `promtool check metrics` reports nothing on `/metrics` of a single node (webhooks and the
+  server API on, one API request made) and of a cluster node (two nodes on a throwaway
+  redis-server).
+
+Prints one PASS line per check and exits non-zero at the first failure. Standard library only;
+needs `promtool` (Debian's `prometheus`) and `redis-server` (the Makefile installs them).
+"""
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("ROLLCALL_BINARY") or os.path.join(ROOT, ".build", "debug", "rollcall")
+API_KEY = "ops-check-key-0123456789"
+
+
+def fail(message):
+    print(f"test-ops: FAIL: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    fail(f"timed out waiting for {what}")
+
+
+class Broker:
+    """A `rollcall` process with its own temporary config; `port` once it announced itself."""
+
+    def __init__(self, config, workdir):
+        base = {"listen": {"host": "127.0.0.1", "port": 0}, "storage": {"path": None}, "log": {"level": "warning"}}
+        for key, value in config.items():
+            base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+        path = os.path.join(workdir, f"config-{len(os.listdir(workdir))}.json")
+        with open(path, "w") as handle:
+            json.dump(base, handle)
+        self.process = subprocess.Popen([BINARY, "--config", path], cwd=ROOT, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, env={**os.environ, "ROLLCALL_API_KEY": API_KEY})
+        line = self.process.stdout.readline()
+        if not line.startswith("listening on "):
+            self.process.kill()
+            fail(f"broker did not start: {line!r} {self.process.stderr.read()}")
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def get(self, path):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as answer:
+            return answer.read().decode()
+
+    def api(self, op, body):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/v1/{op}", data=json.dumps(body).encode(),
+                                         headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return json.loads(answer.read())
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver that acknowledges everything."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *arguments):
+        pass
+
+
+def promtool_metrics(page, where):
+    result = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True)
+    report = (result.stdout + result.stderr).strip()
+    if result.returncode != 0 or report:
+        fail(f"promtool check metrics on {where} reported:\n{report}")
+
+
+def main():
+    if not os.access(BINARY, os.X_OK):
+        fail(f"no broker binary at {BINARY} (swift build --product rollcall)")
+    for tool in ["promtool", "redis-server"]:
+        if not shutil.which(tool):
+            fail(f"{tool} not found (make ops-deps)")
+    workdir = tempfile.mkdtemp(prefix="rollcall-ops-")
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    brokers, redis = [], None
+    try:
+        single = Broker({"webhooks": {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hooks", "secret": "ops-secret",
+                                      "batchMaxDelaySeconds": 0.05}}, workdir)
+        brokers.append(single)
+        if not single.api("publish", {"channel": "ops", "message": {"hello": 1}}).get("ok"):
+            fail("the server API publish failed")
+        page = single.get("/metrics")
+        promtool_metrics(page, "a single node")
+        print(f"test-ops: PASS: promtool check metrics reports nothing on a single node ({page.count(chr(10))} lines)")
+
+        redis_port = free_port()
+        redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
+                                  "--appendonly", "no", "--dir", workdir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def redis_answers():
+            try:
+                with socket.create_connection(("127.0.0.1", redis_port), timeout=0.2) as connection:
+                    connection.sendall(b"PING\r\n")
+                    return connection.recv(16).startswith(b"+PONG")
+            except OSError:
+                return False
+
+        wait_until(redis_answers, 10, "redis-server")
+        cluster = {"cluster": {"redis": f"redis://127.0.0.1:{redis_port}", "keyPrefix": "ops:", "heartbeatSeconds": 0.2,
+                               "nodeTimeoutSeconds": 1}}
+        nodes = [Broker({**cluster, "cluster": {**cluster["cluster"], "nodeId": f"n{index}"}}, workdir) for index in (1, 2)]
+        brokers.extend(nodes)
+        wait_until(lambda: "rollcall_cluster_nodes 2" in nodes[0].get("/metrics"), 10, "two cluster nodes")
+        page = nodes[0].get("/metrics")
+        promtool_metrics(page, "a cluster node")
+        print(f"test-ops: PASS: promtool check metrics reports nothing on a cluster node ({page.count(chr(10))} lines)")
+    finally:
+        for broker in brokers:
+            broker.stop()
+        if redis:
+            redis.kill()
+            redis.wait()
+        receiver.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
