@@ -58,7 +58,8 @@ ops-deps:
 	fi
 
 ## Operator checks against the real broker (Tests/ops/ops_check.py, a few seconds): promtool
-## check metrics on /metrics of a single node and of a cluster node.
+## check metrics on /metrics of a single node and of a cluster node; the webhook receivers of
+## docs/webhooks.md (Python, and JavaScript under Node) on a batch signed with two secrets.
 test-ops: ops-deps
 	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
 	$(PYTHON) Tests/ops/ops_check.py

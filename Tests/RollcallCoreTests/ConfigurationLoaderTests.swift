@@ -55,7 +55,7 @@ private let everyKeyChanged = """
       "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
                     "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2},
       "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"},
-      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET",
+      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET", "secrets": ["old-w3bh00k"],
                     "events": ["channel"], "batchMaxEvents": 31, "batchMaxDelaySeconds": 0.25,
                     "timeoutSeconds": 2.5, "retryMaxSeconds": 33, "queueMaxEvents": 34, "caFile": "ca.pem"}
     }
@@ -89,7 +89,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
     c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
     c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
-    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.events = ["channel"]
+    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.secrets = ["old-w3bh00k"]; c.webhooks.events = ["channel"]
     c.webhooks.batchMaxEvents = 31; c.webhooks.batchMaxDelaySeconds = 0.25; c.webhooks.timeoutSeconds = 2.5
     c.webhooks.retryMaxSeconds = 33; c.webhooks.queueMaxEvents = 34; c.webhooks.caFile = "ca.pem"
     c.api.keys = ["key-one-0123456789", "key-two-0123456789"]; c.api.keyEnv = "OTHER_API_KEY"
@@ -300,6 +300,8 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"log": {"level": "verbose"}}"#, code: .outOfRange, keyPath: "log.level", mentions: "one of trace, debug, info"),
         .init(json: #"{"log": {"format": "logfmt"}}"#, code: .outOfRange, keyPath: "log.format", mentions: "one of text, json"),
         .init(json: #"{"log": {"format": 1}}"#, code: .wrongType, keyPath: "log.format", mentions: "expected a string"),
+        .init(json: #"{"webhooks": {"secrets": "s"}}"#, code: .wrongType, keyPath: "webhooks.secrets", mentions: "expected an array of strings"),
+        .init(json: #"{"webhooks": {"secrets": [""]}}"#, code: .outOfRange, keyPath: "webhooks.secrets", mentions: "non-empty"),
         .init(json: #"{"listen": {"port": 65536}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535 (got 65536)"),
         .init(json: #"{"listen": {"port": -1}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535"),
         .init(json: #"{"listen": {"host": ""}}"#, code: .outOfRange, keyPath: "listen.host", mentions: "non-empty"),

@@ -4,6 +4,9 @@
 - `promtool check metrics` reports nothing on `/metrics` of a single node (webhooks and the
   server API on, one API request made) and of a cluster node (two nodes on a throwaway
   redis-server).
+- The Python and JavaScript receivers of docs/webhooks.md ("Checking the signature"), run as
+  written (Python here, JavaScript under Node), accept a real batch of a broker signing with
+  `webhooks.secret` and `webhooks.secrets` with either secret, and refuse it with another.
 
 Prints one PASS line per check and exits non-zero at the first failure. Standard library only;
 needs `promtool` (Debian's `prometheus`) and `redis-server` (the Makefile installs them).
@@ -73,6 +76,25 @@ class Broker:
         with urllib.request.urlopen(request, timeout=5) as answer:
             return json.loads(answer.read())
 
+    def login(self, user_id):
+        """Logs `user_id` in over a minimal WebSocket (stdlib sockets) and returns the socket:
+        the user's status goes online, a webhook event."""
+        connection = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        connection.sendall((f"GET /v1 HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nUpgrade: websocket\r\n"
+                            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                            "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += connection.recv(4096)
+        if not head.startswith(b"HTTP/1.1 101"):
+            fail(f"WebSocket upgrade refused: {head[:80]!r}")
+        payload = json.dumps({"id": 1, "op": "login", "userId": user_id}).encode()
+        mask = os.urandom(4)
+        connection.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+        if b'"ok":true' not in connection.recv(4096):
+            fail(f"login of {user_id} failed")
+        return connection
+
     def stop(self):
         if self.process.poll() is None:
             self.process.terminate()
@@ -83,10 +105,12 @@ class Broker:
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
-    """A webhook receiver that acknowledges everything."""
+    """A webhook receiver that acknowledges everything and keeps (header, body) of each batch."""
+    batches = []
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        Receiver.batches.append((self.headers.get("Rollcall-Signature", ""), body))
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -102,10 +126,41 @@ def promtool_metrics(page, where):
         fail(f"promtool check metrics on {where} reported:\n{report}")
 
 
+def doc_block(path, heading, language):
+    """The first ```language block after `heading` in a Markdown file."""
+    text = open(os.path.join(ROOT, path)).read()
+    section = text[text.index(heading):]
+    start = section.index(f"```{language}\n") + len(f"```{language}\n")
+    return section[start:section.index("```", start)]
+
+
+def check_documented_receivers(header, body, workdir):
+    """Runs the receivers of docs/webhooks.md on one real batch signed with `new` and `old`."""
+    cases = [(["new"], True), (["old"], True), (["old", "new"], True), (["other"], False)]
+    namespace = {}
+    exec(doc_block("docs/webhooks.md", "## Checking the signature", "python"), namespace)
+    for secrets, accepted in cases:
+        if namespace["verify"]([s.encode() for s in secrets], header, body) != accepted:
+            fail(f"the Python receiver of docs/webhooks.md with {secrets} did not {'accept' if accepted else 'refuse'} {header}")
+        if namespace["verify"]([s.encode() for s in secrets], header, body + b" "):
+            fail("the Python receiver of docs/webhooks.md accepted a changed body")
+    module = os.path.join(workdir, "verify.mjs")
+    with open(module, "w") as handle:
+        handle.write(doc_block("docs/webhooks.md", "## Checking the signature", "js"))
+    driver = (f"import {{ verify }} from {json.dumps(module)};\n"
+              f"const header = {json.dumps(header)}, body = Buffer.from({json.dumps(body.decode())});\n"
+              f"console.log(JSON.stringify({json.dumps([c[0] for c in cases])}.map((s) => verify(s, header, body))"
+              f".concat([verify(['new'], header, Buffer.concat([body, Buffer.from(' ')]))])));\n")
+    result = subprocess.run(["node", "--input-type=module", "-e", driver], capture_output=True, text=True)
+    expected = [c[1] for c in cases] + [False]
+    if result.returncode != 0 or json.loads(result.stdout or "null") != expected:
+        fail(f"the JavaScript receiver of docs/webhooks.md answered {result.stdout.strip()} {result.stderr.strip()}, expected {expected}")
+
+
 def main():
     if not os.access(BINARY, os.X_OK):
         fail(f"no broker binary at {BINARY} (swift build --product rollcall)")
-    for tool in ["promtool", "redis-server"]:
+    for tool in ["promtool", "redis-server", "node"]:
         if not shutil.which(tool):
             fail(f"{tool} not found (make ops-deps)")
     workdir = tempfile.mkdtemp(prefix="rollcall-ops-")
@@ -113,14 +168,23 @@ def main():
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     brokers, redis = [], None
     try:
-        single = Broker({"webhooks": {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hooks", "secret": "ops-secret",
-                                      "batchMaxDelaySeconds": 0.05}}, workdir)
+        single = Broker({"webhooks": {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hooks", "secret": "new",
+                                      "secrets": ["old"], "batchMaxDelaySeconds": 0.05}}, workdir)
         brokers.append(single)
         if not single.api("publish", {"channel": "ops", "message": {"hello": 1}}).get("ok"):
             fail("the server API publish failed")
+        session = single.login("ops-user")
         page = single.get("/metrics")
         promtool_metrics(page, "a single node")
         print(f"test-ops: PASS: promtool check metrics reports nothing on a single node ({page.count(chr(10))} lines)")
+
+        wait_until(lambda: Receiver.batches, 10, "a webhook batch (ops-user online)")
+        session.close()
+        header, body = Receiver.batches[0]
+        if header.count("v1=") != 2:
+            fail(f"a batch signed with webhooks.secret and one of webhooks.secrets carries {header}")
+        check_documented_receivers(header, body, workdir)
+        print("test-ops: PASS: the Python and JavaScript receivers of docs/webhooks.md accept a real batch with either secret")
 
         redis_port = free_port()
         redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",

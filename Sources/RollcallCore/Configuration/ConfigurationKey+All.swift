@@ -89,6 +89,7 @@ extension ConfigurationKey {
             .optionalString("webhooks.url", \.webhooks.url),
             .optionalString("webhooks.secret", \.webhooks.secret),
             .optionalString("webhooks.secretEnv", \.webhooks.secretEnv),
+            .strings("webhooks.secrets", \.webhooks.secrets),
             .strings("webhooks.events", \.webhooks.events),
             .integer("webhooks.batchMaxEvents", \.webhooks.batchMaxEvents, 1...10_000),
             .number("webhooks.batchMaxDelaySeconds", \.webhooks.batchMaxDelaySeconds, .from(0, upTo: 3600)),
