@@ -31,7 +31,7 @@ private let everyKeyChanged = """
     {
       "listen":    {"host": "::1", "port": 9090},
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
-      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
+      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "secrets": ["older-s3cret"], "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
                    "permessageDeflateMemLevel": 2, "batchedSends": false, "coalesceWindowSeconds": 0.002,
@@ -66,7 +66,7 @@ private var everyKeyChangedConfiguration: Configuration {
     var c = Configuration()
     c.listen.host = "::1"; c.listen.port = 9090
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
-    c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
+    c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.secrets = ["older-s3cret"]; c.auth.allowInsecure = true
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
     c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
     c.http.coalesceWindowSeconds = 0.002; c.http.coalesceBusySeconds = 0.05
@@ -300,6 +300,8 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"log": {"level": "verbose"}}"#, code: .outOfRange, keyPath: "log.level", mentions: "one of trace, debug, info"),
         .init(json: #"{"log": {"format": "logfmt"}}"#, code: .outOfRange, keyPath: "log.format", mentions: "one of text, json"),
         .init(json: #"{"log": {"format": 1}}"#, code: .wrongType, keyPath: "log.format", mentions: "expected a string"),
+        .init(json: #"{"auth": {"secrets": ["ok", ""]}}"#, code: .outOfRange, keyPath: "auth.secrets", mentions: "non-empty"),
+        .init(json: #"{"auth": {"secrets": "s"}}"#, code: .wrongType, keyPath: "auth.secrets", mentions: "expected an array of strings"),
         .init(json: #"{"webhooks": {"secrets": "s"}}"#, code: .wrongType, keyPath: "webhooks.secrets", mentions: "expected an array of strings"),
         .init(json: #"{"webhooks": {"secrets": [""]}}"#, code: .outOfRange, keyPath: "webhooks.secrets", mentions: "non-empty"),
         .init(json: #"{"listen": {"port": 65536}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535 (got 65536)"),

@@ -33,6 +33,9 @@ public struct Configuration: Sendable, Equatable {
         public var secret: String? = nil
         /// Environment variable holding the secret when `secret` is nil. Default `ROLLCALL_JWT_SECRET`.
         public var secretEnv: String? = "ROLLCALL_JWT_SECRET"
+        /// *(1.2)* More HS256 secrets accepted at once (rotation): a token signed with the
+        /// secret or with any of these verifies. Default `[]`.
+        public var secrets: [String] = []
         /// Allow `mode: none` on a non-loopback address. Default false.
         public var allowInsecure = false
         /// Seconds of clock difference tolerated on a token's `exp` and `nbf`. Default 30.

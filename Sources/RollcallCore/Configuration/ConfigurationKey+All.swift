@@ -25,6 +25,7 @@ extension ConfigurationKey {
             .choice("auth.mode", \.auth.mode),
             .optionalString("auth.secret", \.auth.secret),
             .optionalString("auth.secretEnv", \.auth.secretEnv),
+            .strings("auth.secrets", \.auth.secrets),
             .boolean("auth.allowInsecure", \.auth.allowInsecure),
             .number("auth.clockSkewSeconds", \.auth.clockSkewSeconds, .from(0, upTo: 3600)),
             .number("auth.refreshNoticeSeconds", \.auth.refreshNoticeSeconds, .from(0, upTo: 86_400)),
