@@ -59,7 +59,9 @@ ops-deps:
 
 ## Operator checks against the real broker (Tests/ops/ops_check.py, a few seconds): promtool
 ## check metrics on /metrics of a single node and of a cluster node; the webhook receivers of
-## docs/webhooks.md (Python, and JavaScript under Node) on a batch signed with two secrets.
+## docs/webhooks.md (Python, and JavaScript under Node) on a batch signed with two secrets;
+## contrib/: systemd-analyze verify of the unit, promtool check rules, the metric names the
+## alert rules and the Grafana dashboard use against live /metrics pages.
 test-ops: ops-deps
 	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
 	$(PYTHON) Tests/ops/ops_check.py

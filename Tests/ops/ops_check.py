@@ -7,13 +7,19 @@
 - The Python and JavaScript receivers of docs/webhooks.md ("Checking the signature"), run as
   written (Python here, JavaScript under Node), accept a real batch of a broker signing with
   `webhooks.secret` and `webhooks.secrets` with either secret, and refuse it with another.
+- contrib/: `systemd-analyze verify` finds nothing in the systemd unit (a copy whose ExecStart
+  is the built binary); `promtool check rules` accepts the alert rules; every `rollcall_*` and
+  `process_*` name the alert rules and the Grafana dashboard use is on a live broker's
+  `/metrics` (the single node's and the cluster node's pages together).
 
 Prints one PASS line per check and exits non-zero at the first failure. Standard library only;
-needs `promtool` (Debian's `prometheus`) and `redis-server` (the Makefile installs them).
+needs `promtool` (Debian's `prometheus`), `systemd-analyze` (Debian's `systemd`), `redis-server`
+and `node` (the Makefile installs them).
 """
 import http.server
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -157,10 +163,59 @@ def check_documented_receivers(header, body, workdir):
         fail(f"the JavaScript receiver of docs/webhooks.md answered {result.stdout.strip()} {result.stderr.strip()}, expected {expected}")
 
 
+def sample_names(page):
+    """The sample names of a text-format page (`rollcall_x_bucket`, `process_open_fds` …)."""
+    names = set()
+    for line in page.splitlines():
+        if line and not line.startswith("#"):
+            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+    return names
+
+
+def check_contrib(pages, workdir):
+    """The systemd unit, the alert rules and the dashboard of contrib/ (see the module doc)."""
+    unit = open(os.path.join(ROOT, "contrib/systemd/rollcall.service")).read()
+    if "ExecStart=/usr/local/bin/rollcall " not in unit:
+        fail("contrib/systemd/rollcall.service: ExecStart is not /usr/local/bin/rollcall")
+    copy = os.path.join(workdir, "rollcall.service")
+    with open(copy, "w") as handle:
+        handle.write(unit.replace("ExecStart=/usr/local/bin/rollcall ", f"ExecStart={os.path.abspath(BINARY)} "))
+    result = subprocess.run(["systemd-analyze", "verify", copy], capture_output=True, text=True)
+    report = (result.stdout + result.stderr).strip()
+    if result.returncode != 0 or report:
+        fail(f"systemd-analyze verify contrib/systemd/rollcall.service reported:\n{report}")
+    print("test-ops: PASS: systemd-analyze verify finds nothing in contrib/systemd/rollcall.service")
+
+    rules = os.path.join(ROOT, "contrib/prometheus/rollcall-alerts.yml")
+    result = subprocess.run(["promtool", "check", "rules", rules], capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(f"promtool check rules contrib/prometheus/rollcall-alerts.yml:\n{result.stdout}{result.stderr}")
+    alerts = open(rules).read()
+    for needed in ["up{job=\"rollcall\"}", "rollcall_redis_connected", "rollcall_webhook_events_dropped_total",
+                   "rollcall_storage_healthy", "rollcall_slow_consumer_cuts_total"]:
+        if needed not in alerts:
+            fail(f"the alert rules do not watch {needed}")
+    print("test-ops: PASS: promtool check rules accepts contrib/prometheus/rollcall-alerts.yml "
+          f"({result.stdout.strip().splitlines()[-1].strip()})")
+
+    live = set().union(*(sample_names(page) for page in pages))
+    dashboard = json.load(open(os.path.join(ROOT, "contrib/grafana/rollcall-dashboard.json")))
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    expressions += [variable["query"] for variable in dashboard["templating"]["list"]]
+    pattern = re.compile(r"\b(?:rollcall|process)_[a-z0-9_]+\b")
+    for where, text in [("contrib/grafana/rollcall-dashboard.json", "\n".join(expressions)),
+                        ("contrib/prometheus/rollcall-alerts.yml", alerts)]:
+        used = set(pattern.findall(text))
+        missing = sorted(used - live)
+        if missing:
+            fail(f"{where} uses metric names a live broker does not have: {missing}")
+        print(f"test-ops: PASS: every metric name of {where} is on a live broker's /metrics ({len(used)} names)")
+
+
 def main():
     if not os.access(BINARY, os.X_OK):
         fail(f"no broker binary at {BINARY} (swift build --product rollcall)")
-    for tool in ["promtool", "redis-server", "node"]:
+    for tool in ["promtool", "systemd-analyze", "redis-server", "node"]:
         if not shutil.which(tool):
             fail(f"{tool} not found (make ops-deps)")
     workdir = tempfile.mkdtemp(prefix="rollcall-ops-")
@@ -175,6 +230,7 @@ def main():
             fail("the server API publish failed")
         session = single.login("ops-user")
         page = single.get("/metrics")
+        pages = [page]
         promtool_metrics(page, "a single node")
         print(f"test-ops: PASS: promtool check metrics reports nothing on a single node ({page.count(chr(10))} lines)")
 
@@ -205,8 +261,10 @@ def main():
         brokers.extend(nodes)
         wait_until(lambda: "rollcall_cluster_nodes 2" in nodes[0].get("/metrics"), 10, "two cluster nodes")
         page = nodes[0].get("/metrics")
+        pages.append(page)
         promtool_metrics(page, "a cluster node")
         print(f"test-ops: PASS: promtool check metrics reports nothing on a cluster node ({page.count(chr(10))} lines)")
+        check_contrib(pages, workdir)
     finally:
         for broker in brokers:
             broker.stop()
