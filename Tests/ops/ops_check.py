@@ -30,8 +30,6 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BINARY = os.environ.get("ROLLCALL_BINARY") or os.path.join(ROOT, ".build", "debug", "rollcall")
-API_KEY = "ops-check-key-0123456789"
 
 
 def fail(message):
@@ -54,33 +52,32 @@ def wait_until(condition, timeout, what):
     fail(f"timed out waiting for {what}")
 
 
-class Broker:
-    """A `rollcall` process with its own temporary config; `port` once it announced itself."""
+sys.path.insert(0, os.path.join(ROOT, "Tests", "api"))
+import broker as api_broker  # noqa: E402  (Tests/api/broker.py: the server API suite's harness)
 
-    def __init__(self, config, workdir):
-        base = {"listen": {"host": "127.0.0.1", "port": 0}, "storage": {"path": None}, "log": {"level": "warning"}}
+BINARY = api_broker.binary()
+
+
+class Broker(api_broker.Broker):
+    """The server API suite's broker (Tests/api/broker.py: temporary config, an API key,
+    `stop()`), plus plain GETs and a WebSocket login. `config` sections are merged into its
+    defaults one level deep."""
+
+    def __init__(self, config):
+        extra = {"api": {"keys": [api_broker.API_KEY]}}
         for key, value in config.items():
-            base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
-        path = os.path.join(workdir, f"config-{len(os.listdir(workdir))}.json")
-        with open(path, "w") as handle:
-            json.dump(base, handle)
-        self.process = subprocess.Popen([BINARY, "--config", path], cwd=ROOT, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env={**os.environ, "ROLLCALL_API_KEY": API_KEY})
-        line = self.process.stdout.readline()
-        if not line.startswith("listening on "):
-            self.process.kill()
-            fail(f"broker did not start: {line!r} {self.process.stderr.read()}")
-        self.port = int(line.strip().rsplit(":", 1)[1])
+            extra[key] = value
+        super().__init__(extra=extra)
+        if not self.port:
+            fail(f"broker did not start: {self.process.stderr.read()}")
 
     def get(self, path):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as answer:
+        with urllib.request.urlopen(f"{self.base_url}{path}", timeout=5) as answer:
             return answer.read().decode()
 
     def api(self, op, body):
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/v1/{op}", data=json.dumps(body).encode(),
-                                         headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=5) as answer:
-            return json.loads(answer.read())
+        status, _, answer = super().api(op, body)
+        return answer if status == 200 else {"ok": False, "status": status}
 
     def login(self, user_id):
         """Logs `user_id` in over a minimal WebSocket (stdlib sockets) and returns the socket:
@@ -100,14 +97,6 @@ class Broker:
         if b'"ok":true' not in connection.recv(4096):
             fail(f"login of {user_id} failed")
         return connection
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
@@ -224,7 +213,7 @@ def main():
     brokers, redis = [], None
     try:
         single = Broker({"webhooks": {"url": f"http://127.0.0.1:{receiver.server_address[1]}/hooks", "secret": "new",
-                                      "secrets": ["old"], "batchMaxDelaySeconds": 0.05}}, workdir)
+                                      "secrets": ["old"], "batchMaxDelaySeconds": 0.05}})
         brokers.append(single)
         if not single.api("publish", {"channel": "ops", "message": {"hello": 1}}).get("ok"):
             fail("the server API publish failed")
@@ -257,7 +246,7 @@ def main():
         wait_until(redis_answers, 10, "redis-server")
         cluster = {"cluster": {"redis": f"redis://127.0.0.1:{redis_port}", "keyPrefix": "ops:", "heartbeatSeconds": 0.2,
                                "nodeTimeoutSeconds": 1}}
-        nodes = [Broker({**cluster, "cluster": {**cluster["cluster"], "nodeId": f"n{index}"}}, workdir) for index in (1, 2)]
+        nodes = [Broker({**cluster, "cluster": {**cluster["cluster"], "nodeId": f"n{index}"}}) for index in (1, 2)]
         brokers.extend(nodes)
         wait_until(lambda: "rollcall_cluster_nodes 2" in nodes[0].get("/metrics"), 10, "two cluster nodes")
         page = nodes[0].get("/metrics")
