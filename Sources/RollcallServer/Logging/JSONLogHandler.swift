@@ -25,14 +25,14 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-        source: String, file: String, function: String, line: UInt
-    ) {
+    /// Writes the event as one line: the handler's metadata, then the provider's, then the
+    /// message's (later ones win); an attached error becomes `error` unless metadata has one.
+    public func log(event: LogEvent) {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
-        if let explicit { merged.merge(explicit) { $1 } }
-        output.write(JSONLogLine.encode(level: level, message: message.description, label: label, metadata: merged))
+        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
+        if let error = event.error, merged["error"] == nil { merged["error"] = "\(error)" }
+        output.write(JSONLogLine.encode(level: event.level, message: event.message.description, label: label, metadata: merged))
     }
 }
 
