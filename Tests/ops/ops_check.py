@@ -68,8 +68,8 @@ class Broker(api_broker.Broker):
         for key, value in config.items():
             extra[key] = value
         super().__init__(extra=extra)
-        if not self.port:
-            fail(f"broker did not start: {self.process.stderr.read()}")
+        if self.process.poll() is not None:  # the harness returns the exit status then, not a port
+            fail(f"broker did not start (exit {self.process.returncode}): {''.join(self.stderr_lines)}")
 
     def get(self, path):
         with urllib.request.urlopen(f"{self.base_url}{path}", timeout=5) as answer:
