@@ -15,7 +15,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps build run cluster test test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
 	leak-check soak release bench bench-deps clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -44,6 +44,27 @@ browser-deps:
 	@$(PYTHON) -c "import selenium, pytest" 2>/dev/null || $(PYTHON) -m pip install --quiet selenium pytest || \
 	{ echo "browser-deps: pip could not install (externally managed Python?); trying Debian's python3-selenium python3-pytest"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-selenium python3-pytest; }
+
+## What the operator checks (Tests/ops) need: Debian's prometheus (promtool) and systemd
+## (systemd-analyze), each installed only when its tool is missing.
+OPS_TOOLS := promtool:prometheus systemd-analyze:systemd
+ops-deps:
+	@missing=""; for tool in $(OPS_TOOLS); do command -v $${tool%%:*} >/dev/null || missing="$$missing $${tool#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		if ! command -v dpkg >/dev/null; then echo "ops-deps: no dpkg here; install$$missing yourself"; exit 1; fi; \
+		echo "ops-deps: installing$$missing"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+## Operator checks against the real broker (Tests/ops/ops_check.py, a few seconds): promtool
+## check metrics on /metrics of a single node and of a cluster node; the webhook receivers of
+## docs/webhooks.md (Python, and JavaScript under Node) on a batch signed with two secrets;
+## contrib/: systemd-analyze verify of the unit, promtool check rules, the metric names the
+## alert rules and the Grafana dashboard use against live /metrics pages.
+test-ops: ops-deps
+	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
+	$(PYTHON) Tests/ops/ops_check.py
 
 ## What the server API suite (Tests/api) needs from PyPI, installed only when it cannot be
 ## imported: pytest, PyYAML, jsonschema, openapi-spec-validator, websockets, schemathesis.
@@ -75,12 +96,13 @@ cluster: build
 	examples/cluster/run-cluster.sh
 
 ## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the JavaScript client's suite (Node), the server API suite, the fuzz corpus replay,
+## Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,
 ## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
 test: build
 	swift test
 	$(MAKE) test-js
+	$(MAKE) test-ops
 	$(MAKE) test-api
 	$(MAKE) test-fuzz-replay
 	$(MAKE) test-consumer

@@ -31,6 +31,10 @@ public final class ClusterLink {
     private var scripts: [StoreScript: RedisScript] = [:]
     private var subscribedOnce = false
     private var hadOutage = false
+    /// True once both links have been connected at least once (the node has joined).
+    private var connectedOnce = false
+    /// True from Redis losing the cluster's data until the node is registered again.
+    private var rejoining = false
 
     /// A link for `configuration.cluster` on `loop`. Throws ``ClusterError`` for a bad `cluster.redis`.
     /// The cluster's epoch when this node joined (`P meta`); a different or missing one
@@ -66,10 +70,15 @@ public final class ClusterLink {
     /// True while both connections are up.
     public var isConnected: Bool { commands.state.isConnected && subscriber.state.isConnected }
 
-    /// The `/healthz` reason while Redis cannot be reached (nil while it can).
+    /// The `/readyz` reason while this node cannot serve what needs Redis (nil while it can):
+    /// not joined yet (its links never connected), Redis unreachable, Redis answering the
+    /// heartbeat with an error, or joining again after Redis lost the cluster's data.
     public var healthProblem: String? {
+        if !connectedOnce { return "cluster: not joined yet (connecting to Redis at \(endpoint))" }
         if case .disconnected(let error) = commands.state { return "cluster: Redis unreachable (\(error))" }
         if case .disconnected(let error) = subscriber.state { return "cluster: Redis pub/sub unreachable (\(error))" }
+        if let error = heartbeat.answeredError { return "cluster: Redis answers errors (\(error))" }
+        if rejoining { return "cluster: joining again (Redis lost the cluster's data)" }
         return nil
     }
 
@@ -80,11 +89,16 @@ public final class ClusterLink {
             switch state {
             case .connected:
                 logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
+                if subscriber.state.isConnected { connectedOnce = true }
                 if hadOutage { markGrace() }
             case .disconnected(let error):
                 hadOutage = true
                 logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
             }
+        }
+        subscriber.onStateChange = { [weak self] state in
+            guard let self, state.isConnected, commands.state.isConnected else { return }
+            connectedOnce = true
         }
         subscriber.subscribe(configuration.cluster.keyPrefix + "n:" + nodeId)
         subscriber.onMessage = { [weak self] channel, payload in
@@ -142,11 +156,14 @@ public final class ClusterLink {
         logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
         deliver?(.storeLost)
         epoch = nil
+        rejoining = true
         scripts.removeAll() // an empty Redis has no scripts either: each is loaded again
         ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
             guard let self else { return }
             switch result {
-            case .success(let epoch): self.epoch = epoch
+            case .success(let epoch):
+                self.epoch = epoch
+                rejoining = false
             case .failure(let error): logger.error("cluster: could not register again", metadata: ["error": "\(error)"])
             }
         }

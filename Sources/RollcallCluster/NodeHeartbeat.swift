@@ -13,6 +13,10 @@ final class NodeHeartbeat {
     /// Redis has none, i.e. it lost the cluster's data), and whether this node had been
     /// removed from the live nodes (declared dead by the others) since its last beat.
     var onBeat: ((Int, String?, Bool) -> Void)?
+    /// The error Redis answered the latest beat with (`OOM …`, `NOREPLICAS …`, `READONLY …`),
+    /// nil once a beat succeeds again: Redis is reachable but cannot take the node's writes,
+    /// so `/readyz` says so (noticed within `heartbeatSeconds`).
+    private(set) var answeredError: String?
     private var timer: LoopTimer!
     private var beats = 0
     private weak var connection: RedisConnection?
@@ -51,8 +55,11 @@ final class NodeHeartbeat {
         guard let connection, connection.state.isConnected else { return }
         let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs), keyPrefix + "meta"]
         Self.beat.run(on: connection, keys: [], arguments: arguments) { [weak self] result in
-            guard let self, case .success(let reply) = result, let elements = reply.elements,
+            guard let self else { return }
+            if case .failure(let error) = result, error.code == .errorReply { answeredError = error.message }
+            guard case .success(let reply) = result, let elements = reply.elements,
                   let count = elements.first?.integer else { return }
+            answeredError = nil
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1
             onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded)

@@ -24,7 +24,7 @@ extension BrokerServer {
     /// whose socket took its whole frame, or the first part of it with lws keeping the rest
     /// (`LWS_WRITE_RAW`: no second header), is `handedOver`; one whose socket failed is
     /// dropped, as after a failed direct write, once the batch is done (so nothing re-enters
-    /// it). The frames' time is `rollcall_last_frame_written_timestamp_milliseconds`. If the
+    /// it). The frames' time is `rollcall_last_frame_written_timestamp_seconds`. If the
     /// ring itself fails, it is logged, counted and closed: from then on every frame goes
     /// through `lws_write` (`rollcall_batched_sends_enabled` 0).
     func sendBatched(_ batch: BatchedSends, handedOver: (ConnectionRecord) -> Void) {

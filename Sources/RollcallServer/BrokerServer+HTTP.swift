@@ -2,7 +2,8 @@ import CRollcallShim
 import RollcallCore
 
 /// HTTP on the broker's port, the lws side: reads the request head and body, asks the
-/// ``HTTPRouter`` and writes its ``HTTPResponse``. Routes: `GET /healthz` (``HealthCheck``),
+/// ``HTTPRouter`` and writes its ``HTTPResponse``. Routes: `GET /livez`, `/readyz` and its alias
+/// `/healthz` (``HealthCheck``),
 /// `GET /metrics` (``MetricsExposition``), `POST /api/v1/<op>` (``ServerAPIRoute``) and static
 /// files from `http.staticDir` (``StaticFiles``, `/` → `index.html`). Dynamic bodies are
 /// written from the HTTP writable callback after the headers.
@@ -10,9 +11,12 @@ extension BrokerServer {
     /// The routes of this server (built once, on first use, on the service thread).
     func makeRouter() -> HTTPRouter {
         let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request) })
-        router.add(HTTPRoute(.exact("/healthz"), methods: [.get]) { [unowned self] _ in
-            healthCheck.response(accepting: phase == .accepting)
-        })
+        router.add(HTTPRoute(.exact("/livez"), methods: [.get]) { _ in HealthCheck.liveResponse })
+        for path in ["/readyz", "/healthz"] {
+            router.add(HTTPRoute(.exact(path), methods: [.get]) { [unowned self] _ in
+                healthCheck.response(accepting: phase == .accepting)
+            })
+        }
         router.add(HTTPRoute(.exact("/metrics"), methods: [.get]) { [unowned self] _ in
             HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: .bytes(metricsPage()))
         })

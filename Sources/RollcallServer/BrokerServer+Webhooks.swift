@@ -14,10 +14,11 @@ extension BrokerServer {
         } catch {
             throw ServerError(.webhookSetupFailed, "webhooks.url: \(error.message)")
         }
-        guard let secret = webhooks.resolvedSecret(environment: environment) else {
+        let secrets = webhooks.signingSecrets(environment: environment)
+        guard !secrets.isEmpty else {
             throw ServerError(.webhookSetupFailed, "webhooks.url needs webhooks.secret or the environment variable named by webhooks.secretEnv")
         }
-        let settings = WebhookSender.Settings(webhooks: webhooks, url: url, secret: secret, node: nodeId)
+        let settings = WebhookSender.Settings(webhooks: webhooks, url: url, secrets: secrets, node: nodeId)
         return try WebhookSender(settings: settings, context: context, logger: logger)
     }
 

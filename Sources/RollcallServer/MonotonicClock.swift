@@ -18,7 +18,7 @@ enum MonotonicClock {
 }
 
 /// The wall clock in Unix milliseconds, for figures other processes compare with their own
-/// clock (`rollcall_last_frame_written_timestamp_milliseconds`). vDSO: no system call.
+/// clock (`rollcall_last_frame_written_timestamp_seconds`). vDSO: no system call.
 enum WallClock {
     static var milliseconds: Int64 { RollcallServer.milliseconds(on: CLOCK_REALTIME) }
 }

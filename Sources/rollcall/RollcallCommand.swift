@@ -8,8 +8,10 @@ import RollcallStorage
 
 /// `rollcall [--config FILE] [--host H] [--port P] [--check-config]`: the presence broker.
 ///
-/// Prints exactly one line, `listening on HOST:PORT`, to stdout once it accepts connections;
-/// logs go to stderr. SIGINT/SIGTERM shut it down gracefully (close 1001, exit 0).
+/// Prints exactly one line, `listening on HOST:PORT`, to stdout once it accepts connections
+/// (with `log.format: "json"`, a JSON line whose `msg` is that text); logs go to stderr, in
+/// the same format. SIGINT/SIGTERM shut it down gracefully (close 1001, exit 0). A
+/// configuration that cannot be read is reported as text (its format is not known yet).
 struct RollcallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rollcall",
@@ -35,10 +37,11 @@ struct RollcallCommand: ParsableCommand {
             FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        let logFormat = BrokerLogFormat(configuration.log)
         do {
             try TLSFiles.check(configuration.tls)
         } catch {
-            FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
+            logFormat.report("configuration error: \(error)")
             throw ExitCode(1)
         }
         if checkConfig {
@@ -46,12 +49,7 @@ struct RollcallCommand: ParsableCommand {
             return
         }
 
-        let level = Logger.Level(rawValue: configuration.log.level) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        logFormat.bootstrap()
         // A cluster node needs an id (random when cluster.nodeId is null); one node is "standalone".
         let nodeId = configuration.cluster.nodeId
             ?? (configuration.cluster.isEnabled ? BrokerServer.randomNodeId() : Broker.standaloneNodeId)
@@ -61,7 +59,7 @@ struct RollcallCommand: ParsableCommand {
             do {
                 epoch = try ClusterStartCheck.run(configuration: configuration, nodeId: nodeId)
             } catch {
-                FileHandle.standardError.write(Data("rollcall: cluster error: \(error)\n".utf8))
+                logFormat.report("cluster error: \(error)")
                 throw ExitCode(1)
             }
         }
@@ -70,14 +68,14 @@ struct RollcallCommand: ParsableCommand {
             // Cluster mode keeps durable data in Redis (PROTOCOL §9), never in storage.path.
             store = configuration.cluster.isEnabled ? MemoryStatusStore() : try StatusStores.open(configuration)
         } catch {
-            FileHandle.standardError.write(Data("rollcall: storage error: \(error)\n".utf8))
+            logFormat.report("storage error: \(error)")
             throw ExitCode(1)
         }
         let authenticator: any LoginAuthenticator
         do {
             authenticator = try Authenticators.make(configuration, environment: ProcessInfo.processInfo.environment)
         } catch {
-            FileHandle.standardError.write(Data("rollcall: configuration error: \(error)\n".utf8))
+            logFormat.report("configuration error: \(error)")
             throw ExitCode(1)
         }
         let logger = Logger(label: "rollcall")
@@ -93,17 +91,16 @@ struct RollcallCommand: ParsableCommand {
         do {
             boundPort = try server.start()
         } catch {
-            FileHandle.standardError.write(Data("rollcall: \(error)\n".utf8))
+            logFormat.report("\(error)")
             throw ExitCode(1)
         }
         server.installSignalHandlers()
-        print("listening on \(configuration.listen.host):\(boundPort)")
-        fflush(stdout)
+        logFormat.announce("listening on \(configuration.listen.host):\(boundPort)")
         server.wait()
         do {
             try store.close()
         } catch {
-            FileHandle.standardError.write(Data("rollcall: storage error at shutdown: \(error)\n".utf8))
+            logFormat.report("storage error at shutdown: \(error)")
         }
     }
 }

@@ -64,6 +64,35 @@ struct AuthFactoryTests {
         }
     }
 
+    /// `auth.secrets` (PROTOCOL §3, 1.2): several HS256 secrets at once, for rotation.
+    @Test("auth.secret and auth.secrets: a token signed with any of them verifies, another is refused")
+    func severalSecrets() throws {
+        var configuration = jwtConfiguration(secret: "new-secret")
+        configuration.auth.secrets = ["old-secret", F.secret]
+        let authenticator = try Authenticators.make(configuration, environment: ["ROLLCALL_JWT_SECRET": "env-secret"])
+        let alice = Name(unchecked: "alice")
+        for secret in ["new-secret", "old-secret", F.secret] {
+            let token = F.signed(#"{"sub":"alice","exp":\#(F.nowSeconds + 60)}"#, secret: secret)
+            #expect(authenticator.authenticate(userId: alice, token: token, now: F.now).map(\.channelPatterns) == .success(nil), "\(secret)")
+        }
+        for secret in ["env-secret", "unknown"] {
+            let token = F.signed(#"{"sub":"alice","exp":\#(F.nowSeconds + 60)}"#, secret: secret)
+            #expect(authenticator.authenticate(userId: alice, token: token, now: F.now)
+                    == .failure(BrokerError(.unauthorized, JWTRefusal.badSignature.message)), "\(secret)")
+        }
+    }
+
+    @Test("auth.secrets alone is enough for jwt mode; with the variable set, its value comes first")
+    func secretsAlone() throws {
+        var configuration = jwtConfiguration()
+        configuration.auth.secrets = ["only-listed"]
+        try ConfigurationLoader.validate(configuration, environment: [:])
+        #expect(try Authenticators.secrets(configuration.auth, environment: [:]) == ["only-listed"])
+        #expect(try Authenticators.secrets(configuration.auth, environment: ["ROLLCALL_JWT_SECRET": "from-env"]) == ["from-env", "only-listed"])
+        configuration.auth.secret = "explicit"
+        #expect(try Authenticators.secrets(configuration.auth, environment: ["ROLLCALL_JWT_SECRET": "from-env"]) == ["explicit", "only-listed"])
+    }
+
     @Test("the factory agrees with the configuration check: what validates, builds")
     func agreesWithValidation() throws {
         let configuration = jwtConfiguration(secretEnv: "MY_SECRET")
@@ -89,6 +118,9 @@ struct AuthWarningTests {
         #expect(Authenticators.warnings(configuration, environment: [:]).isEmpty)
         configuration.auth.secret = nil
         #expect(Authenticators.warnings(configuration, environment: ["ROLLCALL_JWT_SECRET": "short"]).count == 1)
+        configuration.auth.secrets = [String(repeating: "k", count: 32), "tiny-listed"]
+        let listed = Authenticators.warnings(configuration, environment: ["ROLLCALL_JWT_SECRET": String(repeating: "e", count: 40)])
+        #expect(listed == ["auth.secrets[1] is 11 bytes; HS256 wants at least 32 random bytes (RFC 7518 §3.2)"])
     }
 }
 

@@ -31,7 +31,7 @@ private let everyKeyChanged = """
     {
       "listen":    {"host": "::1", "port": 9090},
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
-      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "allowInsecure": true,
+      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "secrets": ["older-s3cret"], "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
                    "permessageDeflateMemLevel": 2, "batchedSends": false, "coalesceWindowSeconds": 0.002,
@@ -51,11 +51,11 @@ private let everyKeyChanged = """
                     "loginTimeoutSeconds": 3.75,
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
-      "log":       {"level": "trace"},
+      "log":       {"level": "trace", "format": "json"},
       "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
                     "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2},
       "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"},
-      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET",
+      "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET", "secrets": ["old-w3bh00k"],
                     "events": ["channel"], "batchMaxEvents": 31, "batchMaxDelaySeconds": 0.25,
                     "timeoutSeconds": 2.5, "retryMaxSeconds": 33, "queueMaxEvents": 34, "caFile": "ca.pem"}
     }
@@ -66,7 +66,7 @@ private var everyKeyChangedConfiguration: Configuration {
     var c = Configuration()
     c.listen.host = "::1"; c.listen.port = 9090
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
-    c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.allowInsecure = true
+    c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.secrets = ["older-s3cret"]; c.auth.allowInsecure = true
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
     c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
     c.http.coalesceWindowSeconds = 0.002; c.http.coalesceBusySeconds = 0.05
@@ -85,11 +85,11 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.loginTimeoutSeconds = 3.75; c.limits.requestsPerSecond = 27.5; c.limits.requestBurst = 28
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
-    c.log.level = "trace"
+    c.log.level = "trace"; c.log.format = "json"
     c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
     c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
     c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
-    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.events = ["channel"]
+    c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.secrets = ["old-w3bh00k"]; c.webhooks.events = ["channel"]
     c.webhooks.batchMaxEvents = 31; c.webhooks.batchMaxDelaySeconds = 0.25; c.webhooks.timeoutSeconds = 2.5
     c.webhooks.retryMaxSeconds = 33; c.webhooks.queueMaxEvents = 34; c.webhooks.caFile = "ca.pem"
     c.api.keys = ["key-one-0123456789", "key-two-0123456789"]; c.api.keyEnv = "OTHER_API_KEY"
@@ -298,6 +298,12 @@ struct ConfigurationRefusalTests {
         // Out of range.
         .init(json: #"{"auth": {"mode": "basic"}}"#, code: .outOfRange, keyPath: "auth.mode", mentions: "one of none, jwt"),
         .init(json: #"{"log": {"level": "verbose"}}"#, code: .outOfRange, keyPath: "log.level", mentions: "one of trace, debug, info"),
+        .init(json: #"{"log": {"format": "logfmt"}}"#, code: .outOfRange, keyPath: "log.format", mentions: "one of text, json"),
+        .init(json: #"{"log": {"format": 1}}"#, code: .wrongType, keyPath: "log.format", mentions: "expected a string"),
+        .init(json: #"{"auth": {"secrets": ["ok", ""]}}"#, code: .outOfRange, keyPath: "auth.secrets", mentions: "non-empty"),
+        .init(json: #"{"auth": {"secrets": "s"}}"#, code: .wrongType, keyPath: "auth.secrets", mentions: "expected an array of strings"),
+        .init(json: #"{"webhooks": {"secrets": "s"}}"#, code: .wrongType, keyPath: "webhooks.secrets", mentions: "expected an array of strings"),
+        .init(json: #"{"webhooks": {"secrets": [""]}}"#, code: .outOfRange, keyPath: "webhooks.secrets", mentions: "non-empty"),
         .init(json: #"{"listen": {"port": 65536}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535 (got 65536)"),
         .init(json: #"{"listen": {"port": -1}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535"),
         .init(json: #"{"listen": {"host": ""}}"#, code: .outOfRange, keyPath: "listen.host", mentions: "non-empty"),

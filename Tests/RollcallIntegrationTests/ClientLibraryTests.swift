@@ -26,14 +26,14 @@ struct ClientLibraryTests {
             connections.append(connection)
         }
         #expect(eventually(timeout: 20) { done.value == 300 }, "\(done.value) of 300 sessions answered")
-        #expect(try broker.metric("rollcall_connections") == 300)
+        #expect(try broker.metric("rollcall_connections_open") == 300)
         let closed = Counter()
         for connection in connections {
             connection.onClose = { info in if info.code == 1000 { closed.increment() } }
             connection.close(code: 1000, reason: "bye")
         }
         #expect(eventually(timeout: 10) { closed.value == 300 })
-        #expect(eventually(timeout: 5) { (try? broker.metric("rollcall_connections")) == 0 })
+        #expect(eventually(timeout: 5) { (try? broker.metric("rollcall_connections_open")) == 0 })
     }
 
     @Test("epoll runtime: blocking requests, events and closes work the same on libev's loop")
@@ -88,7 +88,7 @@ struct ClientLibraryTests {
                 "\(loggedIn.value) of \(count) logged in, \(failed.value) closed")
         #expect(failed.value == 0)
         print("scale: \(loggedIn.value) sessions in \(Date().timeIntervalSince(started)) s")
-        #expect(try broker.metric("rollcall_connections") == count)
+        #expect(try broker.metric("rollcall_connections_open") == count)
     }
 
     @Test("events and replies keep their order across batched frames")

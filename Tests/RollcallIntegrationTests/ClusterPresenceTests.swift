@@ -278,6 +278,7 @@ struct ClusterPresenceTests {
             let node = try BrokerProcess(config: cluster.config(forNode: index))
             defer { node.kill() }
             #expect(try RawHTTP.get(port: node.port, path: "/healthz").status == 200, "node \(index + 1)")
+            #expect(try RawHTTP.get(port: node.port, path: "/readyz").status == 200, "node \(index + 1)")
             let client = try node.session("early-\(index)")
             #expect(try client.join("doorstep").ok, "node \(index + 1)")
         }
@@ -296,14 +297,35 @@ struct ClusterPresenceTests {
         #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
     }
 
-    @Test("/healthz answers 503 while redis-server is stopped (SIGSTOP), 200 again after SIGCONT")
+    /// PROTOCOL §1 (1.2): `/readyz` (and `/healthz`) say why a node cannot serve; `/livez`
+    /// stays 200 through a Redis outage (a liveness probe must not restart every node).
+    @Test("/readyz answers 503 with one reason line while redis-server is stopped (SIGSTOP) or answers errors; /livez stays 200")
     func healthFollowsAStalledRedis() throws {
         let cluster = try ClusterProcess()
-        func health(_ index: Int) -> Int? { try? RawHTTP.get(port: cluster.node(index).port, path: "/healthz").status }
+        func get(_ index: Int, _ path: String) -> HTTPResponse? { try? RawHTTP.get(port: cluster.node(index).port, path: path) }
+        func health(_ index: Int) -> Int? { get(index, "/healthz")?.status }
+        func ready(_ index: Int) -> Int? { get(index, "/readyz")?.status }
         cluster.redis.suspend()
-        #expect(eventually(timeout: 10) { (0..<3).allSatisfy { health($0) == 503 } }, "\((0..<3).map(health))")
+        let stoppedAt = Date()
+        #expect(eventually(timeout: 10) { (0..<3).allSatisfy { ready($0) == 503 } }, "\((0..<3).map(ready))")
+        let noticedAfter = Date().timeIntervalSince(stoppedAt)
+        #expect(noticedAfter < 2.5, "noticed after \(noticedAfter) s; nodeTimeoutSeconds is 1 (1.5 s slack for a loaded machine)")
+        #expect((0..<3).allSatisfy { health($0) == 503 }, "\((0..<3).map(health))")
+        #expect((0..<3).allSatisfy { get($0, "/livez")?.status == 200 }, "liveness does not depend on Redis")
+        let reason = get(0, "/readyz")?.bodyText ?? ""
+        #expect(reason.hasPrefix("cluster: Redis") && reason.contains("unreachable"), "\(reason)")
+        #expect(reason.filter { $0 == "\n" }.count == 1, "one line: \(reason)")
         cluster.redis.resume()
-        #expect(eventually(timeout: 15) { (0..<3).allSatisfy { health($0) == 200 } }, "\((0..<3).map(health)) \(cluster.describeNodes())")
+        #expect(eventually(timeout: 15) { (0..<3).allSatisfy { ready($0) == 200 } }, "\((0..<3).map(ready)) \(cluster.describeNodes())")
+
+        // Reachable but refusing every write (no replica for min-replicas-to-write): not ready.
+        #expect(try RedisWire.command(port: cluster.redisPort, ["CONFIG", "SET", "min-replicas-to-write", "1"]) == "+OK")
+        #expect(eventually(timeout: 10) { (0..<3).allSatisfy { ready($0) == 503 } }, "\((0..<3).map(ready))")
+        let refusing = get(1, "/readyz")?.bodyText ?? ""
+        #expect(refusing.hasPrefix("cluster: Redis answers errors (NOREPLICAS"), "\(refusing)")
+        #expect((0..<3).allSatisfy { get($0, "/livez")?.status == 200 })
+        #expect(try RedisWire.command(port: cluster.redisPort, ["CONFIG", "SET", "min-replicas-to-write", "0"]) == "+OK")
+        #expect(eventually(timeout: 10) { (0..<3).allSatisfy { ready($0) == 200 } }, "\((0..<3).map(ready))")
     }
 
     @Test("through nginx round-robin: consecutive clients land on different nodes and see one broker")

@@ -36,7 +36,7 @@ struct ConnectionCapTests {
         let health = try RawHTTP.get(port: broker.port, path: "/healthz")
         #expect(health.status == 200)
         #expect(try (broker.metric("rollcall_connections_refused_total") ?? 0) >= 3)
-        #expect(try broker.metric("rollcall_connections") == cap)
+        #expect(try broker.metric("rollcall_connections_open") == cap)
         for session in [sessions[0], sessions[cap / 2], sessions[cap - 1]] {
             #expect(try session.request("ping").ok)
         }

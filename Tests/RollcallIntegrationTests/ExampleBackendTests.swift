@@ -76,6 +76,12 @@ import Testing
         #expect(try backend.post(body, signature: sign(body, at: now - 3_600_000)) == 401)
         #expect(try backend.post(body, signature: "t=\(now)") == 401)
         #expect(try backend.post(body + [0x20], signature: sign(body, at: now)) == 401)
+        // webhooks.secrets (1.2): the header carries one v1 per broker secret; any of them will do.
+        let other = sign(body, at: now, secret: "rotated-out").split(separator: ",")[1]
+        let right = sign(body, at: now).split(separator: ",")[1]
+        #expect(try backend.post(body, signature: "t=\(now),\(other),\(right)") == 204)
+        #expect(try backend.post(body, signature: "t=\(now),\(right),\(other)") == 204)
+        #expect(try backend.post(body, signature: "t=\(now),\(other),\(other)") == 401)
     }
 
     @Test func itKeepsTheBrokersRosterAndCallsTheAPIToKick() throws {

@@ -6,12 +6,14 @@ import Testing
 /// PROTOCOL §1: HTTP on the broker's port, paths, subprotocols and origins.
 @Suite("HTTP and upgrades")
 struct HTTPTests {
-    @Test("/healthz answers 200 ok")
+    @Test("/livez, /readyz and /healthz (an alias of /readyz) answer 200 ok")
     func healthz() throws {
         let broker = try BrokerProcess()
-        let response = try RawHTTP.get(port: broker.port, path: "/healthz")
-        #expect(response.status == 200)
-        #expect(response.bodyText.trimmingCharacters(in: .whitespacesAndNewlines) == "ok")
+        for path in ["/livez", "/readyz", "/healthz"] {
+            let response = try RawHTTP.get(port: broker.port, path: path)
+            #expect(response.status == 200, "\(path)")
+            #expect(response.bodyText.trimmingCharacters(in: .whitespacesAndNewlines) == "ok", "\(path)")
+        }
     }
 
     @Test("/metrics is Prometheus text with the expected metrics")
@@ -23,12 +25,12 @@ struct HTTPTests {
         #expect(response.status == 200)
         #expect(response.headers["content-type"]?.hasPrefix("text/plain") == true)
         let text = response.bodyText
-        for name in ["rollcall_connections", "rollcall_sessions", "rollcall_frames_in_total", "rollcall_frames_out_total",
+        for name in ["rollcall_connections_open", "rollcall_sessions", "rollcall_frames_in_total", "rollcall_frames_out_total",
                      "rollcall_bytes_in_total", "rollcall_bytes_out_total", "rollcall_errors_total"] {
             #expect(text.contains("# TYPE \(name) "), "missing \(name)")
         }
         #expect(try broker.metric("rollcall_errors_total{code=\"UNKNOWN_OP\"}") == 1)
-        #expect(try (broker.metric("rollcall_connections") ?? 0) >= 1)
+        #expect(try (broker.metric("rollcall_connections_open") ?? 0) >= 1)
     }
 
     @Test("/metrics has the histograms: frame size, queued bytes at write, fan-out size")
@@ -37,13 +39,13 @@ struct HTTPTests {
         let alice = try broker.session("alice")
         #expect(try alice.request("join", ["channel": "lobby"]).ok)
         let text = try RawHTTP.get(port: broker.port, path: "/metrics").bodyText
-        for name in ["rollcall_frame_out_bytes", "rollcall_outbound_queue_bytes_at_write", "rollcall_event_recipients"] {
+        for name in ["rollcall_frame_out_bytes", "rollcall_outbound_queue_at_write_bytes", "rollcall_event_recipients"] {
             #expect(text.contains("# TYPE \(name) histogram"), "missing \(name)")
             #expect(text.contains("\(name)_bucket{le=\"+Inf\"} "), "no +Inf bucket for \(name)")
         }
         // The login and join replies went out in frames, each recorded.
         #expect(try (broker.metric("rollcall_frame_out_bytes_count") ?? 0) >= 2)
-        #expect(try (broker.metric("rollcall_outbound_queue_bytes_at_write_count") ?? 0) >= 1)
+        #expect(try (broker.metric("rollcall_outbound_queue_at_write_bytes_count") ?? 0) >= 1)
         // The core's side: handling time per op, and fan-out sizes (bob's join went to alice).
         let bob = try broker.session("bob")
         #expect(try bob.request("join", ["channel": "lobby"]).ok)

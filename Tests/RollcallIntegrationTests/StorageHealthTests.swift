@@ -3,8 +3,9 @@ import RollcallClient
 import RollcallProtocol
 import Testing
 
-/// Durable-write failures of the real broker show in `/healthz` (503 with the reason) and in
-/// `/metrics`, and clear once the database is writable again.
+/// Durable-write failures of the real broker show in `/readyz` and `/healthz` (503 with the
+/// reason on one line; `/livez` stays 200) and in `/metrics`, and clear once the database is
+/// writable again.
 @Suite("Storage health")
 struct StorageHealthTests {
     /// Another process holding an exclusive lock on the broker's SQLite file (Python's
@@ -55,6 +56,11 @@ struct StorageHealthTests {
         #expect(try eventually(timeout: 30) { try RawHTTP.get(port: broker.port, path: "/healthz").status == 503 })
         let unhealthy = try RawHTTP.get(port: broker.port, path: "/healthz").bodyText
         #expect(unhealthy.contains("storage: durable writes failing"))
+        let notReady = try RawHTTP.get(port: broker.port, path: "/readyz")
+        #expect(notReady.status == 503)
+        #expect(notReady.bodyText.hasPrefix("storage: durable writes failing"))
+        #expect(notReady.bodyText.filter { $0 == "\n" }.count == 1, "one line: \(notReady.bodyText)")
+        #expect(try RawHTTP.get(port: broker.port, path: "/livez").status == 200, "storage never fails liveness")
         #expect(try broker.metric("rollcall_storage_healthy") == 0)
         #expect(try (broker.metric("rollcall_storage_write_failures_total") ?? 0) >= 1)
         // The broker keeps serving meanwhile.
@@ -62,6 +68,7 @@ struct StorageHealthTests {
 
         lock.release()
         #expect(try eventually(timeout: 30) { try RawHTTP.get(port: broker.port, path: "/healthz").status == 200 })
+        #expect(try RawHTTP.get(port: broker.port, path: "/readyz").status == 200)
         #expect(try broker.metric("rollcall_storage_pending_writes") == 0)
     }
 }

@@ -31,6 +31,22 @@ struct TokenLifetimeIntegrationTests {
         return try #require(claims["exp"]?.numberValue?.intValue) * 1000
     }
 
+    /// `auth.secrets` (PROTOCOL §3, 1.2): during a rotation tokens of the old and the new secret
+    /// both log in and refresh; another secret is refused with 4401.
+    @Test("auth.secret and auth.secrets: tokens signed with either log in and refresh; another secret is refused")
+    func rotatingSecrets() throws {
+        let old = "the-old-secret-of-at-least-32-bytes!", new = "the-new-secret-of-at-least-32-bytes!"
+        let broker = try BrokerProcess(config: ["auth": ["mode": "jwt", "secret": new, "secrets": [old]]])
+        let (alice, _) = try login(broker, "alice", token: JWTMinter.mint(secret: old, userId: "alice", ttlSeconds: 600, now: now))
+        _ = try login(broker, "bob", token: JWTMinter.mint(secret: new, userId: "bob", ttlSeconds: 600, now: now))
+        #expect(try alice.refresh(token: JWTMinter.mint(secret: new, userId: "alice", ttlSeconds: 900, now: now)).ok,
+                "a session of the old secret moves to a token of the new one")
+        let mallory = try broker.connect()
+        let refused = try mallory.login(userId: "mallory", token: JWTMinter.mint(secret: "another-secret-of-at-least-32-bytes", userId: "mallory", ttlSeconds: 600, now: now))
+        #expect(refused.errorCode == .unauthorized, "\(refused)")
+        #expect(try mallory.waitForClose(timeout: .seconds(5)).code == 4401)
+    }
+
     private func login(_ broker: any BrokerUnderTest, _ user: String, token: String) throws -> (RollcallConnection, Reply) {
         let connection = try broker.connect()
         let reply = try connection.login(userId: user, token: token)

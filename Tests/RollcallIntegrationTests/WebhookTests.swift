@@ -21,25 +21,27 @@ import Testing
         return try BrokerProcess(config: config)
     }
 
-    /// Checks the `Rollcall-Signature` header with an HMAC computed here; returns its `t`.
+    /// Checks the `Rollcall-Signature` header with HMACs computed here: one `v1` per secret of
+    /// `secrets`, in that order (the broker's `secret`, then `webhooks.secrets`); returns its `t`.
     @discardableResult
-    private func verifySignature(_ request: WebhookReceiver.Request, secret: String = WebhookTests.secret) -> Int64? {
+    private func verifySignature(_ request: WebhookReceiver.Request, secrets: [String] = [WebhookTests.secret]) -> Int64? {
         guard let header = request.headers["rollcall-signature"] else {
             Issue.record("no Rollcall-Signature header")
             return nil
         }
-        let parts = Dictionary(uniqueKeysWithValues: header.split(separator: ",").compactMap { part -> (String, String)? in
-            let pair = part.split(separator: "=", maxSplits: 1)
-            return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
-        })
-        guard let t = parts["t"], let v1 = parts["v1"], let sentAt = Int64(t) else {
+        let pairs = header.split(separator: ",").map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
+        let times = pairs.filter { $0.count == 2 && $0[0] == "t" }.map { $0[1] }
+        let signatures = pairs.filter { $0.count == 2 && $0[0] == "v1" }.map { $0[1] }
+        guard times.count == 1, let t = times.first, let sentAt = Int64(t), pairs.count == 1 + signatures.count else {
             Issue.record("malformed signature header \(header)")
             return nil
         }
-        var hmac = HMAC<SHA256>(key: SymmetricKey(data: Array(secret.utf8)))
-        hmac.update(data: Array("\(t).".utf8) + request.body)
-        let expected = hmac.finalize().map { String(format: "%02x", $0) }.joined()
-        #expect(v1 == expected, "signature mismatch")
+        let expected = secrets.map { secret in
+            var hmac = HMAC<SHA256>(key: SymmetricKey(data: Array(secret.utf8)))
+            hmac.update(data: Array("\(t).".utf8) + request.body)
+            return hmac.finalize().map { String(format: "%02x", $0) }.joined()
+        }
+        #expect(signatures == expected, "signature mismatch: \(header)")
         #expect(request.json["sentAt"]?.numberValue?.intValue == Int(sentAt))
         return sentAt
     }
@@ -111,6 +113,20 @@ import Testing
         #expect(occupied["channel"]?.stringValue == "room")
         #expect(occupied["channelType"]?.stringValue == "message")
         #expect(occupied["timestamp"]?.numberValue?.intValue ?? 0 > 1_700_000_000_000)
+    }
+
+    /// `webhooks.secrets` (PROTOCOL §11, 1.2): each batch carries one `v1` per secret, the
+    /// secret's first, so a receiver that knows only the old or only the new secret accepts it.
+    @Test func batchesAreSignedWithTheSecretAndEachOfSecrets() throws {
+        let receiver = try WebhookReceiver()
+        defer { receiver.stop() }
+        let broker = try broker(url: receiver.url, ["secrets": ["old-secret-1", "old-secret-2"], "events": ["channel"]])
+        let alice = try broker.session("alice")
+        try joinOrFail(alice, "room")
+        #expect(receiver.wait { !$0.isEmpty })
+        let request = try #require(receiver.requests.first)
+        verifySignature(request, secrets: [Self.secret, "old-secret-1", "old-secret-2"])
+        #expect(request.headers["rollcall-signature"]?.components(separatedBy: ",v1=").count == 4)
     }
 
     @Test func theEventsFilterSendsOnlyTheKindsAskedFor() throws {
@@ -317,9 +333,16 @@ import Testing
         let alice = try broker.session("alice")
         try joinOrFail(alice, "room")
         #expect(receiver.wait(timeout: 10) { !$0.isEmpty }, "the batch is in flight")
+        let stoppedAt = Date()
+        broker.process.send(SIGTERM)
+        // While it drains (PROTOCOL §1 1.2): not ready, shutting down; still live.
+        #expect(eventually(timeout: 3) { (try? RawHTTP.get(port: broker.port, path: "/readyz").bodyText) == "shutting down\n" })
+        #expect(try RawHTTP.get(port: broker.port, path: "/readyz").status == 503)
+        #expect(try RawHTTP.get(port: broker.port, path: "/livez").status == 200)
         let exit = try #require(broker.stop(timeout: 10))
+        let seconds = Date().timeIntervalSince(stoppedAt)
         #expect(!exit.signaled && exit.status == 0)
-        #expect(exit.seconds >= 4 && exit.seconds < 6.5, "the 5 s grace, then exit: \(exit.seconds) s")
+        #expect(seconds >= 4 && seconds < 6.5, "the 5 s grace, then exit: \(seconds) s")
     }
 
     // MARK: - A backend's roster

@@ -19,17 +19,22 @@ struct HealthCheckTests {
         #expect(response.bodyText == "shutting down\n")
     }
 
-    @Test("a failing probe: 503 with its reason; every reason on its own line")
+    @Test("a failing probe: 503 with its reason; several reasons share one line")
     func failingProbes() {
         var storageDown = true
         var check = HealthCheck(probes: [{ storageDown ? "storage: database is locked" : nil }])
         check.add { nil }
-        check.add { "cluster: redis unreachable" }
+        check.add { "cluster: redis unreachable\n(two lines)" }
         let response = check.response(accepting: true)
         #expect(response.status == 503)
-        #expect(response.bodyText == "storage: database is locked\ncluster: redis unreachable\n")
+        #expect(response.bodyText == "storage: database is locked; cluster: redis unreachable (two lines)\n")
         storageDown = false
-        #expect(check.failures(accepting: false) == ["shutting down", "cluster: redis unreachable"])
+        #expect(check.failures(accepting: false) == ["shutting down", "cluster: redis unreachable\n(two lines)"])
+    }
+
+    @Test("/livez is 200 ok whatever the probes say")
+    func live() {
+        #expect(HealthCheck.liveResponse == .text(200, "ok"))
     }
 }
 

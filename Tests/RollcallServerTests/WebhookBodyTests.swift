@@ -28,6 +28,12 @@ import Testing
         #expect(header.count == "t=1700000000000,v1=".count + 64)
     }
 
+    @Test func everySecretAddsOneV1InOrderARepeatedOneSignsOnce() {
+        // webhooks.secrets (1.2): printf '1700000000000.{"a":1}' | openssl dgst -sha256 -hmac old
+        let header = WebhookSignature.header(secrets: ["s3cret", "old", "s3cret"], sentAt: 1_700_000_000_000, body: Array(#"{"a":1}"#.utf8))
+        #expect(header == "t=1700000000000,v1=8a6f992378d0d47b6fcdf1cc8d72e46ba5c789b2c9d3a538be31fe07d598ba6d,v1=1c683a7d239cee55f591aad38a9949f9328c903f1e2ae7c96b10a635d35a8698")
+    }
+
     @Test func rateLimitedLoggingCountsWhatItHolds() {
         var log = RateLimitedLog(intervalMs: 1000)
         #expect(log.allow(now: 0) == 0)

@@ -3,13 +3,15 @@
 signature, keeps each channel's roster from presence events by seq, and kicks users whose
 custom status contains a banned word through the server API (POST /api/v1/disconnectUser).
 
-Environment: ROLLCALL_WEBHOOK_SECRET (required), ROLLCALL_API_KEY, ROLLCALL_URL (default
+Environment: ROLLCALL_WEBHOOK_SECRET (required), ROLLCALL_WEBHOOK_SECRETS (more secrets accepted
+during a rotation, comma-separated), ROLLCALL_API_KEY, ROLLCALL_URL (default
 http://127.0.0.1:8080), BACKEND_PORT (default 8000; 0 picks one), BANNED_WORDS (comma list),
 MAX_SKEW_SECONDS (default 300). GET /rosters shows what it holds."""
 import hashlib, hmac, json, os, sys, time, urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-SECRET = os.environ["ROLLCALL_WEBHOOK_SECRET"].encode()
+SECRETS = [os.environ["ROLLCALL_WEBHOOK_SECRET"].encode()] + [
+    s.strip().encode() for s in os.environ.get("ROLLCALL_WEBHOOK_SECRETS", "").split(",") if s.strip()]
 API_KEY = os.environ.get("ROLLCALL_API_KEY", "")
 BROKER = os.environ.get("ROLLCALL_URL", "http://127.0.0.1:8080").rstrip("/")
 BANNED = [w.strip().lower() for w in os.environ.get("BANNED_WORDS", "").split(",") if w.strip()]
@@ -20,15 +22,21 @@ seen_ids = {}      # event id -> None, the most recent ones (delivery is at leas
 
 
 def verify(header, body):
-    """True when `t=<ms>,v1=<hex>` signs body with SECRET and t is recent."""
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    """True when t is recent and one `v1` of `t=<ms>,v1=<hex>[,v1=<hex>…]` signs body with one of
+    SECRETS. The broker signs with each of its secrets (webhooks.secret and webhooks.secrets),
+    so either side can rotate its secret without a batch being refused (docs/webhooks.md)."""
+    pairs = [p.split("=", 1) for p in header.split(",") if "=" in p]
+    times = [value for key, value in pairs if key == "t"]
+    signatures = [value for key, value in pairs if key == "v1"]
     try:
-        sent_at = int(parts["t"])
-    except (KeyError, ValueError):
+        sent_at = int(times[0])
+    except (IndexError, ValueError):
         return False
-    expected = hmac.new(SECRET, f"{sent_at}.".encode() + body, hashlib.sha256).hexdigest()
-    fresh = abs(time.time() * 1000 - sent_at) <= MAX_SKEW_MS
-    return fresh and hmac.compare_digest(expected, parts.get("v1", ""))
+    if abs(time.time() * 1000 - sent_at) > MAX_SKEW_MS:
+        return False
+    signed = f"{sent_at}.".encode() + body
+    expected = [hmac.new(secret, signed, hashlib.sha256).hexdigest() for secret in SECRETS]
+    return any(hmac.compare_digest(e, s) for e in expected for s in signatures)
 
 
 def call_api(op, args):

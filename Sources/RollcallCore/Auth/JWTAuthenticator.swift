@@ -10,7 +10,12 @@ struct JWTAuthenticator: LoginAuthenticator, Sendable {
 
     /// Accepts tokens signed with `secret`, tolerating `clockSkewSeconds` of clock difference.
     public init(secret: String, clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds, maxInfoBytes: Int = 1024) {
-        verifier = JWTVerifier(secret: secret, clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
+        self.init(secrets: [secret], clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
+    }
+
+    /// Accepts tokens signed with any of `secrets` (`auth.secret` and `auth.secrets`, 1.2).
+    public init(secrets: [String], clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds, maxInfoBytes: Int = 1024) {
+        verifier = JWTVerifier(secrets: secrets, clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
     }
 
     /// Tokens are refreshable (`refresh`).

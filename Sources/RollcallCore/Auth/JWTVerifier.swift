@@ -1,8 +1,9 @@
 import Crypto
 import RollcallProtocol
 
-/// Verifies HS256 JSON Web Tokens in compact serialization (RFC 7519, RFC 7515) against one
-/// shared secret. Pure: no I/O, the caller passes the time.
+/// Verifies HS256 JSON Web Tokens in compact serialization (RFC 7519, RFC 7515) against a
+/// few shared secrets (`auth.secret` and `auth.secrets`: any of them signs). Pure: no I/O,
+/// the caller passes the time.
 ///
 /// Order of checks: three strict base64url segments; the header is a JSON object with
 /// `alg` exactly `HS256`, `typ` (if present) exactly `JWT` and no `crit`; the signature
@@ -15,8 +16,8 @@ struct JWTVerifier: Sendable {
     /// The only accepted `alg`.
     static let algorithm = "HS256"
 
-    /// The secret's bytes (a `SymmetricKey` is made per check: the type is not `Sendable`).
-    private let secret: [UInt8]
+    /// Each secret's bytes (a `SymmetricKey` is made per check: the type is not `Sendable`).
+    private let secrets: [[UInt8]]
     /// Allowed difference between the broker's clock and the issuer's, in milliseconds.
     let clockSkewMs: Int64
     /// Most bytes the `info` claim may have, encoded (`auth.maxInfoBytes`).
@@ -26,7 +27,13 @@ struct JWTVerifier: Sendable {
     /// `clockSkewSeconds` of clock difference on `exp` and `nbf` (clamped to 0…86400;
     /// a non-finite value counts as 0).
     public init(secret: String, clockSkewSeconds: Double, maxInfoBytes: Int = 1024) {
-        self.secret = Array(secret.utf8)
+        self.init(secrets: [secret], clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
+    }
+
+    /// A verifier accepting tokens signed with any of `secrets` (in order; every secret is
+    /// tried, so how long a check takes does not say which one signed).
+    public init(secrets: [String], clockSkewSeconds: Double, maxInfoBytes: Int = 1024) {
+        self.secrets = secrets.map { Array($0.utf8) }
         self.maxInfoBytes = maxInfoBytes
         let seconds = clockSkewSeconds.isFinite ? min(max(0, clockSkewSeconds), 86_400) : 0
         clockSkewMs = Int64((seconds * 1000).rounded())
@@ -55,9 +62,10 @@ struct JWTVerifier: Sendable {
         if let refusal = Self.checkHeader(header) { return .failure(refusal) }
 
         let signingInput = Array(token.utf8[..<segments[1].endIndex])
-        guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signingInput, using: SymmetricKey(data: secret)) else {
-            return .failure(.badSignature)
+        let signedByOne = secrets.reduce(false) { found, secret in
+            HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signingInput, using: SymmetricKey(data: secret)) || found
         }
+        guard signedByOne else { return .failure(.badSignature) }
 
         let claims: JWTClaims
         switch Self.object(payloadBytes, part: "payload").flatMap({ Self.claims($0, maxInfoBytes: maxInfoBytes) }) {

@@ -8,6 +8,10 @@ extension Configuration {
         public var secret: String? = nil
         /// Environment variable holding the secret when `secret` is nil. Default `ROLLCALL_WEBHOOK_SECRET`.
         public var secretEnv: String? = "ROLLCALL_WEBHOOK_SECRET"
+        /// *(1.2)* More secrets: every batch is signed with the secret and with each of these
+        /// (one `v1=` each), so a receiver's secret can be rotated without refusing a batch.
+        /// Default `[]`.
+        public var secrets: [String] = []
         /// Which kinds of event are sent: `presence`, `channel`, `userStatus`. Default all three.
         public var events: [String] = BackendEvent.Kind.allCases.map(\.rawValue)
         /// Events per batch at most. Default 100.
@@ -31,6 +35,13 @@ extension Configuration {
 
         /// The kinds named in ``events`` (unknown names are left out; validation refuses them).
         public var eventKinds: Set<BackendEvent.Kind> { Set(events.compactMap(BackendEvent.Kind.init(rawValue:))) }
+
+        /// Every signing secret, in signing order: the resolved one, then ``secrets``; empty
+        /// when there is no resolved secret (validation refuses that while a url is set).
+        public func signingSecrets(environment: [String: String]) -> [String] {
+            guard let first = resolvedSecret(environment: environment) else { return [] }
+            return [first] + secrets
+        }
 
         /// The signing secret: ``secret``, else the non-empty variable named by ``secretEnv``.
         public func resolvedSecret(environment: [String: String]) -> String? {

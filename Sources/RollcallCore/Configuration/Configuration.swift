@@ -33,6 +33,9 @@ public struct Configuration: Sendable, Equatable {
         public var secret: String? = nil
         /// Environment variable holding the secret when `secret` is nil. Default `ROLLCALL_JWT_SECRET`.
         public var secretEnv: String? = "ROLLCALL_JWT_SECRET"
+        /// *(1.2)* More HS256 secrets accepted at once (rotation): a token signed with the
+        /// secret or with any of these verifies. Default `[]`.
+        public var secrets: [String] = []
         /// Allow `mode: none` on a non-loopback address. Default false.
         public var allowInsecure = false
         /// Seconds of clock difference tolerated on a token's `exp` and `nbf`. Default 30.
@@ -197,6 +200,9 @@ public struct Configuration: Sendable, Equatable {
     public struct Log: Sendable, Equatable {
         /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
         public var level = "info"
+        /// *(1.2)* `text` (the human format) or `json` (one JSON object per line: `ts`, `level`,
+        /// `msg` and the message's metadata, for log collectors). Default `text`.
+        public var format = "text"
         public init() {}
     }
 

@@ -9,6 +9,8 @@ extension ConfigurationKey {
     static let rates = NumberRange.above(0, upTo: 1_000_000_000)
     /// The `log.level` names, least to most severe.
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+    /// The `log.format` names.
+    static let logFormats = ["text", "json"]
 
     /// Every key of `config.json`, in the order of PROTOCOL §8. `docs/configuration.md`
     /// documents the same table.
@@ -23,6 +25,7 @@ extension ConfigurationKey {
             .choice("auth.mode", \.auth.mode),
             .optionalString("auth.secret", \.auth.secret),
             .optionalString("auth.secretEnv", \.auth.secretEnv),
+            .strings("auth.secrets", \.auth.secrets),
             .boolean("auth.allowInsecure", \.auth.allowInsecure),
             .number("auth.clockSkewSeconds", \.auth.clockSkewSeconds, .from(0, upTo: 3600)),
             .number("auth.refreshNoticeSeconds", \.auth.refreshNoticeSeconds, .from(0, upTo: 86_400)),
@@ -74,6 +77,7 @@ extension ConfigurationKey {
             .optionalString("storage.path", \.storage.path),
 
             .string("log.level", \.log.level, oneOf: logLevels),
+            .string("log.format", \.log.format, oneOf: logFormats),
 
             .optionalString("cluster.redis", \.cluster.redis),
             .string("cluster.keyPrefix", \.cluster.keyPrefix),
@@ -86,6 +90,7 @@ extension ConfigurationKey {
             .optionalString("webhooks.url", \.webhooks.url),
             .optionalString("webhooks.secret", \.webhooks.secret),
             .optionalString("webhooks.secretEnv", \.webhooks.secretEnv),
+            .strings("webhooks.secrets", \.webhooks.secrets),
             .strings("webhooks.events", \.webhooks.events),
             .integer("webhooks.batchMaxEvents", \.webhooks.batchMaxEvents, 1...10_000),
             .number("webhooks.batchMaxDelaySeconds", \.webhooks.batchMaxDelaySeconds, .from(0, upTo: 3600)),

@@ -35,12 +35,13 @@ struct ConfigurationRule {
                     ? "required when tls.keyFile is set" : nil
             },
             ConfigurationRule(path: "auth.secret") { configuration, environment in
-                guard configuration.auth.mode == .jwt, configuration.auth.secret == nil else { return nil }
-                guard let name = configuration.auth.secretEnv else {
-                    return "auth.mode \"jwt\" needs auth.secret or auth.secretEnv"
+                let auth = configuration.auth
+                guard auth.mode == .jwt, auth.secret == nil, auth.secrets.isEmpty else { return nil }
+                guard let name = auth.secretEnv else {
+                    return "auth.mode \"jwt\" needs auth.secret, auth.secrets or auth.secretEnv"
                 }
                 if let value = environment[name], !value.isEmpty { return nil }
-                return "auth.mode \"jwt\" needs auth.secret or a non-empty environment variable \(name) (auth.secretEnv)"
+                return "auth.mode \"jwt\" needs auth.secret, auth.secrets or a non-empty environment variable \(name) (auth.secretEnv)"
             },
             ConfigurationRule(path: "auth.mode") { configuration, _ in
                 guard configuration.auth.mode == .none, !configuration.auth.allowInsecure,

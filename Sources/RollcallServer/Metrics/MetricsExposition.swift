@@ -1,3 +1,4 @@
+import CRollcallShim
 import CoreMetrics
 import Prometheus
 import RollcallCore
@@ -31,8 +32,63 @@ final class MetricsExposition {
         var page: [UInt8] = []
         page.reserveCapacity(16 * 1024)
         registry.emit(into: &page)
+        Self.appendDeprecatedAliases(of: page, into: &page)
+        Self.appendBuildInfo(into: &page)
+        ProcessMetrics.current()?.render(into: &page)
         return page
     }
+
+    /// Families renamed in 1.2 and still written under their old name, with the same samples,
+    /// for one version (docs/operations.md, "Deprecated metric names"). Copied from the page at
+    /// scrape time, so the hot path records each histogram once.
+    static let deprecatedAliases: [(current: String, old: String)] = [
+        (ServerHistograms.queuedBytesName, ServerHistograms.deprecatedQueuedBytesName),
+    ]
+
+    /// Appends, for each of ``deprecatedAliases``, the lines of its current family renamed.
+    static func appendDeprecatedAliases(of rendered: [UInt8], into page: inout [UInt8]) {
+        let lines = rendered.split(separator: UInt8(ascii: "\n"))
+        for alias in deprecatedAliases {
+            let current = Array(alias.current.utf8)
+            for line in lines {
+                let start = line.starts(with: "# HELP ".utf8) || line.starts(with: "# TYPE ".utf8) ? line.startIndex + 7 : line.startIndex
+                let rest = line[start...]
+                guard rest.starts(with: current) else { continue }
+                let after = rest.dropFirst(current.count).first
+                guard after == UInt8(ascii: " ") || after == UInt8(ascii: "_") || after == UInt8(ascii: "{") else { continue }
+                page.append(contentsOf: line[..<start])
+                page.append(contentsOf: alias.old.utf8)
+                page.append(contentsOf: rest.dropFirst(current.count))
+                page.append(UInt8(ascii: "\n"))
+            }
+        }
+    }
+
+    /// `rollcall_build_info{version, libwebsockets, swift} 1`.
+    static func appendBuildInfo(into page: inout [UInt8]) {
+        let labels = [("version", BrokerVersion.current), ("libwebsockets", libwebsocketsVersion), ("swift", swiftVersion)]
+            .map { "\($0.0)=\"\(MetricsText.escaped($0.1))\"" }.joined(separator: ",")
+        MetricsText.family("rollcall_build_info", type: "gauge", help: "Always 1; the labels say which build this is",
+                           samples: [("{\(labels)}", 1)], into: &page)
+    }
+
+    /// The libwebsockets the broker runs on (`lws_get_library_version`, e.g. `4.3.3-unknown`).
+    static let libwebsocketsVersion = String(cString: lws_get_library_version())
+
+    /// The Swift compiler that built the broker (major.minor).
+    static let swiftVersion: String = {
+        #if compiler(>=6.4)
+        return "6.4+"
+        #elseif compiler(>=6.3)
+        return "6.3"
+        #elseif compiler(>=6.2)
+        return "6.2"
+        #elseif compiler(>=6.1)
+        return "6.1"
+        #else
+        return "6.0"
+        #endif
+    }()
 
     /// The webhook series (only while webhooks are on).
     private func updateWebhooks(_ w: WebhookMetrics) {
@@ -53,7 +109,9 @@ final class MetricsExposition {
     private func update(_ s: MetricsSnapshot) {
         let t = s.transport, core = s
         series.gauge("rollcall_up", "1 while the broker accepts connections", s.accepting ? 1 : 0)
-        series.gauge("rollcall_connections", "WebSocket connections open now", s.connections)
+        series.gauge("rollcall_connections_open", "WebSocket connections open now", s.connections)
+        // Deprecated in 1.2 (shares an OpenMetrics family with rollcall_connections_total).
+        series.gauge("rollcall_connections", "Deprecated: rollcall_connections_open", s.connections)
         series.counter("rollcall_connections_total", "WebSocket connections ever established", total: t.connectionsTotal)
         let sessions = "Logged-in sessions, by state"
         series.gauge("rollcall_sessions", sessions, [("state", "live")], s.liveSessions)
@@ -102,8 +160,9 @@ final class MetricsExposition {
         series.counter("rollcall_batched_send_failures_total",
                        "Times the io_uring batch failed and was turned off (then one lws_write per frame)",
                        total: t.batchedSendFailures)
-        series.gauge("rollcall_last_frame_written_timestamp_milliseconds",
-                     "When the last WebSocket frame was handed to a socket (Unix ms; 0: never)", Int(t.lastFrameWrittenAt))
+        series.gauge("rollcall_last_frame_written_timestamp_seconds",
+                     "When the last WebSocket frame was handed to a socket (Unix seconds, to the millisecond; 0: never)", [],
+                     Double(t.lastFrameWrittenAt) / 1000)
         for code in ErrorCode.allCases {
             series.counter("rollcall_errors_total", "Error replies, by code", [("code", code.rawValue)],
                            total: core.errors[code] ?? 0)

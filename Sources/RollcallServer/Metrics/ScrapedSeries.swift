@@ -24,6 +24,11 @@ final class ScrapedSeries {
 
     /// Sets the gauge `name{labels}` to `value`.
     func gauge(_ name: String, _ help: String, _ labels: [(String, String)], _ value: Int) {
+        gauge(name, help, labels, Double(value))
+    }
+
+    /// Sets the gauge `name{labels}` to a fractional `value` (seconds, for one).
+    func gauge(_ name: String, _ help: String, _ labels: [(String, String)], _ value: Double) {
         let key = SeriesKey(name, labels)
         let meter = meters[key] ?? {
             let handler = registry.makeGauge(descriptor: .named(name, help: help), labels: labels)

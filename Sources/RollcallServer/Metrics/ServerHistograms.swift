@@ -20,7 +20,9 @@ final class ServerHistograms: BrokerInstrumentation {
     private var requestDurations: [String: DurationHistogram] = [:]
 
     static let frameBytesName = "rollcall_frame_out_bytes"
-    static let queuedBytesName = "rollcall_outbound_queue_bytes_at_write"
+    static let queuedBytesName = "rollcall_outbound_queue_at_write_bytes"
+    /// The name before 1.2 (it did not end in its unit), still written for one version.
+    static let deprecatedQueuedBytesName = "rollcall_outbound_queue_bytes_at_write"
     static let recipientsName = "rollcall_event_recipients"
     static let requestDurationName = "rollcall_request_duration_seconds"
 

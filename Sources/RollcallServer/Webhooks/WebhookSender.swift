@@ -24,7 +24,8 @@ final class WebhookSender {
     struct Settings {
         var webhooks: Configuration.Webhooks
         var url: WebhookURL
-        var secret: String
+        /// `webhooks.secret` (or `secretEnv`'s value), then `webhooks.secrets`: one `v1=` each.
+        var secrets: [String]
         var node: String
     }
 
@@ -217,7 +218,7 @@ final class WebhookSender {
     private func post(_ batch: WebhookDelivery.Batch, attempt number: UInt64) {
         let sentAt = Int64(Date().timeIntervalSince1970 * 1000)
         let body = WebhookBatchBody.encode(batch, sentAt: sentAt, node: settings.node)
-        let signature = WebhookSignature.header(secret: settings.secret, sentAt: sentAt, body: body)
+        let signature = WebhookSignature.header(secrets: settings.secrets, sentAt: sentAt, body: body)
         attempt = Attempt(number: number, batchId: batch.id, body: body, signature: signature)
         let url = settings.url
         // lws copies these strings into the connection's own storage during the call.

@@ -284,12 +284,12 @@ final class StormDriver {
     }
 
     /// Broker side of convergence: when the broker wrote its last frame (its `/metrics`
-    /// gauge, wall-clock ms), in seconds after the last join. Read once the clients are quiet,
+    /// gauge, wall-clock seconds to the ms), in seconds after the last join. Read once the clients are quiet,
     /// before the observer's `getOnlineUsers` makes the broker write again.
     private func brokerLastFrameAfterLastJoin() -> Double? {
-        let name = "rollcall_last_frame_written_timestamp_milliseconds"
+        let name = "rollcall_last_frame_written_timestamp_seconds"
         guard let value = MetricsScrape(url: broker.url)?.read([name])?[name], value > 0 else { return nil }
-        let seconds = value / 1000 - startWall - outcome.lastJoinAt
+        let seconds = value - startWall - outcome.lastJoinAt
         print("\(label): broker wrote its last frame \(format(seconds)) s after the last join")
         return seconds
     }

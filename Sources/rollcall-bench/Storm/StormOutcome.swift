@@ -21,7 +21,7 @@ struct StormOutcome {
     /// wait that follows: seconds from the last join to the last client's final roster.
     var lateConvergenceAfterLastJoin: Double?
     /// Broker side: seconds from the last join to when the broker handed its last frame of
-    /// the storm to a socket (`rollcall_last_frame_written_timestamp_milliseconds`, read once
+    /// the storm to a socket (`rollcall_last_frame_written_timestamp_seconds`, read once
     /// the clients went quiet); nil when the broker does not export it.
     var brokerLastFrameAfterLastJoin: Double?
     /// Seconds waited after the last leave (when not converged: the whole bounded wait).

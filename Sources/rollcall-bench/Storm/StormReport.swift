@@ -109,7 +109,7 @@ struct StormReport {
                 + "event bytes: snapshot replaces; join/leave/timeout; interval join/leave/timeout lists); the time is when the last "
                 + "client's roster last became the final set, from the last join (and last leave) request sent. The final set is "
                 + "checked against `getOnlineUsers` paged once quiet. Broker side: the broker's "
-                + "`rollcall_last_frame_written_timestamp_milliseconds` (wall clock, after the last byte of a frame was handed to a "
+                + "`rollcall_last_frame_written_timestamp_seconds` (wall clock, after the last byte of a frame was handed to a "
                 + "socket), read once the clients were quiet for 0.5 s, minus the wall-clock time of the last join.",
             "Presence events/bytes: event lines the clients received (all types, snapshots included); frames/bytes: "
                 + "`RollcallConnection.counters` of the storm clients from the first join (replies included). CPU: /proc of the broker and of the bench.",

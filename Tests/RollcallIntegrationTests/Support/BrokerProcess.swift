@@ -64,7 +64,14 @@ final class BrokerProcess: @unchecked Sendable {
             executable: command[0], arguments: Array(command.dropFirst()),
             directory: Self.packageRoot.path, blockedSignals: blockedSignals)
         process = child
-        guard let line = child.output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout),
+        let announced: String?
+        if ((merged["log"] as? [String: Any])?["format"] as? String) == "json" {
+            // `log.format: "json"`: the announcement is a JSON line whose `msg` is the text.
+            announced = child.output.waitForStdoutLine(prefix: "{", timeout: startTimeout).flatMap { Self.announcement(inJSONLine: "{" + $0) }
+        } else {
+            announced = child.output.waitForStdoutLine(prefix: "listening on ", timeout: startTimeout)
+        }
+        guard let line = announced,
               let portText = line.split(separator: ":").last, let port = Int(portText)
         else {
             child.send(SIGKILL)
@@ -73,6 +80,13 @@ final class BrokerProcess: @unchecked Sendable {
             throw HarnessError("broker did not report its port; stderr:\n\(child.output.stderrText)")
         }
         self.port = port
+    }
+
+    /// `HOST:PORT` from a JSON log line whose `msg` is `listening on HOST:PORT` (nil for another line).
+    static func announcement(inJSONLine line: String) -> String? {
+        guard let message = (try? JSONParser.parse(Array(line.utf8)))?["msg"]?.stringValue,
+              message.hasPrefix("listening on ") else { return nil }
+        return String(message.dropFirst("listening on ".count))
     }
 
     /// `ws://127.0.0.1:PORT/v1` (or another path).
