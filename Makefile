@@ -92,8 +92,9 @@ test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
 
-## The JavaScript client (examples/web/rollcall.js) under Node's own test runner against the
-## real broker (Tests/js; Node 20+, no npm packages). Needs only the broker binary.
+## The JavaScript client (@rollcall/client in clients/js, packed with `npm pack` and installed
+## offline into a temporary project by Tests/js/support/package.mjs) under Node's own test
+## runner against the real broker (Tests/js; Node 20+, no npm registry). Needs only the broker binary.
 ## Debian's TypeScript compiler (the .d.ts check) and React (the usePresence hook test).
 JS_PACKAGES := node-typescript node-react node-react-test-renderer
 .PHONY: test-js js-deps

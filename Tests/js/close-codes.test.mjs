@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { CloseCode, RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
+import { CloseCode, RollcallClient, RollcallError } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool, FAST_BACKOFF } from "./support/clients.mjs";
 import { nextEvent, record } from "./support/eventually.mjs";

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
 import { createPresenceStore } from "../../examples/react/presenceStore.js";
-import { channelKey } from "../../examples/web/rollcall.js";
+import { channelKey } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool } from "./support/clients.mjs";
 import { eventually } from "./support/eventually.mjs";

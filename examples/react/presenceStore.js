@@ -61,7 +61,7 @@ function membershipOf(client, key) {
 
 /**
  * An external store of one channel's presence.
- * @param {import("../web/rollcall.js").RollcallClient} client a connected rollcall.js client
+ * @param {import("../../clients/js/rollcall.js").RollcallClient} client a connected rollcall.js client
  * @param {string} channel
  * @param {PresenceStoreOptions} [options]
  */

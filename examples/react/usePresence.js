@@ -22,7 +22,7 @@ import { createPresenceStore } from "./presenceStore.js";
  * Joins `channel` while the component is mounted (unless the client is already in it) and
  * returns its live presence.
  *
- * @param {import("../web/rollcall.js").RollcallClient | null | undefined} client a connected
+ * @param {import("../../clients/js/rollcall.js").RollcallClient | null | undefined} client a connected
  *   rollcall.js client (null while logging in: the hook returns an empty roster)
  * @param {string} channel
  * @param {import("./presenceStore.js").PresenceStoreOptions} [options] `channelType`, `state`

@@ -140,7 +140,10 @@ export interface Limits {
   maxStateTotalBytes: number;
   maxPendingChannels: number;
   customStatusMaxBytes: number;
+  /** (1.2) seconds of silence after which a client sends `ping` */
   heartbeatIntervalSeconds: number;
+  /** (1.2) seconds of silence after which a client treats the link as lost */
+  heartbeatTimeoutSeconds: number;
   [limit: string]: number;
 }
 

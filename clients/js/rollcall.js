@@ -1,0 +1,1111 @@
+// rollcall.js — `@rollcall/client`, a small, dependency-free client for the Rollcall wire
+// protocol v1.1.
+//
+// Install the package (`npm pack` in clients/js, or `npm install ./rollcall-client-x.y.z.tgz`),
+// or copy this one file into any page or app that has a WebSocket (browsers, Deno, Node ≥ 22,
+// Node 20 with `--experimental-websocket`). Types: `rollcall.d.ts` next to this file.
+//
+//   import { connect } from "@rollcall/client"; // or "./rollcall.js"
+//   const client = await connect("ws://127.0.0.1:8080/v1", { userId: "alice", platform: "web" });
+//   const roster = await client.join("room:lobby", { state: { mood: "happy" } });
+//   roster.on("change", () => console.log([...roster.members.keys()]));
+//   client.on("message", (ev) => console.log(ev.publisher, ev.message));
+//   client.on("connection", ({ state }) => console.log(state)); // connecting / online / reconnecting / closed
+//
+// What it does for you:
+// - request/reply by id, as promises (errors reject with a `RollcallError` carrying the code);
+// - splits the broker's newline-batched frames and dispatches events in order;
+// - keeps an exact `Roster` per joined channel: snapshot, then join → leave/timeout →
+//   stateChanged, and interval lists, ignoring events older than what it shows (`seq`);
+//   a truncated snapshot is completed with `getOnlineUsers` pages; keys this client set
+//   with `ttlSeconds` leave its own roster entry by themselves (the broker does not echo
+//   events about this user in announce mode);
+// - caches user-status records (`userStatus` events, replies) and this user's subscriptions;
+// - reconnects with exponential backoff, resuming the held session with `resumeToken`;
+//   when the session could not be resumed it joins its channels again; with several URLs (a
+//   cluster) it keeps retrying the resume for a while first, since a node killed abruptly
+//   keeps its sessions live (not resumable) until the other nodes declare it dead;
+// - with a `getToken()` callback (auth mode `jwt`, protocol 1.1): a fresh token for every
+//   login, `refresh` on the broker's `refreshRequired` notice, and one more token when a
+//   reconnect is refused with `UNAUTHORIZED` or the broker closes with 4401 (token expired).
+
+/** How long a key this client saw expire stays out of its own state in replies (ms). */
+const TTL_GRACE_MS = 1000;
+
+/** Default reconnect backoff, in milliseconds. */
+const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
+
+/**
+ * Close codes after which reconnecting would be wrong (the session ended on purpose):
+ * 1000 logout, 4401 unauthorized or token expired (unless a `getToken` option can supply a
+ * new token), 4403 disconnected by the server API, 4409 session limit.
+ */
+const FINAL_CLOSE_CODES = new Set([1000, 4401, 4403, 4409]);
+
+/**
+ * Close codes after which the session is known to have ended, so a resume cannot succeed and
+ * is not retried: 4401 (token expired: ended as with a close frame), 1012 (the cluster lost
+ * its data: resume tokens no longer resume).
+ */
+const SESSION_ENDED_CLOSE_CODES = new Set([4401, 1012]);
+
+/**
+ * Default `resumeWindowMs` with several URLs: a node killed abruptly (kill -9) keeps its
+ * sessions live until it has missed 2.5 heartbeats (PROTOCOL §9; 2.5–3.5 s with the default
+ * `cluster.heartbeatSeconds`), and a resume before that answers `resumed: false`.
+ */
+const DEFAULT_CLUSTER_RESUME_WINDOW_MS = 5000;
+
+/**
+ * Close codes of the protocol (PROTOCOL §7), by name.
+ * @type {Readonly<Record<string, number>>}
+ */
+export const CloseCode = Object.freeze({
+  LOGOUT: 1000,
+  SHUTDOWN: 1001,
+  BINARY_FRAME: 1003,
+  BAD_UTF8: 1007,
+  FRAME_TOO_BIG: 1009,
+  SERVICE_RESTART: 1012,
+  SLOW_CONSUMER: 1013,
+  UNAUTHORIZED: 4401,
+  DISCONNECTED_BY_SERVER: 4403,
+  LOGIN_TIMEOUT: 4408,
+  SESSION_LIMIT: 4409,
+});
+
+/**
+ * Every error code of the protocol (PROTOCOL §7), plus this client's own `DISCONNECTED`.
+ * @type {readonly string[]}
+ */
+export const ERROR_CODES = Object.freeze([
+  "INVALID_JSON", "INVALID_REQUEST", "UNKNOWN_OP", "INVALID_ARGUMENT", "NOT_LOGGED_IN",
+  "ALREADY_LOGGED_IN", "UNAUTHORIZED", "FORBIDDEN", "NOT_IN_CHANNEL", "USER_NOT_PRESENT",
+  "TOO_MANY_KEYS", "KEY_TOO_LONG", "VALUE_TOO_LONG", "STATE_TOO_LARGE", "TOO_MANY_PENDING_STATES",
+  "TOO_MANY_CHANNELS", "TOO_MANY_USERS", "MESSAGE_TOO_LARGE", "CUSTOM_STATUS_TOO_LONG",
+  "CANNOT_SUBSCRIBE_SELF", "TARGET_SUBSCRIBER_LIMIT", "RATE_LIMITED", "INTERNAL", "UNAVAILABLE",
+  "DISCONNECTED",
+]);
+
+/** An error reply from the broker, or a local failure (`DISCONNECTED`: no connection, or it closed before the reply). */
+export class RollcallError extends Error {
+  /**
+   * @param {string} code stable error code, e.g. `TOO_MANY_KEYS` (see the protocol's §7)
+   * @param {string} message human-readable text
+   * @param {object} [details] the whole error object of the reply (e.g. with `retryAfterMs`)
+   */
+  constructor(code, message, details = {}) {
+    super(`${code}: ${message}`);
+    this.name = "RollcallError";
+    /** @type {string} */
+    this.code = code;
+    /** @type {number | undefined} milliseconds to wait, for `RATE_LIMITED` and `UNAVAILABLE` */
+    this.retryAfterMs = details.retryAfterMs;
+    /** @type {object} the error object as the broker sent it */
+    this.details = details;
+  }
+}
+
+/** A tiny synchronous event emitter: `on(type, fn)` returns a function that unsubscribes. */
+class Emitter {
+  #handlers = new Map();
+
+  /**
+   * Calls `handler(detail)` for every event of `type`.
+   * @param {string} type
+   * @param {(detail: any) => void} handler
+   * @returns {() => void} call it to stop listening
+   */
+  on(type, handler) {
+    if (!this.#handlers.has(type)) this.#handlers.set(type, new Set());
+    this.#handlers.get(type).add(handler);
+    return () => this.#handlers.get(type)?.delete(handler);
+  }
+
+  /** @protected */
+  emit(type, detail) {
+    for (const handler of [...(this.#handlers.get(type) ?? [])]) {
+      try {
+        handler(detail);
+      } catch (error) {
+        console.error(`rollcall: a "${type}" handler threw`, error);
+      }
+    }
+  }
+}
+
+/** The key a channel is known by: `channelType` and name (a `message` and a `stream` channel may share a name). */
+export function channelKey(channel, channelType = "message") {
+  return `${channelType}\u0000${channel}`;
+}
+
+/**
+ * The members of one channel and their states, kept exactly from the broker's presence events.
+ *
+ * `members` maps userId → state object. It includes this user (from the snapshot, and from
+ * this session's own `setState`/`removeState` replies, which the broker does not echo as events).
+ * `info` maps userId → the token's `info` object (protocol 1.1) for members that have one.
+ *
+ * Events: `change` with `{ type, changes, event }` where `changes` is a list of
+ * `{ kind: "join" | "leave" | "timeout" | "state", userId, state? }` and `type` is the
+ * presence event type (`snapshot`, `join`, `leave`, `timeout`, `stateChanged`, `interval`,
+ * `page`, `self`).
+ */
+export class Roster extends Emitter {
+  /**
+   * @param {string} channel
+   * @param {string} channelType `message` or `stream`
+   * @param {string} selfUserId this client's user id
+   */
+  constructor(channel, channelType, selfUserId) {
+    super();
+    /** @type {string} */ this.channel = channel;
+    /** @type {string} */ this.channelType = channelType;
+    /** @type {string} */ this.selfUserId = selfUserId;
+    /** @type {Map<string, Record<string, string>>} userId → state */
+    this.members = new Map();
+    /** @type {Map<string, object>} userId → `info` vouched for by the member's token (1.1; absent: none) */
+    this.info = new Map();
+    /** @type {number | null} the `seq` of the last presence event applied (null before the first snapshot) */
+    this.seq = null;
+    /** @type {"announce" | "interval" | null} */
+    this.mode = null;
+    /** @type {number} occupancy as last reported by the broker */
+    this.occupancy = 0;
+    /** @type {boolean} true while a truncated snapshot is being completed page by page */
+    this.loading = false;
+  }
+
+  /** Events that arrived before the first snapshot. */
+  #early = [];
+
+  /** The members' ids in byte order of their UTF-8 encoding, as the broker orders them. */
+  sortedUserIds() {
+    const encoder = new TextEncoder();
+    return [...this.members.keys()]
+      .map((userId) => [userId, encoder.encode(userId)])
+      .sort((a, b) => compareBytes(a[1], b[1]))
+      .map(([userId]) => userId);
+  }
+
+  /**
+   * Applies one presence event of this channel. Events older than the roster's `seq` are
+   * ignored; events that arrive before the first snapshot wait for it.
+   * @param {object} event a `presence` event
+   * @returns {boolean} whether the event was applied
+   */
+  apply(event) {
+    if (event.type === "snapshot") {
+      this.members.clear();
+      this.info.clear();
+      for (const member of event.snapshot ?? []) {
+        this.members.set(member.userId, member.state ?? {});
+        this.#noteInfo(member.userId, member.info);
+      }
+      this.seq = event.seq ?? null;
+      this.#noteCounts(event);
+      const changes = [...this.members].map(([userId, state]) => ({ kind: "join", userId, state }));
+      this.emit("change", { type: "snapshot", changes, event });
+      const early = this.#early.splice(0);
+      for (const waiting of early) this.apply(waiting);
+      return true;
+    }
+    if (this.seq === null) {
+      this.#early.push(event);
+      return false;
+    }
+    if (typeof event.seq === "number" && event.seq <= this.seq) return false; // already shown
+    const changes = [];
+    switch (event.type) {
+      case "join":
+      case "stateChanged":
+        changes.push({ kind: event.type === "join" ? "join" : "state", userId: event.publisher, state: event.state ?? {} });
+        this.members.set(event.publisher, event.state ?? {});
+        if (event.type === "join") this.#noteInfo(event.publisher, event.info);
+        break;
+      case "leave":
+      case "timeout":
+        changes.push({ kind: event.type, userId: event.publisher });
+        this.members.delete(event.publisher);
+        this.info.delete(event.publisher);
+        break;
+      case "interval": {
+        // The order matters: joins (empty state), then leaves and timeouts, then states.
+        const lists = event.interval ?? {};
+        for (const userId of lists.join ?? []) {
+          this.members.set(userId, {});
+          this.#noteInfo(userId, lists.joinInfo?.[userId]);
+          changes.push({ kind: "join", userId, state: {} });
+        }
+        for (const kind of ["leave", "timeout"]) {
+          for (const userId of lists[kind] ?? []) {
+            this.members.delete(userId);
+            this.info.delete(userId);
+            changes.push({ kind, userId });
+          }
+        }
+        for (const { userId, state } of lists.stateChanged ?? []) {
+          this.members.set(userId, state ?? {});
+          changes.push({ kind: "state", userId, state: state ?? {} });
+        }
+        break;
+      }
+      default:
+        return false;
+    }
+    if (typeof event.seq === "number") this.seq = event.seq;
+    this.#noteCounts(event);
+    this.emit("change", { type: event.type, changes, event });
+    return true;
+  }
+
+  /**
+   * Adds one `getOnlineUsers` page (with states) while completing a truncated snapshot.
+   * Must run in arrival order with the events (the client does this).
+   * @param {{userId: string, state?: object, info?: object}[]} users
+   */
+  applyPage(users) {
+    const changes = [];
+    for (const { userId, state, info } of users) {
+      this.members.set(userId, state ?? {});
+      this.#noteInfo(userId, info);
+      changes.push({ kind: "join", userId, state: state ?? {} });
+    }
+    this.emit("change", { type: "page", changes, event: null });
+  }
+
+  /**
+   * Records this user's own state after a successful `setState`/`removeState`/`join`
+   * (the broker does not send events about a user to that user's sessions in announce mode).
+   * @param {Record<string, string>} state the full state from the reply
+   */
+  applySelfState(state) {
+    if (!this.members.has(this.selfUserId) && this.seq === null) return;
+    this.members.set(this.selfUserId, state ?? {});
+    this.emit("change", { type: "self", changes: [{ kind: "state", userId: this.selfUserId, state }], event: null });
+  }
+
+  #noteInfo(userId, info) {
+    if (info && typeof info === "object") this.info.set(userId, info);
+    else this.info.delete(userId);
+  }
+
+  #noteCounts(event) {
+    if (event.mode) this.mode = event.mode;
+    if (typeof event.occupancy === "number") this.occupancy = event.occupancy;
+  }
+}
+
+/** Compares two UTF-8 byte arrays (the broker's order for user ids). */
+function compareBytes(ea, eb) {
+  for (let i = 0; i < Math.min(ea.length, eb.length); i++) {
+    if (ea[i] !== eb[i]) return ea[i] - eb[i];
+  }
+  return ea.length - eb.length;
+}
+
+/**
+ * Opens a client and logs in. Resolves once logged in; rejects with the login error.
+ * @param {string | string[]} url e.g. `ws://127.0.0.1:8080/v1`; several URLs (the nodes of a
+ *   cluster): the first is dialled first, and each reconnect tries the next one, so a session
+ *   resumes on another node when its node stops
+ * @param {ClientOptions} options
+ * @returns {Promise<RollcallClient>}
+ */
+export async function connect(url, options) {
+  const client = new RollcallClient(url, options);
+  await client.open();
+  return client;
+}
+
+/**
+ * @typedef {object} ClientOptions
+ * @property {string} userId
+ * @property {string} [platform] `web` (default here), `ios`, `android`, `macos`, `windows`, `linux`, `cli`, `other`
+ * @property {string} [token] JWT, when the broker runs with `auth.mode: "jwt"`
+ * @property {() => string | Promise<string>} [getToken] (1.1) returns a fresh JWT for this user:
+ *   called for every login (the first one only when `token` is not given), on the broker's
+ *   `refreshRequired` notice (then `refresh` sends it), and once more when a reconnect is
+ *   refused with `UNAUTHORIZED` or the session is closed with 4401 (token expired)
+ * @property {string} [customStatus] set at the first login
+ * @property {number} [presenceTimeout] seconds the broker holds the session after a drop (5–300)
+ * @property {{initialMs?: number, maxMs?: number, factor?: number}} [backoff] reconnect delays
+ * @property {boolean} [reconnect] reconnect after a drop (default true)
+ * @property {number} [resumeWindowMs] after a drop, how long (ms) a login that did not resume
+ *   is logged out again and the resume retried on the next URL, before the client settles for
+ *   a new session; default 5000 with several URLs (a killed node's sessions become resumable
+ *   only once the others declare it dead), 0 with one (set it for one URL in front of a cluster)
+ * @property {string} [subprotocol] WebSocket subprotocol to offer (default `rollcall.v1`; `null`: none)
+ */
+
+/**
+ * A logged-in connection to a Rollcall broker that survives network drops.
+ *
+ * Events (subscribe with `on(type, handler)`):
+ * - `connection` `{state, attempt?, delayMs?, code?, reason?}` — state is `connecting`,
+ *   `online`, `reconnecting` or `closed`;
+ * - `login` — the login result (also after each reconnect; `resumed` tells which kind);
+ * - `presence` `{event, roster}` — every presence event, after the roster applied it;
+ * - `message` — a `message` event;
+ * - `userStatus` `{records}` — status records that changed (also from replies);
+ * - `subscriptions` `{added, removed}` — this user's subscriptions changed;
+ * - `session` — a `session` event (1.1: `{type: "refreshRequired", expiresAt}`; with a
+ *   `getToken` option the client refreshes by itself, else call `refresh(token)`);
+ * - `token` `{expiresAt}` — a login or `refresh` put a new token in force (1.1);
+ * - `error` `{op, channel?, error}` — a request the client made by itself failed (a rejoin, a
+ *   page, an automatic `refresh`);
+ * - `event` — every event, raw.
+ */
+export class RollcallClient extends Emitter {
+  /**
+   * @param {string | string[]} url one URL, or the URLs of a cluster's nodes (tried in turn)
+   * @param {ClientOptions} options
+   */
+  constructor(url, options) {
+    super();
+    /** @type {string[]} every URL to try, in turn */ this.urls = Array.isArray(url) ? [...url] : [url];
+    if (this.urls.length === 0) throw new TypeError("connect needs at least one URL");
+    /** @type {string} the URL dialled last */ this.url = this.urls[0];
+    /** @type {ClientOptions} */ this.options = { platform: "web", reconnect: true, ...options };
+    /** @type {"idle" | "connecting" | "online" | "reconnecting" | "closed"} */
+    this.state = "idle";
+    /** @type {object | null} the latest login result (`limits`, `sessionId`, …) */
+    this.session = null;
+    /** @type {number | null} when the token in force expires (ms; 1.1), `null` without one (auth mode `none`) */
+    this.expiresAt = null;
+    /** @type {Map<string, Roster>} joined channels by `channelKey` */
+    this.rosters = new Map();
+    /** @type {Map<string, object>} user-status records by userId */
+    this.statuses = new Map();
+    /** @type {Set<string>} users this user subscribes to (as far as this client knows) */
+    this.subscriptions = new Set();
+    this.#backoff = { ...DEFAULT_BACKOFF, ...(options.backoff ?? {}) };
+    this.#resumeWindowMs = options.resumeWindowMs ?? (this.urls.length > 1 ? DEFAULT_CLUSTER_RESUME_WINDOW_MS : 0);
+  }
+
+  #socket = null;
+  #nextId = 1;
+  #pending = new Map(); // id → {resolve, reject, onReply}
+  #joins = new Map(); // channelKey → join arguments (to join again after a failed resume)
+  #lostJoins = new Set(); // channelKeys of join() calls that failed with DISCONNECTED (left after a resume)
+  #backoff;
+  #attempt = 0;
+  #retryTimer = null;
+  #resumeToken = null;
+  #resumeWindowMs;
+  #resumeUntil = null; // while Date.now() is before this, a login that did not resume is logged out and retried
+  #closing = false;
+  #firstLogin = true;
+  #refusals = 0; // logins refused with UNAUTHORIZED in a row (a fresh token is tried once more)
+  #noticeAnswered = null; // the `expiresAt` of the last refreshRequired this client refreshed for
+  #ttlTimers = new Map(); // channelKey → Map(state key → {timer, expired}) for this user's keys set with ttlSeconds
+
+  /** This client's user id. */
+  get userId() {
+    return this.options.userId;
+  }
+
+  /**
+   * Connects and logs in. Resolves with the login result; a failed first login rejects
+   * (and does not reconnect).
+   * @returns {Promise<object>}
+   */
+  open() {
+    this.#closing = false;
+    this.#refusals = 0;
+    this.#resumeUntil = null;
+    return this.#dial("connecting");
+  }
+
+  /**
+   * Sends one request; resolves with its `result`, rejects with a `RollcallError`.
+   * @param {string} op
+   * @param {object} [args]
+   * @returns {Promise<any>}
+   */
+  request(op, args = {}) {
+    return this.#send(op, args, null);
+  }
+
+  /**
+   * Joins a channel and returns its roster (filled by the snapshot that follows).
+   * With `options.ttlSeconds` (1.1) the keys of `options.state` expire like `setState`'s.
+   * @param {string} channel
+   * @param {{channelType?: string, presence?: boolean, messages?: boolean, state?: Record<string,string>, ttlSeconds?: number}} [options]
+   * @returns {Promise<Roster>}
+   */
+  async join(channel, options = {}) {
+    const channelType = options.channelType ?? "message";
+    const key = channelKey(channel, channelType);
+    const args = { channel, channelType, presence: options.presence ?? true, messages: options.messages ?? true };
+    if (options.state) args.state = options.state;
+    if (options.state && options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
+    let roster = this.rosters.get(key);
+    const created = !roster;
+    if (created) {
+      roster = new Roster(channel, channelType, this.userId);
+      this.rosters.set(key, roster);
+    }
+    try {
+      const result = await this.#send("join", args, (reply) => {
+        if (reply.ok) {
+          roster.mode = reply.result.mode;
+          roster.occupancy = reply.result.occupancy;
+          if (options.state) this.#noteTTL(key, Object.keys(options.state), args.ttlSeconds);
+        }
+      });
+      const { state, ttlSeconds, ...flags } = args;
+      this.#joins.set(key, flags);
+      roster.joinResult = result;
+      return roster;
+    } catch (error) {
+      if (created) this.rosters.delete(key);
+      if (created && error.code === "DISCONNECTED") this.#lostJoins.add(key); // the broker may have done it
+      throw error;
+    }
+  }
+
+  /**
+   * Leaves a channel and forgets its roster.
+   * @param {string} channel
+   * @param {string} [channelType]
+   */
+  async leave(channel, channelType = "message") {
+    const key = channelKey(channel, channelType);
+    await this.#send("leave", { channel, channelType }, (reply) => {
+      if (reply.ok || reply.error?.code === "NOT_IN_CHANNEL") {
+        this.rosters.delete(key);
+        this.#joins.delete(key);
+        this.#clearTTL(key);
+      }
+    });
+  }
+
+  /**
+   * Merges keys into this user's state in a channel; resolves with the full state.
+   * With `options.ttlSeconds` (protocol 1.1) the broker removes the keys set by this call
+   * that many seconds later (typing indicators: `setState(ch, {typing: "1"}, "message", {ttlSeconds: 3})`).
+   * @param {string} channel
+   * @param {Record<string,string>} state
+   * @param {"message"|"stream"} [channelType]
+   * @param {{ttlSeconds?: number}} [options]
+   * @returns {Promise<{state: Record<string,string>, pending?: boolean}>}
+   */
+  setState(channel, state, channelType = "message", options = {}) {
+    const args = { channel, channelType, state };
+    if (options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
+    return this.#send("setState", args, (reply) => {
+      if (reply.ok && !reply.result.pending) this.#noteTTL(channelKey(channel, channelType), Object.keys(state), args.ttlSeconds);
+      this.#selfState(channel, channelType, reply);
+    });
+  }
+
+  /**
+   * Removes keys from this user's state in a channel; resolves with the full state.
+   * @param {string} channel
+   * @param {string[]} keys
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<{state: Record<string,string>, pending?: boolean}>}
+   */
+  removeState(channel, keys, channelType = "message") {
+    return this.#send("removeState", { channel, channelType, keys }, (reply) => {
+      if (reply.ok) this.#noteTTL(channelKey(channel, channelType), keys, undefined);
+      this.#selfState(channel, channelType, reply);
+    });
+  }
+
+  /**
+   * A member's state in a channel (membership not required); rejects with `USER_NOT_PRESENT`
+   * when the user is not a member.
+   * @param {string} channel
+   * @param {string} userId
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<{userId: string, state: Record<string,string>}>}
+   */
+  getState(channel, userId, channelType = "message") {
+    return this.request("getState", { channel, channelType, userId });
+  }
+
+  /**
+   * Publishes any JSON value; resolves with `{recipients}`.
+   * @param {string} channel
+   * @param {any} message
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<{recipients: number}>}
+   */
+  publish(channel, message, channelType = "message") {
+    return this.request("publish", { channel, channelType, message });
+  }
+
+  /**
+   * One page of a channel's members (byte order of userId). Pass the reply's `nextPage` as `page`.
+   * Note: `includeState` defaults to `true` here (the broker's default is `false`).
+   * @returns {Promise<{totalOccupancy: number, seq: number, users: {userId: string, state?: object, info?: object}[], nextPage: string | null}>}
+   */
+  getOnlineUsers(channel, { channelType = "message", includeState = true, includeUserId, page, pageSize = 100 } = {}) {
+    const args = { channel, channelType, includeState, pageSize };
+    if (includeUserId !== undefined) args.includeUserId = includeUserId;
+    if (page) args.page = page;
+    return this.request("getOnlineUsers", args);
+  }
+
+  /**
+   * Every member of a channel with states: follows `nextPage` to the end.
+   * @param {string} channel
+   * @param {"message"|"stream"} [channelType]
+   * @returns {Promise<Map<string, Record<string,string>>>} userId → state, in byte order of userId
+   */
+  async getAllOnlineUsers(channel, channelType = "message") {
+    const users = new Map();
+    let page;
+    do {
+      const result = await this.getOnlineUsers(channel, { channelType, includeState: true, pageSize: 1000, page });
+      for (const user of result.users) users.set(user.userId, user.state ?? {});
+      page = result.nextPage;
+    } while (page);
+    return users;
+  }
+
+  /**
+   * The channels a user is a member of (through any session, held ones included).
+   * @param {string} userId
+   * @returns {Promise<{totalChannel: number, channels: {channel: string, channelType: "message"|"stream"}[]}>}
+   */
+  getUserChannels(userId) {
+    return this.request("getUserChannels", { userId });
+  }
+
+  /**
+   * Round trip to the broker.
+   * @returns {Promise<{serverTime: number}>}
+   */
+  ping() {
+    return this.request("ping");
+  }
+
+  /**
+   * Replaces the session's token (protocol 1.1, `auth.mode: "jwt"`) without dropping the
+   * connection, e.g. on the `session` event `refreshRequired` (with a `getToken` option the
+   * client does this by itself). Without `token`, asks `getToken()` for one. On success the
+   * new token is also used for later reconnects and `expiresAt` follows it; a refused token
+   * (`UNAUTHORIZED`) leaves the connection open and the old token in force.
+   * @param {string} [token]
+   * @returns {Promise<{expiresAt: number}>}
+   */
+  async refresh(token) {
+    if (token === undefined) {
+      if (!this.options.getToken) throw new TypeError("refresh() without a token needs the getToken option");
+      token = await this.options.getToken();
+    }
+    return this.#send("refresh", { token }, (reply) => {
+      if (!reply.ok) return;
+      this.options.token = token;
+      this.#noteExpiry(reply.result.expiresAt);
+    });
+  }
+
+  /**
+   * Sets (or with `null`/"" clears) this user's custom status; resolves with the new record.
+   * @param {string | null} customStatus
+   * @returns {Promise<object>}
+   */
+  async setCustomStatus(customStatus) {
+    const result = await this.#send("setCustomStatus", { customStatus }, (reply) => {
+      if (reply.ok) this.#noteStatuses([reply.result.status]);
+    });
+    return result.status;
+  }
+
+  /**
+   * Current records of some users (this user included, at most 500); updates the cache.
+   * @param {string[]} userIds
+   * @returns {Promise<{statuses: object[], failed: {userId: string, code: string}[]}>}
+   */
+  async getUserStatus(userIds) {
+    const result = await this.#send("getUserStatus", { userIds }, (reply) => {
+      if (reply.ok) this.#noteStatuses(reply.result.statuses);
+    });
+    return result;
+  }
+
+  /**
+   * Follows users' status; their records arrive as `userStatus` events from now on.
+   * @param {string[]} userIds
+   * @param {number} [duration] seconds (60–2592000, default 86400)
+   * @returns {Promise<{statuses: object[], failed: {userId: string, code: string}[]}>}
+   */
+  subscribe(userIds, duration) {
+    const args = { userIds };
+    if (duration) args.duration = duration;
+    return this.#send("subscribeUserStatus", args, (reply) => {
+      if (!reply.ok) return;
+      const failed = new Set(reply.result.failed.map((f) => f.userId));
+      const added = userIds.filter((id) => !failed.has(id) && !this.subscriptions.has(id));
+      for (const id of added) this.subscriptions.add(id);
+      this.#noteStatuses(reply.result.statuses);
+      if (added.length) this.emit("subscriptions", { added, removed: [] });
+    });
+  }
+
+  /**
+   * Stops following users (no list: all of them).
+   * @param {string[]} [userIds]
+   * @returns {Promise<{failed: {userId: string, code: string}[]}>}
+   */
+  unsubscribe(userIds) {
+    const args = userIds && userIds.length ? { userIds } : {};
+    return this.#send("unsubscribeUserStatus", args, (reply) => {
+      if (!reply.ok) return;
+      const removed = userIds && userIds.length ? userIds.filter((id) => this.subscriptions.has(id)) : [...this.subscriptions];
+      for (const id of removed) this.subscriptions.delete(id);
+      if (removed.length) this.emit("subscriptions", { added: [], removed });
+    });
+  }
+
+  /**
+   * One page of this user's subscriptions (or the given ones, unpaged); updates the status cache.
+   * @param {{userIds?: string[], page?: string, pageSize?: number}} [options]
+   * @returns {Promise<{subscriptions: {userId: string, expiresAt: number, status: object}[], nextPage: string | null, failed?: {userId: string, code: string}[]}>}
+   */
+  getSubscriptions({ userIds, page, pageSize } = {}) {
+    const args = {};
+    if (userIds) args.userIds = userIds;
+    if (page) args.page = page;
+    if (pageSize) args.pageSize = pageSize;
+    return this.#send("getSubscriptions", args, (reply) => {
+      if (reply.ok) this.#noteStatuses(reply.result.subscriptions.map((s) => s.status));
+    });
+  }
+
+  /** Reads this user's subscriptions (all pages) into `subscriptions` and the status cache. */
+  async loadSubscriptions() {
+    let page;
+    const seen = new Set();
+    do {
+      const args = { pageSize: 200 };
+      if (page) args.page = page;
+      const result = await this.request("getSubscriptions", args);
+      for (const sub of result.subscriptions) seen.add(sub.userId);
+      this.#noteStatuses(result.subscriptions.map((s) => s.status));
+      page = result.nextPage;
+    } while (page);
+    const added = [...seen].filter((id) => !this.subscriptions.has(id));
+    const removed = [...this.subscriptions].filter((id) => !seen.has(id));
+    this.subscriptions = seen;
+    if (added.length || removed.length) this.emit("subscriptions", { added, removed });
+  }
+
+  /** Ends the session on purpose (others see `leave`, status `loggedOut`) and closes. */
+  async logout() {
+    this.#closing = true;
+    try {
+      await this.request("logout");
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Closes the connection without logging out (the broker sees a close frame). No reconnect. */
+  close() {
+    this.#closing = true;
+    clearTimeout(this.#retryTimer);
+    for (const key of [...this.#ttlTimers.keys()]) this.#clearTTL(key);
+    const socket = this.#socket;
+    this.#socket = null; // its close event is not reported again
+    if (socket) {
+      this.#failPending(new RollcallError("DISCONNECTED", "client closed"));
+      socket.close(1000);
+    }
+    if (this.state !== "closed") this.#setState("closed", {});
+  }
+
+  // ---- connection ---------------------------------------------------------------------
+
+  #setState(state, detail) {
+    this.state = state;
+    this.emit("connection", { state, ...detail });
+  }
+
+  /**
+   * The token for the next login: the `token` option at the first login, else a fresh one
+   * from `getToken()` when there is one, else the last token that was in force.
+   */
+  async #loginToken() {
+    if (this.options.getToken && !(this.#firstLogin && this.options.token)) {
+      const token = await this.options.getToken();
+      if (typeof token !== "string" || !token) throw new TypeError("getToken() must return a non-empty string");
+      return token;
+    }
+    return this.options.token;
+  }
+
+  #noteExpiry(expiresAt) {
+    this.expiresAt = typeof expiresAt === "number" ? expiresAt : null;
+    this.emit("token", { expiresAt: this.expiresAt });
+  }
+
+  /**
+   * On `refreshRequired`: asks `getToken()` for a token, then the broker to `refresh` with it.
+   * Once per notice: when `getToken()` handed back the token already in force, the broker's
+   * next notice names the same expiry, and answering it again would only loop.
+   */
+  #refreshByItself(notice) {
+    if (notice.expiresAt !== undefined && notice.expiresAt === this.#noticeAnswered) return;
+    this.#noticeAnswered = notice.expiresAt;
+    this.refresh().catch((error) => this.emit("error", { op: "refresh", error }));
+  }
+
+  /** Gets a token, opens a socket and logs in; resolves with the login result. */
+  async #dial(state) {
+    this.#setState(state, { attempt: this.#attempt });
+    let token;
+    try {
+      token = await this.#loginToken();
+    } catch (error) {
+      // The token could not be had (e.g. the issuer is unreachable): like a failed connection.
+      if (this.#firstLogin || this.#closing) {
+        if (this.state !== "closed") this.#setState("closed", { reason: "getToken failed" });
+      } else {
+        this.#scheduleReconnect({ code: 1006, reason: `getToken failed: ${error?.message ?? error}` });
+      }
+      throw error;
+    }
+    if (this.#closing) throw new RollcallError("DISCONNECTED", "client closed");
+    return this.#login(token);
+  }
+
+  /** Opens a socket and logs in with `token`; resolves with the login result. */
+  #login(token) {
+    return new Promise((resolve, reject) => {
+      let socket;
+      try {
+        const subprotocol = this.options.subprotocol === undefined ? "rollcall.v1" : this.options.subprotocol;
+        socket = subprotocol ? new WebSocket(this.url, subprotocol) : new WebSocket(this.url);
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      this.#socket = socket;
+      let loggedIn = false;
+      let refused = false; // the login was answered UNAUTHORIZED (or closed with 4401)
+      let unresumed = false; // a new session while the held one may still resume: logged out, retried
+      socket.onopen = async () => {
+        const args = { userId: this.userId, platform: this.options.platform };
+        if (token) args.token = token;
+        if (this.options.presenceTimeout) args.presenceTimeout = this.options.presenceTimeout;
+        if (this.#firstLogin && this.options.customStatus) args.customStatus = this.options.customStatus;
+        if (this.#resumeToken) args.resumeToken = this.#resumeToken;
+        try {
+          const result = await this.#send("login", args, (reply) => {
+            if (!reply.ok) return;
+            unresumed = !reply.result.resumed && this.#stillResuming();
+            // The held session's token is kept until a new session is accepted.
+            if (!unresumed) this.#resumeToken = reply.result.resumeToken;
+          });
+          if (unresumed) {
+            // It joined nothing, so nobody saw it; onclose schedules the next resume attempt.
+            this.#send("logout", {}, null).catch(() => {});
+            socket.close(CloseCode.LOGOUT, "not resumed yet");
+            reject(new RollcallError("DISCONNECTED", "the session could not be resumed yet; retrying"));
+            return;
+          }
+          loggedIn = true;
+          this.#resumeUntil = null;
+          this.#firstLogin = false;
+          this.#attempt = 0;
+          this.#refusals = 0;
+          this.session = result;
+          if (token) this.options.token = token;
+          this.#noteExpiry(result.expiresAt);
+          this.#setState("online", {});
+          // Before the `login` event, so that a handler's own requests come after these.
+          this.#rejoin(result.resumed ? result.channels ?? [] : null);
+          this.emit("login", result);
+          resolve(result);
+        } catch (error) {
+          if (error.code === "UNAUTHORIZED") refused = true;
+          this.#closing = this.#closing || this.#firstLogin;
+          socket.close(4000, "login failed"); // onclose decides whether a retry follows
+          reject(error);
+        }
+      };
+      socket.onmessage = (message) => this.#receive(message.data);
+      let ended = false;
+      // Node 20's WebSocket (undici, --experimental-websocket) reports a failed connection
+      // attempt with `error` only, never `close`: a socket that errs before it opened is over.
+      socket.onerror = () => {
+        if (socket.readyState !== WebSocket.OPEN) socket.onclose({ code: 1006, reason: "connection failed" });
+      };
+      socket.onclose = (event) => {
+        if (ended) return; // once per socket (browsers send `close` after that `error`)
+        ended = true;
+        if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
+        if (this.#socket !== socket) return; // close() already reported it
+        this.#socket = null;
+        this.#failPending(new RollcallError("DISCONNECTED", `connection closed (${event.code})`));
+        if (!loggedIn && event.code === CloseCode.UNAUTHORIZED) refused = true;
+        if (refused) this.#refusals += 1;
+        const final = this.#closing || !this.options.reconnect || (!unresumed && this.#endsForGood(event.code, refused));
+        if (final || (this.#firstLogin && !loggedIn)) {
+          this.#setState("closed", { code: event.code, reason: event.reason });
+          return;
+        }
+        if (loggedIn) this.#startResumeWindow(event.code);
+        this.#scheduleReconnect(unresumed ? { code: event.code, reason: "not resumed yet" } : event);
+      };
+    });
+  }
+
+  /**
+   * The connection of a logged-in session was lost with `code`: unless that ended the
+   * session, logins that do not resume are refused by this client for `resumeWindowMs`.
+   */
+  #startResumeWindow(code) {
+    const resumable = this.#resumeToken && this.#resumeWindowMs > 0 && !SESSION_ENDED_CLOSE_CODES.has(code);
+    this.#resumeUntil = resumable ? Date.now() + this.#resumeWindowMs : null;
+  }
+
+  /** Whether the resume window is open: a login that did not resume is not kept. */
+  #stillResuming() {
+    return this.#resumeUntil !== null && Date.now() < this.#resumeUntil;
+  }
+
+  /**
+   * Whether a close ends the client: 1000, 4403 and 4409 always; 4401 (token refused or
+   * expired) and a login refused with `UNAUTHORIZED` only without `getToken`, or when the
+   * login with the extra fresh token was refused too.
+   */
+  #endsForGood(code, refused) {
+    if (refused || code === CloseCode.UNAUTHORIZED) return !this.options.getToken || this.#refusals > 1;
+    return FINAL_CLOSE_CODES.has(code);
+  }
+
+  #scheduleReconnect(event) {
+    const { initialMs, maxMs, factor } = this.#backoff;
+    const base = Math.min(maxMs, initialMs * factor ** this.#attempt);
+    let delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
+    // No later than the end of the resume window: then a new session is accepted.
+    if (this.#stillResuming()) delayMs = Math.min(delayMs, this.#resumeUntil - Date.now());
+    this.#attempt += 1;
+    // Several nodes: the next one (its node may be the one that went away).
+    this.url = this.urls[(this.urls.indexOf(this.url) + 1) % this.urls.length];
+    this.#setState("reconnecting", { attempt: this.#attempt, delayMs, code: event.code, reason: event.reason, url: this.url });
+    this.#retryTimer = setTimeout(() => {
+      this.#dial("reconnecting").catch(() => {
+        /* onclose schedules the next attempt */
+      });
+    }, delayMs);
+  }
+
+  /**
+   * After a login that did not resume (`resumedChannels` null): join every channel again,
+   * with this user's last state (without the keys that were set with a TTL: they would not
+   * expire any more). After a resume: join again the channels the held session was not in
+   * (a leave whose reply was lost), and leave those this client does not know (a join whose
+   * reply was lost: its promise rejected with `DISCONNECTED`).
+   * @param {{channel: string, channelType: string}[] | null} resumedChannels
+   */
+  #rejoin(resumedChannels) {
+    const kept = new Set((resumedChannels ?? []).map((c) => channelKey(c.channel, c.channelType ?? "message")));
+    for (const { channel, channelType = "message" } of resumedChannels ?? []) {
+      const key = channelKey(channel, channelType);
+      if (this.#lostJoins.has(key) && !this.#joins.has(key)) this.#send("leave", { channel, channelType }, null).catch(() => {});
+    }
+    this.#lostJoins.clear();
+    for (const [key, flags] of this.#joins) {
+      if (kept.has(key)) continue;
+      const roster = this.rosters.get(key);
+      const expiring = this.#ttlTimers.get(key);
+      const state = { ...(roster?.members.get(this.userId) ?? {}) };
+      for (const stateKey of expiring?.keys() ?? []) delete state[stateKey];
+      this.#clearTTL(key);
+      const args = { ...flags };
+      if (Object.keys(state).length) args.state = state;
+      if (roster) roster.seq = null; // the snapshot that follows starts a new sequence
+      this.#send("join", args, null).catch((error) => {
+        this.rosters.delete(key);
+        this.#joins.delete(key);
+        this.emit("error", { op: "join", channel: flags.channel, error });
+      });
+    }
+    if (resumedChannels === null && this.statuses.size) {
+      this.getUserStatus([...this.statuses.keys()].slice(0, 500)).catch(() => {});
+    }
+  }
+
+  /**
+   * Keeps track of this user's keys that the broker will remove by itself: `keys` were just
+   * set (with `ttlSeconds`: they expire then; without: any earlier deadline is cleared, as the
+   * broker clears it). When a deadline passes, the key leaves this user's own roster entry,
+   * since in announce mode the broker sends no event about a user to that user. For a short
+   * grace period after that (the broker removes the key up to 0.25 s after the deadline) the
+   * key is also left out of the states in later replies, so that it does not come back.
+   */
+  #noteTTL(key, keys, ttlSeconds) {
+    let timers = this.#ttlTimers.get(key);
+    for (const stateKey of keys) {
+      if (timers?.has(stateKey)) {
+        clearTimeout(timers.get(stateKey).timer);
+        timers.delete(stateKey);
+      }
+    }
+    if (typeof ttlSeconds === "number") {
+      if (!timers) this.#ttlTimers.set(key, (timers = new Map()));
+      for (const stateKey of keys) {
+        const entry = { expired: false, timer: null };
+        entry.timer = setTimeout(() => {
+          entry.expired = true;
+          entry.timer = setTimeout(() => {
+            if (timers.get(stateKey) === entry) timers.delete(stateKey);
+            if (timers.size === 0 && this.#ttlTimers.get(key) === timers) this.#ttlTimers.delete(key);
+          }, TTL_GRACE_MS);
+          entry.timer?.unref?.();
+          const roster = this.rosters.get(key);
+          const state = roster?.members.get(this.userId);
+          if (state && stateKey in state) roster.applySelfState(this.#withoutExpired(key, state));
+        }, ttlSeconds * 1000);
+        entry.timer?.unref?.(); // Node: a pending expiry does not keep the process alive
+        timers.set(stateKey, entry);
+      }
+    }
+    if (timers && timers.size === 0) this.#ttlTimers.delete(key);
+  }
+
+  /** `state` without this user's keys in channel `key` whose TTL has passed here. */
+  #withoutExpired(key, state) {
+    const timers = this.#ttlTimers.get(key);
+    if (!timers) return state;
+    const result = { ...state };
+    for (const [stateKey, entry] of timers) if (entry.expired) delete result[stateKey];
+    return result;
+  }
+
+  #clearTTL(key) {
+    for (const entry of this.#ttlTimers.get(key)?.values() ?? []) clearTimeout(entry.timer);
+    this.#ttlTimers.delete(key);
+  }
+
+  #failPending(error) {
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const { reject } of pending) reject(error);
+  }
+
+  /**
+   * Sends a request. `onReply(reply)` runs synchronously when the reply is read, before any
+   * later object of the same frame — so cached state changes in the broker's order.
+   */
+  #send(op, args, onReply) {
+    const socket = this.#socket;
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new RollcallError("DISCONNECTED", "not connected"));
+    }
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onReply });
+      socket.send(JSON.stringify({ id, op, ...args }));
+    });
+  }
+
+  /** Splits a frame on newlines and handles each object in order. */
+  #receive(data) {
+    if (typeof data !== "string") return;
+    for (const line of data.split("\n")) {
+      if (!line) continue;
+      let object;
+      try {
+        object = JSON.parse(line);
+      } catch {
+        console.warn("rollcall: unreadable line from the broker", line);
+        continue;
+      }
+      if ("event" in object) this.#dispatch(object);
+      else this.#reply(object);
+    }
+  }
+
+  #reply(reply) {
+    const pending = this.#pending.get(reply.id);
+    if (!pending) return;
+    this.#pending.delete(reply.id);
+    if (pending.onReply) {
+      try {
+        pending.onReply(reply);
+      } catch (error) {
+        console.error("rollcall: reply handler threw", error);
+      }
+    }
+    if (reply.ok) pending.resolve(reply.result);
+    else pending.reject(new RollcallError(reply.error?.code ?? "INTERNAL", reply.error?.message ?? "", reply.error ?? {}));
+  }
+
+  #dispatch(event) {
+    this.emit("event", event);
+    switch (event.event) {
+      case "presence": {
+        const roster = this.rosters.get(channelKey(event.channel, event.channelType));
+        if (!roster) return;
+        roster.apply(event);
+        if (event.type === "snapshot") {
+          const own = roster.members.get(this.userId);
+          const kept = own && this.#withoutExpired(channelKey(roster.channel, roster.channelType), own);
+          if (kept && Object.keys(kept).length !== Object.keys(own).length) roster.applySelfState(kept);
+          if (event.truncated && event.nextPage) this.#completeSnapshot(roster, event.nextPage);
+        }
+        this.emit("presence", { event, roster });
+        break;
+      }
+      case "message":
+        this.emit("message", event);
+        break;
+      case "userStatus":
+        this.#noteStatuses(event.statuses ?? []);
+        break;
+      case "subscriptions": {
+        for (const id of event.added ?? []) this.subscriptions.add(id);
+        for (const id of event.removed ?? []) this.subscriptions.delete(id);
+        this.emit("subscriptions", { added: event.added ?? [], removed: event.removed ?? [] });
+        break;
+      }
+      case "session":
+        this.emit("session", event);
+        if (event.type === "refreshRequired" && this.options.getToken) this.#refreshByItself(event);
+        break;
+    }
+  }
+
+  /** Pages `getOnlineUsers` after a truncated snapshot, applying each page in arrival order. */
+  async #completeSnapshot(roster, page) {
+    roster.loading = true;
+    try {
+      while (page && this.rosters.get(channelKey(roster.channel, roster.channelType)) === roster) {
+        const args = { channel: roster.channel, channelType: roster.channelType, includeState: true, pageSize: 1000, page };
+        const result = await this.#send("getOnlineUsers", args, (reply) => {
+          if (reply.ok) roster.applyPage(reply.result.users);
+        });
+        page = result.nextPage;
+      }
+    } catch (error) {
+      this.emit("error", { op: "getOnlineUsers", channel: roster.channel, error });
+    } finally {
+      roster.loading = false;
+    }
+  }
+
+  #selfState(channel, channelType, reply) {
+    if (!reply.ok || reply.result.pending) return;
+    const key = channelKey(channel, channelType);
+    this.rosters.get(key)?.applySelfState(this.#withoutExpired(key, reply.result.state));
+  }
+
+  #noteStatuses(records) {
+    const changed = [];
+    for (const record of records) {
+      const known = this.statuses.get(record.userId);
+      if (known && known.lastUpdateTime > record.lastUpdateTime) continue; // older than what we hold
+      this.statuses.set(record.userId, record);
+      changed.push(record);
+    }
+    if (changed.length) this.emit("userStatus", { records: changed });
+  }
+}
