@@ -49,11 +49,11 @@ test("RollcallClient and Roster: every public method is declared, and every decl
   }
 });
 
-test("ErrorCode lists PROTOCOL §7's codes; ERROR_CODES is that list plus DISCONNECTED", () => {
+test("ErrorCode lists PROTOCOL §7's codes; ERROR_CODES is that list plus DISCONNECTED and TIMEOUT", () => {
   const union = dts.slice(dts.indexOf("export type ErrorCode ="), dts.indexOf(";", dts.indexOf("export type ErrorCode =")));
   const codes = [...union.matchAll(/"([A-Z_]+)"/g)].map((m) => m[1]);
   assert.equal(codes.length, 24);
-  assert.deepEqual([...codes, "DISCONNECTED"], [...rollcall.ERROR_CODES]);
+  assert.deepEqual([...codes, "DISCONNECTED", "TIMEOUT"], [...rollcall.ERROR_CODES]);
 });
 
 test("CloseCode: the declared names and numbers are the module's", () => {

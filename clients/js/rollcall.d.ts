@@ -61,8 +61,11 @@ export type ErrorCode =
   | "INTERNAL"
   | "UNAVAILABLE";
 
-/** Codes of failures rollcall.js reports itself: no connection, or it closed before the reply. */
-export type LocalErrorCode = "DISCONNECTED";
+/**
+ * Codes of failures rollcall.js reports itself: `DISCONNECTED` (no connection, or it closed
+ * before the reply), `TIMEOUT` (no reply within the request's timeout, protocol 1.2 §3).
+ */
+export type LocalErrorCode = "DISCONNECTED" | "TIMEOUT";
 
 /** Every code a `RollcallError` may carry, in the order of `ERROR_CODES`. */
 export const ERROR_CODES: readonly (ErrorCode | LocalErrorCode)[];
@@ -76,7 +79,7 @@ export interface ErrorObject {
   [member: string]: unknown;
 }
 
-/** An error reply from the broker (`code` from §7), or a local failure (`DISCONNECTED`). */
+/** An error reply from the broker (`code` from §7), or a local failure (`DISCONNECTED`, `TIMEOUT`). */
 export class RollcallError extends Error {
   constructor(code: ErrorCode | LocalErrorCode, message: string, details?: Partial<ErrorObject>);
   readonly name: "RollcallError";
@@ -487,6 +490,11 @@ export interface ClientOptions {
   resumeWindowMs?: number;
   /** Subprotocol offered (default `rollcall.v1`; `null` or `""`: none). */
   subprotocol?: string | null;
+  /**
+   * How long (ms) a request waits for its reply before it rejects with `TIMEOUT` (default
+   * 10000). The login too: a login that times out counts as a failed connection attempt.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** The client's connection state. */
@@ -504,6 +512,12 @@ export interface ConnectionDetail {
   reason?: string;
   /** With `reconnecting`: the URL the retry dials (the next one when several were given). */
   url?: string;
+}
+
+/** Options of `request`. */
+export interface RequestOptions {
+  /** Milliseconds to wait for the reply before rejecting with `TIMEOUT` (default: the client's `requestTimeoutMs`). */
+  timeoutMs?: number;
 }
 
 /** Options of `join`. */
@@ -583,7 +597,7 @@ export class RollcallClient extends Emitter<ClientEvents> {
   /** Connects and logs in; a failed first login rejects and does not reconnect. */
   open(): Promise<LoginResult>;
   /** Any request: resolves with `result`, rejects with a `RollcallError`. */
-  request<T = any>(op: Op | (string & {}), args?: Record<string, unknown>): Promise<T>;
+  request<T = any>(op: Op | (string & {}), args?: Record<string, unknown>, options?: RequestOptions): Promise<T>;
 
   /** Joins a channel; the roster fills from the snapshot that follows. */
   join(channel: string, options?: JoinOptions): Promise<Roster>;

@@ -1,5 +1,5 @@
 // rollcall.js — `@rollcall/client`, a small, dependency-free client for the Rollcall wire
-// protocol v1.1.
+// protocol v1.2.
 //
 // Install the package (`npm pack` in clients/js, or `npm install ./rollcall-client-x.y.z.tgz`),
 // or copy this one file into any page or app that has a WebSocket (browsers, Deno, Node ≥ 22,
@@ -14,6 +14,10 @@
 //
 // What it does for you:
 // - request/reply by id, as promises (errors reject with a `RollcallError` carrying the code);
+//   every request has a timeout (`requestTimeoutMs`, default 10 s; then code `TIMEOUT`);
+// - liveness (protocol 1.2): after `limits.heartbeatIntervalSeconds` with nothing received it
+//   sends `ping`; after `limits.heartbeatTimeoutSeconds` with nothing received it treats the
+//   link as lost (a sleeping laptop, a dead NAT), closes it and reconnects with `resumeToken`;
 // - splits the broker's newline-batched frames and dispatches events in order;
 // - keeps an exact `Roster` per joined channel: snapshot, then join → leave/timeout →
 //   stateChanged, and interval lists, ignoring events older than what it shows (`seq`);
@@ -31,6 +35,22 @@
 
 /** How long a key this client saw expire stays out of its own state in replies (ms). */
 const TTL_GRACE_MS = 1000;
+
+/** Default timeout of a request, in milliseconds (`requestTimeoutMs`). */
+const DEFAULT_REQUEST_TIMEOUT_MS = 10000;
+
+/**
+ * Liveness when the login result does not announce it (a broker older than protocol 1.2): the
+ * broker's own defaults, `heartbeat.intervalSeconds` and `heartbeat.timeoutSeconds`.
+ */
+const DEFAULT_HEARTBEAT = { heartbeatIntervalSeconds: 10, heartbeatTimeoutSeconds: 30 };
+
+/**
+ * After a link is found dead by liveness, the broker may not have noticed yet (it waits for its
+ * own heartbeat timeout, checked every interval): a login that does not resume is retried for
+ * two intervals and this much more.
+ */
+const LIVENESS_RESUME_MARGIN_MS = 2000;
 
 /** Default reconnect backoff, in milliseconds. */
 const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
@@ -75,7 +95,8 @@ export const CloseCode = Object.freeze({
 });
 
 /**
- * Every error code of the protocol (PROTOCOL §7), plus this client's own `DISCONNECTED`.
+ * Every error code of the protocol (PROTOCOL §7), plus this client's own `DISCONNECTED` and
+ * `TIMEOUT` (no reply within the request's timeout, protocol 1.2 §3).
  * @type {readonly string[]}
  */
 export const ERROR_CODES = Object.freeze([
@@ -84,10 +105,13 @@ export const ERROR_CODES = Object.freeze([
   "TOO_MANY_KEYS", "KEY_TOO_LONG", "VALUE_TOO_LONG", "STATE_TOO_LARGE", "TOO_MANY_PENDING_STATES",
   "TOO_MANY_CHANNELS", "TOO_MANY_USERS", "MESSAGE_TOO_LARGE", "CUSTOM_STATUS_TOO_LONG",
   "CANNOT_SUBSCRIBE_SELF", "TARGET_SUBSCRIBER_LIMIT", "RATE_LIMITED", "INTERNAL", "UNAVAILABLE",
-  "DISCONNECTED",
+  "DISCONNECTED", "TIMEOUT",
 ]);
 
-/** An error reply from the broker, or a local failure (`DISCONNECTED`: no connection, or it closed before the reply). */
+/**
+ * An error reply from the broker, or a local failure: `DISCONNECTED` (no connection, or it
+ * closed before the reply), `TIMEOUT` (no reply within the request's timeout).
+ */
 export class RollcallError extends Error {
   /**
    * @param {string} code stable error code, e.g. `TOO_MANY_KEYS` (see the protocol's §7)
@@ -336,6 +360,8 @@ export async function connect(url, options) {
  *   a new session; default 5000 with several URLs (a killed node's sessions become resumable
  *   only once the others declare it dead), 0 with one (set it for one URL in front of a cluster)
  * @property {string} [subprotocol] WebSocket subprotocol to offer (default `rollcall.v1`; `null`: none)
+ * @property {number} [requestTimeoutMs] how long (ms) a request waits for its reply before it
+ *   rejects with `TIMEOUT` (default 10000; the login too, which then counts as a failed attempt)
  */
 
 /**
@@ -381,11 +407,16 @@ export class RollcallClient extends Emitter {
     this.subscriptions = new Set();
     this.#backoff = { ...DEFAULT_BACKOFF, ...(options.backoff ?? {}) };
     this.#resumeWindowMs = options.resumeWindowMs ?? (this.urls.length > 1 ? DEFAULT_CLUSTER_RESUME_WINDOW_MS : 0);
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   }
 
   #socket = null;
   #nextId = 1;
-  #pending = new Map(); // id → {resolve, reject, onReply}
+  #pending = new Map(); // id → {resolve, reject, onReply, timer}
+  #requestTimeoutMs;
+  #lastReceived = 0; // Date.now() when the current socket last received a frame
+  #livenessTimer = null;
+  #pinging = false; // a liveness ping is waiting for its reply
   #joins = new Map(); // channelKey → join arguments (to join again after a failed resume)
   #lostJoins = new Set(); // channelKeys of join() calls that failed with DISCONNECTED (left after a resume)
   #backoff;
@@ -418,13 +449,15 @@ export class RollcallClient extends Emitter {
   }
 
   /**
-   * Sends one request; resolves with its `result`, rejects with a `RollcallError`.
+   * Sends one request; resolves with its `result`, rejects with a `RollcallError` (`TIMEOUT`
+   * when no reply came within `timeoutMs`, default the `requestTimeoutMs` option).
    * @param {string} op
    * @param {object} [args]
+   * @param {{timeoutMs?: number}} [options]
    * @returns {Promise<any>}
    */
-  request(op, args = {}) {
-    return this.#send(op, args, null);
+  request(op, args = {}, options = {}) {
+    return this.#send(op, args, null, options.timeoutMs);
   }
 
   /**
@@ -709,6 +742,7 @@ export class RollcallClient extends Emitter {
   close() {
     this.#closing = true;
     clearTimeout(this.#retryTimer);
+    clearTimeout(this.#livenessTimer);
     for (const key of [...this.#ttlTimers.keys()]) this.#clearTTL(key);
     const socket = this.#socket;
     this.#socket = null; // its close event is not reported again
@@ -817,6 +851,7 @@ export class RollcallClient extends Emitter {
           this.session = result;
           if (token) this.options.token = token;
           this.#noteExpiry(result.expiresAt);
+          this.#watchLiveness(socket, abandon);
           this.#setState("online", {});
           // Before the `login` event, so that a handler's own requests come after these.
           this.#rejoin(result.resumed ? result.channels ?? [] : null);
@@ -825,20 +860,42 @@ export class RollcallClient extends Emitter {
         } catch (error) {
           if (error.code === "UNAUTHORIZED") refused = true;
           this.#closing = this.#closing || this.#firstLogin;
-          socket.close(4000, "login failed"); // onclose decides whether a retry follows
+          // onclose decides whether a retry follows; a login that timed out may be on a dead
+          // link, whose close would not be reported for a long time.
+          if (error.code === "TIMEOUT") abandon("login timed out");
+          else socket.close(4000, "login failed");
           reject(error);
         }
       };
-      socket.onmessage = (message) => this.#receive(message.data);
+      socket.onmessage = (message) => {
+        this.#lastReceived = Date.now();
+        this.#receive(message.data);
+      };
       let ended = false;
       // Node 20's WebSocket (undici, --experimental-websocket) reports a failed connection
       // attempt with `error` only, never `close`: a socket that errs before it opened is over.
       socket.onerror = () => {
         if (socket.readyState !== WebSocket.OPEN) socket.onclose({ code: 1006, reason: "connection failed" });
       };
+      // The link is taken for dead (liveness, or a login that timed out): handled at once as a
+      // close without a close frame; the socket is closed and no longer listened to.
+      let lostByLiveness = false;
+      const abandon = (reason) => {
+        if (ended) return;
+        const onclose = socket.onclose;
+        socket.onmessage = socket.onerror = socket.onclose = null;
+        try {
+          socket.close(4000, reason);
+        } catch {
+          /* already closing */
+        }
+        lostByLiveness = loggedIn;
+        onclose({ code: 1006, reason });
+      };
       socket.onclose = (event) => {
         if (ended) return; // once per socket (browsers send `close` after that `error`)
         ended = true;
+        if (this.#socket === socket) clearTimeout(this.#livenessTimer);
         if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
         if (this.#socket !== socket) return; // close() already reported it
         this.#socket = null;
@@ -850,7 +907,7 @@ export class RollcallClient extends Emitter {
           this.#setState("closed", { code: event.code, reason: event.reason });
           return;
         }
-        if (loggedIn) this.#startResumeWindow(event.code);
+        if (loggedIn) this.#startResumeWindow(event.code, lostByLiveness ? this.#livenessResumeMs() : 0);
         this.#scheduleReconnect(unresumed ? { code: event.code, reason: "not resumed yet" } : event);
       };
     });
@@ -860,9 +917,55 @@ export class RollcallClient extends Emitter {
    * The connection of a logged-in session was lost with `code`: unless that ended the
    * session, logins that do not resume are refused by this client for `resumeWindowMs`.
    */
-  #startResumeWindow(code) {
-    const resumable = this.#resumeToken && this.#resumeWindowMs > 0 && !SESSION_ENDED_CLOSE_CODES.has(code);
-    this.#resumeUntil = resumable ? Date.now() + this.#resumeWindowMs : null;
+  #startResumeWindow(code, atLeastMs = 0) {
+    const windowMs = Math.max(this.#resumeWindowMs, atLeastMs);
+    const resumable = this.#resumeToken && windowMs > 0 && !SESSION_ENDED_CLOSE_CODES.has(code);
+    this.#resumeUntil = resumable ? Date.now() + windowMs : null;
+  }
+
+  /** The liveness limits of the session (the login result's, else the broker defaults), in ms. */
+  #heartbeatMs() {
+    const limits = { ...DEFAULT_HEARTBEAT, ...(this.session?.limits ?? {}) };
+    return { intervalMs: limits.heartbeatIntervalSeconds * 1000, timeoutMs: limits.heartbeatTimeoutSeconds * 1000 };
+  }
+
+  /** How long a resume is retried after liveness found the link dead (see LIVENESS_RESUME_MARGIN_MS). */
+  #livenessResumeMs() {
+    return 2 * this.#heartbeatMs().intervalMs + LIVENESS_RESUME_MARGIN_MS;
+  }
+
+  /**
+   * Liveness (protocol 1.2 §3) of a logged-in socket: when nothing has been received for the
+   * heartbeat interval, sends `ping`; when nothing has been received for the heartbeat timeout,
+   * calls `lost()`, which takes the link for dead. Browsers cannot see the broker's WebSocket
+   * pings, so this is how a sleeping laptop or a dead NAT is noticed.
+   */
+  #watchLiveness(socket, lost) {
+    const { intervalMs, timeoutMs } = this.#heartbeatMs();
+    const check = () => {
+      if (this.#socket !== socket) return;
+      const silentMs = Date.now() - this.#lastReceived;
+      if (silentMs >= timeoutMs) {
+        lost(`nothing received for ${Math.round(silentMs)} ms (heartbeat timeout)`);
+        return;
+      }
+      if (silentMs >= intervalMs && !this.#pinging) {
+        this.#pinging = true;
+        this.#send("ping", {}, null, timeoutMs - silentMs)
+          .catch(() => {})
+          .finally(() => (this.#pinging = false));
+      }
+      // Pinged: look again at the timeout, or one interval on (the reply has come by then).
+      schedule(silentMs >= intervalMs ? Math.min(timeoutMs - silentMs, intervalMs) : intervalMs - silentMs);
+    };
+    const schedule = (delayMs) => {
+      this.#livenessTimer = setTimeout(check, Math.max(5, delayMs));
+      this.#livenessTimer.unref?.(); // Node: liveness alone does not keep the process alive
+    };
+    clearTimeout(this.#livenessTimer);
+    this.#pinging = false;
+    this.#lastReceived = Date.now();
+    schedule(intervalMs);
   }
 
   /** Whether the resume window is open: a login that did not resume is not kept. */
@@ -988,21 +1091,35 @@ export class RollcallClient extends Emitter {
   #failPending(error) {
     const pending = [...this.#pending.values()];
     this.#pending.clear();
-    for (const { reject } of pending) reject(error);
+    for (const { reject, timer } of pending) {
+      clearTimeout(timer);
+      reject(error);
+    }
   }
 
   /**
    * Sends a request. `onReply(reply)` runs synchronously when the reply is read, before any
-   * later object of the same frame — so cached state changes in the broker's order.
+   * later object of the same frame — so cached state changes in the broker's order. With no
+   * reply within `timeoutMs` (default `requestTimeoutMs`) it rejects with `TIMEOUT`, and a reply
+   * that comes later is ignored (its `onReply` does not run).
    */
-  #send(op, args, onReply) {
+  #send(op, args, onReply, timeoutMs = this.#requestTimeoutMs) {
     const socket = this.#socket;
     if (!socket || socket.readyState !== WebSocket.OPEN) {
       return Promise.reject(new RollcallError("DISCONNECTED", "not connected"));
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, onReply });
+      const entry = { resolve, reject, onReply, timer: null };
+      if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
+        entry.timer = setTimeout(() => {
+          if (this.#pending.get(id) !== entry) return;
+          this.#pending.delete(id);
+          reject(new RollcallError("TIMEOUT", `no reply to ${op} within ${Math.round(timeoutMs)} ms`, { code: "TIMEOUT", op, timeoutMs }));
+        }, timeoutMs);
+        entry.timer.unref?.();
+      }
+      this.#pending.set(id, entry);
       socket.send(JSON.stringify({ id, op, ...args }));
     });
   }
@@ -1028,6 +1145,7 @@ export class RollcallClient extends Emitter {
     const pending = this.#pending.get(reply.id);
     if (!pending) return;
     this.#pending.delete(reply.id);
+    clearTimeout(pending.timer);
     if (pending.onReply) {
       try {
         pending.onReply(reply);
