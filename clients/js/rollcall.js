@@ -25,8 +25,12 @@
 //   with `ttlSeconds` leave its own roster entry by themselves (the broker does not echo
 //   events about this user in announce mode);
 // - caches user-status records (`userStatus` events, replies) and this user's subscriptions;
-// - reconnects with exponential backoff, resuming the held session with `resumeToken`;
-//   when the session could not be resumed it joins its channels again; with several URLs (a
+// - keeps intent (protocol 1.2): `join`, `leave`, `subscribe` and `unsubscribe` made while
+//   offline are applied on reconnect, the last call winning; a rejoin that fails is retried
+//   (honouring `retryAfterMs`) and shown as the roster's `status`, never dropped silently;
+//   a `seq` gap makes a roster resync (a listing, then the events after its `seq`);
+// - reconnects with exponential backoff (the first connect too), resuming the held session
+//   with `resumeToken`; when the session could not be resumed it joins its channels again; with several URLs (a
 //   cluster) it keeps retrying the resume for a while first, since a node killed abruptly
 //   keeps its sessions live (not resumable) until the other nodes declare it dead;
 // - with a `getToken()` callback (auth mode `jwt`, protocol 1.1): a fresh token for every
@@ -51,6 +55,13 @@ const DEFAULT_HEARTBEAT = { heartbeatIntervalSeconds: 10, heartbeatTimeoutSecond
  * two intervals and this much more.
  */
 const LIVENESS_RESUME_MARGIN_MS = 2000;
+
+/**
+ * Error codes after which a join, a status subscription or a resync is tried again (after
+ * `retryAfterMs` when the broker gives one, else the backoff): the broker may accept it later.
+ * A first login that fails with one of them is retried too.
+ */
+const RETRYABLE_CODES = new Set(["RATE_LIMITED", "UNAVAILABLE", "TIMEOUT", "INTERNAL"]);
 
 /** Default reconnect backoff, in milliseconds. */
 const DEFAULT_BACKOFF = { initialMs: 500, maxMs: 15000, factor: 2 };
@@ -198,10 +209,53 @@ export class Roster extends Emitter {
     this.occupancy = 0;
     /** @type {boolean} true while a truncated snapshot is being completed page by page */
     this.loading = false;
+    /**
+     * @type {"joining" | "joined" | "retrying" | "error"} this channel's membership as the
+     * client knows it: `joining` until the join (or, offline, the reconnect that applies it)
+     * succeeds; `retrying` after a join failed with a code worth retrying (`RATE_LIMITED`,
+     * `UNAVAILABLE`, `TIMEOUT`, `INTERNAL`); `error` after a rejoin was refused (the roster is
+     * kept, tried again after the next reconnect). The `status` event tells each change.
+     */
+    this.status = "joining";
+    /** @type {Error | null} why the last join failed (`retrying`, `error`) */
+    this.error = null;
   }
 
   /** Events that arrived before the first snapshot. */
   #early = [];
+  /** While a resync after a `seq` gap runs: the events that arrived since the gap (else null). */
+  #resync = null;
+  /** Own changes that step the channel's `seq` without an event to this client (see `allowSkippedSeq`). */
+  #skipsAllowed = 0;
+
+  /** True after a `seq` gap until a listing (`applyListing`) or a snapshot replaces the roster. */
+  get resyncing() {
+    return this.#resync !== null;
+  }
+
+  /**
+   * Lets the next events skip `n` more `seq` values without counting as a gap: events about
+   * this user (its own `setState`, a key of its own that expired) step the channel's `seq` but
+   * are not sent to it (announce mode). The client calls this; a snapshot clears it.
+   * @param {number} [n]
+   */
+  allowSkippedSeq(n = 1) {
+    this.#skipsAllowed += n;
+  }
+
+  /**
+   * Sets `status` (and `error`), emitting `status` `{status, error, retryInMs?}` when it changed.
+   * The client calls this.
+   * @param {"joining" | "joined" | "retrying" | "error"} status
+   * @param {Error | null} [error]
+   * @param {number} [retryInMs] with `retrying`: the delay before the next attempt
+   */
+  setStatus(status, error = null, retryInMs) {
+    if (status === this.status && error === this.error) return;
+    this.status = status;
+    this.error = error;
+    this.emit("status", retryInMs === undefined ? { status, error } : { status, error, retryInMs });
+  }
 
   /** The members' ids in byte order of their UTF-8 encoding, as the broker orders them. */
   sortedUserIds() {
@@ -227,10 +281,13 @@ export class Roster extends Emitter {
         this.#noteInfo(member.userId, member.info);
       }
       this.seq = event.seq ?? null;
+      this.#skipsAllowed = 0;
       this.#noteCounts(event);
       const changes = [...this.members].map(([userId, state]) => ({ kind: "join", userId, state }));
       this.emit("change", { type: "snapshot", changes, event });
-      const early = this.#early.splice(0);
+      // Waiting events (before the first snapshot, or during a resync) older than it are ignored.
+      const early = [...this.#early.splice(0), ...(this.#resync ?? [])];
+      this.#resync = null;
       for (const waiting of early) this.apply(waiting);
       return true;
     }
@@ -238,7 +295,21 @@ export class Roster extends Emitter {
       this.#early.push(event);
       return false;
     }
-    if (typeof event.seq === "number" && event.seq <= this.seq) return false; // already shown
+    if (this.#resync) {
+      this.#resync.push(event);
+      return false;
+    }
+    if (typeof event.seq === "number") {
+      if (event.seq <= this.seq) return false; // already shown
+      const skipped = event.seq - this.seq - 1;
+      if (skipped > this.#skipsAllowed) {
+        // A gap: events were lost. Wait for a listing (the client asks for one).
+        this.#resync = [event];
+        this.emit("gap", { expectedSeq: this.seq + 1, receivedSeq: event.seq });
+        return false;
+      }
+      this.#skipsAllowed -= skipped;
+    }
     const changes = [];
     switch (event.type) {
       case "join":
@@ -299,6 +370,40 @@ export class Roster extends Emitter {
   }
 
   /**
+   * Replaces the members with a complete listing (every `getOnlineUsers` page, with states)
+   * read after a `seq` gap, whose `seq` is the one of its first page; then applies the events
+   * that arrived since the gap and are newer than it (PROTOCOL §4: listing + the events after
+   * its `seq` = the exact roster). Emits `change` with type `resync` (the differences).
+   * Ignored (returns false) when no resync is waiting, or the listing is older than the roster.
+   * @param {{userId: string, state?: object, info?: object}[]} users
+   * @param {number} seq
+   * @returns {boolean}
+   */
+  applyListing(users, seq) {
+    if (!this.#resync || (this.seq !== null && seq < this.seq)) return false;
+    const before = new Map(this.members);
+    this.members.clear();
+    this.info.clear();
+    const changes = [];
+    for (const { userId, state, info } of users) {
+      this.members.set(userId, state ?? {});
+      this.#noteInfo(userId, info);
+      const old = before.get(userId);
+      if (!old) changes.push({ kind: "join", userId, state: state ?? {} });
+      else if (!sameState(old, state ?? {})) changes.push({ kind: "state", userId, state: state ?? {} });
+    }
+    for (const userId of before.keys()) if (!this.members.has(userId)) changes.push({ kind: "leave", userId });
+    this.seq = seq;
+    this.#skipsAllowed = 0;
+    this.occupancy = this.members.size;
+    const waiting = this.#resync;
+    this.#resync = null;
+    this.emit("change", { type: "resync", changes, event: null });
+    for (const event of waiting) this.apply(event);
+    return true;
+  }
+
+  /**
    * Records this user's own state after a successful `setState`/`removeState`/`join`
    * (the broker does not send events about a user to that user's sessions in announce mode).
    * @param {Record<string, string>} state the full state from the reply
@@ -318,6 +423,12 @@ export class Roster extends Emitter {
     if (event.mode) this.mode = event.mode;
     if (typeof event.occupancy === "number") this.occupancy = event.occupancy;
   }
+}
+
+/** Whether two states hold the same keys and values. */
+function sameState(a, b) {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
 /** Compares two UTF-8 byte arrays (the broker's order for user ids). */
@@ -417,8 +528,16 @@ export class RollcallClient extends Emitter {
   #lastReceived = 0; // Date.now() when the current socket last received a frame
   #livenessTimer = null;
   #pinging = false; // a liveness ping is waiting for its reply
-  #joins = new Map(); // channelKey → join arguments (to join again after a failed resume)
-  #lostJoins = new Set(); // channelKeys of join() calls that failed with DISCONNECTED (left after a resume)
+  // channelKey → the app's intent to be in the channel: {flags, state, ttlSeconds, confirmed (a
+  // join of the channel succeeded, this intent's or an earlier one's), applied (this intent's
+  // join succeeded: a join again sends the last own state, not the call's), byItself (sent by
+  // the client, not by a join() call now), waiters (join() promises), timer (a retry), attempt}
+  #joins = new Map();
+  #statusCalls = []; // subscribe/unsubscribe made offline, in order: {op, userIds, duration, resolve, reject}
+  #flushingStatusCalls = false;
+  #resyncs = new Set(); // rosters whose listing after a seq gap is being read
+  #opening = null; // {resolve, reject} of open() until the first login (or the end)
+  #lastError = null; // why the last attempt failed (open() rejects with it when the client ends)
   #backoff;
   #attempt = 0;
   #retryTimer = null;
@@ -437,15 +556,28 @@ export class RollcallClient extends Emitter {
   }
 
   /**
-   * Connects and logs in. Resolves with the login result; a failed first login rejects
-   * (and does not reconnect).
+   * Connects and logs in. Resolves with the first login's result. A connection that fails,
+   * or a login answered `RATE_LIMITED`, `UNAVAILABLE`, `INTERNAL` or `TIMEOUT`, is retried with
+   * the backoff (`connection` events say `reconnecting`); it rejects when the client ends
+   * instead: a login refused for good (`UNAUTHORIZED` without `getToken`, an invalid
+   * argument), `reconnect: false`, or `close()`.
    * @returns {Promise<object>}
    */
   open() {
     this.#closing = false;
     this.#refusals = 0;
     this.#resumeUntil = null;
-    return this.#dial("connecting");
+    return new Promise((resolve, reject) => {
+      this.#opening = { resolve, reject };
+      this.#dial("connecting").catch(() => {
+        /* open() settles on the first login or when the client ends */
+      });
+    });
+  }
+
+  /** Whether requests can go out now (logged in, socket open). */
+  #isOnline() {
+    return this.state === "online" && this.#socket?.readyState === WebSocket.OPEN;
   }
 
   /**
@@ -463,55 +595,148 @@ export class RollcallClient extends Emitter {
   /**
    * Joins a channel and returns its roster (filled by the snapshot that follows).
    * With `options.ttlSeconds` (1.1) the keys of `options.state` expire like `setState`'s.
+   *
+   * The roster is in `rosters` at once, with `status` `joining`. Offline (connecting or
+   * reconnecting) the join is kept and sent after the next login; the last of `join` and
+   * `leave` for a channel wins. Resolves with the roster once the broker accepted the join;
+   * rejects when it refused it (the roster is then removed), when `leave` came first
+   * (`DISCONNECTED`), or when the client closed. `RATE_LIMITED`, `UNAVAILABLE`, `TIMEOUT` and
+   * `INTERNAL` are retried (status `retrying`), after `retryAfterMs` when the broker gives one.
    * @param {string} channel
    * @param {{channelType?: string, presence?: boolean, messages?: boolean, state?: Record<string,string>, ttlSeconds?: number}} [options]
    * @returns {Promise<Roster>}
    */
-  async join(channel, options = {}) {
+  join(channel, options = {}) {
+    if (this.state === "closed") return Promise.reject(new RollcallError("DISCONNECTED", "client closed"));
     const channelType = options.channelType ?? "message";
     const key = channelKey(channel, channelType);
-    const args = { channel, channelType, presence: options.presence ?? true, messages: options.messages ?? true };
-    if (options.state) args.state = options.state;
-    if (options.state && options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
+    const previous = this.#joins.get(key);
+    if (previous) clearTimeout(previous.timer);
+    const intent = {
+      flags: { channel, channelType, presence: options.presence ?? true, messages: options.messages ?? true },
+      state: options.state,
+      ttlSeconds: options.state ? options.ttlSeconds : undefined,
+      confirmed: previous?.confirmed ?? false,
+      applied: false,
+      byItself: false,
+      waiters: previous?.waiters ?? [],
+      timer: null,
+      attempt: 0,
+    };
+    this.#joins.set(key, intent);
     let roster = this.rosters.get(key);
-    const created = !roster;
-    if (created) {
+    if (!roster) {
       roster = new Roster(channel, channelType, this.userId);
       this.rosters.set(key, roster);
     }
-    try {
-      const result = await this.#send("join", args, (reply) => {
-        if (reply.ok) {
-          roster.mode = reply.result.mode;
-          roster.occupancy = reply.result.occupancy;
-          if (options.state) this.#noteTTL(key, Object.keys(options.state), args.ttlSeconds);
-        }
-      });
-      const { state, ttlSeconds, ...flags } = args;
-      this.#joins.set(key, flags);
-      roster.joinResult = result;
-      return roster;
-    } catch (error) {
-      if (created) this.rosters.delete(key);
-      if (created && error.code === "DISCONNECTED") this.#lostJoins.add(key); // the broker may have done it
-      throw error;
-    }
+    const joined = new Promise((resolve, reject) => intent.waiters.push({ resolve, reject }));
+    if (this.#isOnline()) this.#applyJoin(key, intent);
+    return joined;
   }
 
   /**
-   * Leaves a channel and forgets its roster.
+   * Sends the join of an intent. A first join (or one with new options) sends the call's
+   * state; a join again after a session that was not resumed sends this user's last state
+   * (without the keys set with a TTL: they would not expire any more).
+   */
+  #applyJoin(key, intent) {
+    const roster = this.rosters.get(key);
+    const args = { ...intent.flags };
+    if (!intent.applied) {
+      if (intent.state) args.state = intent.state;
+      if (intent.state && intent.ttlSeconds !== undefined) args.ttlSeconds = intent.ttlSeconds;
+    } else {
+      const expiring = this.#ttlTimers.get(key);
+      const state = { ...(roster.members.get(this.userId) ?? {}) };
+      for (const stateKey of expiring?.keys() ?? []) delete state[stateKey];
+      this.#clearTTL(key);
+      if (Object.keys(state).length) args.state = state;
+    }
+    // Own state changes step the channel's seq without an event to this client.
+    if (args.state && roster.seq !== null && roster.mode !== "interval") roster.allowSkippedSeq();
+    if (roster.status !== "joined") roster.setStatus("joining", roster.error);
+    this.#send("join", args, (reply) => {
+      if (!reply.ok || this.#joins.get(key) !== intent) return;
+      roster.mode = reply.result.mode;
+      roster.occupancy = reply.result.occupancy;
+      if (args.state) this.#noteTTL(key, Object.keys(args.state), args.ttlSeconds);
+    }).then(
+      (result) => {
+        if (this.#joins.get(key) !== intent) return; // left, or joined again, meanwhile
+        intent.confirmed = true;
+        intent.applied = true;
+        intent.attempt = 0;
+        roster.joinResult = result;
+        roster.setStatus("joined");
+        for (const waiter of intent.waiters.splice(0)) waiter.resolve(roster);
+      },
+      (error) => this.#joinFailed(key, intent, error),
+    );
+  }
+
+  /**
+   * A join failed. `DISCONNECTED`: kept, sent again after the next login. Worth retrying:
+   * again after `retryAfterMs` or the backoff (status `retrying`). Refused: a join the app was
+   * never told succeeded is dropped and its promises reject; a join again of a channel the app
+   * holds keeps its roster with status `error` (and is tried again after the next login).
+   */
+  #joinFailed(key, intent, error) {
+    if (this.#joins.get(key) !== intent) return;
+    const roster = this.rosters.get(key);
+    const channel = intent.flags.channel;
+    if (error.code === "DISCONNECTED") {
+      roster.setStatus("joining", error);
+      return;
+    }
+    const byItself = intent.confirmed || intent.byItself;
+    if (RETRYABLE_CODES.has(error.code)) {
+      const retryInMs = error.retryAfterMs ?? this.#backoffDelay(intent.attempt++);
+      roster.setStatus("retrying", error, retryInMs);
+      this.emit("error", { op: "join", channel, error, retryInMs });
+      intent.timer = setTimeout(() => {
+        intent.timer = null;
+        if (this.#joins.get(key) === intent && this.#isOnline()) {
+          intent.byItself = true;
+          this.#applyJoin(key, intent);
+        }
+      }, retryInMs);
+      intent.timer.unref?.();
+      return;
+    }
+    for (const waiter of intent.waiters.splice(0)) waiter.reject(error);
+    if (byItself) this.emit("error", { op: "join", channel, error });
+    if (!intent.confirmed) {
+      this.#joins.delete(key);
+      this.rosters.delete(key);
+      this.#clearTTL(key);
+    }
+    roster.setStatus("error", error);
+  }
+
+  /**
+   * Leaves a channel and forgets its roster (at once: events of the channel are ignored from
+   * now on). Offline, the leave is kept: a join not sent yet is dropped (its promise rejects
+   * with `DISCONNECTED`), and a resumed session leaves every channel this client does not hold.
    * @param {string} channel
    * @param {string} [channelType]
    */
   async leave(channel, channelType = "message") {
     const key = channelKey(channel, channelType);
-    await this.#send("leave", { channel, channelType }, (reply) => {
-      if (reply.ok || reply.error?.code === "NOT_IN_CHANNEL") {
-        this.rosters.delete(key);
-        this.#joins.delete(key);
-        this.#clearTTL(key);
-      }
-    });
+    const intent = this.#joins.get(key);
+    if (intent) {
+      clearTimeout(intent.timer);
+      const superseded = new RollcallError("DISCONNECTED", `left ${channel} before the join was applied`);
+      for (const waiter of intent.waiters.splice(0)) waiter.reject(superseded);
+    }
+    this.#joins.delete(key);
+    this.rosters.delete(key);
+    this.#clearTTL(key);
+    if (!this.#isOnline()) return; // a resume leaves it; a new session never joined it
+    try {
+      await this.#send("leave", { channel, channelType }, null);
+    } catch (error) {
+      if (error.code !== "DISCONNECTED") throw error; // the link dropped: the resume leaves it
+    }
   }
 
   /**
@@ -529,6 +754,7 @@ export class RollcallClient extends Emitter {
     if (options.ttlSeconds !== undefined) args.ttlSeconds = options.ttlSeconds;
     return this.#send("setState", args, (reply) => {
       if (reply.ok && !reply.result.pending) this.#noteTTL(channelKey(channel, channelType), Object.keys(state), args.ttlSeconds);
+      this.#ownChange(channel, channelType, reply);
       this.#selfState(channel, channelType, reply);
     });
   }
@@ -543,6 +769,7 @@ export class RollcallClient extends Emitter {
   removeState(channel, keys, channelType = "message") {
     return this.#send("removeState", { channel, channelType, keys }, (reply) => {
       if (reply.ok) this.#noteTTL(channelKey(channel, channelType), keys, undefined);
+      this.#ownChange(channel, channelType, reply);
       this.#selfState(channel, channelType, reply);
     });
   }
@@ -663,11 +890,18 @@ export class RollcallClient extends Emitter {
 
   /**
    * Follows users' status; their records arrive as `userStatus` events from now on.
+   * Offline (connecting or reconnecting), the call is kept and sent after the next login, in
+   * order with `unsubscribe` calls (so the last one wins); the promise settles then.
    * @param {string[]} userIds
    * @param {number} [duration] seconds (60–2592000, default 86400)
    * @returns {Promise<{statuses: object[], failed: {userId: string, code: string}[]}>}
    */
   subscribe(userIds, duration) {
+    if (!this.#isOnline() && this.state !== "closed") return this.#keepStatusCall("subscribe", userIds, duration);
+    return this.#subscribeNow(userIds, duration);
+  }
+
+  #subscribeNow(userIds, duration) {
     const args = { userIds };
     if (duration) args.duration = duration;
     return this.#send("subscribeUserStatus", args, (reply) => {
@@ -681,11 +915,16 @@ export class RollcallClient extends Emitter {
   }
 
   /**
-   * Stops following users (no list: all of them).
+   * Stops following users (no list: all of them). Offline, kept as `subscribe` is.
    * @param {string[]} [userIds]
    * @returns {Promise<{failed: {userId: string, code: string}[]}>}
    */
   unsubscribe(userIds) {
+    if (!this.#isOnline() && this.state !== "closed") return this.#keepStatusCall("unsubscribe", userIds);
+    return this.#unsubscribeNow(userIds);
+  }
+
+  #unsubscribeNow(userIds) {
     const args = userIds && userIds.length ? { userIds } : {};
     return this.#send("unsubscribeUserStatus", args, (reply) => {
       if (!reply.ok) return;
@@ -693,6 +932,43 @@ export class RollcallClient extends Emitter {
       for (const id of removed) this.subscriptions.delete(id);
       if (removed.length) this.emit("subscriptions", { added: [], removed });
     });
+  }
+
+  /** Keeps an offline `subscribe`/`unsubscribe` for the next login. */
+  #keepStatusCall(op, userIds, duration) {
+    return new Promise((resolve, reject) => this.#statusCalls.push({ op, userIds, duration, resolve, reject }));
+  }
+
+  /**
+   * After a login: sends the kept `subscribe`/`unsubscribe` calls in order. A call that fails
+   * with a code worth retrying is sent again after `retryAfterMs` (or the backoff); one cut by
+   * a drop waits for the next login.
+   */
+  async #sendStatusCalls() {
+    if (this.#flushingStatusCalls) return;
+    this.#flushingStatusCalls = true;
+    let attempt = 0;
+    try {
+      while (this.#statusCalls.length && this.#isOnline()) {
+        const call = this.#statusCalls[0];
+        try {
+          const result = call.op === "subscribe" ? await this.#subscribeNow(call.userIds, call.duration) : await this.#unsubscribeNow(call.userIds);
+          if (this.#statusCalls[0] === call) this.#statusCalls.shift();
+          attempt = 0;
+          call.resolve(result);
+        } catch (error) {
+          if (this.#statusCalls[0] !== call || error.code === "DISCONNECTED") return; // closed, or the next login sends it
+          if (!RETRYABLE_CODES.has(error.code)) {
+            this.#statusCalls.shift();
+            call.reject(error);
+            continue;
+          }
+          await new Promise((resolve) => setTimeout(resolve, error.retryAfterMs ?? this.#backoffDelay(attempt++)));
+        }
+      }
+    } finally {
+      this.#flushingStatusCalls = false;
+    }
   }
 
   /**
@@ -741,6 +1017,7 @@ export class RollcallClient extends Emitter {
   /** Closes the connection without logging out (the broker sees a close frame). No reconnect. */
   close() {
     this.#closing = true;
+    this.#lastError = new RollcallError("DISCONNECTED", "client closed");
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#livenessTimer);
     for (const key of [...this.#ttlTimers.keys()]) this.#clearTTL(key);
@@ -757,7 +1034,30 @@ export class RollcallClient extends Emitter {
 
   #setState(state, detail) {
     this.state = state;
+    if (state === "closed") this.#settleOnEnd();
     this.emit("connection", { state, ...detail });
+  }
+
+  /**
+   * The client ended (closed for good): `open()`, the joins and the status calls still waiting
+   * for a login reject with why (`#lastError`, else `DISCONNECTED`).
+   */
+  #settleOnEnd() {
+    const error = this.#lastError ?? new RollcallError("DISCONNECTED", "client closed");
+    this.#opening?.reject(error);
+    this.#opening = null;
+    for (const intent of this.#joins.values()) {
+      clearTimeout(intent.timer);
+      for (const waiter of intent.waiters.splice(0)) waiter.reject(error);
+    }
+    for (const call of this.#statusCalls.splice(0)) call.reject(error);
+  }
+
+  /** The backoff delay of retry number `attempt` (0, 1, …): jittered in [base/2, base]. */
+  #backoffDelay(attempt) {
+    const { initialMs, maxMs, factor } = this.#backoff;
+    const base = Math.min(maxMs, initialMs * factor ** attempt);
+    return Math.round(base / 2 + Math.random() * (base / 2));
   }
 
   /**
@@ -796,6 +1096,7 @@ export class RollcallClient extends Emitter {
     try {
       token = await this.#loginToken();
     } catch (error) {
+      this.#lastError = error;
       // The token could not be had (e.g. the issuer is unreachable): like a failed connection.
       if (this.#firstLogin || this.#closing) {
         if (this.state !== "closed") this.#setState("closed", { reason: "getToken failed" });
@@ -852,14 +1153,19 @@ export class RollcallClient extends Emitter {
           if (token) this.options.token = token;
           this.#noteExpiry(result.expiresAt);
           this.#watchLiveness(socket, abandon);
+          this.#lastError = null;
           this.#setState("online", {});
           // Before the `login` event, so that a handler's own requests come after these.
           this.#rejoin(result.resumed ? result.channels ?? [] : null);
           this.emit("login", result);
+          this.#opening?.resolve(result);
+          this.#opening = null;
           resolve(result);
         } catch (error) {
           if (error.code === "UNAUTHORIZED") refused = true;
-          this.#closing = this.#closing || this.#firstLogin;
+          this.#lastError = error;
+          // A first login refused for good ends the client; one worth retrying is retried.
+          if (this.#firstLogin && !RETRYABLE_CODES.has(error.code) && error.code !== "DISCONNECTED") this.#closing = true;
           // onclose decides whether a retry follows; a login that timed out may be on a dead
           // link, whose close would not be reported for a long time.
           if (error.code === "TIMEOUT") abandon("login timed out");
@@ -896,14 +1202,18 @@ export class RollcallClient extends Emitter {
         if (ended) return; // once per socket (browsers send `close` after that `error`)
         ended = true;
         if (this.#socket === socket) clearTimeout(this.#livenessTimer);
-        if (!loggedIn) reject(new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`));
+        if (!loggedIn) {
+          const error = new RollcallError("DISCONNECTED", `could not connect to ${this.url} (${event.code})`);
+          this.#lastError = this.#lastError ?? error;
+          reject(error);
+        }
         if (this.#socket !== socket) return; // close() already reported it
         this.#socket = null;
         this.#failPending(new RollcallError("DISCONNECTED", `connection closed (${event.code})`));
         if (!loggedIn && event.code === CloseCode.UNAUTHORIZED) refused = true;
         if (refused) this.#refusals += 1;
         const final = this.#closing || !this.options.reconnect || (!unresumed && this.#endsForGood(event.code, refused));
-        if (final || (this.#firstLogin && !loggedIn)) {
+        if (final) {
           this.#setState("closed", { code: event.code, reason: event.reason });
           return;
         }
@@ -984,9 +1294,7 @@ export class RollcallClient extends Emitter {
   }
 
   #scheduleReconnect(event) {
-    const { initialMs, maxMs, factor } = this.#backoff;
-    const base = Math.min(maxMs, initialMs * factor ** this.#attempt);
-    let delayMs = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: [base/2, base]
+    let delayMs = this.#backoffDelay(this.#attempt);
     // No later than the end of the resume window: then a new session is accepted.
     if (this.#stillResuming()) delayMs = Math.min(delayMs, this.#resumeUntil - Date.now());
     this.#attempt += 1;
@@ -1001,39 +1309,81 @@ export class RollcallClient extends Emitter {
   }
 
   /**
-   * After a login that did not resume (`resumedChannels` null): join every channel again,
-   * with this user's last state (without the keys that were set with a TTL: they would not
-   * expire any more). After a resume: join again the channels the held session was not in
-   * (a leave whose reply was lost), and leave those this client does not know (a join whose
-   * reply was lost: its promise rejected with `DISCONNECTED`).
+   * After a login: applies the app's intent. After a login that did not resume
+   * (`resumedChannels` null): joins every channel again, with this user's last state (without
+   * the keys set with a TTL: they would not expire any more), and the joins made offline. After
+   * a resume: leaves the channels the held session is in that this client does not hold (a
+   * leave made offline, or whose reply was lost), and sends the joins it is not in or not
+   * confirmed in (made offline, or whose reply was lost). Then the kept status calls.
    * @param {{channel: string, channelType: string}[] | null} resumedChannels
    */
   #rejoin(resumedChannels) {
     const kept = new Set((resumedChannels ?? []).map((c) => channelKey(c.channel, c.channelType ?? "message")));
     for (const { channel, channelType = "message" } of resumedChannels ?? []) {
-      const key = channelKey(channel, channelType);
-      if (this.#lostJoins.has(key) && !this.#joins.has(key)) this.#send("leave", { channel, channelType }, null).catch(() => {});
+      if (!this.#joins.has(channelKey(channel, channelType))) this.#send("leave", { channel, channelType }, null).catch(() => {});
     }
-    this.#lostJoins.clear();
-    for (const [key, flags] of this.#joins) {
-      if (kept.has(key)) continue;
+    for (const [key, intent] of this.#joins) {
+      clearTimeout(intent.timer);
+      intent.timer = null;
+      intent.attempt = 0;
       const roster = this.rosters.get(key);
-      const expiring = this.#ttlTimers.get(key);
-      const state = { ...(roster?.members.get(this.userId) ?? {}) };
-      for (const stateKey of expiring?.keys() ?? []) delete state[stateKey];
-      this.#clearTTL(key);
-      const args = { ...flags };
-      if (Object.keys(state).length) args.state = state;
-      if (roster) roster.seq = null; // the snapshot that follows starts a new sequence
-      this.#send("join", args, null).catch((error) => {
-        this.rosters.delete(key);
-        this.#joins.delete(key);
-        this.emit("error", { op: "join", channel: flags.channel, error });
-      });
+      if (kept.has(key) && intent.applied) {
+        roster.setStatus("joined"); // the resume's snapshot follows
+        continue;
+      }
+      if (resumedChannels === null) roster.seq = null; // the snapshot that follows starts a new sequence
+      intent.byItself = true;
+      this.#applyJoin(key, intent);
     }
     if (resumedChannels === null && this.statuses.size) {
       this.getUserStatus([...this.statuses.keys()].slice(0, 500)).catch(() => {});
     }
+    this.#sendStatusCalls();
+  }
+
+  /**
+   * A `seq` gap in `roster`: reads the whole listing (`getOnlineUsers` pages, with states) and
+   * hands it to the roster, which then applies the events that came meanwhile. Retried after
+   * `retryAfterMs` or the backoff when worth it; a drop leaves it to the resume's snapshot.
+   */
+  async #resync(roster) {
+    if (this.#resyncs.has(roster)) return;
+    this.#resyncs.add(roster);
+    const key = channelKey(roster.channel, roster.channelType);
+    const current = () => this.rosters.get(key) === roster && roster.resyncing;
+    let attempt = 0;
+    try {
+      while (current() && this.#isOnline()) {
+        try {
+          const users = [];
+          let seq = null;
+          let page;
+          do {
+            const args = { channel: roster.channel, channelType: roster.channelType, includeState: true, pageSize: 1000 };
+            if (page) args.page = page;
+            const result = await this.#send("getOnlineUsers", args, null);
+            seq ??= result.seq;
+            users.push(...result.users);
+            page = result.nextPage;
+          } while (page && current());
+          if (current()) roster.applyListing(users, seq);
+          attempt = 0;
+        } catch (error) {
+          this.emit("error", { op: "getOnlineUsers", channel: roster.channel, error });
+          if (!RETRYABLE_CODES.has(error.code)) return;
+          await new Promise((resolve) => setTimeout(resolve, error.retryAfterMs ?? this.#backoffDelay(attempt++)));
+        }
+      }
+    } finally {
+      this.#resyncs.delete(roster);
+    }
+  }
+
+  /** A `setState`/`removeState` reply: this user's change stepped the channel's `seq` (announce mode). */
+  #ownChange(channel, channelType, reply) {
+    if (!reply.ok || reply.result.pending) return;
+    const roster = this.rosters.get(channelKey(channel, channelType));
+    if (roster && roster.seq !== null && roster.mode !== "interval") roster.allowSkippedSeq();
   }
 
   /**
@@ -1065,7 +1415,11 @@ export class RollcallClient extends Emitter {
           entry.timer?.unref?.();
           const roster = this.rosters.get(key);
           const state = roster?.members.get(this.userId);
-          if (state && stateKey in state) roster.applySelfState(this.#withoutExpired(key, state));
+          if (state && stateKey in state) {
+            // The broker's removal steps the channel's seq without an event to this client.
+            if (roster.seq !== null && roster.mode !== "interval") roster.allowSkippedSeq();
+            roster.applySelfState(this.#withoutExpired(key, state));
+          }
         }, ttlSeconds * 1000);
         entry.timer?.unref?.(); // Node: a pending expiry does not keep the process alive
         timers.set(stateKey, entry);
@@ -1164,6 +1518,7 @@ export class RollcallClient extends Emitter {
         const roster = this.rosters.get(channelKey(event.channel, event.channelType));
         if (!roster) return;
         roster.apply(event);
+        if (roster.resyncing) this.#resync(roster);
         if (event.type === "snapshot") {
           const own = roster.members.get(this.userId);
           const kept = own && this.#withoutExpired(channelKey(roster.channel, roster.channelType), own);
