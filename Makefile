@@ -105,7 +105,7 @@ js-deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi; fi
 test-js: js-deps
 	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
-	node --experimental-websocket --test Tests/js/
+	node --experimental-websocket --test --test-timeout=120000 Tests/js/
 
 ## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
 ## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.

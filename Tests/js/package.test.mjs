@@ -41,6 +41,20 @@ test("installed offline: the project's copy is the source file, and the LICENSE 
   assert.match(license, /Apache License\s+Version 2\.0, January 2004/);
 });
 
+test("@rollcall/react: package.json (exports with types and default, Apache-2.0, @rollcall/client as a peer) and its tarball", () => {
+  const react = JSON.parse(readFileSync(join(ROOT, "clients", "react", "package.json"), "utf8"));
+  assert.equal(react.name, "@rollcall/react");
+  assert.equal(react.type, "module");
+  assert.deepEqual(react.exports["."], { types: "./index.d.ts", default: "./index.js" });
+  assert.equal(react.license, "Apache-2.0");
+  assert.equal(react.dependencies, undefined);
+  assert.equal(react.peerDependencies["@rollcall/client"], `^${manifest.version}`);
+  const { tarballs, project } = installedPackages();
+  const listing = execFileSync("tar", ["-tzf", tarballs["clients/react"]], { encoding: "utf8" }).trim().split("\n").sort();
+  assert.deepEqual(listing, ["package/LICENSE", "package/README.md", "package/index.d.ts", "package/index.js", "package/package.json", "package/presenceStore.d.ts", "package/presenceStore.js"]);
+  assert.deepEqual(readFileSync(join(project, "node_modules", "@rollcall", "react", "presenceStore.js")), readFileSync(join(ROOT, "clients", "react", "presenceStore.js")));
+});
+
 describe("the demo page serves the package's file (one copy)", () => {
   /** @type {Broker} */ let broker;
   before(async () => (broker = await Broker.start()));

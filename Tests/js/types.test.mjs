@@ -62,13 +62,13 @@ test("CloseCode: the declared names and numbers are the module's", () => {
   assert.deepEqual(declared, { ...rollcall.CloseCode });
 });
 
-test("Tests/js/types/usage.ts type-checks against rollcall.d.ts (tsc --strict)", (t) => {
+test("Tests/js/types/usage.ts and react-usage.ts type-check against the installed packages' declarations (tsc --strict)", (t) => {
   const probe = spawnSync("tsc", ["--version"], { encoding: "utf8" });
   if (probe.error || probe.status !== 0) return t.skip("tsc is not installed (Debian: apt-get install node-typescript)");
   // In a folder of the installed project, so that "@rollcall/client" resolves as for a user.
   const folder = mkdtempSync(join(project, "types-"));
   t.after(() => rmSync(folder, { recursive: true, force: true }));
-  copyFileSync(join(ROOT, "Tests", "js", "types", "usage.ts"), join(folder, "usage.ts"));
+  for (const file of ["usage.ts", "react-usage.ts"]) copyFileSync(join(ROOT, "Tests", "js", "types", file), join(folder, file));
   copyFileSync(join(ROOT, "Tests", "js", "types", "tsconfig.json"), join(folder, "tsconfig.json"));
   const run = spawnSync("tsc", ["-p", join(folder, "tsconfig.json")], { encoding: "utf8" });
   assert.equal(run.status, 0, `${probe.stdout.trim()}:\n${run.stdout}${run.stderr}`);

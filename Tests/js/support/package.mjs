@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { ROOT } from "./broker.mjs";
 
 /** The package folders, in install order (a later one may depend on an earlier one). */
-export const PACKAGES = ["clients/js"].filter((folder) => existsSync(join(ROOT, folder, "package.json")));
+export const PACKAGES = ["clients/js", "clients/react"].filter((folder) => existsSync(join(ROOT, folder, "package.json")));
 
 /** The files whose content names the project (a change makes a new one). */
 function fingerprint() {
@@ -60,6 +60,8 @@ export function installedPackages() {
   npm(["install", ...files], building);
   // ES modules of the project that import each package by its name, through its `exports` map.
   writeFileSync(join(building, "client-entry.mjs"), 'export * from "@rollcall/client";\n');
+  writeFileSync(join(building, "store-entry.mjs"), 'export * from "@rollcall/react/presenceStore";\n');
+  writeFileSync(join(building, "react-entry.mjs"), 'export * from "@rollcall/react";\n');
   writeFileSync(join(building, "ready"), "");
   try {
     renameSync(building, project);
