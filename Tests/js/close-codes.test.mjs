@@ -37,10 +37,7 @@ describe("close codes", () => {
   });
 
   test("a first connection that fails is retried with the backoff; open() resolves once a broker listens (protocol 1.2 intent)", async () => {
-    const server = createServer();
-    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address();
-    await new Promise((resolve) => server.close(resolve)); // nothing listens there now
+    const port = await freePort();
     const client = new RollcallClient(`ws://127.0.0.1:${port}/v1`, { userId: "late", backoff: FAST_BACKOFF });
     pool.clients.push(client);
     const states = record(client, "connection");
@@ -61,10 +58,7 @@ describe("close codes", () => {
   });
 
   test("with reconnect: false, a first connection that fails rejects open() with DISCONNECTED and stays closed", async () => {
-    const server = createServer();
-    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address();
-    await new Promise((resolve) => server.close(resolve)); // nothing listens there now
+    const port = await freePort();
     const client = new RollcallClient(`ws://127.0.0.1:${port}/v1`, { userId: "nobody", backoff: FAST_BACKOFF, reconnect: false });
     pool.clients.push(client);
     const states = record(client, "connection");
@@ -73,3 +67,12 @@ describe("close codes", () => {
     assert.deepEqual(states.events.map((e) => e.state), ["connecting", "closed"]);
   });
 });
+
+/** A port nothing listens on (it was free a moment ago). */
+async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

@@ -6,13 +6,13 @@
 // events: gaps, skipped own seqs, the events kept during a resync.
 
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, test } from "node:test";
+import { afterEach, describe, test } from "node:test";
 
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, membersOf, plain } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 import { CuttableProxy } from "./support/proxy.mjs";
-import { Roster, RollcallError, channelKey } from "./support/rollcall.mjs";
+import { Roster, RollcallClient, RollcallError, channelKey } from "./support/rollcall.mjs";
 
 const HELD = 'rollcall_sessions{state="held"}';
 
@@ -21,15 +21,10 @@ describe("intent kept offline and across drops", () => {
   /** @type {CuttableProxy} */ let proxy;
   const pool = new ClientPool();
 
-  before(async () => {
-    broker = await Broker.start({ presence: { timeoutSeconds: 0.5 } });
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started), { presence: { timeoutSeconds: 0.5 } });
   afterEach(async () => {
     pool.closeAll();
     await proxy?.close();
-  });
-  after(async () => {
-    await broker.dispose();
   });
 
   test("offline join/leave/subscribe/unsubscribe are applied on reconnect, the last call winning", async () => {
@@ -111,7 +106,8 @@ describe("intent kept offline and across drops", () => {
   test("a failed first connect, then a leave before the first login: nothing is joined", async () => {
     proxy = await CuttableProxy.start(broker.port);
     proxy.refusing = true;
-    const eve = pool.clients[pool.clients.push(new (await import("./support/rollcall.mjs")).RollcallClient(proxy.url, { userId: "eve", backoff: { initialMs: 20, maxMs: 100 } })) - 1];
+    const eve = new RollcallClient(proxy.url, { userId: "eve", backoff: { initialMs: 20, maxMs: 100 } });
+    pool.clients.push(eve);
     const opened = eve.open();
     const joined = eve.join("room:early");
     await eventually(() => eve.state === "reconnecting");
@@ -126,13 +122,7 @@ describe("a rejoin refused with RATE_LIMITED", () => {
   /** @type {Broker} */ let broker;
   const pool = new ClientPool();
 
-  before(async () => {
-    broker = await Broker.start({ limits: { requestsPerSecond: 4, requestBurst: 3 } });
-  });
-  after(async () => {
-    pool.closeAll();
-    await broker.dispose();
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started), { limits: { requestsPerSecond: 4, requestBurst: 3 } });
 
   test("joins refused with RATE_LIMITED are retried after retryAfterMs (status retrying); after a restart every roster is joined again", async () => {
     const fay = await pool.open(broker.url, "fay");
@@ -169,13 +159,10 @@ describe("a seq gap", () => {
   /** @type {CuttableProxy} */ let proxy;
   const pool = new ClientPool();
 
-  before(async () => {
-    broker = await Broker.start();
-  });
-  after(async () => {
+  startBrokerAroundSuite(pool, (started) => (broker = started));
+  afterEach(async () => {
     pool.closeAll();
     await proxy?.close();
-    await broker.dispose();
   });
 
   test("an event lost on the way makes the roster resync: a listing, then the events after its seq", async () => {

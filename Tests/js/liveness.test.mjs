@@ -6,9 +6,9 @@
 // `RollcallError` whose code is `TIMEOUT`.
 
 import assert from "node:assert/strict";
-import { after, afterEach, before, describe, test } from "node:test";
+import { afterEach, describe, test } from "node:test";
 
-import { Broker } from "./support/broker.mjs";
+import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, membersOf } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 import { CuttableProxy } from "./support/proxy.mjs";
@@ -21,15 +21,10 @@ describe("liveness through a freezing proxy", () => {
   /** @type {CuttableProxy} */ let proxy;
   const pool = new ClientPool();
 
-  before(async () => {
-    broker = await Broker.start({ heartbeat: HEARTBEAT, presence: { timeoutSeconds: 30 } });
-  });
+  startBrokerAroundSuite(pool, (started) => (broker = started), { heartbeat: HEARTBEAT, presence: { timeoutSeconds: 30 } });
   afterEach(async () => {
     pool.closeAll();
     await proxy?.close();
-  });
-  after(async () => {
-    await broker.dispose();
   });
 
   test("the login result's limits carry heartbeatIntervalSeconds and heartbeatTimeoutSeconds", async () => {
