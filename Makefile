@@ -114,8 +114,9 @@ test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser
 
-## The JavaScript client (examples/web/rollcall.js) under Node's own test runner against the
-## real broker (Tests/js; Node 20+, no npm packages). Needs only the broker binary.
+## The JavaScript client (@rollcall/client in clients/js, packed with `npm pack` and installed
+## offline into a temporary project by Tests/js/support/package.mjs) under Node's own test
+## runner against the real broker (Tests/js; Node 20+, no npm registry). Needs only the broker binary.
 ## Debian's TypeScript compiler (the .d.ts check) and React (the usePresence hook test).
 JS_PACKAGES := node-typescript node-react node-react-test-renderer
 .PHONY: test-js js-deps
@@ -126,7 +127,7 @@ js-deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; fi; fi
 test-js: js-deps
 	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
-	node --experimental-websocket --test Tests/js/
+	node --experimental-websocket --test --test-timeout=120000 Tests/js/
 
 ## The committed fuzz corpus (Fuzz/corpus) through the fuzz harness and its invariants, with the
 ## plain debug build: without -DROLLCALL_FUZZ, rollcall-fuzz replays the files it is given.

@@ -5,6 +5,11 @@ import Darwin
 #endif
 
 /// Maps request paths to files under `http.staticDir`, refusing anything outside it.
+///
+/// A request path cannot climb out (`..`, `//`, `\\` refused), and a directory reached through a
+/// symlink must resolve inside the root. The one exception: a *file* of the root's own folders may
+/// be a symlink to a regular file elsewhere — the operator put it there. The demo uses this:
+/// `examples/web/rollcall.js` links to the one copy of the client in `clients/js`.
 struct StaticFiles {
     /// The resolved (symlink-free, absolute) root directory; nil when it does not exist.
     let root: String?
@@ -25,7 +30,9 @@ struct StaticFiles {
         let path = requestPath == "/" ? "/index.html" : requestPath
         guard path.hasPrefix("/"), !path.contains(".."), !path.contains("\\"),
               !path.utf8.contains(0), !path.contains("//") else { return nil }
-        guard let resolved = Self.realPath(root + path), resolved.hasPrefix(root + "/") else { return nil }
+        let candidate = root + path
+        guard let resolved = Self.realPath(candidate),
+              resolved.hasPrefix(root + "/") || Self.isFileLink(candidate, inside: root) else { return nil }
         var info = stat()
         guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return resolved
@@ -53,6 +60,15 @@ struct StaticFiles {
         case "txt": return "text/plain; charset=utf-8"
         default: return "application/octet-stream"
         }
+    }
+
+    /// Whether `path` is itself a symlink whose folder resolves to `root` or inside it.
+    private static func isFileLink(_ path: String, inside root: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK,
+              let slash = path.lastIndex(of: "/"),
+              let folder = realPath(String(path[..<slash])) else { return false }
+        return folder == root || folder.hasPrefix(root + "/")
     }
 
     private static func realPath(_ path: String) -> String? {

@@ -19,6 +19,15 @@ struct SessionTests {
         #expect(result["limits"]?["maxFrameBytes"] == 65536)
     }
 
+    @Test("login limits carry the heartbeat interval and timeout (protocol 1.2 §3, client liveness)")
+    func loginHeartbeatLimits() throws {
+        let bench = SessionTestBench { $0.heartbeat.intervalSeconds = 4; $0.heartbeat.timeoutSeconds = 12.5 }
+        let (_, reply) = bench.login("alice", platform: "web")
+        let limits = try #require(reply["result"]?["limits"])
+        #expect(limits["heartbeatIntervalSeconds"] == 4)
+        #expect(limits["heartbeatTimeoutSeconds"] == .number(JSONNumber(12.5)))
+    }
+
     @Test("platform defaults to other and must be known")
     func platforms() {
         let bench = SessionTestBench()

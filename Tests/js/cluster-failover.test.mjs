@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { channelKey, connect } from "../../examples/web/rollcall.js";
+import { channelKey, connect } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 import { RedisServer } from "./support/redis.mjs";

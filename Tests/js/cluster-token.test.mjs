@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { RollcallClient } from "../../examples/web/rollcall.js";
+import { RollcallClient } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool, FAST_BACKOFF, plain } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";

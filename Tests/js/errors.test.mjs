@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { ERROR_CODES, RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
+import { ERROR_CODES, RollcallClient, RollcallError } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";

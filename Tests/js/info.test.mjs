@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { Roster } from "../../examples/web/rollcall.js";
+import { Roster } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool, plain } from "./support/clients.mjs";
 import { eventually, record } from "./support/eventually.mjs";

@@ -1,15 +1,22 @@
-// examples/react/presenceStore.js (the React-free half of usePresence) against the real
-// broker: join on the first subscriber, stable snapshots, typing with a TTL, StrictMode's
-// subscribe/unsubscribe/subscribe without a leave, leave after the last subscriber.
+// @rollcall/react's presenceStore.js (the React-free half of usePresence; imported from the
+// installed tarball as "@rollcall/react/presenceStore") against the real broker: join on the
+// first subscriber, stable snapshots, typing with a TTL, StrictMode's
+// subscribe/unsubscribe/subscribe without a leave, leave after the last subscriber, a refused
+// join going error → retrying → error.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { createPresenceStore } from "../../examples/react/presenceStore.js";
-import { channelKey } from "../../examples/web/rollcall.js";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { installedPackages } from "./support/package.mjs";
+import { channelKey } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { ClientPool } from "./support/clients.mjs";
 import { eventually } from "./support/eventually.mjs";
+
+const { createPresenceStore } = await import(pathToFileURL(join(installedPackages().project, "store-entry.mjs")).href);
 
 describe("presenceStore (usePresence without React)", () => {
   /** @type {Broker} */ let broker;
@@ -91,11 +98,19 @@ describe("presenceStore (usePresence without React)", () => {
     stopWatcher();
   });
 
-  test("a refused join shows status error", async () => {
+  test("a refused join goes idle → joining → error, then retrying after the backoff (and error again)", async () => {
     const store = createPresenceStore(alice, "room:bad", { channelType: "video" });
-    const stop = store.subscribe(() => {});
-    await eventually(() => store.getSnapshot().status === "error");
+    assert.equal(store.getSnapshot().status, "idle");
+    const seen = [];
+    const stop = store.subscribe(() => {
+      const { status } = store.getSnapshot();
+      if (seen.at(-1) !== status) seen.push(status);
+    });
+    await eventually(() => seen.filter((status) => status === "error").length >= 2, { message: "error, retried, error", timeoutMs: 5000 });
+    assert.deepEqual(seen.slice(0, 4), ["joining", "error", "retrying", "error"]);
     assert.equal(store.getSnapshot().error.code, "INVALID_ARGUMENT");
+    assert.equal(alice.rosters.has(channelKey("room:bad", "video")), false, "a refused join leaves no roster");
     stop();
+    assert.equal(store.getSnapshot().status, "error");
   });
 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { RollcallClient, RollcallError, channelKey } from "../../examples/web/rollcall.js";
+import { RollcallClient, RollcallError, channelKey } from "./support/rollcall.mjs";
 import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, membersOf } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, test } from "node:test";
 
-import { RollcallClient, RollcallError } from "../../examples/web/rollcall.js";
+import { RollcallClient, RollcallError } from "./support/rollcall.mjs";
 import { Broker, startBrokerAroundSuite } from "./support/broker.mjs";
 import { ClientPool, FAST_BACKOFF } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";

@@ -94,12 +94,22 @@ $("login-form").addEventListener("submit", (event) => {
       wireClient(candidate); // shows "connecting…" while it dials
       client = candidate;
       notifyTyping = typingNotifier(candidate);
+      // The client retries a failed first connect by itself (protocol 1.2); the login form
+      // rather says at once that this URL does not answer.
+      let unreachable = null;
+      const stopWatching = candidate.on("connection", ({ state, reason }) => {
+        if (state !== "reconnecting" || candidate.session) return;
+        unreachable = new Error(`Could not connect to ${candidate.url}${reason ? ` (${reason})` : ""}.`);
+        candidate.close();
+      });
       try {
         await candidate.open();
       } catch (error) {
         if (client === candidate) client = null;
         candidate.close();
-        throw error;
+        throw unreachable ?? error;
+      } finally {
+        stopWatching();
       }
     } finally {
       $("login-button").disabled = false;

@@ -101,6 +101,7 @@ extension Broker {
         limitMembers.append(("maxPendingChannels", .int(state.maxPendingChannels)))
         limitMembers.append(("customStatusMaxBytes", .int(configuration.userStatus.customStatusMaxBytes)))
         limitMembers.append(("heartbeatIntervalSeconds", .number(JSONNumber(configuration.heartbeat.intervalSeconds))))
+        limitMembers.append(("heartbeatTimeoutSeconds", .number(JSONNumber(configuration.heartbeat.timeoutSeconds))))
         var result = JSONObject()
         result["userId"] = .string(session.userId.string)
         result["platform"] = .string(session.platform.rawValue)

@@ -46,9 +46,10 @@ export class Broker {
   /**
    * Starts a broker with the test defaults deep-merged with `config`.
    * @param {object} [config] sections of the broker's config file
+   * @param {{port?: number}} [options] the port to listen on (default 0: a free one)
    * @returns {Promise<Broker>}
    */
-  static async start(config = {}) {
+  static async start(config = {}, { port = 0 } = {}) {
     accessSync(BINARY, constants.X_OK); // throws with the path when it is not built
     const merged = merge(
       {
@@ -60,7 +61,7 @@ export class Broker {
       config,
     );
     const broker = new Broker(merged, mkdtempSync(join(tmpdir(), "rollcall-js-")));
-    await broker.#launch(0);
+    await broker.#launch(port);
     return broker;
   }
 

@@ -1,6 +1,6 @@
 // Client helpers for the tests: quick reconnects, and closing every client a test opened.
 
-import { RollcallClient } from "../../../examples/web/rollcall.js";
+import { RollcallClient } from "./rollcall.mjs";
 
 /** Backoff for tests: first retry within 20–40 ms, at most 400 ms apart. */
 export const FAST_BACKOFF = { initialMs: 40, maxMs: 400, factor: 2 };

@@ -1,5 +1,6 @@
-// Compile-only check of examples/web/rollcall.d.ts (Tests/js/types.test.mjs runs `tsc` on
-// this folder when TypeScript is installed). Every line must type-check, except the ones
+// Compile-only check of @rollcall/client's rollcall.d.ts (Tests/js/types.test.mjs copies this
+// folder into a project that installed the package and runs `tsc` there, when TypeScript is
+// installed). Every line must type-check, except the ones
 // after an expect-error directive, which must not.
 
 import {
@@ -13,7 +14,7 @@ import {
   type ErrorCode,
   type PresenceEvent,
   type State,
-} from "../../../examples/web/rollcall.js";
+} from "@rollcall/client";
 
 export async function usage(): Promise<void> {
   const client: RollcallClient = await connect("ws://127.0.0.1:8080/v1", { userId: "alice", platform: "web", backoff: { initialMs: 100 } });

@@ -1,5 +1,6 @@
-// presenceStore.js — the React-free half of `usePresence`: an external store (the shape
-// React's `useSyncExternalStore` wants) over one channel of a rollcall.js client.
+// presenceStore.js — the React-free half of `usePresence` (`@rollcall/react`): an external
+// store (the shape React's `useSyncExternalStore` wants) over one channel of a
+// `@rollcall/client` client.
 //
 //   const store = createPresenceStore(client, "room:lobby");
 //   const stop = store.subscribe(() => console.log(store.getSnapshot().members));
@@ -13,6 +14,11 @@
 // - `setTyping()` sends `{typing: "1"}` with a TTL, at most once per `typingThrottleMs`;
 //   the broker removes the key by itself (PROTOCOL 1.1 per-key TTL), so nobody has to say
 //   "stopped typing". `setTyping(false)` removes it at once.
+// - `status`: `idle` (no subscriber) → `joining` → `joined`; a join the broker refused goes to
+//   `error` (with `error`), and after a backoff (1 s doubling to 30 s) to `retrying` while the
+//   next attempt runs (→ `joined`, or `error` again). The client's own retries of a rejoin
+//   (`RATE_LIMITED`, `UNAVAILABLE`, …) show as `retrying` too, and a rejoin it could not make as
+//   `error`: the status is the roster's (`Roster.status`) while there is a roster.
 
 /** The state key of the typing indicator. */
 export const TYPING_KEY = "typing";
@@ -44,7 +50,7 @@ function membershipOf(client, key) {
  * @property {number} occupancy as last reported by the broker
  * @property {"announce" | "interval" | null} mode null until the first reply
  * @property {readonly string[]} typing ids of the other members who are typing
- * @property {"idle" | "joining" | "joined" | "error"} status
+ * @property {"idle" | "joining" | "joined" | "error" | "retrying"} status
  * @property {Error | null} error why the join failed (status `error`)
  */
 
@@ -61,7 +67,7 @@ function membershipOf(client, key) {
 
 /**
  * An external store of one channel's presence.
- * @param {import("../web/rollcall.js").RollcallClient} client a connected rollcall.js client
+ * @param {import("@rollcall/client").RollcallClient} client a `@rollcall/client` client (connected or not: joins are kept offline)
  * @param {string} channel
  * @param {PresenceStoreOptions} [options]
  */
@@ -73,8 +79,11 @@ export function createPresenceStore(client, channel, options = {}) {
   const leaveDelayMs = options.leaveDelayMs ?? 100;
   const listeners = new Set();
   let snapshot = freeze({ members: EMPTY, occupancy: 0, mode: null, typing: EMPTY, status: "idle", error: null });
-  let status = "idle";
-  let error = null;
+  let error = null; // why the store's last join was refused
+  let retrying = false; // a join again after `error` is in flight
+  let attempt = 0;
+  let retryTimer = null;
+  let active = false; // has subscribers
   let roster = null;
   let stopRoster = null;
   let stopClient = null;
@@ -86,13 +95,23 @@ export function createPresenceStore(client, channel, options = {}) {
     if (current === roster) return;
     stopRoster?.();
     roster = current;
-    stopRoster = roster ? roster.on("change", update) : null;
+    const stops = roster ? [roster.on("change", update), roster.on("status", update)] : [];
+    stopRoster = roster ? () => stops.forEach((stop) => stop()) : null;
+  }
+
+  /** The status: the roster's while there is one (the client knows best), else the store's. */
+  function currentStatus() {
+    if (roster) {
+      const status = roster.status ?? "joined";
+      return retrying && status === "joining" ? "retrying" : status;
+    }
+    if (error) return retrying ? "retrying" : "error";
+    return active ? "joining" : "idle";
   }
 
   /** Rebuilds the snapshot and tells the listeners, if anything they can see changed. */
   function update() {
     attach();
-    if (roster && status !== "error") status = "joined";
     const next = build();
     if (sameSnapshot(next, snapshot)) return;
     snapshot = next;
@@ -100,13 +119,15 @@ export function createPresenceStore(client, channel, options = {}) {
   }
 
   function build() {
-    if (!roster) return freeze({ members: EMPTY, occupancy: 0, mode: null, typing: EMPTY, status, error });
+    const status = currentStatus();
+    const shownError = status === "error" || status === "retrying" ? (roster?.error ?? error) : null;
+    if (!roster) return freeze({ members: EMPTY, occupancy: 0, mode: null, typing: EMPTY, status, error: shownError });
     const members = roster.sortedUserIds().map((userId) => {
       const state = roster.members.get(userId) ?? {};
       return Object.freeze({ userId, state, info: roster.info?.get(userId), typing: Boolean(state[TYPING_KEY]), self: userId === client.userId });
     });
     const typing = members.filter((m) => m.typing && !m.self).map((m) => m.userId);
-    return freeze({ members, occupancy: roster.occupancy, mode: roster.mode, typing, status, error });
+    return freeze({ members, occupancy: roster.occupancy, mode: roster.mode, typing, status, error: shownError });
   }
 
   async function acquire() {
@@ -114,23 +135,46 @@ export function createPresenceStore(client, channel, options = {}) {
     membership.holders += 1;
     clearTimeout(membership.leaveTimer);
     membership.leaveTimer = null;
-    if (options.join === false || client.rosters.has(key)) return;
+    if (options.join === false) return;
+    await joinOnce();
+  }
+
+  /** Joins (or waits for the join of another store of the channel); after a refusal, retries. */
+  async function joinOnce() {
+    const membership = membershipOf(client, key);
     if (!membership.joining) {
+      if (client.rosters.has(key) && !error) return; // in it already (another store, or the app)
       membership.joinedByStore = true;
       membership.joining = client
         .join(channel, { channelType, ...(options.state ? { state: options.state } : {}) })
         .finally(() => (membership.joining = null));
     }
-    status = "joining";
     update();
     try {
       await membership.joining;
-      status = "joined";
+      error = null;
+      attempt = 0;
     } catch (joinError) {
-      status = "error";
+      if (!active) return;
       error = joinError;
+      if (joinError.code !== "DISCONNECTED") scheduleRetry(); // DISCONNECTED: left, or the client ended
+    } finally {
+      retrying = false;
+      update();
     }
-    update();
+  }
+
+  /** After a refused join: `error` now, `retrying` (a join again) after the backoff. */
+  function scheduleRetry() {
+    clearTimeout(retryTimer);
+    const delayMs = Math.min(30_000, 1000 * 2 ** attempt++);
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      if (!active) return;
+      retrying = true;
+      joinOnce();
+    }, delayMs);
+    retryTimer.unref?.();
   }
 
   function release() {
@@ -154,6 +198,7 @@ export function createPresenceStore(client, channel, options = {}) {
     subscribe(listener) {
       listeners.add(listener);
       if (listeners.size === 1) {
+        active = true;
         stopClient = [client.on("connection", update), client.on("login", update), client.on("presence", update)];
         attach();
         acquire();
@@ -161,6 +206,11 @@ export function createPresenceStore(client, channel, options = {}) {
       }
       return () => {
         if (!listeners.delete(listener) || listeners.size > 0) return;
+        active = false;
+        clearTimeout(retryTimer);
+        retryTimer = null;
+        retrying = false;
+        error = null;
         for (const stop of stopClient ?? []) stop();
         stopClient = null;
         stopRoster?.();

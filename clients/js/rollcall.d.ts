@@ -61,8 +61,11 @@ export type ErrorCode =
   | "INTERNAL"
   | "UNAVAILABLE";
 
-/** Codes of failures rollcall.js reports itself: no connection, or it closed before the reply. */
-export type LocalErrorCode = "DISCONNECTED";
+/**
+ * Codes of failures rollcall.js reports itself: `DISCONNECTED` (no connection, or it closed
+ * before the reply), `TIMEOUT` (no reply within the request's timeout, protocol 1.2 §3).
+ */
+export type LocalErrorCode = "DISCONNECTED" | "TIMEOUT";
 
 /** Every code a `RollcallError` may carry, in the order of `ERROR_CODES`. */
 export const ERROR_CODES: readonly (ErrorCode | LocalErrorCode)[];
@@ -76,7 +79,7 @@ export interface ErrorObject {
   [member: string]: unknown;
 }
 
-/** An error reply from the broker (`code` from §7), or a local failure (`DISCONNECTED`). */
+/** An error reply from the broker (`code` from §7), or a local failure (`DISCONNECTED`, `TIMEOUT`). */
 export class RollcallError extends Error {
   constructor(code: ErrorCode | LocalErrorCode, message: string, details?: Partial<ErrorObject>);
   readonly name: "RollcallError";
@@ -140,7 +143,10 @@ export interface Limits {
   maxStateTotalBytes: number;
   maxPendingChannels: number;
   customStatusMaxBytes: number;
+  /** (1.2) seconds of silence after which a client sends `ping` */
   heartbeatIntervalSeconds: number;
+  /** (1.2) seconds of silence after which a client treats the link as lost */
+  heartbeatTimeoutSeconds: number;
   [limit: string]: number;
 }
 
@@ -382,16 +388,27 @@ export type RosterChange =
 
 /** What a roster's `change` event carries. */
 export interface RosterChangeDetail {
-  /** The presence event type, `page` (a page completing a truncated snapshot) or `self` (own state from a reply, or an own key's TTL). */
-  type: PresenceEventType | "page" | "self";
+  /**
+   * The presence event type, `page` (a page completing a truncated snapshot), `self` (own state
+   * from a reply, or an own key's TTL) or `resync` (a listing read after a `seq` gap; `changes`
+   * are the differences it made).
+   */
+  type: PresenceEventType | "page" | "self" | "resync";
   changes: RosterChange[];
-  /** The presence event, `null` for `page` and `self`. */
+  /** The presence event, `null` for `page`, `self` and `resync`. */
   event: PresenceEvent | null;
 }
+
+/** A channel's membership as the client knows it (`Roster.status`). */
+export type ChannelStatus = "joining" | "joined" | "retrying" | "error";
 
 /** Events of a `Roster`. */
 export interface RosterEvents {
   change: RosterChangeDetail;
+  /** `status` changed; with `retrying`, the delay before the next attempt. */
+  status: { status: ChannelStatus; error: RollcallError | Error | null; retryInMs?: number };
+  /** A `seq` gap: events were lost; the client reads a listing (`resync` change follows). */
+  gap: { expectedSeq: number; receivedSeq: number };
 }
 
 /** The listener registry of rollcall.js's objects. */
@@ -424,6 +441,23 @@ export class Roster extends Emitter<RosterEvents> {
   loading: boolean;
   /** The `join` reply that created or refreshed this roster. */
   joinResult?: JoinResult;
+  /**
+   * (1.2) `joining` until the join (offline: the reconnect that sends it) succeeds, `joined`,
+   * `retrying` after a join failed with `RATE_LIMITED`, `UNAVAILABLE`, `TIMEOUT` or `INTERNAL`,
+   * `error` after a join again (reconnect) was refused: the roster is kept, tried again after
+   * the next login.
+   */
+  status: ChannelStatus;
+  /** Why the last join failed (`retrying`, `error`), else null. */
+  error: RollcallError | Error | null;
+  /** True after a `seq` gap until a listing or a snapshot replaces the roster. */
+  readonly resyncing: boolean;
+  /** Lets the next events skip `n` (default 1) more `seq` values: own changes the broker does not echo. */
+  allowSkippedSeq(n?: number): void;
+  /** Sets `status` and `error` (the client does), emitting `status` when they changed. */
+  setStatus(status: ChannelStatus, error?: RollcallError | Error | null, retryInMs?: number): void;
+  /** After a gap: replaces the members with a complete listing at `seq`, then applies the events since; false when ignored. */
+  applyListing(users: OnlineUser[], seq: number): boolean;
   /** Member ids in byte order of their UTF-8 encoding (the broker's order). */
   sortedUserIds(): string[];
   /** Applies one presence event of this channel; false when ignored (stale) or kept until the snapshot. */
@@ -484,6 +518,11 @@ export interface ClientOptions {
   resumeWindowMs?: number;
   /** Subprotocol offered (default `rollcall.v1`; `null` or `""`: none). */
   subprotocol?: string | null;
+  /**
+   * How long (ms) a request waits for its reply before it rejects with `TIMEOUT` (default
+   * 10000). The login too: a login that times out counts as a failed connection attempt.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** The client's connection state. */
@@ -501,6 +540,12 @@ export interface ConnectionDetail {
   reason?: string;
   /** With `reconnecting`: the URL the retry dials (the next one when several were given). */
   url?: string;
+}
+
+/** Options of `request`. */
+export interface RequestOptions {
+  /** Milliseconds to wait for the reply before rejecting with `TIMEOUT` (default: the client's `requestTimeoutMs`). */
+  timeoutMs?: number;
 }
 
 /** Options of `join`. */
@@ -538,8 +583,12 @@ export interface ClientEvents {
   session: SessionEvent;
   /** (1.1) A login or `refresh` put a token in force; `expiresAt` as in `client.expiresAt`. */
   token: { expiresAt: number | null };
-  /** A request the client made by itself failed (rejoin after a reconnect, snapshot pages, an automatic refresh). */
-  error: { op: "join" | "getOnlineUsers" | "refresh"; channel?: string; error: RollcallError | Error };
+  /**
+   * A request the client made by itself failed (a join again after a reconnect or one made
+   * offline, snapshot pages or a resync listing, an automatic refresh); with `retryInMs` when
+   * it is tried again then.
+   */
+  error: { op: "join" | "getOnlineUsers" | "refresh"; channel?: string; error: RollcallError | Error; retryInMs?: number };
   /** Every event, raw, before anything else sees it. */
   event: BrokerEvent;
 }
@@ -577,14 +626,22 @@ export class RollcallClient extends Emitter<ClientEvents> {
   /** This client's user id. */
   readonly userId: string;
 
-  /** Connects and logs in; a failed first login rejects and does not reconnect. */
+  /**
+   * Connects and logs in; resolves with the first login. A failed connection (or a login
+   * answered `RATE_LIMITED`, `UNAVAILABLE`, `INTERNAL`, `TIMEOUT`) is retried with the backoff;
+   * rejects only when the client ends (a login refused for good, `reconnect: false`, `close()`).
+   */
   open(): Promise<LoginResult>;
   /** Any request: resolves with `result`, rejects with a `RollcallError`. */
-  request<T = any>(op: Op | (string & {}), args?: Record<string, unknown>): Promise<T>;
+  request<T = any>(op: Op | (string & {}), args?: Record<string, unknown>, options?: RequestOptions): Promise<T>;
 
-  /** Joins a channel; the roster fills from the snapshot that follows. */
+  /**
+   * Joins a channel; the roster (in `rosters` at once, `status` `joining`) fills from the
+   * snapshot that follows. Offline it is kept and sent after the next login (the last of
+   * `join`/`leave` wins); resolves once the broker accepted it.
+   */
   join(channel: string, options?: JoinOptions): Promise<Roster>;
-  /** Leaves a channel and forgets its roster. */
+  /** Leaves a channel and forgets its roster at once; offline, kept for the next login. */
   leave(channel: string, channelType?: ChannelType): Promise<void>;
   /** Merges keys into this user's state; resolves with the full state. */
   setState(channel: string, state: State, channelType?: ChannelType, options?: SetStateOptions): Promise<StateResult>;
@@ -612,9 +669,9 @@ export class RollcallClient extends Emitter<ClientEvents> {
   setCustomStatus(customStatus: string | null): Promise<StatusRecord>;
   /** Records of up to 500 users; updates `statuses`. */
   getUserStatus(userIds: string[]): Promise<UserStatusResult>;
-  /** `subscribeUserStatus`: follows up to 100 users (`duration` 60–2592000 s, default 86400). */
+  /** `subscribeUserStatus`: follows up to 100 users (`duration` 60–2592000 s, default 86400); offline, kept for the next login. */
   subscribe(userIds: string[], duration?: number): Promise<SubscribeResult>;
-  /** `unsubscribeUserStatus`: no list (or empty) stops following everyone. */
+  /** `unsubscribeUserStatus`: no list (or empty) stops following everyone; offline, kept for the next login. */
   unsubscribe(userIds?: string[]): Promise<{ failed: FailedId[] }>;
   /** One page of this user's subscriptions (with `userIds`: those, unpaged). */
   getSubscriptions(options?: { userIds?: string[]; page?: string; pageSize?: number }): Promise<SubscriptionsPage>;
