@@ -41,12 +41,11 @@ extension ClusterPresence {
                     Array(user.string.utf8), current, state.encoded,
                     PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state), PresenceEvents.encodedName(user),
                 ] + Self.ttlOperations(ttls)
-                store.call([.script(PresenceScripts.setState, arguments: arguments)]) { [self] result in
+                runScript(PresenceScripts.setState, arguments) { [self] result in
                     switch result {
-                    case .failure(let failure):
-                        done(.failure(failure.brokerError))
-                    case .success(let replies):
-                        let reply = replies.first ?? .null
+                    case .failure(let error):
+                        done(.failure(error))
+                    case .success(let reply):
                         let decoded = StateScriptReply(reply)
                         switch decoded.outcome {
                         case .ok:

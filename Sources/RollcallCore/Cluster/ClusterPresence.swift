@@ -117,12 +117,11 @@ final class ClusterPresence {
                     Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
                     Array(keys.sessionChannels(session.sessionId).utf8), session.grant.info ?? [],
                 ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
-                store.call([.script(PresenceScripts.join, arguments: arguments)]) { [self] result in
+                runScript(PresenceScripts.join, arguments) { [self] result in
                     switch result {
-                    case .failure(let failure):
-                        done(.failure(failure.brokerError))
-                    case .success(let replies):
-                        let reply = replies.first ?? .null
+                    case .failure(let error):
+                        done(.failure(error))
+                    case .success(let reply):
                         let decoded = JoinScriptReply(reply)
                         switch decoded.outcome {
                         case .ok: done(.success(decoded))
@@ -230,11 +229,10 @@ final class ClusterPresence {
             Array(sessionId.utf8), Array((member?.string ?? "").utf8), Array(member != nil ? "1".utf8 : "0".utf8), bytes,
             Array(keys.prefix.utf8), Array(String(configuration.limits.heldMessageBytes).utf8),
         ]
-        store.call([.script(PresenceScripts.publish, arguments: arguments)]) { result in
+        runScript(PresenceScripts.publish, arguments) { result in
             switch result {
-            case .failure(let failure): done(.failure(failure.brokerError))
-            case .success(let replies):
-                let reply = replies.first ?? .null
+            case .failure(let error): done(.failure(error))
+            case .success(let reply):
                 let decoded = PublishScriptReply(reply)
                 switch decoded.outcome {
                 case .ok: done(.success(Answer(result: .object(["recipients": .int(decoded.recipients)]))))
@@ -272,11 +270,11 @@ final class ClusterPresence {
             Array(request.includeState ? "1".utf8 : "0".utf8), Array(request.includeUserId ? "1".utf8 : "0".utf8),
             request.viewer.map { Array($0.string.utf8) } ?? [],
         ]
-        store.call([.script(PresenceScripts.onlineUsers, arguments: arguments)]) { result in
+        runScript(PresenceScripts.onlineUsers, arguments) { result in
             switch result {
-            case .failure(let failure): done(.failure(failure.brokerError))
-            case .success(let replies):
-                let reply = OnlineUsersScriptReply(replies.first ?? .null)
+            case .failure(let error): done(.failure(error))
+            case .success(let raw):
+                let reply = OnlineUsersScriptReply(raw)
                 let page = RosterPage(encodedEntries: reply.entries, includeState: request.includeState, more: reply.more)
                 var insert: RosterPage.EncodedEntry?
                 if request.includeUserId, let viewer = request.viewer, let own = reply.ownState, request.after.map({ $0 < viewer }) ?? true {
@@ -369,6 +367,14 @@ final class ClusterPresence {
             }
         }
         return arguments
+    }
+
+    /// Runs one script: its reply, or the store's failure as the error a request answers
+    /// (`UNAVAILABLE` with `retryAfterMs`).
+    func runScript(_ script: StoreScript, _ arguments: [[UInt8]], then done: @escaping (Result<StoreReply, BrokerError>) -> Void) {
+        store.call([.script(script, arguments: arguments)]) { result in
+            done(result.map { $0.first ?? .null }.mapError(\.brokerError))
+        }
     }
 
     static func unexpected(_ reply: StoreReply) -> BrokerError {
