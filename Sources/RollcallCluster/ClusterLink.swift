@@ -157,7 +157,6 @@ public final class ClusterLink {
         deliver?(.storeLost)
         epoch = nil
         rejoining = true
-        scripts.removeAll() // an empty Redis has no scripts either: each is loaded again
         ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -219,18 +218,12 @@ public final class ClusterLink {
         }
     }
 
-    /// The script, loaded into Redis ahead of its first `EVALSHA` from this node on the same
-    /// connection. Without that the first run answers `NOSCRIPT` and its `EVAL` goes out after
-    /// the commands queued behind it: out of the call's order (the fallback stays for a Redis
-    /// that lost its scripts; a load that failed is tried again at the next use).
+    /// The script with its SHA-1, made once per script (the connection loads it on each new
+    /// link before its first `EVALSHA`: ``RedisConnection/load(_:)``).
     private func redisScript(_ script: StoreScript) -> RedisScript {
         if let cached = scripts[script] { return cached }
         let made = RedisScript(script.source)
         scripts[script] = made
-        commands.send([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]) { [weak self] result in
-            guard case .failure = result else { return }
-            self?.scripts[script] = nil
-        }
         return made
     }
 }

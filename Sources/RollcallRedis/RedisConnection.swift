@@ -35,6 +35,9 @@ public final class RedisConnection {
     private var link: RedisLink?
     private let reconnector: RedisReconnector
     private var pending = Deque<Pending>()
+    /// SHA-1s of the scripts loaded on the current link (a new link starts with none: the
+    /// Redis behind it may have restarted, or failed over, without its scripts).
+    private var loadedScripts: Set<String> = []
     private var watchdog: LoopTimer!
 
     /// A connection to `endpoint` on `loop`; nothing happens until ``start()``.
@@ -61,6 +64,17 @@ public final class RedisConnection {
             return
         }
         enqueue(arguments, completion)
+    }
+
+    /// Loads `script` on the current link ahead of the commands sent after it, once per link,
+    /// so that its first `EVALSHA` finds it and nothing runs out of order (an `EVAL` fallback
+    /// after `NOSCRIPT` would go out behind the commands queued meanwhile). A load that failed
+    /// is tried again at the next use; nothing is sent while the link is down.
+    public func load(_ script: RedisScript) {
+        guard reconnector.isReady, link != nil, loadedScripts.insert(script.sha1).inserted else { return }
+        enqueue([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]) { [weak self] result in
+            if case .failure = result { self?.loadedScripts.remove(script.sha1) }
+        }
     }
 
     /// ``send(_:completion:)`` with text arguments (UTF-8).
@@ -98,6 +112,7 @@ public final class RedisConnection {
         guard let link = reconnector.makeLink(to: endpoint) else { return }
         link.delegate = self
         self.link = link
+        loadedScripts.removeAll()
         if let password = endpoint.password {
             let words = ["AUTH"] + (endpoint.user.map { [$0] } ?? []) + [password]
             handshake(words, on: link, step: "AUTH")

@@ -1,8 +1,9 @@
 import Crypto
 
-/// A Lua script run with `EVALSHA`, falling back to `EVAL` when Redis answers `NOSCRIPT`
-/// (a Redis restarted empty, or after `SCRIPT FLUSH`): `EVAL` also caches the script, so the
-/// next run is an `EVALSHA` again.
+/// A Lua script run with `EVALSHA`, loaded first on each new link of the connection
+/// (``RedisConnection/load(_:)``), falling back to `EVAL` when Redis still answers `NOSCRIPT`
+/// (a `SCRIPT FLUSH` while the link stayed up): `EVAL` also caches the script, so the next
+/// run is an `EVALSHA` again.
 public struct RedisScript: Equatable {
     /// The Lua source.
     public let source: String
@@ -22,6 +23,7 @@ public struct RedisScript: Equatable {
     public func run(on connection: RedisConnection, keys: [[UInt8]] = [], arguments: [[UInt8]] = [],
                     completion: @escaping RedisConnection.Completion) {
         let tail = [Array(String(keys.count).utf8)] + keys + arguments
+        connection.load(self)
         connection.send([Array("EVALSHA".utf8), Array(sha1.utf8)] + tail) { result in
             guard case .failure(let error) = result, error.code == .errorReply, error.message.hasPrefix("NOSCRIPT") else {
                 completion(result)

@@ -6,7 +6,9 @@ import Testing
 /// Issue 29 item 0: Redis shut down with SAVE and started again (its data kept). Every node
 /// reconnects, resubscribes and resyncs (PROTOCOL §9): a join made afterwards through one node
 /// reaches the members on every node. Before the fix a node whose pub/sub link came back before
-/// its command link failed its resync reads and buffered every later event for good.
+/// its command link failed its resync reads and buffered every later event for good. The
+/// restarted Redis has no scripts: each new link loads them before their first `EVALSHA`, so
+/// none answers `NOSCRIPT` (whose `EVAL` fallback would run behind the commands queued meanwhile).
 @Suite("Cluster across a Redis restart that keeps its data", .serialized)
 struct ClusterRedisRestartTests {
     @Test("after SHUTDOWN SAVE and a restart, a join through node C reaches the members on nodes A and B")
@@ -38,6 +40,9 @@ struct ClusterRedisRestartTests {
             joined = try? newcomer?.join("lobby")
             return joined?.ok == true
         }, "\(String(describing: joined))")
+        let errors = (try? RedisWire.bulk(port: cluster.redisPort, ["INFO", "errorstats"])) ?? "?"
+        #expect(!errors.contains("NOSCRIPT"),
+                "every script was loaded on the new links before its first EVALSHA (issue 29 item 5): \(errors)")
         for (index, member) in members.enumerated() {
             // The join event, or a snapshot that lists the newcomer (a node that resynced after
             // the join shows it so: a client replaces its roster with any snapshot).
