@@ -113,11 +113,11 @@ public final class BrokerServer {
     private let clusterConnected = DispatchSemaphore(value: 0)
     /// The service thread's side of ``clusterConnected``: already signalled.
     private var clusterConnectedSignalled = false
-    private var cStrings: [UnsafeMutablePointer<CChar>] = []
-    private var protocols: UnsafeMutablePointer<lws_protocols>?
+    var cStrings: [UnsafeMutablePointer<CChar>] = []
+    var protocols: UnsafeMutablePointer<lws_protocols>?
     /// lws' idle ("validity") policy for the vhost: all zero, so lws keeps no per-connection
     /// validity timer (the transport owns heartbeats, see `BrokerServer+Timers.swift`).
-    private var idlePolicy: UnsafeMutablePointer<lws_retry_bo_t>?
+    var idlePolicy: UnsafeMutablePointer<lws_retry_bo_t>?
 
     /// Where the server is in its life.
     enum Phase: Equatable {
@@ -349,138 +349,5 @@ public final class BrokerServer {
             perform(record.lifecycle.shutdown(), for: record)
         }
         armTimer()
-    }
-
-    // MARK: - Context
-
-    private func createContext() -> Result<Int, ServerError> {
-        let host = configuration.listen.host == "localhost" ? "127.0.0.1" : configuration.listen.host
-        let protocolList = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
-        protocolList.initialize(repeating: lws_protocols(), count: 2)
-        protocolList[0].name = UnsafePointer(cString("rollcall.v1"))
-        protocolList[0].callback = rollcallLWSCallback
-        protocolList[0].per_session_data_size = MemoryLayout<rollcall_pss_t>.size
-        protocolList[0].rx_buffer_size = Self.receiveChunkBytes
-        // Without it lws caps every send() at rx_buffer_size and drains the rest of a frame
-        // one such chunk per service turn — each turn a poll() of every descriptor (storm bench).
-        protocolList[0].tx_packet_size = Int(Self.socketSendBufferBytes)
-        protocols = protocolList
-
-        var info = lws_context_creation_info()
-        info.port = Int32(configuration.listen.port)
-        info.iface = UnsafePointer(cString(host))
-        info.vhost_name = UnsafePointer(cString("default"))
-        info.protocols = UnsafePointer(protocolList)
-        info.user = Unmanaged.passUnretained(self).toOpaque()
-        info.count_threads = 1
-        if Self.isIPv4(host) {
-            info.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
-        }
-        info.timeout_secs = 5
-        if configuration.http.permessageDeflate {
-            // RFC 7692, lws' implementation: used with clients that offer it (browsers always do).
-            info.extensions = rollcall_permessage_deflate_extensions()
-        }
-        // No lws validity timer: lws' default policy (ping after 300 s) arms a per-connection
-        // timer in its sorted timer list at every establishment and pong, an O(n) insertion
-        // that callgrind showed as ~9% of the broker's instructions at 3,000 logins.
-        let policy = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
-        policy.initialize(to: lws_retry_bo_t())
-        idlePolicy = policy
-        info.retry_and_idle_policy = UnsafePointer(policy)
-        // lws sizes its descriptor table from the soft limit, so raise it first.
-        connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
-        let tls = configuration.tls
-        if let url = configuration.webhooks.url, (try? WebhookURL(url))?.secure == true {
-            // lws' TLS library set-up for the webhook client's https (the listener stays plain without a cert).
-            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-        }
-        if let certFile = tls.certFile, let keyFile = tls.keyFile {
-            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-            info.ssl_cert_filepath = UnsafePointer(cString(certFile))
-            info.ssl_private_key_filepath = UnsafePointer(cString(keyFile))
-            // HTTP/1.1 only: lws would otherwise negotiate h2 over TLS, whose flow control
-            // cuts the one-write dynamic bodies (/metrics) short; WebSockets use HTTP/1.1 anyway.
-            info.alpn = UnsafePointer(cString("http/1.1"))
-        }
-
-        LWSLogBridge.recentErrors = []
-        let creation = EventLoop.createContext(info, onLibev: EventLoop.isRequested)
-        eventLoop = creation.loop
-        if creation.fellBackToPoll, creation.context != nil {
-            logger.warning("libwebsockets' libev loop is unavailable; using its poll loop")
-        }
-        guard let created = creation.context else {
-            let errors = LWSLogBridge.recentErrors
-            let cause = errors.isEmpty ? "" : " (libwebsockets: \(errors.joined(separator: "; ")))"
-            if let certFile = tls.certFile, let keyFile = tls.keyFile {
-                return .failure(ServerError(
-                    .tlsFileInvalid,
-                    "cannot start TLS on \(host):\(configuration.listen.port) with tls.certFile \(certFile) and tls.keyFile \(keyFile)\(cause)"))
-            }
-            return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)\(cause)"))
-        }
-        context = created
-        guard let vhost = lws_get_vhost_by_name(created, "default") else {
-            lws_context_destroy(created)
-            context = nil
-            return .failure(ServerError(.listenFailed, "libwebsockets created no vhost"))
-        }
-        let bound = Int(lws_get_vhost_listen_port(vhost))
-        guard bound > 0 else {
-            lws_context_destroy(created)
-            context = nil
-            return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
-        }
-        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-        if let eventLoop, configuration.http.coalesceWindowSeconds > 0 {
-            coalescer = WriteCoalescer(loop: eventLoop, windowSeconds: configuration.http.coalesceWindowSeconds,
-                                       busySeconds: configuration.http.coalesceBusySeconds) { [unowned self] id in flushHeld(id) }
-        }
-        startBatchedSends()
-        if configuration.cluster.isEnabled {
-            guard let eventLoop else {
-                lws_context_destroy(created)
-                context = nil
-                return .failure(ServerError(.listenFailed, "cluster mode needs libwebsockets' libev loop (unset ROLLCALL_EVENT_LOOP)"))
-            }
-            do {
-                let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: clusterEpoch, loop: eventLoop, logger: logger)
-                link.deliver = { [unowned self] event in feed(event) }
-                link.start()
-                clusterLink = link
-            } catch {
-                lws_context_destroy(created)
-                context = nil
-                return .failure(ServerError(.listenFailed, "\(error)"))
-            }
-        }
-        do throws(ServerError) {
-            webhookSender = try makeWebhookSender(context: created)
-        } catch {
-            lws_context_destroy(created)
-            context = nil
-            return .failure(error)
-        }
-        logger.info("listening", metadata: [
-            "host": "\(host)", "port": "\(bound)", "tls": "\(tls.certFile != nil)",
-            "connectionCap": "\(connectionCap.limit)", "descriptorLimit": "\(connectionCap.descriptorLimit)",
-        ])
-        if connectionCap.descriptorLimit < 4 * ConnectionCap.reserve {
-            logger.warning("the open-file limit is low: at most \(connectionCap.limit) connections (raise ulimit -n)")
-        }
-        armTimer()
-        return .success(bound)
-    }
-
-    private func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
-        let pointer = strdup(string)!
-        cStrings.append(pointer)
-        return pointer
-    }
-
-    private static func isIPv4(_ host: String) -> Bool {
-        var address = in_addr()
-        return inet_pton(AF_INET, host, &address) == 1
     }
 }
