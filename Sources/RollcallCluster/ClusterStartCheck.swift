@@ -5,7 +5,9 @@ import RollcallRedis
 
 /// What a node checks in Redis before it serves (PROTOCOL §9), on a loop of its own:
 /// - the key prefix is the cluster's, not foreign data: `P meta` says `format rollcall-1`,
-///   or Redis holds no key under the prefix at all (then this node writes `P meta`);
+///   or Redis holds no key under the prefix but the ones running nodes write after a data
+///   loss (`P meta` with only `lastBeat`/`grace`, `P nodes`, `P node:<id>`; then this node
+///   writes `P meta` and a new epoch);
 /// - its `presence`, `state`, `userStatus` and `limits` sections equal those of every live node;
 /// - then it registers itself (`P node:<id>`, `P nodes`).
 public enum ClusterStartCheck {
@@ -21,14 +23,26 @@ public enum ClusterStartCheck {
         local meta = prefix .. 'meta'
         local found = redis.call('HGET', meta, 'format')
         if not found then
-          if redis.call('EXISTS', meta) == 1 then return {'foreign', meta} end
-          local scan = redis.call('SCAN', '0', 'MATCH', prefix .. '*', 'COUNT', 1000)
-          local cursor, keys = scan[1], scan[2]
-          while #keys == 0 and cursor ~= '0' do
-            scan = redis.call('SCAN', cursor, 'MATCH', prefix .. '*', 'COUNT', 1000)
-            cursor, keys = scan[1], scan[2]
+          -- After Redis lost the cluster's data, the nodes still running write their heartbeats
+          -- (`nodes`, `node:<id>`) and the reaper `meta` `lastBeat`/`grace` before one of them
+          -- registers again: those keys are the cluster's own. Anything else is foreign.
+          if redis.call('EXISTS', meta) == 1 then
+            for _, field in ipairs(redis.call('HKEYS', meta)) do
+              if field ~= 'lastBeat' and field ~= 'grace' then return {'foreign', meta} end
+            end
           end
-          if #keys > 0 then return {'foreign', keys[1]} end
+          local nodePrefix = prefix .. 'node:'
+          local function ours(key)
+            return key == meta or key == prefix .. 'nodes' or string.sub(key, 1, #nodePrefix) == nodePrefix
+          end
+          local cursor = '0'
+          repeat
+            local scan = redis.call('SCAN', cursor, 'MATCH', prefix .. '*', 'COUNT', 1000)
+            cursor = scan[1]
+            for _, key in ipairs(scan[2]) do
+              if not ours(key) then return {'foreign', key} end
+            end
+          until cursor == '0'
           redis.call('HSET', meta, 'format', format, 'epoch', epoch)
         elseif found ~= format then
           return {'foreign', meta}

@@ -56,3 +56,32 @@ struct ClusterRedisRestartTests {
         }
     }
 }
+
+/// Issue 29 item 1: after Redis lost the cluster's data, heartbeats and the reaper write
+/// `P meta` (`lastBeat`, `grace`) and `P nodes` before the nodes register again; those keys
+/// are the cluster's own, so the register script claims the prefix again (it answered
+/// `foreign` before): a node started later joins, and a second loss is noticed like the first.
+@Suite("Cluster after Redis lost its data", .serialized)
+struct ClusterDataLossAgainTests {
+    @Test("after a data loss a node started again joins the cluster, and a second loss closes sessions with 1012 again")
+    func theClusterRegistersAgainAfterADataLoss() throws {
+        let cluster = try ClusterProcess()
+        let first = try cluster.session("alice", node: 0)
+        try cluster.redis.restart()
+        let closed = try first.waitForClose(timeout: .seconds(15))
+        #expect(closed.reason == "cluster data lost", "\(closed)")
+        #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
+        // Let heartbeats and the reaper write their keys before the next start check.
+        let settled = eventually(timeout: 10) {
+            ((try? RedisWire.command(port: cluster.redisPort, ["EXISTS", cluster.keyPrefix + "meta"])) ?? "") == ":1"
+        }
+        #expect(settled)
+
+        try cluster.restart(node: 2)
+        #expect(cluster.waitUntilFormed(timeout: 10), "the restarted node joined: \(cluster.describeNodes())")
+        let second = try cluster.session("bob", node: 2)
+        try cluster.redis.restart()
+        let closedAgain = try second.waitForClose(timeout: .seconds(15))
+        #expect(closedAgain.reason == "cluster data lost", "a second loss is noticed like the first: \(closedAgain)")
+    }
+}
