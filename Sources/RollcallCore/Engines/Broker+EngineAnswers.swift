@@ -12,9 +12,10 @@ extension Broker {
                 _ op: (@escaping EngineCompletion) throws(BrokerError) -> Void) throws(BrokerError) -> JSON? {
         var immediate: Result<EngineAnswer, BrokerError>?
         var returned = false
-        let later = answerDeferred(request, on: connection)
-        try op { outcome in
-            if returned { later(outcome) } else { immediate = outcome }
+        // The deferred answer is made only for an op that completes later: the memory engines'
+        // ops (every op on one node, publish included) do not pay for it.
+        try op { [self] outcome in
+            if returned { answerDeferred(request, on: connection)(outcome) } else { immediate = outcome }
         }
         returned = true
         guard let immediate else { return nil }
