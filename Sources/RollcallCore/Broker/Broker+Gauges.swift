@@ -11,5 +11,5 @@ extension Broker {
 
     /// User-status subscriptions held now (all subscribers, not yet expired); in cluster mode,
     /// the whole cluster's, as of the last reaper tick (they live in Redis).
-    package var subscriptionCount: Int { clusterUserStatus?.subscriptionsInCluster ?? userStatus.book.count }
+    package var subscriptionCount: Int { userStatuses.subscriptionCount }
 }

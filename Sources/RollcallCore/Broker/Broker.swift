@@ -26,24 +26,19 @@ public final class Broker {
     var tokenDeadlines = TimerQueue<ConnectionID>()
     var heldSessions: [UInt64: Session] = [:]
     var nextSessionNumber: UInt64 = 0
-    /// Cluster mode: channel presence on Redis (nil on one node, where ``presence`` serves).
-    var clusterPresence: ClusterPresence?
-    /// Cluster mode: user status on Redis (nil on one node, where ``userStatus`` serves).
-    var clusterUserStatus: ClusterUserStatus?
-    /// The engine every presence op goes to: ``presence`` on one node, ``clusterPresence`` in a cluster.
-    private(set) var channelPresence: any ChannelPresence
-    /// The engine every user-status op goes to: ``userStatus`` on one node, ``clusterUserStatus`` in a cluster.
-    private(set) var userStatuses: any UserStatuses
-    /// Cluster mode: what waits for each store call's replies.
+    /// Makes ``engines`` once the broker exists.
+    private let makeEngines: EngineFactory
+    /// The engines every op goes to: in memory on one node, on Redis in a cluster.
+    private(set) lazy var engines: BrokerEngines = makeEngines(self)
+    /// Channel presence (PROTOCOL §4), as ``engines`` keeps it.
+    var channelPresence: any ChannelPresence { engines.presence }
+    /// User status (PROTOCOL §6), as ``engines`` keeps it.
+    var userStatuses: any UserStatuses { engines.userStatuses }
+    /// Sessions and the node's life, as ``engines`` keeps them.
+    var sessions: any SessionEngine { engines.sessions }
+    /// What waits for each store call's replies (the Redis engine's calls).
     var storeCalls: [StoreTicket: (Result<[StoreReply], StoreFailure>) -> Void] = [:]
     var nextStoreTicket: UInt64 = 0
-    /// Cluster mode: when the reaper runs next (monotonic ms).
-    var nextReapAt: Timestamp = 0
-    /// Cluster mode: session ends Redis did not answer (it was out of reach), tried again at
-    /// each reaper tick.
-    var unfinishedEnds: [() -> Void] = []
-    /// Cluster mode: messages kept for a resumed session, sent after its snapshots.
-    var resumedMessages: [UInt64: [[UInt8]]] = [:]
     /// Prefix of every session id (cluster mode: the node id and a dot, so ids are unique in the cluster).
     let sessionIdPrefix: String
     /// Counters for `/metrics`.
@@ -76,19 +71,12 @@ public final class Broker {
         self.presence = PresenceEngine(configuration: configuration, clock: clock, outbox: outbox)
         self.userStatus = UserStatusEngine(
             configuration: configuration, clock: clock, outbox: outbox, directory: directory, store: store)
-        self.channelPresence = presence
-        self.userStatuses = userStatus
         if configuration.cluster.isEnabled {
-            clusterPresence = ClusterPresence(
-                configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
-                clock: clock, outbox: outbox, store: self)
-            clusterUserStatus = ClusterUserStatus(
-                configuration: configuration, keys: ClusterKeys(prefix: configuration.cluster.keyPrefix),
-                clock: clock, outbox: outbox, directory: directory, store: self)
-            directory.indexesIds = true
+            self.makeEngines = BrokerEngines.onRedis
+        } else {
+            self.makeEngines = BrokerEngines.inMemory
         }
-        if let clusterPresence { channelPresence = clusterPresence }
-        if let clusterUserStatus { userStatuses = clusterUserStatus }
+        _ = engines
     }
 
     /// Handles one event and returns what the transport must do, in order.
@@ -107,20 +95,13 @@ public final class Broker {
         case .storeReplied(let ticket, let result):
             storeCalls.removeValue(forKey: ticket)?(result)
         case .storeMessage(let channel, let payload):
-            if clusterPresence != nil, channel.elementsEqual(controlChannel.utf8) {
-                handleControl(payload)
-            } else if let clusterUserStatus, clusterUserStatus.isInbox(channel) {
-                clusterUserStatus.deliver(channel: channel, payload: payload)
-            } else {
-                clusterPresence?.deliver(channel: channel, payload: payload)
-            }
+            sessions.storeMessageArrived(channel: channel, payload: payload)
         case .storeResubscribed:
-            clusterPresence?.resyncEverything()
-            clusterUserStatus?.linkRestored()
+            sessions.storeResubscribed()
         case .storeLost:
-            clusterDataLost()
+            sessions.storeLostData()
         case .storeFenced:
-            clusterNodeFenced()
+            sessions.nodeFenced()
         case .api(let id, let op, let body):
             serverAPIRequest(id, op: op, body: body)
         }
@@ -131,9 +112,7 @@ public final class Broker {
     /// (compare with ``monotonicNow``); the transport sends `.tick` then.
     public var nextDeadline: Timestamp? {
         [loginDeadlines.nextDeadline(), holdDeadlines.nextDeadline(), tokenDeadlines.nextDeadline(),
-         presence.nextDeadline, userStatus.nextDeadline, clusterPresence?.flushes.nextDeadline(), clusterPresence?.expiries.nextDeadline(),
-         clusterPresence?.snapshotRetries.nextDeadline(),
-         clusterPresence == nil ? nil : nextReapAt]
+         presence.nextDeadline, userStatus.nextDeadline, sessions.nextDeadline]
             .compactMap { $0 }.min()
     }
 
@@ -234,7 +213,7 @@ public final class Broker {
         reply(to: connection, id: request.id, outcome, at: mark)
         switch (request.op, outcome) {
         case (.login, .success):
-            if let session = directory.session(on: connection) { userStatus.sessionLoggedIn(session) }
+            if let session = directory.session(on: connection) { sessions.loggedIn(session) {} }
         case (.logout, .success):
             close(connection, .logout, reason: "logout")
         case (.login, .failure(let error)) where error.code == .unauthorized:
@@ -264,11 +243,7 @@ public final class Broker {
         let session = directory.session(on: connection)
         if request.op == .login {
             guard session == nil else { throw BrokerError(.alreadyLoggedIn, "this connection is already logged in") }
-            if clusterPresence != nil {
-                try clusterLogin(LoginRequest(request), on: connection, id: request.id)
-                return nil
-            }
-            return try login(LoginRequest(request), on: connection)
+            return try login(LoginRequest(request), on: connection, id: request.id)
         }
         guard let session else {
             throw BrokerError(.notLoggedIn, "the first request must be login")
@@ -282,12 +257,13 @@ public final class Broker {
         case .login:
             preconditionFailure("handled above")
         case .logout:
-            if clusterPresence != nil {
-                clusterLogout(session, on: connection, id: request.id)
-                return nil
+            // The connection stays known (its later frames wait in its queue) until the answer.
+            let state = connections[connection]
+            let result = try answer(request, on: connection) { done in
+                sessions.logout(session) { done(.success(EngineAnswer(result: [:]))) }
             }
-            end(session, .logout)
-            return [:]
+            if result == nil { connections[connection] = state }
+            return result
         case .ping:
             return ["serverTime": .number(JSONNumber(Int(clock.now)))]
         case .refresh:
@@ -374,10 +350,7 @@ public final class Broker {
         }
         fireDueTokenTimers()
         presence.fireDueTimers()
-        clusterPresence?.fireDueFlushes()
-        clusterPresence?.fireDueExpiries()
-        clusterPresence?.fireDueSnapshotRetries()
-        reapIfDue()
+        sessions.fireDueTimers()
         userStatus.fireDueTimers()
     }
 
@@ -388,7 +361,7 @@ public final class Broker {
         for session in directory.all {
             end(session, .shutdown)
         }
-        if clusterPresence != nil { handOverSessions() }
+        sessions.shutDown()
         for connection in open {
             close(connection, .shutdown, reason: "shutdown")
         }

@@ -34,7 +34,11 @@ extension Broker {
             reply(to: connection, id: id, outcome.map(\.result), at: outbox.actions.count)
             if case .success(let answer) = outcome {
                 for frame in answer.after { outbox.send(frame, to: connection) }
-                if let channel, !answer.after.isEmpty { clusterPresence?.drain(channel) }
+                if let channel, !answer.after.isEmpty { channelPresence.snapshotSent(in: channel) }
+                if request.op == .logout {
+                    close(connection, .logout, reason: "logout")
+                    return
+                }
             }
             resumeQueuedRequests(on: connection)
         }

@@ -27,6 +27,11 @@ protocol ChannelPresence: AnyObject {
     func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping EngineCompletion)
     /// The server API's `publish` (PROTOCOL §10): no session, no membership needed.
     func publishFromServer(_ request: ServerPublishRequest, then done: @escaping EngineCompletion) throws(BrokerError)
+    /// The server API's `getChannels` (PROTOCOL §10): a page of the channels with a member.
+    func getChannels(_ request: GetChannelsRequest, then done: @escaping EngineCompletion)
+    /// A reply with a snapshot (``EngineAnswer/after``) went out to a session in `channel`:
+    /// the events that waited behind the snapshot may follow.
+    func snapshotSent(in channel: ChannelKey)
 }
 
 extension PresenceEngine: ChannelPresence {
@@ -68,6 +73,13 @@ extension PresenceEngine: ChannelPresence {
     func publishFromServer(_ request: ServerPublishRequest, then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try publishFromServer(request))))
     }
+
+    func getChannels(_ request: GetChannelsRequest, then done: @escaping EngineCompletion) {
+        done(.success(EngineAnswer(result: getChannels(request))))
+    }
+
+    /// One node sends a snapshot with its reply at once; nothing waits behind it.
+    func snapshotSent(in channel: ChannelKey) {}
 }
 
 extension ClusterPresence: ChannelPresence {
@@ -81,4 +93,10 @@ extension ClusterPresence: ChannelPresence {
         try changeState(of: session, in: request.channel, setting: nil, removing: request.keys,
                         ttlMs: nil, grant: nil, then: done)
     }
+
+    func getChannels(_ request: GetChannelsRequest, then done: @escaping EngineCompletion) {
+        getChannelsInCluster(request) { outcome in done(outcome.map { EngineAnswer(result: $0) }) }
+    }
+
+    func snapshotSent(in channel: ChannelKey) { drain(channel) }
 }

@@ -24,6 +24,14 @@ protocol UserStatuses: AnyObject {
     /// The records of `users`, in order, with no rate limit (the server API's `getUserStatus`);
     /// a user never seen reads `loggedOut`.
     func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void)
+    /// A held session resumed on this node (its user is online again, with `customStatus`
+    /// when the login set one).
+    func sessionResumed(_ session: Session, customStatus: String?)
+    /// A session left this node for good (the directory no longer has it); the user's record
+    /// follows (one node: at once; a cluster: once the store has the end).
+    func sessionEnded(_ session: Session, _ how: SessionEnd)
+    /// Subscriptions held now (a cluster: the whole cluster's, as of the last reaper tick).
+    var subscriptionCount: Int { get }
 }
 
 extension UserStatusEngine: UserStatuses {
@@ -57,4 +65,10 @@ extension UserStatusEngine: UserStatuses {
     }
 }
 
-extension ClusterUserStatus: UserStatuses {}
+extension ClusterUserStatus: UserStatuses {
+    /// The record follows in Redis once the session's end is recorded there (after a shutdown
+    /// the session is handed over, held, and the user stays online).
+    func sessionEnded(_ session: Session, _ how: SessionEnd) { sessionLeftNode(session) }
+
+    var subscriptionCount: Int { subscriptionsInCluster }
+}

@@ -59,39 +59,13 @@ extension Broker {
             }
         case .getChannels:
             let decoded = try GetChannelsRequest(request)
-            if clusterPresence != nil { getChannelsInCluster(decoded, then: answer) } else { answer(.success(presence.getChannels(decoded))) }
+            channelPresence.getChannels(decoded, then: engineAnswer)
         case .disconnectUser:
             let decoded = try DisconnectUserRequest(request)
-            if clusterPresence != nil { disconnectUserInCluster(decoded, then: answer) } else { answer(.success(disconnectUser(decoded))) }
+            sessions.disconnectUser(decoded, then: answer)
         case .getInfo:
-            if clusterPresence != nil { infoInCluster(then: answer) } else { answer(.success(info())) }
+            sessions.info(then: answer)
         }
-    }
-
-    /// `disconnectUser {userId, reason?}` → `{sessions}`: every session of the user, live or
-    /// held, ends as by `logout` (leave everywhere; `loggedOut` once the last is gone); live
-    /// ones are closed with 4403 and the reason.
-    func disconnectUser(_ request: DisconnectUserRequest) -> JSON {
-        let sessions = directory.sessions(of: request.userId)
-        for session in sessions {
-            let connection = session.connection
-            end(session, .logout)
-            if let connection { close(connection, .disconnectedByServer, reason: request.reason) }
-        }
-        return .object(["sessions": .int(sessions.count)])
-    }
-
-    /// `getInfo {}` → `{version, nodes: [{nodeId, sessions}], channels, sessions}`: one node
-    /// (``nodeId``); `sessions` counts live and held sessions, `channels` those with a member.
-    func info() -> JSON {
-        let sessions = JSON.int(directory.liveCount + heldSessions.count)
-        let node: JSON = .object(["nodeId": .string(nodeId), "sessions": sessions])
-        return .object([
-            "version": .string(BrokerVersion.current),
-            "nodes": .array([node]),
-            "channels": .int(presence.liveChannels.count),
-            "sessions": sessions,
-        ])
     }
 }
 

@@ -2,37 +2,74 @@ import DequeModule
 import RollcallProtocol
 
 extension Broker {
-    /// `login {userId, platform?, token?, customStatus?, presenceTimeout?, resumeToken?}`.
-    func login(_ request: LoginRequest, on connection: ConnectionID) throws(BrokerError) -> JSON {
-        let userId = request.userId
-        let platform = request.platform
-        let customStatus = request.customStatus
-        let timeoutSeconds = request.presenceTimeoutSeconds
-        let resumeToken = request.resumeToken
-
+    /// `login {userId, platform?, token?, customStatus?, presenceTimeout?, resumeToken?}`: checked
+    /// here, then the session engine resumes or starts the session. The result, or nil when
+    /// the engine waits for its store (the reply follows from ``loginAnswered(on:id:)``).
+    func login(_ request: LoginRequest, on connection: ConnectionID, id: JSON) throws(BrokerError) -> JSON? {
         let grant = try authenticateLogin(request)
-        let requestedTimeoutMs = timeoutSeconds.map { min(300, max(5, $0)).milliseconds }
-
-        if let resumeToken, let held = directory.heldSession(resumeToken: resumeToken), held.userId == userId {
-            return resume(held, on: connection, grant: grant,
-                          presenceTimeoutMs: requestedTimeoutMs ?? held.presenceTimeoutMs, customStatus: customStatus)
+        var immediate: Result<JSON, BrokerError>?
+        var returned = false
+        let deferred = loginAnswered(on: connection, id: id)
+        sessions.login(request, grant: grant, on: connection) { outcome, session in
+            if returned { deferred(outcome, session) } else { immediate = outcome }
         }
+        returned = true
+        return try immediate?.get()
+    }
 
-        let timeoutMs = requestedTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds
+    /// The presence timeout a login asks for, in the range PROTOCOL §3 allows.
+    static func presenceTimeoutMs(_ seconds: Double) -> Int64 { min(300, max(5, seconds)).milliseconds }
+
+    /// A new session for a login on `connection`, not yet in the directory.
+    func newSession(_ request: LoginRequest, on connection: ConnectionID, grant: Grant, timeoutMs: Int64?,
+                    token: ResumeToken? = nil) -> Session {
         nextSessionNumber += 1
         let session = Session(
-            number: nextSessionNumber, userId: userId, platform: platform,
-            connection: connection, presenceTimeoutMs: timeoutMs, token: ResumeToken(using: &random),
-            idPrefix: sessionIdPrefix)
+            number: nextSessionNumber, userId: request.userId, platform: request.platform,
+            connection: connection, presenceTimeoutMs: timeoutMs ?? configuration.presence.timeoutSeconds.milliseconds,
+            token: token ?? ResumeToken(using: &random), idPrefix: sessionIdPrefix)
         session.grant = grant
-        directory.add(session)
+        return session
+    }
+
+    /// A new session in the directory is logged in on `connection`: its token timer runs, the
+    /// login deadline goes.
+    func admit(_ session: Session, on connection: ConnectionID) {
         armTokenTimer(session)
-        // The newcomer is in before the oldest goes, so the user never reads offline in between.
-        closeOldestSessionsOverTheLimit(of: userId)
         loginDeadlines.cancel(connection)
         metrics.logins += 1
-        userStatus.sessionStarted(session, customStatus: customStatus)
-        return loginResult(session, resumed: false, channels: nil)
+    }
+
+    /// One of the user's sessions over `maxSessionsPerUser`, on this node: ends, closing 4409.
+    func closeOverTheLimit(_ session: Session) {
+        let connection = session.connection
+        end(session, .closed)
+        if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
+    }
+
+    /// The server API's `disconnectUser` for one session of this node: as `logout`, closing 4403.
+    func disconnect(_ session: Session, reason: String) {
+        let connection = session.connection
+        end(session, .logout)
+        if let connection { close(connection, .disconnectedByServer, reason: reason) }
+    }
+
+    /// The answer to a login the engine completed later: the reply, then what follows it, or
+    /// close 4401 after `UNAUTHORIZED`; then the requests that waited behind it.
+    private func loginAnswered(on connection: ConnectionID, id: JSON) -> (Result<JSON, BrokerError>, Session?) -> Void {
+        { [self] outcome, session in
+            guard connections[connection] != nil else { return }
+            reply(to: connection, id: id, outcome, at: outbox.actions.count)
+            if case .failure(let error) = outcome, error.code == .unauthorized {
+                close(connection, .unauthorized, reason: "unauthorized")
+                return
+            }
+            guard case .success = outcome, let session else {
+                resumeQueuedRequests(on: connection)
+                return
+            }
+            sessions.loggedIn(session) { [self] in resumeQueuedRequests(on: connection) }
+        }
     }
 
     /// Checks the login's custom status and token; the grant the token gives.
@@ -65,21 +102,8 @@ extension Broker {
             held.events.append(contentsOf: kept.events)
             held.dropped += kept.dropped
         }
-        let channels: [JSON]
-        if clusterPresence != nil {
-            // Cluster mode: the snapshots come from Redis after the reply, then the kept
-            // messages (see `clusterLogin`).
-            channels = session.presence.joined.keys.sorted().map(\.json)
-            resumedMessages[session.number] = Array(held.events)
-        } else {
-            channels = presence.sessionResumed(session)
-            for event in held.events { outbox.send(event, to: session) }
-        }
-        if let clusterUserStatus {
-            clusterUserStatus.sessionResumed(session, customStatus: customStatus)
-        } else {
-            userStatus.sessionResumed(session, customStatus: customStatus)
-        }
+        let channels = sessions.resumed(session, kept: Array(held.events))
+        userStatuses.sessionResumed(session, customStatus: customStatus)
         return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
 
@@ -117,18 +141,6 @@ extension Broker {
         return .object(result)
     }
 
-    /// Closes the user's oldest sessions (4409), live or held, until the limit holds.
-    private func closeOldestSessionsOverTheLimit(of userId: Name) {
-        let sessions = directory.sessions(of: userId)
-        let excess = sessions.count - configuration.limits.maxSessionsPerUser
-        guard excess > 0 else { return }
-        for oldest in sessions.prefix(excess) {
-            let connection = oldest.connection
-            end(oldest, .closed)
-            if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
-        }
-    }
-
     /// What the session's token allows.
     func grant(of session: Session) -> Grant { session.grant }
 
@@ -139,13 +151,21 @@ extension Broker {
         session.heldSince = clock.now
         heldSessions[session.number] = session
         holdDeadlines.schedule(session.number, at: clock.monotonic + session.presenceTimeoutMs)
-        if clusterPresence != nil { clusterSessionHeld(session) }
+        sessions.held(session)
         metrics.sessionEnds["held_\(cause.rawValue)", default: 0] += 1
     }
 
+    /// Forgets a session of this node without ending it anywhere else (it lives on in the
+    /// store, or the store lost it).
+    func forget(_ session: Session) {
+        holdDeadlines.cancel(session.number)
+        heldSessions[session.number] = nil
+        directory.remove(session)
+    }
+
     /// Ends a session for good: presence first (leave/timeout events), then user status.
-    /// Cluster mode: `recorded` runs once Redis has the end (``clusterSessionEnded(_:_:recorded:)``);
-    /// on one node it is not called (everything is done on return).
+    /// `recorded` runs once the store has the end (``SessionEngine/ended(_:_:recorded:)``); on
+    /// one node it is not called (everything is done on return).
     func end(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)? = nil) {
         if let connection = session.connection {
             connections[connection] = nil
@@ -153,19 +173,9 @@ extension Broker {
         }
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
-        if clusterPresence != nil {
-            clusterSessionEnded(session, how, recorded: recorded)
-        } else {
-            presence.sessionEnded(session, how)
-        }
+        sessions.ended(session, how, recorded: recorded)
         directory.remove(session)
-        if let clusterUserStatus {
-            // Cluster mode: the record follows in Redis (`endInCluster`; after a shutdown the
-            // session is handed over, held, and the user stays online).
-            clusterUserStatus.sessionLeftNode(session)
-        } else {
-            userStatus.sessionEnded(session, how)
-        }
+        userStatuses.sessionEnded(session, how)
         metrics.sessionEnds["\(how)", default: 0] += 1
     }
 }

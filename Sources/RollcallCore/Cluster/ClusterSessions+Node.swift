@@ -1,0 +1,202 @@
+import RollcallProtocol
+
+/// The node's life in cluster mode: what arrives from Redis, the reaper, hand-over at
+/// SIGTERM, a lost store or a fenced node, and the server API's ops over every node.
+extension ClusterSessions {
+    // MARK: - Timers
+
+    var nextDeadline: Timestamp? {
+        [presence.flushes.nextDeadline(), presence.expiries.nextDeadline(), presence.snapshotRetries.nextDeadline(), nextReapAt]
+            .compactMap { $0 }.min()
+    }
+
+    func fireDueTimers() {
+        presence.fireDueFlushes()
+        presence.fireDueExpiries()
+        presence.fireDueSnapshotRetries()
+        reapIfDue()
+    }
+
+    /// Every `cluster.heartbeatSeconds`: dead nodes' sessions become held, and held sessions
+    /// with no node whose hold ended time out (PROTOCOL §9).
+    private func reapIfDue() {
+        let now = broker.clock.monotonic
+        guard now >= nextReapAt else { return }
+        nextReapAt = now + configuration.cluster.heartbeatSeconds.milliseconds
+        let retries = unfinishedEnds
+        unfinishedEnds.removeAll()
+        for retry in retries { retry() }
+        presence.expireOverdue()
+        let arguments = [keys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
+        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), userStatus.sweepCommand]) { [self] result in
+            guard case .success(let replies) = result, let reply = replies.first else { return }
+            userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
+            userStatus.retryUnansweredEnds()
+            let reaped = ReapScriptReply(reply)
+            completeEnds(reaped.timedOut)
+            completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
+        }
+    }
+
+    /// Ends the reap script handed to this node, each as id, user, kind (`l`/`t`), how
+    /// (`logout`/`closed`) and the channel ids not left yet: held sessions with no node whose
+    /// hold ended (`timeout`), and ends another node began and did not finish (it died between
+    /// `session.end` and `status.ended`; each is handed out once per `nodeTimeoutSeconds` until
+    /// one is finished). The channels are left, then the user's record follows. Both steps are
+    /// idempotent, so an end its own node finishes meanwhile changes nothing twice.
+    private func completeEnds(_ handed: [ReapScriptReply.End], leftUnfinishedByTheirNode: Bool = false) {
+        var ends: [StoreCommand] = []
+        for end in handed {
+            if leftUnfinishedByTheirNode { broker.metrics.clusterEndsFinished += 1 }
+            presence.leave(sessionId: end.sessionId, user: end.user, channels: end.channels, kind: end.kind)
+            ends.append(userStatus.endedCommand(user: end.user, sessionId: end.sessionId, loggedOut: end.loggedOut))
+        }
+        userStatus.sendEnds(ends)
+    }
+
+    // MARK: - The store's link
+
+    func storeMessageArrived(channel: [UInt8], payload: [UInt8]) {
+        if channel.elementsEqual(controlChannel.utf8) {
+            handleControl(payload)
+        } else if userStatus.isInbox(channel) {
+            userStatus.deliver(channel: channel, payload: payload)
+        } else {
+            presence.deliver(channel: channel, payload: payload)
+        }
+    }
+
+    func storeResubscribed() {
+        presence.resyncEverything()
+        userStatus.linkRestored()
+    }
+
+    /// Redis lost the cluster's data: every session here ends without a word to anyone and
+    /// its connection closes with 1012, so clients log in again into an empty cluster.
+    func storeLostData() {
+        dropEverySession(closingWith: .serviceRestart, reason: CloseCode.clusterDataLostReason)
+        userStatus.unansweredEnds.removeAll()
+    }
+
+    /// The other nodes declared this node dead: its sessions belong to no node now, resumable
+    /// anywhere; each connection here closes with 1001 so its client resumes.
+    func nodeFenced() {
+        dropEverySession(closingWith: .shutdown, reason: "node fenced")
+    }
+
+    /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
+    func shutDown() {
+        call([.script(SessionScripts.handOver, arguments: [keys.prefix, nodeId].map(storeArgument)),
+              .command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { _ in }
+    }
+
+    /// Forgets every local session without touching Redis, and closes its connection.
+    private func dropEverySession(closingWith code: CloseCode, reason: String) {
+        for session in broker.directory.all {
+            _ = presence.forgetLocally(session)
+            broker.forget(session)
+            if let connection = session.connection { broker.close(connection, code, reason: reason) }
+        }
+        userStatus.forgetLocalSessions()
+        presence.flushes = TimerQueue()
+        presence.expiries = TimerQueue()
+        presence.snapshotRetries = TimerQueue()
+        presence.local.removeAll()
+    }
+
+    /// A message on this node's control channel (``ControlMessage``).
+    func handleControl(_ payload: [UInt8]) {
+        guard let message = ControlMessage(payload: payload), let session = broker.directory.session(id: message.sessionId) else {
+            return
+        }
+        let connection = session.connection
+        switch message {
+        case .adopted:
+            // Resumed on another node: this node's copy goes without a word (a connection it
+            // still had — this node had stopped beating for a while — closes with 1001).
+            _ = presence.forgetLocally(session)
+            broker.forget(session)
+            userStatus.sessionLeftNode(session)
+            if let connection { broker.close(connection, .shutdown, reason: "session resumed on another node") }
+        case .end(_, let code, let reason) where code == .disconnectedByServer:
+            // The server API's disconnectUser: as logout, with the reason in the close frame.
+            broker.disconnect(session, reason: reason ?? DisconnectUserRequest.defaultReason)
+        case .end(_, let code, _):
+            broker.end(session, .closed)
+            if let connection { broker.close(connection, code, reason: "too many sessions for this user") }
+        }
+    }
+
+    // MARK: - Server API
+
+    /// `disconnectUser`: every session of the user, on every node, ends as by `logout`; live
+    /// ones close with 4403 and the reason (by their own node, told on its control channel).
+    func disconnectUser(_ request: DisconnectUserRequest, then done: @escaping (Result<JSON, BrokerError>) -> Void) {
+        let arguments = [keys.prefix, request.userId.string]
+        call([.script(ServerAPIScripts.sessionsOfUser, arguments: arguments.map(storeArgument))]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                let flat = replies.first?.elements ?? []
+                var count = 0
+                var index = 0
+                while index + 1 < flat.count {
+                    let sessionId = flat[index].text ?? "", node = flat[index + 1].text ?? ""
+                    index += 2
+                    count += 1
+                    if node == nodeId, let session = broker.directory.session(id: sessionId) {
+                        broker.disconnect(session, reason: request.reason)
+                    } else if !node.isEmpty {
+                        tell(node: node, .end(sessionId: sessionId, code: .disconnectedByServer, reason: request.reason))
+                    } else {
+                        endRemotely(sessionId, loggedOut: true)
+                    }
+                }
+                done(.success(.object(["sessions": .int(count)])))
+            }
+        }
+    }
+
+    /// `getInfo`: the live nodes with their sessions, and the cluster's totals.
+    func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
+        let arguments = [keys.prefix, String(configuration.cluster.nodeTimeoutSeconds.milliseconds)]
+        call([.script(ServerAPIScripts.info, arguments: arguments.map(storeArgument))]) { result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                let flat = reply[0].elements ?? []
+                var nodes: [(id: String, sessions: Int)] = []
+                var index = 0
+                while index + 1 < flat.count {
+                    nodes.append((flat[index].text ?? "?", Int(flat[index + 1].integer ?? 0)))
+                    index += 2
+                }
+                nodes.sort { $0.id < $1.id }
+                done(.success(.object([
+                    "version": .string(BrokerVersion.current),
+                    "nodes": .array(nodes.map { .object(["nodeId": .string($0.id), "sessions": .int($0.sessions)]) }),
+                    "channels": .int(Int(reply[1].integer ?? 0)),
+                    "sessions": .int(Int(reply[2].integer ?? 0)),
+                ])))
+            }
+        }
+    }
+}
+
+extension BrokerEngines {
+    /// The Redis engines (cluster mode): presence, user status and sessions on Redis.
+    static func onRedis(_ broker: Broker) -> BrokerEngines {
+        let configuration = broker.configuration
+        let keys = ClusterKeys(prefix: configuration.cluster.keyPrefix)
+        let presence = ClusterPresence(configuration: configuration, keys: keys, clock: broker.clock, outbox: broker.outbox,
+                                       store: broker)
+        let userStatus = ClusterUserStatus(configuration: configuration, keys: keys, clock: broker.clock, outbox: broker.outbox,
+                                           directory: broker.directory, store: broker)
+        broker.directory.indexesIds = true
+        return BrokerEngines(presence: presence, userStatuses: userStatus,
+                             sessions: ClusterSessions(broker: broker, presence: presence, userStatus: userStatus))
+    }
+}

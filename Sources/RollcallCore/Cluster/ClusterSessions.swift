@@ -1,0 +1,266 @@
+import Crypto
+import RollcallProtocol
+
+/// Sessions in cluster mode (PROTOCOL §9; ``SessionScripts``): every session is recorded in
+/// Redis, so `maxSessionsPerUser` holds across nodes, a held session resumes on any node,
+/// a dead node's sessions are held and then time out, and SIGTERM hands sessions over.
+/// The connection itself, its rate limits and its timers stay on the broker of its node.
+final class ClusterSessions: SessionEngine {
+    unowned let broker: Broker
+    let presence: ClusterPresence
+    let userStatus: ClusterUserStatus
+    let keys: ClusterKeys
+    /// When the reaper runs next (monotonic ms).
+    var nextReapAt: Timestamp = 0
+    /// Session ends Redis did not answer (it was out of reach), tried again at each reaper tick.
+    var unfinishedEnds: [() -> Void] = []
+    /// Messages kept for a resumed session, sent after its snapshots.
+    var resumedMessages: [UInt64: [[UInt8]]] = [:]
+
+    init(broker: Broker, presence: ClusterPresence, userStatus: ClusterUserStatus) {
+        self.broker = broker
+        self.presence = presence
+        self.userStatus = userStatus
+        self.keys = presence.keys
+    }
+
+    var nodeId: String { broker.nodeId }
+    var configuration: Configuration { broker.configuration }
+
+    /// This node's control channel (``ControlMessage``).
+    var controlChannel: String { keys.prefix + "n:" + nodeId }
+
+    /// The hash a resume token is known by in Redis (the token itself never leaves the node).
+    static func tokenHash(_ token: ResumeToken) -> String {
+        SHA256.hash(data: Array(token.text.utf8)).prefix(16).map { byte in
+            (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+
+    func call(_ commands: [StoreCommand], then: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+        broker.call(commands, then: then)
+    }
+
+    // MARK: - Login
+
+    /// `login` in cluster mode: a resume by token on any node, else a new session recorded in
+    /// Redis (closing the user's oldest sessions over the limit, on whichever node).
+    func login(_ request: LoginRequest, grant: Grant, on connection: ConnectionID,
+               then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
+        let requestedTimeoutMs = request.presenceTimeoutSeconds.map(Broker.presenceTimeoutMs)
+        let newToken = ResumeToken(using: &broker.random)
+        guard let resumeText = request.resumeToken, let oldToken = ResumeToken(resumeText) else {
+            start(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: done)
+            return
+        }
+        // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
+        let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
+        let arguments = [keys.prefix, Self.tokenHash(oldToken), request.userId.string, nodeId, Self.tokenHash(newToken),
+                         String(staleMs)]
+        call([.script(SessionScripts.claim, arguments: arguments.map(storeArgument))]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError), nil)
+            case .success(let replies):
+                let reply = ClaimScriptReply(replies.first ?? .null)
+                guard let sessionId = reply.sessionId else {
+                    start(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: done)
+                    return
+                }
+                guard broker.connections[connection] != nil else {
+                    // The client went away meanwhile: the session goes back to being held.
+                    call([.script(SessionScripts.release, arguments: [keys.prefix, sessionId, nodeId].map(storeArgument))]) { _ in }
+                    return
+                }
+                let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
+                let kept = (events: reply.keptEvents, dropped: reply.dropped)
+                if let local = broker.directory.session(id: sessionId), local.isHeld {
+                    done(.success(broker.resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                                customStatus: request.customStatus, token: newToken, kept: kept)), local)
+                    return
+                }
+                let session = adoptSession(sessionId, user: request.userId, platform: reply.platform,
+                                           on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)
+                presence.adopt(session, channels: reply.channels)
+                done(.success(broker.resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                            customStatus: request.customStatus, token: newToken, kept: kept)), session)
+            }
+        }
+    }
+
+    /// A session another node held (or a dead node left), now on this connection.
+    private func adoptSession(_ sessionId: String, user: Name, platform: Platform, on connection: ConnectionID, timeoutMs: Int64,
+                              token: ResumeToken, grant: Grant) -> Session {
+        broker.nextSessionNumber += 1
+        let session = Session(number: broker.nextSessionNumber, userId: user, platform: platform,
+                              connection: connection, presenceTimeoutMs: timeoutMs, token: token,
+                              sessionId: sessionId)
+        session.grant = grant
+        broker.directory.add(session)
+        return session
+    }
+
+    /// A new session: recorded in Redis, then the user's oldest sessions over the limit end
+    /// with 4409 wherever they are, then the login answers.
+    private func start(_ request: LoginRequest, on connection: ConnectionID, grant: Grant, timeoutMs: Int64?,
+                       token: ResumeToken, then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
+        guard broker.connections[connection] != nil else { return }
+        let session = broker.newSession(request, on: connection, grant: grant, timeoutMs: timeoutMs, token: token)
+        let arguments = [
+            keys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, nodeId,
+            String(session.presenceTimeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
+        ]
+        // The user's inbox is heard before the session exists, so no event of it is missed.
+        userStatus.hearInbox(of: request.userId)
+        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument)),
+              userStatus.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
+            switch result {
+            case .failure(let failure):
+                userStatus.stopHearingIfUnused(request.userId)
+                done(.failure(failure.brokerError), nil)
+            case .success(let replies):
+                guard broker.connections[connection] != nil else {
+                    userStatus.stopHearingIfUnused(request.userId)
+                    endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
+                    return
+                }
+                broker.directory.add(session)
+                broker.admit(session, on: connection)
+                userStatus.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
+                let excess = replies.first?.elements ?? []
+                var index = 0
+                while index + 1 < excess.count {
+                    endOverTheLimit(excess[index].text ?? "", node: excess[index + 1].text ?? "")
+                    index += 2
+                }
+                done(.success(broker.loginResult(session, resumed: false, channels: nil)), session)
+            }
+        }
+    }
+
+    /// One of a user's sessions over `maxSessionsPerUser`: closed with 4409 by the node that
+    /// has it, or ended here when no node has it (held after its node stopped).
+    private func endOverTheLimit(_ sessionId: String, node: String) {
+        if node == nodeId {
+            guard let session = broker.directory.session(id: sessionId) else { return }
+            broker.closeOverTheLimit(session)
+        } else if !node.isEmpty {
+            tell(node: node, .end(sessionId: sessionId, code: .sessionLimit, reason: nil))
+        } else {
+            endRemotely(sessionId)
+        }
+    }
+
+    /// After the reply: the user's catch-up, then, for a resume, fresh snapshots from Redis,
+    /// then the kept messages, then the requests that waited.
+    func loggedIn(_ session: Session, then finished: @escaping () -> Void) {
+        userStatus.sessionLoggedIn(session)
+        guard let held = resumedMessages.removeValue(forKey: session.number) else {
+            finished()
+            return
+        }
+        _ = presence.sessionResumed(session) { [self] in
+            for event in held { broker.outbox.send(event, to: session) }
+            finished()
+        }
+    }
+
+    /// The snapshots come from Redis after the reply, then the kept messages (``loggedIn(_:then:)``).
+    func resumed(_ session: Session, kept: [[UInt8]]) -> [JSON] {
+        resumedMessages[session.number] = kept
+        return session.presence.joined.keys.sorted().map(\.json)
+    }
+
+    // MARK: - Ends and holds
+
+    /// `logout`: the session ends here at once, but the reply (and close 1000) waits until
+    /// Redis has the end and the user's record is stamped. A reply sent earlier would let the
+    /// client's next step (on any node) be stamped before this logout: a catch-up would then
+    /// list the user as changed after a session that ended later.
+    func logout(_ session: Session, then done: @escaping () -> Void) {
+        broker.end(session, .logout, recorded: done)
+    }
+
+    /// An abnormal drop: the session is held here and, in Redis, resumable on any node.
+    func held(_ session: Session) {
+        call([.script(SessionScripts.hold, arguments: [keys.prefix, session.sessionId, nodeId].map(storeArgument))]) { result in
+            if case .success(let replies) = result, replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
+        }
+    }
+
+    /// A local session ended for good: its record in Redis (only if this node still owns
+    /// it), then its channels. `recorded` runs once Redis has the end (see ``endInCluster``).
+    func ended(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)?) {
+        let channels = presence.forgetLocally(session)
+        switch how {
+        case .shutdown:
+            // The node hands every session over at once (``shutDown()``).
+            recorded?()
+        case .timedOut:
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout, recorded: recorded)
+        case .logout, .closed:
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave,
+                         loggedOut: how == .logout, recorded: recorded)
+        }
+    }
+
+    /// Ends a session's record in Redis (owned by `node`) and, if that succeeded, leaves its
+    /// channels, then the user's status follows (`loggedOut` after a logout of the last session).
+    /// `recorded` runs once `status.ended` answered (the user's record is stamped), or when
+    /// there is nothing more to wait for: the session was not this node's, or Redis was out of
+    /// reach and the end waits for the reaper's retry.
+    /// `retried`: a second try after Redis did not answer the first, which may have run all the
+    /// same (its answer lost): then `session.end` says `gone`, and the channels are left and the
+    /// record follows as after `ok`. `moved` (taken over by another node): only the record
+    /// follows (`status.ended` changes nothing while the session exists).
+    func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
+                      loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
+        let arguments = [keys.prefix, sessionId, node ?? nodeId, kind == .timeout ? "t" : "l", loggedOut ? "logout" : "closed"]
+        call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
+            guard case .success(let replies) = result else {
+                // Redis was out of reach: the end is tried again at the next reaper tick, so the
+                // session does not stay a member everywhere.
+                unfinishedEnds.append { [self] in
+                    endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut,
+                                 retried: true)
+                }
+                recorded?()
+                return
+            }
+            // A retry that finds the record gone: the first try ran but its answer was lost (Redis
+            // stopped, then ran the queued script), so the channels were never left. Leaving is
+            // per session and idempotent (`notin`), so leave them now. `moved`: taken over
+            // elsewhere, its memberships live on.
+            let outcome = replies.first?.text
+            guard outcome == "ok" || (retried && outcome == "gone") else {
+                if retried {
+                    userStatus.sendEnds([userStatus.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
+                                        then: recorded)
+                } else {
+                    recorded?()
+                }
+                return
+            }
+            presence.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
+            // Presence first, then user status (as one node): commands run in order.
+            userStatus.sendEnds([userStatus.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
+                                then: recorded)
+        }
+    }
+
+    /// Ends a session no node has: its record, then its channels (`leave`).
+    func endRemotely(_ sessionId: String, loggedOut: Bool = false) {
+        call([.command(["HGET", keys.prefix + "s:" + sessionId, "user"].map(storeArgument)),
+              .command(["SMEMBERS", keys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
+            guard case .success(let replies) = result, let user = replies.first?.text else { return }
+            let channels = ClusterKeys.channels(fromIds: replies.last)
+            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "",
+                         loggedOut: loggedOut)
+        }
+    }
+
+    /// Publishes `message` on `node`'s control channel (nobody checks that it arrives).
+    func tell(node: String, _ message: ControlMessage) {
+        call([.command(["PUBLISH", keys.prefix + "n:" + node, message.payload].map(storeArgument))]) { _ in }
+    }
+}
