@@ -106,12 +106,15 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
-        // Cluster mode's transport half: the core's store commands on Redis, node heartbeats, start checks.
+        // The Redis engine (cluster mode): presence, sessions and user status on Redis (the Lua
+        // scripts, the key layout, delivery by seq, the reaper) and the node's link (heartbeats,
+        // start checks, the store commands run on hiredis).
         .target(
-            name: "RollcallCluster",
+            name: "RollcallRedisEngine",
             dependencies: [
-                "RollcallCore", "RollcallRedis", "RollcallEventLoop",
+                "RollcallCore", "RollcallProtocol", "RollcallRedis", "RollcallEventLoop",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
@@ -120,7 +123,7 @@ let package = Package(
         .target(
             name: "RollcallServer",
             dependencies: [
-                "RollcallCore", "RollcallStorage", "CRollcallShim", "CSendBatch", "RollcallEventLoop", "RollcallCluster", "RollcallRedis",
+                "RollcallCore", "RollcallStorage", "CRollcallShim", "CSendBatch", "RollcallEventLoop", "RollcallRedisEngine", "RollcallRedis",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -142,7 +145,7 @@ let package = Package(
         .executableTarget(
             name: "rollcall",
             dependencies: [
-                "RollcallServer", "RollcallStorage", "RollcallCluster",
+                "RollcallServer", "RollcallStorage", "RollcallRedisEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -205,7 +208,7 @@ let package = Package(
         .testTarget(
             name: "RollcallClusterTests",
             dependencies: [
-                "RollcallCore", "RollcallCluster", "RollcallRedis", "RollcallEventLoop", "RollcallTestSupport",
+                "RollcallCore", "RollcallRedisEngine", "RollcallRedis", "RollcallEventLoop", "RollcallTestSupport",
                 "RollcallClient", "RollcallProtocol", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
@@ -213,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "RollcallIntegrationTests",
             dependencies: [
-                "RollcallClient", "RollcallProtocol", "RollcallCore", "RollcallTestSupport",
+                "RollcallClient", "RollcallProtocol", "RollcallCore", "RollcallRedisEngine", "RollcallTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: cBridgeSettings

@@ -4,7 +4,7 @@ import Logging
 import RollcallCore
 import RollcallProtocol
 import RollcallEventLoop
-import RollcallCluster
+import RollcallRedisEngine
 
 /// The libwebsockets context: the protocol list, the vhost on `listen`, TLS, the libev loop,
 /// then what runs on that loop (the write coalescer, batched sends, the cluster link).

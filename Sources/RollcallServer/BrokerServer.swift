@@ -4,7 +4,7 @@ import Logging
 import RollcallCore
 import RollcallProtocol
 import RollcallEventLoop
-import RollcallCluster
+import RollcallRedisEngine
 
 /// The libwebsockets transport: one lws context serviced by one dedicated thread that owns
 /// the ``Broker`` outright (no locks on the hot path).
@@ -173,7 +173,8 @@ public final class BrokerServer {
             ?? (configuration.cluster.isEnabled ? BrokerServer.randomNodeId() : "standalone")
         self.nodeId = nodeId
         self.environment = environment
-        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator, nodeId: nodeId)
+        self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator, nodeId: nodeId,
+                             engines: configuration.cluster.isEnabled ? BrokerEngines.onRedis : BrokerEngines.inMemory)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
         self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
         self.heartbeat = HeartbeatPolicy(

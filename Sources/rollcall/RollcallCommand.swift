@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import RollcallCluster
+import RollcallRedisEngine
 import RollcallCore
 import RollcallServer
 import RollcallStorage

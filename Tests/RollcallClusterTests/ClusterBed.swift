@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RollcallCluster
+import RollcallRedisEngine
 import RollcallCore
 import RollcallEventLoop
 import RollcallProtocol
@@ -58,7 +58,7 @@ final class ClusterBed {
         for index in 0..<nodes {
             let nodeId = "n\(index + 1)"
             let epoch = try ClusterStartCheck.run(configuration: configuration, nodeId: nodeId)
-            let broker = Broker(configuration: configuration, nodeId: nodeId)
+            let broker = Broker(configuration: configuration, nodeId: nodeId, engines: BrokerEngines.onRedis)
             let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: epoch, loop: loop, logger: logger)
             link.deliver = { [unowned self] event in feed(index, event) }
             brokers.append(broker)

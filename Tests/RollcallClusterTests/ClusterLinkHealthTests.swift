@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RollcallCluster
+import RollcallRedisEngine
 import RollcallCore
 import Testing
 

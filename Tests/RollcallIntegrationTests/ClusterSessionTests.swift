@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) import RollcallClient
 import RollcallCore
+import RollcallRedisEngine
 import RollcallProtocol
 import Testing
 #if canImport(Glibc)

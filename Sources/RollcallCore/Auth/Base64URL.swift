@@ -3,7 +3,7 @@
 /// Decoding is strict: only `A–Z a–z 0–9 - _`, no `=` padding, no whitespace, no length that
 /// leaves a lone character (length mod 4 == 1), and the unused low bits of the last character
 /// must be zero, so every byte string has exactly one accepted spelling.
-enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The unpadded base64url spelling of `bytes`.

@@ -1,7 +1,7 @@
 /// `auth.mode: jwt` (PROTOCOL §3): a login needs an HS256 token whose `sub` is its `userId`;
 /// the token's `exp`, `channels`, `users` and `info` claims become the session's ``Grant``. Every refusal is
 /// `UNAUTHORIZED` with a message naming the claim or the reason (see ``JWTRefusal``).
-struct JWTAuthenticator: LoginAuthenticator, Sendable {
+package struct JWTAuthenticator: LoginAuthenticator, Sendable {
     /// Clock skew tolerated on `exp` and `nbf` when the configuration does not say: 30 s.
     static let defaultClockSkewSeconds = 30.0
 
@@ -19,9 +19,9 @@ struct JWTAuthenticator: LoginAuthenticator, Sendable {
     }
 
     /// Tokens are refreshable (`refresh`).
-    var checksTokens: Bool { true }
+    package var checksTokens: Bool { true }
 
-    func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
+    package func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
         grant(userId: userId, token: token, now: now).mapError(\.brokerError)
     }
 

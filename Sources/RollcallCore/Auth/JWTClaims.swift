@@ -1,6 +1,6 @@
 /// The registered claims of a verified token that the broker uses (RFC 7519 §4.1), plus the
 /// Rollcall `channels`, `users` and `info` claims. Times are NumericDate: seconds since the Unix epoch, possibly fractional.
-struct JWTClaims: Sendable, Equatable {
+package struct JWTClaims: Sendable, Equatable {
     /// `sub`: the user id the token was issued to.
     public var subject: String
     /// `exp`: the token is refused at and after this time (less the clock skew allowance).

@@ -1,7 +1,7 @@
 /// Why a login token was refused. Every case becomes `UNAUTHORIZED` on the wire (then close
 /// 4401) with ``message``; ``code`` is a stable name for logs and tests. No message ever
 /// contains the secret, and none repeats the token.
-enum JWTRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+package enum JWTRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     /// `auth.mode` is `jwt` and the login carried no `token`.
     case missingToken
     /// Not three base64url segments of a JSON object header and claims set; the reason says which part.

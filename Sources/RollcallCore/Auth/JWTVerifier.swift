@@ -12,7 +12,7 @@ import RollcallProtocol
 /// `nbf` and `iat`, optional `channels` and `users` arrays of strings, optional `info`
 /// object of at most `maxInfoBytes` encoded. A header or claims set that names
 /// a member twice is refused rather than guessed at.
-struct JWTVerifier: Sendable {
+package struct JWTVerifier: Sendable {
     /// The only accepted `alg`.
     static let algorithm = "HS256"
 

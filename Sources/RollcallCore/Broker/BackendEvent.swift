@@ -31,9 +31,9 @@ public struct BackendEvent: Sendable, Equatable {
 }
 
 /// Encoders of the backend-only events (the `presence` kind reuses the client encoding).
-enum BackendEvents {
+package enum BackendEvents {
     /// `{"event":"channel","type":"occupied"|"vacated","channel","channelType","timestamp"}`.
-    static func channel(_ type: String, channel: ChannelKey, timestamp: Timestamp) -> [UInt8] {
+    package static func channel(_ type: String, channel: ChannelKey, timestamp: Timestamp) -> [UInt8] {
         Frames.event("channel", capacity: 96 + channel.name.string.utf8.count) { w in
             w.key("type"); w.string(type)
             w.key("channel"); w.string(channel.name.string)
@@ -43,7 +43,7 @@ enum BackendEvents {
     }
 
     /// `{"event":"userStatus","status":record}`.
-    static func userStatus(_ record: UserStatusRecord) -> [UInt8] {
+    package static func userStatus(_ record: UserStatusRecord) -> [UInt8] {
         Frames.event("userStatus", capacity: 256) { w in
             w.key("status")
             record.write(to: &w)

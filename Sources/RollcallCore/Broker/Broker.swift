@@ -8,8 +8,8 @@ import RollcallProtocol
 public final class Broker {
     /// The configuration it runs with.
     public let configuration: Configuration
-    let clock: BrokerClock
-    let outbox: Outbox
+    package let clock: BrokerClock
+    package let outbox: Outbox
     /// Logged-in sessions, live and held.
     public let directory = SessionDirectory()
     /// Channel presence (PROTOCOL §4).
@@ -17,19 +17,19 @@ public final class Broker {
     /// User status and subscriptions (PROTOCOL §6).
     let userStatus: UserStatusEngine
     let authenticator: any LoginAuthenticator
-    var random: any RandomNumberGenerator
+    package var random: any RandomNumberGenerator
 
-    var connections: [ConnectionID: ConnectionState] = [:]
+    package var connections: [ConnectionID: ConnectionState] = [:]
     var loginDeadlines = TimerQueue<ConnectionID>()
     var holdDeadlines = TimerQueue<UInt64>()
     /// Token notices and expiries of live sessions, by connection (``armTokenTimer(_:)``).
     var tokenDeadlines = TimerQueue<ConnectionID>()
     var heldSessions: [UInt64: Session] = [:]
-    var nextSessionNumber: UInt64 = 0
+    package var nextSessionNumber: UInt64 = 0
     /// Makes ``engines`` once the broker exists.
     private let makeEngines: EngineFactory
     /// The engines every op goes to: in memory on one node, on Redis in a cluster.
-    private(set) lazy var engines: BrokerEngines = makeEngines(self)
+    package private(set) lazy var engines: BrokerEngines = makeEngines(self)
     /// Channel presence (PROTOCOL §4), as ``engines`` keeps it.
     var channelPresence: any ChannelPresence { engines.presence }
     /// User status (PROTOCOL §6), as ``engines`` keeps it.
@@ -42,7 +42,7 @@ public final class Broker {
     /// Prefix of every session id (cluster mode: the node id and a dot, so ids are unique in the cluster).
     let sessionIdPrefix: String
     /// Counters for `/metrics`.
-    package internal(set) var metrics = BrokerMetrics()
+    package var metrics = BrokerMetrics()
     /// This node's id: in the server API's `getInfo` (PROTOCOL §10) and, in cluster mode, in
     /// Redis and in session ids. Default `standalone`.
     public let nodeId: String
@@ -51,14 +51,31 @@ public final class Broker {
         didSet { outbox.instrumentation = instrumentation }
     }
 
-    /// A broker with the given configuration, clock, durable store and authenticator.
-    public init(
+    /// A broker with the given configuration, clock, durable store and authenticator, on the
+    /// in-memory engines (one node).
+    public convenience init(
         configuration: Configuration,
         clock: BrokerClock = SystemClock(),
         store: any StatusStore = MemoryStatusStore(),
         authenticator: (any LoginAuthenticator)? = nil,
         random: any RandomNumberGenerator = SystemRandomNumberGenerator(),
         nodeId: String? = nil
+    ) {
+        precondition(!configuration.cluster.isEnabled, "cluster mode runs on the Redis engine: BrokerEngines.onRedis")
+        self.init(configuration: configuration, clock: clock, store: store, authenticator: authenticator, random: random,
+                  nodeId: nodeId, engines: BrokerEngines.inMemory)
+    }
+
+    /// A broker on the engines `engines` makes: ``BrokerEngines/inMemory(_:)`` on one node, the
+    /// Redis engine's in a cluster (`RollcallRedisEngine`).
+    package init(
+        configuration: Configuration,
+        clock: BrokerClock = SystemClock(),
+        store: any StatusStore = MemoryStatusStore(),
+        authenticator: (any LoginAuthenticator)? = nil,
+        random: any RandomNumberGenerator = SystemRandomNumberGenerator(),
+        nodeId: String? = nil,
+        engines: @escaping EngineFactory
     ) {
         self.configuration = configuration
         self.nodeId = nodeId ?? Broker.standaloneNodeId
@@ -71,12 +88,8 @@ public final class Broker {
         self.presence = PresenceEngine(configuration: configuration, clock: clock, outbox: outbox)
         self.userStatus = UserStatusEngine(
             configuration: configuration, clock: clock, outbox: outbox, directory: directory, store: store)
-        if configuration.cluster.isEnabled {
-            self.makeEngines = BrokerEngines.onRedis
-        } else {
-            self.makeEngines = BrokerEngines.inMemory
-        }
-        _ = engines
+        self.makeEngines = engines
+        _ = self.engines
     }
 
     /// Handles one event and returns what the transport must do, in order.
@@ -147,7 +160,7 @@ public final class Broker {
     }
 
     /// Closes a connection the broker decided to end, forgetting it first.
-    func close(_ connection: ConnectionID, _ code: CloseCode, reason: String) {
+    package func close(_ connection: ConnectionID, _ code: CloseCode, reason: String) {
         connections[connection] = nil
         loginDeadlines.cancel(connection)
         outbox.close(connection, code, reason: reason)
@@ -373,7 +386,7 @@ public final class Broker {
 ///
 /// One per connection in a hash table that is at most 3/4 full: kept to 25 bytes (stride 32;
 /// it was 56 with the opening time, unused, and the bucket's constant capacity and rate).
-struct ConnectionState {
+package struct ConnectionState {
     /// Requests admitted: `limits.requestBurst` refilled at `limits.requestsPerSecond`.
     var requests: TokenBucket
     /// Cluster mode: frames received meanwhile, handled in order once it is answered.

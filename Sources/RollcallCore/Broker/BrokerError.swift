@@ -16,7 +16,7 @@ public struct BrokerError: Error, Sendable, Equatable {
         self.retryAfterMs = retryAfterMs
     }
 
-    static func rateLimited(_ what: String, _ retry: RetryAfter) -> BrokerError {
+    package static func rateLimited(_ what: String, _ retry: RetryAfter) -> BrokerError {
         BrokerError(.rateLimited, "\(what): retry in \(retry.milliseconds) ms", retryAfterMs: retry.milliseconds)
     }
 }

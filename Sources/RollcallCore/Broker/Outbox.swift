@@ -1,7 +1,7 @@
 import RollcallProtocol
 
 /// Collects the actions one inbound event produces, in order.
-final class Outbox {
+package final class Outbox {
     /// The actions so far.
     public internal(set) var actions: [Action] = []
     /// Counts events handed out, for metrics.
@@ -9,11 +9,11 @@ final class Outbox {
     /// Where fan-out sizes go (the broker's ``Broker/instrumentation``).
     weak var instrumentation: (any BrokerInstrumentation)?
     /// Webhooks want `presence` events (`webhooks.url` set and the kind listed).
-    let notifiesPresence: Bool
+    package let notifiesPresence: Bool
     /// Webhooks want `channel` events.
-    let notifiesChannels: Bool
+    package let notifiesChannels: Bool
     /// Webhooks want `userStatus` events.
-    let notifiesUserStatus: Bool
+    package let notifiesUserStatus: Bool
 
     /// An outbox that emits ``Action/notifyBackend(_:)`` for the kinds in `backendKinds`.
     init(backendKinds: Set<BackendEvent.Kind> = []) {
@@ -23,13 +23,13 @@ final class Outbox {
     }
 
     /// Queues an event for the application's backend (the caller checked that its kind is wanted).
-    func notifyBackend(_ kind: BackendEvent.Kind, _ bytes: [UInt8]) {
+    package func notifyBackend(_ kind: BackendEvent.Kind, _ bytes: [UInt8]) {
         actions.append(.notifyBackend(BackendEvent(kind: kind, bytes: bytes)))
     }
 
     /// Queues `bytes` for the session's connection; dropped while the session is held
     /// (a resumed session is rebuilt from fresh snapshots).
-    func send(_ bytes: [UInt8], to session: Session) {
+    package func send(_ bytes: [UInt8], to session: Session) {
         guard let connection = session.connection else { return }
         actions.append(.send(connection, bytes))
         eventsQueued += 1
@@ -37,7 +37,7 @@ final class Outbox {
 
     /// Queues a `message` event for the session; while it is held the event is kept for its
     /// resume instead, up to `heldLimit` bytes (PROTOCOL §5).
-    func sendMessage(_ bytes: [UInt8], to session: Session, heldLimit: Int) {
+    package func sendMessage(_ bytes: [UInt8], to session: Session, heldLimit: Int) {
         guard session.connection != nil else {
             session.keepHeldMessage(bytes, limit: heldLimit)
             return
@@ -47,13 +47,13 @@ final class Outbox {
 
     /// Queues one event's `bytes` for every session in `sessions` (held ones are skipped, as
     /// by ``send(_:to:)-(_,Session)``) and reports the fan-out size.
-    func broadcast(_ bytes: [UInt8], to sessions: some Sequence<Session>) {
+    package func broadcast(_ bytes: [UInt8], to sessions: some Sequence<Session>) {
         fanOut { for session in sessions { send(bytes, to: session) } }
     }
 
     /// Runs `queueEvent`, which sends one event to its recipients, and reports how many
     /// sessions it was queued for.
-    func fanOut(_ queueEvent: () -> Void) {
+    package func fanOut(_ queueEvent: () -> Void) {
         let before = eventsQueued
         queueEvent()
         instrumentation?.eventFannedOut(recipients: eventsQueued - before)

@@ -1,7 +1,7 @@
 import RollcallProtocol
 
 /// One decoded request frame: `{"id":…, "op":…, …arguments}`.
-struct Request: Sendable {
+package struct Request: Sendable {
     /// The client's id (number or string), or `null` when absent.
     public let id: JSON
     /// The op, decoded once; nil for a name the protocol does not have (`UNKNOWN_OP` once
@@ -41,7 +41,7 @@ struct Request: Sendable {
 }
 
 /// A frame that is not a valid request, with whatever id could be read from it.
-struct RequestDecodingError: Error, Sendable {
+package struct RequestDecodingError: Error, Sendable {
     /// The id to echo (`null` when unreadable).
     public let id: JSON
     /// The error to reply with.

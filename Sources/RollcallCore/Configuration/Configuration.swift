@@ -131,7 +131,7 @@ public struct Configuration: Sendable, Equatable {
         /// Seconds a custom status lives. Default 86400.
         public var customStatusTtlSeconds = 86400.0
         /// Clear the custom status when the user goes offline. Default false.
-        var clearCustomStatusOnOffline = false
+        package var clearCustomStatusOnOffline = false
         /// `setCustomStatus` calls per second per user. Default 1.
         public var customStatusPerSecond = 1.0
         /// Subscriptions a user may hold; the earliest are dropped past it. Default 3000.

@@ -3,9 +3,9 @@ import RollcallProtocol
 /// One leaf key of `config.json`: its dotted path, the JSON it accepts, the values it allows
 /// and the ``Configuration`` property it sets. ``ConfigurationKey/all`` lists every key; the
 /// loader is driven by that table, never by per-key code.
-struct ConfigurationKey {
+package struct ConfigurationKey {
     /// What happened when a JSON value was offered to a key.
-    enum Assignment {
+    package enum Assignment {
         /// The value was stored.
         case stored
         /// The JSON type does not fit the key.
@@ -163,7 +163,7 @@ extension ConfigurationKey {
 }
 
 /// An interval of allowed numbers; the lower end may be open (`> 0`).
-struct NumberRange: CustomStringConvertible {
+package struct NumberRange: CustomStringConvertible {
     /// Smallest value, or the value everything must exceed when `lowerIsOpen`.
     let lower: Double
     /// True when `lower` itself is not allowed.
@@ -186,7 +186,7 @@ struct NumberRange: CustomStringConvertible {
         value.isFinite && (lowerIsOpen ? value > lower : value >= lower) && value <= upper
     }
 
-    var description: String {
+    package var description: String {
         let low = JSONNumber(lower).literal, high = JSONNumber(upper).literal
         return lowerIsOpen ? "greater than \(low) and at most \(high)" : "from \(low) to \(high)"
     }

@@ -1,7 +1,7 @@
 import RollcallProtocol
 
 /// A rule between several keys, checked after every key is in range.
-struct ConfigurationRule {
+package struct ConfigurationRule {
     /// The key the error names.
     let path: String
     /// The problem, or nil when the configuration keeps the rule.

@@ -2,10 +2,10 @@ import RollcallProtocol
 
 /// Channel presence (PROTOCOL §4) behind one seam: the ops the broker hands to an engine once
 /// it has decoded and checked the request. ``PresenceEngine`` keeps everything in this
-/// process and completes at once; ``ClusterPresence`` keeps the shared truth in Redis and
+/// process and completes at once; the Redis engine (`RollcallRedisEngine`) keeps the shared truth in Redis and
 /// completes when its script answered (docs/architecture.md). A call that throws has changed
 /// nothing and does not complete.
-protocol ChannelPresence: AnyObject {
+package protocol ChannelPresence: AnyObject {
     /// `join`: the session becomes a member (its user, if not one already), with the merged state.
     func join(_ request: JoinRequest, from session: Session, grant: Grant,
               then done: @escaping EngineCompletion) throws(BrokerError)
@@ -35,68 +35,49 @@ protocol ChannelPresence: AnyObject {
 }
 
 extension PresenceEngine: ChannelPresence {
-    func join(_ request: JoinRequest, from session: Session, grant: Grant,
+    package func join(_ request: JoinRequest, from session: Session, grant: Grant,
               then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try join(request, from: session, grant: grant))))
     }
 
-    func leave(_ request: LeaveRequest, from session: Session, then done: @escaping EngineCompletion) throws(BrokerError) {
+    package func leave(_ request: LeaveRequest, from session: Session, then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try leave(request, from: session))))
     }
 
-    func publish(_ request: PublishRequest, from session: Session, grant: Grant,
+    package func publish(_ request: PublishRequest, from session: Session, grant: Grant,
                  then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try publish(request, from: session, grant: grant))))
     }
 
-    func setState(_ request: SetStateRequest, from session: Session, grant: Grant,
+    package func setState(_ request: SetStateRequest, from session: Session, grant: Grant,
                   then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try setState(request, from: session, grant: grant))))
     }
 
-    func removeState(_ request: RemoveStateRequest, from session: Session, then done: @escaping EngineCompletion) throws(BrokerError) {
+    package func removeState(_ request: RemoveStateRequest, from session: Session, then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try removeState(request, from: session))))
     }
 
-    func getState(_ request: GetStateRequest, then done: @escaping EngineCompletion) {
+    package func getState(_ request: GetStateRequest, then done: @escaping EngineCompletion) {
         done(.answering { () throws(BrokerError) in try getState(request) })
     }
 
-    func getOnlineUsers(_ request: GetOnlineUsersRequest, then done: @escaping EngineCompletion) {
+    package func getOnlineUsers(_ request: GetOnlineUsersRequest, then done: @escaping EngineCompletion) {
         done(.answering { () throws(BrokerError) in try getOnlineUsers(request) })
     }
 
-    func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping EngineCompletion) {
+    package func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping EngineCompletion) {
         done(.answering { () throws(BrokerError) in try getUserChannels(request, allowing: grant) })
     }
 
-    func publishFromServer(_ request: ServerPublishRequest, then done: @escaping EngineCompletion) throws(BrokerError) {
+    package func publishFromServer(_ request: ServerPublishRequest, then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try publishFromServer(request))))
     }
 
-    func getChannels(_ request: GetChannelsRequest, then done: @escaping EngineCompletion) {
+    package func getChannels(_ request: GetChannelsRequest, then done: @escaping EngineCompletion) {
         done(.success(EngineAnswer(result: getChannels(request))))
     }
 
     /// One node sends a snapshot with its reply at once; nothing waits behind it.
-    func snapshotSent(in channel: ChannelKey) {}
-}
-
-extension ClusterPresence: ChannelPresence {
-    func setState(_ request: SetStateRequest, from session: Session, grant: Grant,
-                  then done: @escaping EngineCompletion) throws(BrokerError) {
-        try changeState(of: session, in: request.channel, setting: request.update, removing: [],
-                        ttlMs: request.ttlMs, grant: grant, then: done)
-    }
-
-    func removeState(_ request: RemoveStateRequest, from session: Session, then done: @escaping EngineCompletion) throws(BrokerError) {
-        try changeState(of: session, in: request.channel, setting: nil, removing: request.keys,
-                        ttlMs: nil, grant: nil, then: done)
-    }
-
-    func getChannels(_ request: GetChannelsRequest, then done: @escaping EngineCompletion) {
-        getChannelsInCluster(request) { outcome in done(outcome.map { EngineAnswer(result: $0) }) }
-    }
-
-    func snapshotSent(in channel: ChannelKey) { drain(channel) }
+    package func snapshotSent(in channel: ChannelKey) {}
 }

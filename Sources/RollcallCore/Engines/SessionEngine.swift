@@ -7,7 +7,7 @@ import RollcallProtocol
 /// session resumes on any node; it completes when its script answered. The broker checks a
 /// login (its token and custom status) before it calls the engine, and keeps the connection,
 /// its rate limits and its timers itself.
-protocol SessionEngine: AnyObject {
+package protocol SessionEngine: AnyObject {
     // MARK: Sessions
 
     /// `login`: resumes the held session `request.resumeToken` names when it is the user's,
@@ -59,27 +59,27 @@ protocol SessionEngine: AnyObject {
 
 /// The engines a broker runs on: one for channel presence, one for user status, one for
 /// sessions. ``BrokerEngines/inMemory(_:)`` on one node; the Redis engine in a cluster.
-struct BrokerEngines {
+package struct BrokerEngines {
     /// Channel presence.
-    var presence: any ChannelPresence
+    package var presence: any ChannelPresence
     /// User status and subscriptions.
-    var userStatuses: any UserStatuses
+    package var userStatuses: any UserStatuses
     /// Sessions, and the node's life.
-    var sessions: any SessionEngine
+    package var sessions: any SessionEngine
 
     /// The engines for `broker`, as a factory makes them.
-    init(presence: any ChannelPresence, userStatuses: any UserStatuses, sessions: any SessionEngine) {
+    package init(presence: any ChannelPresence, userStatuses: any UserStatuses, sessions: any SessionEngine) {
         self.presence = presence
         self.userStatuses = userStatuses
         self.sessions = sessions
     }
 
     /// The in-memory engines: everything in this process (one node).
-    static func inMemory(_ broker: Broker) -> BrokerEngines {
+    package static func inMemory(_ broker: Broker) -> BrokerEngines {
         BrokerEngines(presence: broker.presence, userStatuses: broker.userStatus, sessions: LocalSessions(broker: broker))
     }
 }
 
 /// Makes a broker's engines once the broker exists: the Redis engine calls the store through
 /// it (``StoreCaller``).
-typealias EngineFactory = (Broker) -> BrokerEngines
+package typealias EngineFactory = (Broker) -> BrokerEngines

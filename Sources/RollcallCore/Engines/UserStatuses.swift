@@ -2,10 +2,10 @@ import RollcallProtocol
 
 /// User status (PROTOCOL §6) behind one seam: the ops the broker hands to an engine once it
 /// has decoded and checked the request. ``UserStatusEngine`` keeps records and subscriptions
-/// in this process (durable in SQLite) and completes at once; ``ClusterUserStatus`` keeps them
+/// in this process (durable in SQLite) and completes at once; the Redis engine keeps them
 /// in Redis and completes when its script answered. A call that throws has changed nothing
 /// and does not complete.
-protocol UserStatuses: AnyObject {
+package protocol UserStatuses: AnyObject {
     /// `setCustomStatus`.
     func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session,
                          then done: @escaping EngineCompletion) throws(BrokerError)
@@ -35,40 +35,32 @@ protocol UserStatuses: AnyObject {
 }
 
 extension UserStatusEngine: UserStatuses {
-    func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session,
+    package func setCustomStatus(_ request: SetCustomStatusRequest, from session: Session,
                          then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try setCustomStatus(request, from: session))))
     }
 
-    func getUserStatus(_ request: GetUserStatusRequest, from session: Session,
+    package func getUserStatus(_ request: GetUserStatusRequest, from session: Session,
                        then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try getUserStatus(request, from: session))))
     }
 
-    func subscribe(_ request: SubscribeUserStatusRequest, from session: Session,
+    package func subscribe(_ request: SubscribeUserStatusRequest, from session: Session,
                    then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try subscribe(request, from: session))))
     }
 
-    func unsubscribe(_ request: UnsubscribeUserStatusRequest, from session: Session,
+    package func unsubscribe(_ request: UnsubscribeUserStatusRequest, from session: Session,
                      then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try unsubscribe(request, from: session))))
     }
 
-    func getSubscriptions(_ request: GetSubscriptionsRequest, from session: Session,
+    package func getSubscriptions(_ request: GetSubscriptionsRequest, from session: Session,
                           then done: @escaping EngineCompletion) throws(BrokerError) {
         done(.success(EngineAnswer(result: try getSubscriptions(request, from: session))))
     }
 
-    func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
+    package func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
         done(.success(users.map(record(of:))))
     }
-}
-
-extension ClusterUserStatus: UserStatuses {
-    /// The record follows in Redis once the session's end is recorded there (after a shutdown
-    /// the session is handed over, held, and the user stays online).
-    func sessionEnded(_ session: Session, _ how: SessionEnd) { sessionLeftNode(session) }
-
-    var subscriptionCount: Int { subscriptionsInCluster }
 }

@@ -1,5 +1,5 @@
 /// How a channel reports presence changes (PROTOCOL §4).
-enum PresenceMode: String {
+package enum PresenceMode: String {
     /// Each change is sent as it happens.
     case announce
     /// Changes are collected and sent as one net `interval` event per interval.
@@ -7,7 +7,7 @@ enum PresenceMode: String {
 }
 
 /// Why a member left.
-enum RemovalKind {
+package enum RemovalKind {
     /// `leave`, logout or close frame.
     case leave
     /// The hold after an abnormal drop expired.
@@ -15,7 +15,7 @@ enum RemovalKind {
 }
 
 /// One member user of a channel.
-struct ChannelMember {
+package struct ChannelMember {
     /// The user's state in the channel.
     var state: PresenceState
     /// How many of the user's sessions joined the channel (held ones included).
@@ -25,21 +25,27 @@ struct ChannelMember {
 }
 
 /// One session that joined a channel, with the flags of its (last) join.
-struct ChannelSubscriber {
+package struct ChannelSubscriber {
     let session: Session
     var flags: JoinFlags
 }
 
 /// The `presence` and `messages` flags of a join.
-struct JoinFlags: Equatable, Sendable {
-    var presence: Bool
-    var messages: Bool
+package struct JoinFlags: Equatable, Sendable {
+    package var presence: Bool
+    package var messages: Bool
+
+    /// Flags as a join sets them: presence events and snapshots, messages.
+    package init(presence: Bool, messages: Bool) {
+        self.presence = presence
+        self.messages = messages
+    }
 }
 
 /// What a user looked like at the channel's last emitted event, kept while the channel is in
 /// interval mode and the user changed since then. The pending map holds one per changed
 /// user, so an interval flush costs the number of changes, never the occupancy.
-struct PendingChange {
+package struct PendingChange {
     /// Member at the last event.
     let wasPresent: Bool
     /// Their state at the last event (empty when absent).
@@ -52,7 +58,7 @@ struct PendingChange {
 
 /// One channel: its member users (hashed, and in byte order as of its last event), the
 /// sessions that joined it, its event sequence and its announce/interval mode.
-final class Channel {
+package final class Channel {
     let key: ChannelKey
     /// Member users now.
     var members: [Name: ChannelMember] = [:]

@@ -1,29 +1,29 @@
 import RollcallProtocol
 
 /// The two channel namespaces (PROTOCOL §4): the same name in each is a different channel.
-enum ChannelType: String, Sendable, Hashable, Comparable {
+package enum ChannelType: String, Sendable, Hashable, Comparable {
     case message, stream
 
-    static func < (a: ChannelType, b: ChannelType) -> Bool { a.rawValue < b.rawValue }
+    package static func < (a: ChannelType, b: ChannelType) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Identifies a channel: `(channelType, channel)`.
-struct ChannelKey: Hashable, Sendable, Comparable {
+package struct ChannelKey: Hashable, Sendable, Comparable {
     // The name first: 17 bytes instead of 24 (a session keeps its first channel's key inline).
-    let name: Name
-    let type: ChannelType
+    package let name: Name
+    package let type: ChannelType
 
-    init(type: ChannelType, name: Name) {
+    package init(type: ChannelType, name: Name) {
         self.name = name
         self.type = type
     }
 
-    static func < (a: ChannelKey, b: ChannelKey) -> Bool {
+    package static func < (a: ChannelKey, b: ChannelKey) -> Bool {
         a.type != b.type ? a.type < b.type : a.name < b.name
     }
 
     /// `{channel, channelType}` as listed by `getUserChannels` and a resume's `channels`.
-    var json: JSON {
+    package var json: JSON {
         .object(["channel": .string(name.string), "channelType": .string(type.rawValue)])
     }
 }

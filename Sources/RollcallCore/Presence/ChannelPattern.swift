@@ -1,7 +1,7 @@
 /// Glob patterns of a token's `channels` claim (PROTOCOL §3): `*` matches any run of
 /// characters (including none), `?` exactly one character; everything else matches itself.
 /// Characters are Unicode scalars, compared exactly.
-enum ChannelPattern {
+package enum ChannelPattern {
     /// True when `name` matches `pattern`.
     public static func matches(_ pattern: String, _ name: String) -> Bool {
         let p = Array(pattern.unicodeScalars), s = Array(name.unicodeScalars)
@@ -30,14 +30,14 @@ enum ChannelPattern {
 
 extension Grant {
     /// True when the grant lets its session join, publish to or set state in `channel`.
-    func allows(channel name: Name) -> Bool {
+    package func allows(channel name: Name) -> Bool {
         guard let patterns = channelPatterns else { return true }
         return patterns.contains { ChannelPattern.matches($0, name.string) }
     }
 
     /// Throws `FORBIDDEN` unless the grant lets its session join, publish to or set state in
     /// `key`. Both presence engines (one node and cluster) check with it.
-    func checkAccess(to key: ChannelKey) throws(BrokerError) {
+    package func checkAccess(to key: ChannelKey) throws(BrokerError) {
         guard allows(channel: key.name) else {
             throw BrokerError(.forbidden, "the token does not allow channel \(key.name)")
         }

@@ -17,9 +17,9 @@ import RollcallProtocol
 /// most 1000 entries (`getOnlineUsers`) or `presence.snapshotMaxMembers` (the snapshot), so
 /// a channel of n members keeps at most about 16 pages plus twice its encoded roster. When
 /// full, an arbitrary page makes room for the new one.
-struct ListingCache {
+package struct ListingCache {
     /// A page's request shape and the channel's `seq` when it was read.
-    struct Key: Hashable {
+    package struct Key: Hashable {
         let after: Name?
         let pageSize: Int
         let includeState: Bool

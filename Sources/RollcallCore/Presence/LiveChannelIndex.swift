@@ -1,7 +1,7 @@
 /// The channels that have at least one member, per type in byte order of name: what the
 /// server API's `getChannels` pages through (PROTOCOL §10). A page costs O(log n + pageSize):
 /// a seek in a ``SortedNameList``, then a walk; nothing is sorted per call.
-struct LiveChannelIndex {
+package struct LiveChannelIndex {
     private var messageChannels: SortedNameList
     private var streamChannels: SortedNameList
 

@@ -1,7 +1,7 @@
 import RollcallProtocol
 
 /// A change to one member user of a channel.
-enum MemberChange {
+package enum MemberChange {
     case joined
     case removed(RemovalKind)
     case stateChanged

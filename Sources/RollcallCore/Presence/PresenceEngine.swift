@@ -35,7 +35,7 @@ import RollcallProtocol
 ///   shown by the same rule (``getOnlineUsers(_:)``);
 /// - schedules a channel's interval flush `intervalSeconds` after its first pending change;
 /// - restarts `seq` when a channel is deleted (no member left) and created again.
-final class PresenceEngine {
+package final class PresenceEngine {
     let configuration: Configuration
     let clock: BrokerClock
     let outbox: Outbox
@@ -101,12 +101,15 @@ final class PresenceEngine {
 }
 
 /// Per-session presence bookkeeping, stored on ``Session``.
-struct SessionPresence {
+package struct SessionPresence {
     /// States set before joining, for channels the user is not a member of.
-    var pendingStates: [ChannelKey: PresenceState] = [:]
+    package var pendingStates: [ChannelKey: PresenceState] = [:]
     /// TTLs (milliseconds) of pending state keys set with `ttlSeconds`: they start at the join.
-    var pendingTTLs: [ChannelKey: [String: Int64]] = [:]
+    package var pendingTTLs: [ChannelKey: [String: Int64]] = [:]
     /// Channels this session joined, with the flags of its last join (last: its tail bytes
     /// take the fields after it in ``Session``).
-    var joined = JoinedChannels()
+    package var joined = JoinedChannels()
+
+    /// A session's presence before its first join.
+    package init() {}
 }

@@ -1,14 +1,14 @@
 import RollcallProtocol
 
 /// One member of a listing: user id, state and token `info` (encoded; nil when none).
-typealias RosterEntry = (userId: Name, state: PresenceState, info: [UInt8]?)
+package typealias RosterEntry = (userId: Name, state: PresenceState, info: [UInt8]?)
 
 /// Encoders for the presence and message events (PROTOCOL §4). Each event is encoded once
 /// and the same bytes go to every recipient.
-enum PresenceEvents {
+package enum PresenceEvents {
     /// `join`, `leave`, `timeout` or `stateChanged` about `publisher`; `state` is written for
     /// `join` and `stateChanged` only, `info` (the member's token info, 1.1) for `join` only.
-    static func change(
+    package static func change(
         _ type: String, channel: ChannelKey, publisher: Name, state: PresenceState?, info: [UInt8]? = nil,
         occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
     ) -> [UInt8] {
@@ -23,7 +23,7 @@ enum PresenceEvents {
     }
 
     /// The net change of one interval.
-    struct IntervalChange {
+    package struct IntervalChange {
         var joins: [Name] = []
         var leaves: [Name] = []
         var timeouts: [Name] = []
@@ -73,7 +73,7 @@ enum PresenceEvents {
     }
 
     /// `snapshot` whose member array (`[{userId, state}, …]`) is already encoded.
-    static func snapshot(
+    package static func snapshot(
         channel: ChannelKey, encodedMembers: [UInt8], nextPage: String?,
         occupancy: Int, mode: PresenceMode, seq: Int, timestamp: Timestamp
     ) -> [UInt8] {
@@ -100,7 +100,7 @@ enum PresenceEvents {
 
     /// `{"event":"message","channel","channelType","publisher","message","timestamp"}`;
     /// `message` is already compact-encoded.
-    static func message(channel: ChannelKey, publisher: Name, encodedMessage: [UInt8], timestamp: Timestamp) -> [UInt8] {
+    package static func message(channel: ChannelKey, publisher: Name, encodedMessage: [UInt8], timestamp: Timestamp) -> [UInt8] {
         Frames.event("message", capacity: 128 + encodedMessage.count) { w in
             header(&w, channel)
             w.key("publisher"); w.string(publisher.string)

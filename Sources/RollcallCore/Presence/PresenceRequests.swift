@@ -15,12 +15,12 @@ private func stateTTL(_ request: Request) throws(BrokerError) -> Int64? {
 }
 
 /// `join {channel, channelType?, presence?, messages?, state?, ttlSeconds?}`.
-struct JoinRequest: Sendable {
-    let channel: ChannelKey
-    let flags: JoinFlags
-    let state: StateUpdate?
+package struct JoinRequest: Sendable {
+    package let channel: ChannelKey
+    package let flags: JoinFlags
+    package let state: StateUpdate?
     /// TTL of the keys in `state`, in milliseconds.
-    let ttlMs: Int64?
+    package let ttlMs: Int64?
 
     init(_ request: Request, limits: Configuration.State) throws(BrokerError) {
         channel = try request.channelKey()
@@ -35,7 +35,7 @@ struct JoinRequest: Sendable {
     /// member already), then the keys held for the join (`pending`), then the join's own;
     /// checked against `state.maxKeys` and `maxTotalBytes` when anything was merged. One node
     /// and a cluster merge the same way.
-    func mergedState(onto existing: PresenceState, pending: PresenceState?,
+    package func mergedState(onto existing: PresenceState, pending: PresenceState?,
                      limits: Configuration.State) throws(BrokerError) -> PresenceState {
         guard pending != nil || state != nil else { return existing }
         var merged = existing
@@ -59,8 +59,8 @@ extension Broker {
 }
 
 /// `leave {channel, channelType?}`.
-struct LeaveRequest: Sendable {
-    let channel: ChannelKey
+package struct LeaveRequest: Sendable {
+    package let channel: ChannelKey
 
     init(_ request: Request) throws(BrokerError) {
         channel = try request.channelKey()
@@ -69,9 +69,9 @@ struct LeaveRequest: Sendable {
 
 /// `publish {channel, channelType?, message}`; the message is encoded once, here. Its size
 /// is checked by the engine, after the token's channel grant (`FORBIDDEN` comes first).
-struct PublishRequest: Sendable {
-    let channel: ChannelKey
-    let encodedMessage: [UInt8]
+package struct PublishRequest: Sendable {
+    package let channel: ChannelKey
+    package let encodedMessage: [UInt8]
 
     init(_ request: Request) throws(BrokerError) {
         channel = try request.channelKey()
@@ -81,11 +81,11 @@ struct PublishRequest: Sendable {
 }
 
 /// `setState {channel, channelType?, state, ttlSeconds?}`.
-struct SetStateRequest: Sendable {
-    let channel: ChannelKey
-    let update: StateUpdate
+package struct SetStateRequest: Sendable {
+    package let channel: ChannelKey
+    package let update: StateUpdate
     /// TTL of the keys set, in milliseconds; nil clears their deadlines.
-    let ttlMs: Int64?
+    package let ttlMs: Int64?
 
     init(_ request: Request, limits: Configuration.State) throws(BrokerError) {
         channel = try request.channelKey()
@@ -96,9 +96,9 @@ struct SetStateRequest: Sendable {
 }
 
 /// `removeState {channel, channelType?, keys}`.
-struct RemoveStateRequest: Sendable {
-    let channel: ChannelKey
-    let keys: [String]
+package struct RemoveStateRequest: Sendable {
+    package let channel: ChannelKey
+    package let keys: [String]
 
     init(_ request: Request) throws(BrokerError) {
         channel = try request.channelKey()
@@ -108,9 +108,9 @@ struct RemoveStateRequest: Sendable {
 }
 
 /// `getState {channel, channelType?, userId}`.
-struct GetStateRequest: Sendable {
-    let channel: ChannelKey
-    let userId: Name
+package struct GetStateRequest: Sendable {
+    package let channel: ChannelKey
+    package let userId: Name
 
     init(_ request: Request) throws(BrokerError) {
         channel = try request.channelKey()
@@ -119,16 +119,16 @@ struct GetStateRequest: Sendable {
 }
 
 /// `getOnlineUsers {channel, channelType?, includeUserId?, includeState?, page?, pageSize?}`.
-struct GetOnlineUsersRequest: Sendable {
-    let channel: ChannelKey
-    let includeUserId: Bool
-    let includeState: Bool
-    let pageSize: Int
+package struct GetOnlineUsersRequest: Sendable {
+    package let channel: ChannelKey
+    package let includeUserId: Bool
+    package let includeState: Bool
+    package let pageSize: Int
     /// The user the page starts after (decoded `page`), nil for the first page.
-    let after: Name?
+    package let after: Name?
     /// The reading session's user (nil from the server API): shown when it joined since the
     /// channel's last event, as in its snapshot (``PresenceEngine/getOnlineUsers(_:)``).
-    var viewer: Name?
+    package var viewer: Name?
 
     init(_ request: Request) throws(BrokerError) {
         channel = try request.channelKey()
@@ -149,8 +149,8 @@ struct GetOnlineUsersRequest: Sendable {
 }
 
 /// `getUserChannels {userId}`.
-struct GetUserChannelsRequest: Sendable {
-    let userId: Name
+package struct GetUserChannelsRequest: Sendable {
+    package let userId: Name
 
     init(_ request: Request) throws(BrokerError) {
         userId = try request.name("userId")

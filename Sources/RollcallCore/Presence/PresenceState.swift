@@ -2,19 +2,22 @@ import RollcallProtocol
 
 /// One member's state in one channel: string keys to string values, kept in byte order of
 /// the keys. Keys and values compare by bytes (never by Unicode equivalence).
-struct PresenceState: Equatable {
+package struct PresenceState: Equatable {
     /// The entries in byte order of key.
     private(set) var entries: [(key: String, value: String)] = []
     /// UTF-8 bytes of every key and value.
-    private(set) var totalBytes = 0
+    package private(set) var totalBytes = 0
 
-    static let empty = PresenceState()
+    package static let empty = PresenceState()
 
-    var isEmpty: Bool { entries.isEmpty }
-    var count: Int { entries.count }
+    /// A state with no keys.
+    package init() {}
+
+    package var isEmpty: Bool { entries.isEmpty }
+    package var count: Int { entries.count }
 
     /// Sets `key` to `value`, replacing an existing value.
-    mutating func set(_ key: String, _ value: String) {
+    package mutating func set(_ key: String, _ value: String) {
         let (index, found) = position(of: key)
         if found {
             totalBytes += value.utf8.count - entries[index].value.utf8.count
@@ -26,11 +29,11 @@ struct PresenceState: Equatable {
     }
 
     /// True when `key` has a value.
-    func contains(_ key: String) -> Bool { position(of: key).1 }
+    package func contains(_ key: String) -> Bool { position(of: key).1 }
 
     /// Removes `key`; false when it was absent.
     @discardableResult
-    mutating func remove(_ key: String) -> Bool {
+    package mutating func remove(_ key: String) -> Bool {
         let (index, found) = position(of: key)
         guard found else { return false }
         totalBytes -= entries[index].key.utf8.count + entries[index].value.utf8.count
@@ -39,16 +42,16 @@ struct PresenceState: Equatable {
     }
 
     /// Writes the state as a JSON object.
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.stringMap(entries)
     }
 
     /// The state as a JSON object.
-    var json: JSON {
+    package var json: JSON {
         .object(JSONObject(entries.map { ($0.key, JSON.string($0.value)) }))
     }
 
-    static func == (a: PresenceState, b: PresenceState) -> Bool {
+    package static func == (a: PresenceState, b: PresenceState) -> Bool {
         a.totalBytes == b.totalBytes && a.entries.count == b.entries.count
             && zip(a.entries, b.entries).allSatisfy { x, y in
                 x.key.utf8.elementsEqual(y.key.utf8) && x.value.utf8.elementsEqual(y.value.utf8)
@@ -74,8 +77,8 @@ func byteOrder(_ a: String, _ b: String) -> Int {
 }
 
 /// A validated `state` argument: its entries in request order (a repeated key: last wins).
-struct StateUpdate: Sendable {
-    let entries: [(key: String, value: String)]
+package struct StateUpdate: Sendable {
+    package let entries: [(key: String, value: String)]
 
     /// Validates every entry of `object` against the per-entry limits.
     ///
@@ -103,7 +106,7 @@ struct StateUpdate: Sendable {
 
     /// `base` with this update merged in; throws `TOO_MANY_KEYS` or `STATE_TOO_LARGE` when
     /// the result breaks the limits.
-    func merged(into base: PresenceState, limits: Configuration.State) throws(BrokerError) -> PresenceState {
+    package func merged(into base: PresenceState, limits: Configuration.State) throws(BrokerError) -> PresenceState {
         var state = base
         for entry in entries { state.set(entry.key, entry.value) }
         try state.checkTotals(limits)

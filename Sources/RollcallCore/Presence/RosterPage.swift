@@ -8,7 +8,7 @@ import RollcallProtocol
 ///
 /// The viewer's own user is not in the cached bytes when it joined since the last event;
 /// ``array(inserting:limit:)`` splices it in for that one reader (snapshot and page alike).
-struct RosterPage {
+package struct RosterPage {
     /// The user ids listed, in byte order.
     let names: [Name]
     /// `[…]`: the entries, comma-separated, in brackets.
@@ -36,7 +36,7 @@ struct RosterPage {
 
     /// Encodes one entry per name, each written by `writeEntry(index, &writer)`, into `[…]`,
     /// noting where each starts.
-    init(names: [Name], capacity: Int, more: Bool, writeEntry: (Int, inout JSONWriter) -> Void) {
+    package init(names: [Name], capacity: Int, more: Bool, writeEntry: (Int, inout JSONWriter) -> Void) {
         var writer = JSONWriter(capacity: capacity)
         var starts: [Int] = []
         starts.reserveCapacity(names.count)
@@ -52,12 +52,12 @@ struct RosterPage {
 
     /// One entry: `{"userId":…,"state":{…},"info":…}` (`state` when `includeState`, `info`
     /// when the member has one).
-    static func write(_ entry: RosterEntry, includeState: Bool, to writer: inout JSONWriter) {
+    package static func write(_ entry: RosterEntry, includeState: Bool, to writer: inout JSONWriter) {
         write(entry.userId, info: entry.info, includeState: includeState, to: &writer) { entry.state.write(to: &$0) }
     }
 
     /// The same entry with its state already encoded (`{"k":"v",…}`, as Redis keeps it).
-    static func write(_ userId: Name, encodedState: [UInt8], info: [UInt8]?, includeState: Bool, to writer: inout JSONWriter) {
+    package static func write(_ userId: Name, encodedState: [UInt8], info: [UInt8]?, includeState: Bool, to writer: inout JSONWriter) {
         write(userId, info: info, includeState: includeState, to: &writer) { $0.raw(encodedState) }
     }
 
@@ -81,7 +81,7 @@ struct RosterPage {
     ///     after its end when no member follows), and the page still shows at most `limit`
     ///     users: the last one moves to the next page.
     ///   - limit: the page size the page was listed with.
-    func array(inserting insert: EncodedEntry?, limit: Int) -> (bytes: [UInt8], more: Bool, last: Name?) {
+    package func array(inserting insert: EncodedEntry?, limit: Int) -> (bytes: [UInt8], more: Bool, last: Name?) {
         guard let insert else { return (encoded, more, names.last) }
         let position = insertionPoint(of: insert.userId)
         guard position < names.count || !more else { return (encoded, more, names.last) }
@@ -104,19 +104,19 @@ struct RosterPage {
     }
 
     /// One entry encoded on its own (the reader's user spliced into a cached page).
-    struct EncodedEntry {
+    package struct EncodedEntry {
         let userId: Name
         let bytes: [UInt8]
 
         /// The entry of `userId` whose state comes encoded (from Redis).
-        init(userId: Name, encodedState: [UInt8], info: [UInt8]?, includeState: Bool) {
+        package init(userId: Name, encodedState: [UInt8], info: [UInt8]?, includeState: Bool) {
             self.userId = userId
             var writer = JSONWriter(capacity: 64 + encodedState.count + (info?.count ?? 0))
             RosterPage.write(userId, encodedState: encodedState, info: info, includeState: includeState, to: &writer)
             bytes = writer.bytes
         }
 
-        init(_ entry: RosterEntry, includeState: Bool) {
+        package init(_ entry: RosterEntry, includeState: Bool) {
             userId = entry.userId
             var writer = JSONWriter(capacity: 64 + entry.state.totalBytes * 2 + (entry.info?.count ?? 0))
             RosterPage.write(entry, includeState: includeState, to: &writer)

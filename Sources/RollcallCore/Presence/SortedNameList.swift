@@ -7,7 +7,7 @@
 ///   one chunk's worth of names and shifts `n / chunkCapacity` chunk references);
 /// - `names(after:limit:)`: O(log n + limit) — a seek for the first name greater than the
 ///   cursor, then a walk along the chunks. Nothing is ever sorted per call.
-struct SortedNameList {
+package struct SortedNameList {
     /// Most names one chunk holds before it is split in two.
     let chunkCapacity: Int
     private(set) var chunks: [[Name]] = []

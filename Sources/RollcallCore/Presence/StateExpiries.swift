@@ -4,9 +4,9 @@
 /// deadline, so a channel with 10,000 typing users costs work per expiry, never per tick.
 /// Deadlines are monotonic milliseconds. Keys set by one call share a deadline and so expire
 /// together, in one `stateChanged`.
-struct StateExpiries {
+package struct StateExpiries {
     /// A member of a channel.
-    struct Member: Hashable {
+    package struct Member: Hashable {
         let channel: ChannelKey
         let user: Name
     }

@@ -6,7 +6,7 @@ import RollcallProtocol
 /// once and shared by every user in it, so a listing is a concatenation of ready bytes
 /// (measured: 1000 channels went from ~1.2 ms with a sort and a JSON tree to tens of µs; see
 /// BENCHMARKS.md, listing). Users with no channel have no entry.
-struct UserChannelIndex {
+package struct UserChannelIndex {
     /// Each user's channels in order, with the channel's shared entry bytes (one buffer per
     /// channel, referenced from every list: no lookup while listing).
     private var lists: [Name: [Membership]] = [:]

@@ -30,12 +30,12 @@ extension Request {
 /// `publish {channel, channelType?, message, publisher?}` from the server: the WebSocket
 /// ``PublishRequest`` plus the name the `message` event carries as `publisher` (a valid user
 /// id; default `server`).
-struct ServerPublishRequest: Sendable {
+package struct ServerPublishRequest: Sendable {
     /// The name used when the body gives none.
     static let defaultPublisher = Name(unchecked: "server")
 
-    let publish: PublishRequest
-    let publisher: Name
+    package let publish: PublishRequest
+    package let publisher: Name
 
     init(_ request: Request) throws(BrokerError) {
         publish = try PublishRequest(request)
@@ -51,12 +51,12 @@ struct ServerPublishRequest: Sendable {
 }
 
 /// `getChannels {prefix?, page?, pageSize?}`.
-struct GetChannelsRequest: Sendable {
+package struct GetChannelsRequest: Sendable {
     /// Only channels whose name starts with it; nil (absent or empty): every channel.
-    let prefix: Name?
+    package let prefix: Name?
     /// The channel the page starts after (decoded `page`), nil for the first page.
-    let after: ChannelKey?
-    let pageSize: Int
+    package let after: ChannelKey?
+    package let pageSize: Int
 
     init(_ request: Request) throws(BrokerError) {
         let rawPrefix = try request.optionalString("prefix") ?? ""
@@ -81,14 +81,14 @@ struct GetChannelsRequest: Sendable {
 
 /// `disconnectUser {userId, reason?}`; `reason` goes in the 4403 close frame, so it is at
 /// most 123 bytes (a close frame's limit).
-struct DisconnectUserRequest: Sendable {
+package struct DisconnectUserRequest: Sendable {
     /// The reason when the body gives none.
-    static let defaultReason = "disconnected by the server"
+    package static let defaultReason = "disconnected by the server"
     /// The longest reason a close frame carries, in bytes.
     static let maxReasonBytes = 123
 
-    let userId: Name
-    let reason: String
+    package let userId: Name
+    package let reason: String
 
     init(_ request: Request) throws(BrokerError) {
         userId = try request.name("userId")

@@ -18,10 +18,10 @@ extension Broker {
     }
 
     /// The presence timeout a login asks for, in the range PROTOCOL §3 allows.
-    static func presenceTimeoutMs(_ seconds: Double) -> Int64 { min(300, max(5, seconds)).milliseconds }
+    package static func presenceTimeoutMs(_ seconds: Double) -> Int64 { min(300, max(5, seconds)).milliseconds }
 
     /// A new session for a login on `connection`, not yet in the directory.
-    func newSession(_ request: LoginRequest, on connection: ConnectionID, grant: Grant, timeoutMs: Int64?,
+    package func newSession(_ request: LoginRequest, on connection: ConnectionID, grant: Grant, timeoutMs: Int64?,
                     token: ResumeToken? = nil) -> Session {
         nextSessionNumber += 1
         let session = Session(
@@ -34,21 +34,21 @@ extension Broker {
 
     /// A new session in the directory is logged in on `connection`: its token timer runs, the
     /// login deadline goes.
-    func admit(_ session: Session, on connection: ConnectionID) {
+    package func admit(_ session: Session, on connection: ConnectionID) {
         armTokenTimer(session)
         loginDeadlines.cancel(connection)
         metrics.logins += 1
     }
 
     /// One of the user's sessions over `maxSessionsPerUser`, on this node: ends, closing 4409.
-    func closeOverTheLimit(_ session: Session) {
+    package func closeOverTheLimit(_ session: Session) {
         let connection = session.connection
         end(session, .closed)
         if let connection { close(connection, .sessionLimit, reason: "too many sessions for this user") }
     }
 
     /// The server API's `disconnectUser` for one session of this node: as `logout`, closing 4403.
-    func disconnect(_ session: Session, reason: String) {
+    package func disconnect(_ session: Session, reason: String) {
         let connection = session.connection
         end(session, .logout)
         if let connection { close(connection, .disconnectedByServer, reason: reason) }
@@ -81,7 +81,7 @@ extension Broker {
         }
     }
 
-    func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
+    package func resume(_ session: Session, on connection: ConnectionID, grant: Grant, presenceTimeoutMs: Int64,
                 customStatus: String?, token: ResumeToken? = nil, kept: (events: [[UInt8]], dropped: Int)? = nil) -> JSON {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
@@ -107,7 +107,7 @@ extension Broker {
         return loginResult(session, resumed: true, channels: channels, messagesDropped: held.dropped)
     }
 
-    func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
+    package func loginResult(_ session: Session, resumed: Bool, channels: [JSON]?, messagesDropped: Int? = nil) -> JSON {
         let limits = configuration.limits
         let state = configuration.state
         var limitMembers: [(key: String, value: JSON)] = []
@@ -157,7 +157,7 @@ extension Broker {
 
     /// Forgets a session of this node without ending it anywhere else (it lives on in the
     /// store, or the store lost it).
-    func forget(_ session: Session) {
+    package func forget(_ session: Session) {
         holdDeadlines.cancel(session.number)
         heldSessions[session.number] = nil
         directory.remove(session)
@@ -166,7 +166,7 @@ extension Broker {
     /// Ends a session for good: presence first (leave/timeout events), then user status.
     /// `recorded` runs once the store has the end (``SessionEngine/ended(_:_:recorded:)``); on
     /// one node it is not called (everything is done on return).
-    func end(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)? = nil) {
+    package func end(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)? = nil) {
         if let connection = session.connection {
             connections[connection] = nil
             tokenDeadlines.cancel(connection)

@@ -87,7 +87,7 @@ extension Broker {
 }
 
 /// `session` events (PROTOCOL §3, 1.1).
-enum SessionEvents {
+package enum SessionEvents {
     /// `{"event":"session","type":"refreshRequired","expiresAt":ms}`.
     static func refreshRequired(expiresAt: Timestamp) -> [UInt8] {
         JSON.object(["event": "session", "type": "refreshRequired", "expiresAt": .int(Int(expiresAt))]).encoded()

@@ -3,7 +3,7 @@ import DequeModule
 /// `message` events addressed to a held session, kept for its resume (PROTOCOL §5, 1.1): up to
 /// `limits.heldMessageBytes` of encoded events. The oldest kept ones stay; a message that
 /// does not fit is dropped and counted (`messagesDropped` in the resume result).
-struct HeldMessages {
+package struct HeldMessages {
     private(set) var events = Deque<[UInt8]>()
     private(set) var bytes = 0
     /// Messages that did not fit.
@@ -27,6 +27,6 @@ struct HeldMessages {
 }
 
 /// A session's ``HeldMessages``, allocated when the first message is kept.
-final class HeldMessageBox {
+package final class HeldMessageBox {
     var messages = HeldMessages()
 }

@@ -4,8 +4,8 @@
 /// Most sessions are in one channel. A one-entry Swift dictionary is a heap allocation of
 /// ~130 bytes (heaptrack, idle benchmark); one channel stored inline costs the 32 bytes of the
 /// enum inside ``Session``. Two or more channels use a dictionary as before.
-struct JoinedChannels: Sequence {
-    typealias Element = (key: ChannelKey, value: JoinFlags)
+package struct JoinedChannels: Sequence {
+    package typealias Element = (key: ChannelKey, value: JoinFlags)
 
     private enum Storage {
         case none
@@ -27,10 +27,10 @@ struct JoinedChannels: Sequence {
     var isEmpty: Bool { count == 0 }
 
     /// The channels joined, in no particular order.
-    var keys: [ChannelKey] { map(\.key) }
+    package var keys: [ChannelKey] { map(\.key) }
 
     /// The flags of the join of `key`; setting nil forgets the channel.
-    subscript(key: ChannelKey) -> JoinFlags? {
+    package subscript(key: ChannelKey) -> JoinFlags? {
         get {
             switch storage {
             case .none: nil
@@ -67,7 +67,7 @@ struct JoinedChannels: Sequence {
         }
     }
 
-    func makeIterator() -> AnyIterator<Element> {
+    package func makeIterator() -> AnyIterator<Element> {
         switch storage {
         case .none:
             return AnyIterator { nil }

@@ -2,14 +2,14 @@ import RollcallProtocol
 
 /// Sessions on one node: everything in this process, every call completes at once
 /// (``SessionEngine``). The user's sessions over `maxSessionsPerUser` are closed here.
-final class LocalSessions: SessionEngine {
+package final class LocalSessions: SessionEngine {
     unowned let broker: Broker
 
     init(broker: Broker) {
         self.broker = broker
     }
 
-    func login(_ request: LoginRequest, grant: Grant, on connection: ConnectionID,
+    package func login(_ request: LoginRequest, grant: Grant, on connection: ConnectionID,
                then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
         let requestedTimeoutMs = request.presenceTimeoutSeconds.map(Broker.presenceTimeoutMs)
         if let resumeToken = request.resumeToken, let held = broker.directory.heldSession(resumeToken: resumeToken),
@@ -39,32 +39,32 @@ final class LocalSessions: SessionEngine {
         }
     }
 
-    func loggedIn(_ session: Session, then finished: @escaping () -> Void) {
+    package func loggedIn(_ session: Session, then finished: @escaping () -> Void) {
         broker.userStatus.sessionLoggedIn(session)
         finished()
     }
 
-    func resumed(_ session: Session, kept: [[UInt8]]) -> [JSON] {
+    package func resumed(_ session: Session, kept: [[UInt8]]) -> [JSON] {
         let channels = broker.presence.sessionResumed(session)
         for event in kept { broker.outbox.send(event, to: session) }
         return channels
     }
 
-    func logout(_ session: Session, then done: @escaping () -> Void) {
+    package func logout(_ session: Session, then done: @escaping () -> Void) {
         broker.end(session, .logout)
         done()
     }
 
-    func held(_ session: Session) {}
+    package func held(_ session: Session) {}
 
-    func ended(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)?) {
+    package func ended(_ session: Session, _ how: SessionEnd, recorded: (() -> Void)?) {
         broker.presence.sessionEnded(session, how)
     }
 
     /// `disconnectUser {userId, reason?}` → `{sessions}`: every session of the user, live or
     /// held, ends as by `logout` (leave everywhere; `loggedOut` once the last is gone); live
     /// ones are closed with 4403 and the reason.
-    func disconnectUser(_ request: DisconnectUserRequest, then done: @escaping (Result<JSON, BrokerError>) -> Void) {
+    package func disconnectUser(_ request: DisconnectUserRequest, then done: @escaping (Result<JSON, BrokerError>) -> Void) {
         let sessions = broker.directory.sessions(of: request.userId)
         for session in sessions { broker.disconnect(session, reason: request.reason) }
         done(.success(.object(["sessions": .int(sessions.count)])))
@@ -72,7 +72,7 @@ final class LocalSessions: SessionEngine {
 
     /// `getInfo {}` → `{version, nodes: [{nodeId, sessions}], channels, sessions}`: one node;
     /// `sessions` counts live and held sessions, `channels` those with a member.
-    func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
+    package func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
         let sessions = JSON.int(broker.directory.liveCount + broker.heldSessions.count)
         let node: JSON = .object(["nodeId": .string(broker.nodeId), "sessions": sessions])
         done(.success(.object([
@@ -83,11 +83,11 @@ final class LocalSessions: SessionEngine {
         ])))
     }
 
-    var nextDeadline: Timestamp? { nil }
-    func fireDueTimers() {}
-    func storeMessageArrived(channel: [UInt8], payload: [UInt8]) {}
-    func storeResubscribed() {}
-    func storeLostData() {}
-    func nodeFenced() {}
-    func shutDown() {}
+    package var nextDeadline: Timestamp? { nil }
+    package func fireDueTimers() {}
+    package func storeMessageArrived(channel: [UInt8], payload: [UInt8]) {}
+    package func storeResubscribed() {}
+    package func storeLostData() {}
+    package func nodeFenced() {}
+    package func shutDown() {}
 }

@@ -9,7 +9,7 @@ public struct Grant: Sendable, Equatable {
     /// nil allows every user. The session's own user is always allowed.
     var userPatterns: [String]?
     /// The issuer's `info` object as encoded JSON bytes (1.1); nil when the token has none.
-    var info: [UInt8]?
+    package var info: [UInt8]?
     /// The token's `exp` in wall milliseconds; nil when tokens do not expire (`auth.mode` `none`).
     /// Last, so that the fields after a grant in ``Session`` use the bytes after its tag.
     var expiresAt: Timestamp?
@@ -39,9 +39,9 @@ extension LoginAuthenticator {
 }
 
 /// `auth.mode: none`: every user id is accepted, with no channel limit.
-struct OpenAuthenticator: LoginAuthenticator {
+package struct OpenAuthenticator: LoginAuthenticator {
     public init() {}
-    func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
+    package func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
         .success(.unlimited)
     }
 }

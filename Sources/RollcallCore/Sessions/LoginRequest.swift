@@ -2,15 +2,15 @@ import RollcallProtocol
 
 /// `login {userId, platform?, token?, customStatus?, presenceTimeout?, resumeToken?}`
 /// (PROTOCOL §3), decoded and validated before anything is looked up.
-struct LoginRequest: Sendable {
-    let userId: Name
-    let platform: Platform
+package struct LoginRequest: Sendable {
+    package let userId: Name
+    package let platform: Platform
     let token: String?
     /// Length is checked by the user-status engine (`CUSTOM_STATUS_TOO_LONG`).
-    let customStatus: String?
+    package let customStatus: String?
     /// As sent; clamped to [5, 300] by the broker.
-    let presenceTimeoutSeconds: Double?
-    let resumeToken: String?
+    package let presenceTimeoutSeconds: Double?
+    package let resumeToken: String?
 
     init(_ request: Request) throws(BrokerError) {
         userId = try request.name("userId")

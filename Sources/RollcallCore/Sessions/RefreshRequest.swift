@@ -1,6 +1,6 @@
 /// `refresh {token}` (PROTOCOL §3, 1.1), decoded: a missing or non-string token is
 /// `INVALID_REQUEST` (a wrong argument type), never `UNAUTHORIZED`.
-struct RefreshRequest: Sendable {
+package struct RefreshRequest: Sendable {
     let token: String
 
     init(_ request: Request) throws(BrokerError) {

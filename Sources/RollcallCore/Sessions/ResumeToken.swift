@@ -4,21 +4,21 @@
 /// Kept as two integers rather than a `String`, so a session and the directory's token index
 /// hold 16 bytes inline instead of a heap-allocated string each (idle sessions are counted in
 /// bytes: see the `idle` benchmark).
-struct ResumeToken: Hashable {
+package struct ResumeToken: Hashable {
     let first: UInt64
     let second: UInt64
 
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// A fresh token from `random` (two 64-bit draws).
-    init(using random: inout any RandomNumberGenerator) {
+    package init(using random: inout any RandomNumberGenerator) {
         first = random.next()
         second = random.next()
     }
 
     /// The token a client sent back, or nil when `text` is not 32 lowercase hex digits (then
     /// it cannot be one the broker issued).
-    init?(_ text: String) {
+    package init?(_ text: String) {
         let utf8 = text.utf8
         guard utf8.count == 32 else { return nil }
         var words: [UInt64] = [0, 0]
@@ -36,7 +36,7 @@ struct ResumeToken: Hashable {
     }
 
     /// The 32 hex digits sent to the client.
-    var text: String {
+    package var text: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32)
         for word in [first, second] {

@@ -13,7 +13,7 @@ public final class Session {
     /// The user it belongs to.
     public let userId: Name
     /// How long it is held after an abnormal drop.
-    internal(set) var presenceTimeoutMs: Int64
+    package var presenceTimeoutMs: Int64
     /// The single-use token that resumes it while held (stored as 128 bits, see ``ResumeToken``).
     var token: ResumeToken
     /// The token as sent to the client: 32 lowercase hex digits.
@@ -22,22 +22,22 @@ public final class Session {
     /// reference (8 bytes) rather than the 24-byte value: few sessions ever hold messages.
     private var heldMessages: HeldMessageBox?
     /// Channel presence bookkeeping for this session.
-    var presence = SessionPresence()
+    package var presence = SessionPresence()
     /// The live connection; nil while held.
     public internal(set) var connection: ConnectionID?
     /// When it was dropped abnormally; nil while live.
     internal(set) var heldSince: Timestamp?
     /// What its token allows.
-    internal(set) var grant = Grant.unlimited
+    package var grant = Grant.unlimited
     /// Device family.
     public let platform: Platform
     /// The `refreshRequired` notice went out for the current token.
     var refreshNoticeSent = false
     /// Cluster mode: Redis keeps this held session's messages now (its hold is recorded);
     /// until then the node keeps them itself.
-    var messagesKeptInStore = false
+    package var messagesKeptInStore = false
 
-    init(number: UInt64, userId: Name, platform: Platform,
+    package init(number: UInt64, userId: Name, platform: Platform,
          connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken, idPrefix: String = "",
          sessionId: String? = nil) {
         self.number = number
@@ -50,7 +50,7 @@ public final class Session {
     }
 
     /// True while dropped and waiting to be resumed or timed out.
-    var isHeld: Bool { connection == nil }
+    package var isHeld: Bool { connection == nil }
 
     /// Keeps a `message` event for the resume, up to `limit` bytes (see ``HeldMessages``).
     func keepHeldMessage(_ event: [UInt8], limit: Int) {
@@ -67,7 +67,7 @@ public final class Session {
 }
 
 /// How a session ended for good.
-enum SessionEnd: Sendable, Equatable {
+package enum SessionEnd: Sendable, Equatable {
     /// `logout`: leave everywhere, user status `loggedOut` if it was the last session.
     case logout
     /// Close frame (or broker-initiated protocol-fault / session-limit close): leave everywhere, `offline`.

@@ -9,7 +9,7 @@ public final class SessionDirectory {
     /// Cluster mode only: sessions by their public id (control messages name them so).
     private var byId: [String: Session] = [:]
     /// True when sessions are indexed by id (cluster mode).
-    var indexesIds = false
+    package var indexesIds = false
 
     init() {}
 
@@ -20,7 +20,7 @@ public final class SessionDirectory {
     public func session(on connection: ConnectionID) -> Session? { byConnection[connection] }
 
     /// The session with this public id (cluster mode).
-    func session(id: String) -> Session? { byId[id] }
+    package func session(id: String) -> Session? { byId[id] }
 
     /// The held session this token resumes.
     func heldSession(resumeToken: String) -> Session? {
@@ -37,7 +37,7 @@ public final class SessionDirectory {
     /// Every session, live and held.
     public var all: [Session] { byUser.values.flatMap(\.list) }
 
-    func add(_ session: Session) {
+    package func add(_ session: Session) {
         if let connection = session.connection { byConnection[connection] = session }
         if let existing = byUser[session.userId] {
             byUser[session.userId] = .many(existing.list + [session])

@@ -3,13 +3,13 @@
 /// name (``PageCursor``'s encoding). The next page starts at the first channel after it in
 /// listing order (`message` channels, then `stream` channels, each in byte order of name),
 /// so a channel live for the whole scan appears exactly once.
-enum ChannelPageCursor {
+package enum ChannelPageCursor {
     private static func prefix(_ type: ChannelType) -> String {
         type == .message ? "c1.m." : "c1.s."
     }
 
     /// The cursor after `key`.
-    static func encode(after key: ChannelKey) -> String {
+    package static func encode(after key: ChannelKey) -> String {
         PageCursor.encode(key.name, behind: prefix(key.type))
     }
 

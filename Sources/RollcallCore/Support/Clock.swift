@@ -86,5 +86,5 @@ extension BrokerClock {
 
 extension Double {
     /// Seconds to milliseconds, rounded.
-    @inlinable var milliseconds: Int64 { Int64((self * 1000).rounded()) }
+    @inlinable package var milliseconds: Int64 { Int64((self * 1000).rounded()) }
 }

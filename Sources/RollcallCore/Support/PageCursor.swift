@@ -2,17 +2,17 @@
 /// `getSubscriptions`: the
 /// lowercase hex of the last user id returned, behind a version prefix. The next page starts
 /// at the first user id greater than it, so a user present for the whole scan appears once.
-enum PageCursor {
+package enum PageCursor {
     private static let prefix = "u1."
     private static let hex = Array("0123456789abcdef".utf8)
 
     /// The cursor after `name`.
-    static func encode(after name: Name) -> String {
+    package static func encode(after name: Name) -> String {
         encode(name, behind: prefix)
     }
 
     /// The user id a cursor points after; nil when it is not a cursor this broker made.
-    static func decode(_ cursor: String) -> Name? {
+    package static func decode(_ cursor: String) -> Name? {
         decode(cursor, behind: prefix)
     }
 
@@ -51,7 +51,7 @@ enum PageCursor {
     }
 
     /// Index of the first element of sorted `all` strictly after `after` (binary search).
-    static func firstIndex(after: Name, in all: [Name]) -> Int {
+    package static func firstIndex(after: Name, in all: [Name]) -> Int {
         var low = 0, high = all.count
         while low < high {
             let mid = (low + high) / 2

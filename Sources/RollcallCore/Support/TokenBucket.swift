@@ -3,19 +3,19 @@
 /// The capacity and rate are the caller's configuration and are given at each ``take(now:capacity:ratePerSecond:)``
 /// instead of being stored in every bucket: one bucket per connection, so 16 bytes less each
 /// (one entry of the broker's connection table).
-struct TokenBucket: Sendable, Equatable {
+package struct TokenBucket: Sendable, Equatable {
     private var tokens: Double
     private var updatedAt: Timestamp
 
     /// A full bucket of `capacity` tokens as of `now`.
-    init(capacity: Double, now: Timestamp) {
+    package init(capacity: Double, now: Timestamp) {
         self.tokens = capacity
         self.updatedAt = now
     }
 
     /// Takes one token from a bucket of `capacity` refilled at `ratePerSecond`; on refusal
     /// returns the milliseconds until one is available.
-    mutating func take(now: Timestamp, capacity: Double, ratePerSecond: Double) -> Result<Void, RetryAfter> {
+    package mutating func take(now: Timestamp, capacity: Double, ratePerSecond: Double) -> Result<Void, RetryAfter> {
         if now > updatedAt {
             tokens = min(capacity, tokens + Double(now - updatedAt) / 1000 * ratePerSecond)
             updatedAt = now
@@ -31,7 +31,7 @@ struct TokenBucket: Sendable, Equatable {
 }
 
 /// How long to wait before retrying.
-struct RetryAfter: Error, Sendable, Equatable {
+package struct RetryAfter: Error, Sendable, Equatable {
     /// Milliseconds.
     public let milliseconds: Int
 }

@@ -2,9 +2,9 @@ import RollcallProtocol
 
 /// Encoders for the user-status events (PROTOCOL §6). Each is encoded once and the bytes are
 /// shared by every recipient.
-enum StatusEvents {
+package enum StatusEvents {
     /// `{"event":"userStatus","statuses":[record, …]}`.
-    static func userStatus(_ records: [UserStatusRecord]) -> [UInt8] {
+    package static func userStatus(_ records: [UserStatusRecord]) -> [UInt8] {
         Frames.event("userStatus", capacity: 64 + 224 * records.count) { writer in
             writer.key("statuses")
             writer.beginArray()
@@ -14,7 +14,7 @@ enum StatusEvents {
     }
 
     /// `{"event":"subscriptions","added":[userId],"removed":[userId]}`.
-    static func subscriptions(added: [Name], removed: [Name]) -> [UInt8] {
+    package static func subscriptions(added: [Name], removed: [Name]) -> [UInt8] {
         Frames.event("subscriptions", capacity: 64 + 24 * (added.count + removed.count)) { writer in
             writer.key("added")
             writer.beginArray()

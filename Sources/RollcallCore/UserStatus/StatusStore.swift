@@ -234,7 +234,7 @@ public final class DiscardingStatusStore: StatusStore {
 }
 
 /// `(subscriber, target)`, the identity of a subscription.
-struct SubscriptionKey: Hashable, Sendable {
+package struct SubscriptionKey: Hashable, Sendable {
     /// Who subscribed.
     public let subscriber: Name
     /// Whose status they follow.

@@ -7,9 +7,9 @@ import DequeModule
 /// - per subscriber, a creation-order queue for the `maxSubscriptionsPerUser` cap: removals
 ///   leave stale entries that are skipped (and compacted) later, so eviction is O(evicted);
 /// - a ``TimerQueue`` of expiries: nothing is ever scanned.
-struct SubscriptionBook {
+package struct SubscriptionBook {
     /// One live subscription.
-    struct Entry: Equatable {
+    package struct Entry: Equatable {
         var createdAt: Timestamp
         var expiresAt: Timestamp
         /// Unique per creation; tells a live creation-order entry from a stale one.

@@ -1,7 +1,7 @@
 import RollcallProtocol
 
 /// Batch limits of the user-status ops (PROTOCOL §6).
-enum StatusLimits {
+package enum StatusLimits {
     static let getUserStatusIds = 500
     static let subscribeIds = 100
     static let unsubscribeIds = 100
@@ -166,7 +166,7 @@ extension UserStatusEngine {
 
     // MARK: - Helpers
 
-    static func failure(_ userId: String, _ code: ErrorCode) -> JSON {
+    package static func failure(_ userId: String, _ code: ErrorCode) -> JSON {
         .object(["userId": .string(userId), "code": .string(code.rawValue)])
     }
 

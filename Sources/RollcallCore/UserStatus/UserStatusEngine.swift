@@ -13,7 +13,7 @@ import RollcallProtocol
 ///   longest possible hold window;
 /// - at start, users stored as `online` (the broker died under them) read `offline` as of
 ///   the store's last-alive time; expired custom statuses and subscriptions are dropped.
-final class UserStatusEngine {
+package final class UserStatusEngine {
     let configuration: Configuration
     let clock: BrokerClock
     let outbox: Outbox
@@ -106,7 +106,7 @@ final class UserStatusEngine {
     /// Events to the session were dropped while it was held, so it gets a catch-up too. The
     /// engine is not told when the hold began; the window is the longest a hold can last
     /// (a superset of what was missed: records are whole states, a repeat is harmless).
-    func sessionResumed(_ session: Session, customStatus: String?) {
+    package func sessionResumed(_ session: Session, customStatus: String?) {
         let longestHold = max(300, configuration.presence.timeoutSeconds).milliseconds
         pendingCatchUp[session.number] = clock.now - longestHold
         guard let customStatus, !customStatus.isEmpty,
@@ -129,7 +129,7 @@ final class UserStatusEngine {
 
     /// The session ended for good (already removed from the directory). If it was the
     /// user's last: `loggedOut` after logout, else `offline`; otherwise platforms may change.
-    func sessionEnded(_ session: Session, _ how: SessionEnd) {
+    package func sessionEnded(_ session: Session, _ how: SessionEnd) {
         pendingCatchUp[session.number] = nil
         let userId = session.userId
         let now = clock.now

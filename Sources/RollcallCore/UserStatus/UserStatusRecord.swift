@@ -16,14 +16,20 @@ public enum OnlineStatus: String, Sendable, Equatable, CaseIterable {
 ///
 /// A user never seen reads `loggedOut`, `customStatus: null`, `platforms: []` and all three
 /// times `0`. No custom status is written as `null`.
-struct UserStatusRecord: Sendable, Equatable {
+package struct UserStatusRecord: Sendable, Equatable {
     /// The durable part.
     public var stored: StoredUserStatus
     /// Sorted, distinct platforms of the user's live and held sessions.
     public var platforms: [Platform]
 
+    /// A record with its durable part and its platforms.
+    package init(stored: StoredUserStatus, platforms: [Platform]) {
+        self.stored = stored
+        self.platforms = platforms
+    }
+
     /// The record of a user the broker has never seen.
-    static func neverSeen(_ userId: Name) -> UserStatusRecord {
+    package static func neverSeen(_ userId: Name) -> UserStatusRecord {
         UserStatusRecord(stored: StoredUserStatus(userId: userId, status: .loggedOut), platforms: [])
     }
 

@@ -5,10 +5,10 @@ import RollcallProtocol
 
 /// A parsed `userIds` argument: valid ids (deduplicated, in request order) and the invalid
 /// ones as `failed` entries (`INVALID_ARGUMENT`); more than `limit` ids is `TOO_MANY_USERS`.
-struct UserIdBatch: Sendable {
-    var valid: [Name] = []
-    var failed: [JSON] = []
-    var isEmpty: Bool { valid.isEmpty && failed.isEmpty }
+package struct UserIdBatch: Sendable {
+    package var valid: [Name] = []
+    package var failed: [JSON] = []
+    package var isEmpty: Bool { valid.isEmpty && failed.isEmpty }
 
     init() {}
 
@@ -32,9 +32,9 @@ struct UserIdBatch: Sendable {
 }
 
 /// `setCustomStatus {customStatus: string | null}` (its length is checked by the engine).
-struct SetCustomStatusRequest: Sendable {
+package struct SetCustomStatusRequest: Sendable {
     /// nil: clear.
-    let customStatus: String?
+    package let customStatus: String?
 
     init(_ request: Request) throws(BrokerError) {
         guard request.arguments["customStatus"] != nil else {
@@ -45,8 +45,8 @@ struct SetCustomStatusRequest: Sendable {
 }
 
 /// `getUserStatus {userIds ≤ 500}`.
-struct GetUserStatusRequest: Sendable {
-    var userIds: UserIdBatch
+package struct GetUserStatusRequest: Sendable {
+    package var userIds: UserIdBatch
 
     init(_ request: Request) throws(BrokerError) {
         userIds = try UserIdBatch(request, required: true, limit: StatusLimits.getUserStatusIds)
@@ -54,9 +54,9 @@ struct GetUserStatusRequest: Sendable {
 }
 
 /// `subscribeUserStatus {userIds ≤ 100, duration?}`.
-struct SubscribeUserStatusRequest: Sendable {
-    var userIds: UserIdBatch
-    let durationSeconds: Double
+package struct SubscribeUserStatusRequest: Sendable {
+    package var userIds: UserIdBatch
+    package let durationSeconds: Double
 
     init(_ request: Request) throws(BrokerError) {
         userIds = try UserIdBatch(request, required: true, limit: StatusLimits.subscribeIds)
@@ -68,8 +68,8 @@ struct SubscribeUserStatusRequest: Sendable {
 }
 
 /// `unsubscribeUserStatus {userIds? ≤ 100}` (absent or empty: all).
-struct UnsubscribeUserStatusRequest: Sendable {
-    let userIds: UserIdBatch
+package struct UnsubscribeUserStatusRequest: Sendable {
+    package let userIds: UserIdBatch
 
     init(_ request: Request) throws(BrokerError) {
         userIds = try UserIdBatch(request, required: false, limit: StatusLimits.unsubscribeIds)
@@ -78,10 +78,10 @@ struct UnsubscribeUserStatusRequest: Sendable {
 
 /// `getSubscriptions {userIds? ≤ 200, page?, pageSize? 1..200}`. The `page` cursor is
 /// decoded by the engine, only when no `userIds` are given (it pages the whole list).
-struct GetSubscriptionsRequest: Sendable {
-    let userIds: UserIdBatch
-    let pageSize: Int
-    let page: String?
+package struct GetSubscriptionsRequest: Sendable {
+    package let userIds: UserIdBatch
+    package let pageSize: Int
+    package let page: String?
 
     init(_ request: Request) throws(BrokerError) {
         userIds = try UserIdBatch(request, required: false, limit: StatusLimits.getSubscriptionsIds)

@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// The names cluster mode uses in Redis, every one under `cluster.keyPrefix` (docs/cluster.md,
 /// "Keys"). A name inside a key is written as `<byte count>:<name>`, so that no channel or
 /// user name can make one key look like another (`a:m` is not `a` + `:m`).

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// This node's side of cluster user status: the session hooks (login, resume, end), the

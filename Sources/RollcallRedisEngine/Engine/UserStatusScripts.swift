@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// The Lua scripts of user status in cluster mode (docs/cluster.md, "User status across
 /// nodes"). Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms). Names in
 /// keys are length-prefixed (`<bytes>:<name>`, as ``ClusterKeys``):

@@ -1,4 +1,5 @@
 import Crypto
+import RollcallCore
 import RollcallProtocol
 
 /// Sessions in cluster mode (PROTOCOL §9; ``SessionScripts``): every session is recorded in

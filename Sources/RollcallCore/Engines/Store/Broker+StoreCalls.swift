@@ -3,7 +3,7 @@ import RollcallProtocol
 /// Cluster mode in the broker: the store the Redis engines call (``StoreCaller``); their
 /// completions answer the request later, in order (docs/cluster.md, "The core stays pure").
 extension Broker: StoreCaller {
-    func call(_ commands: [StoreCommand], then: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+    package func call(_ commands: [StoreCommand], then: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
         nextStoreTicket += 1
         let ticket = StoreTicket(nextStoreTicket)
         storeCalls[ticket] = then
@@ -13,7 +13,7 @@ extension Broker: StoreCaller {
     /// True while a store call waits for its replies (shutdown lets the hand-over finish).
     public var awaitsStore: Bool { !storeCalls.isEmpty }
 
-    func listen(_ channel: String) { outbox.actions.append(.listen(Array(channel.utf8))) }
+    package func listen(_ channel: String) { outbox.actions.append(.listen(Array(channel.utf8))) }
 
-    func unlisten(_ channel: String) { outbox.actions.append(.unlisten(Array(channel.utf8))) }
+    package func unlisten(_ channel: String) { outbox.actions.append(.unlisten(Array(channel.utf8))) }
 }

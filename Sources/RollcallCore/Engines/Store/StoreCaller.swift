@@ -1,6 +1,6 @@
 /// How a cluster engine asks the store for something: ``Broker`` appends an
 /// ``Action/store(_:_:)`` and keeps `then` until the matching ``InboundEvent/storeReplied(_:_:)``.
-protocol StoreCaller: AnyObject {
+package protocol StoreCaller: AnyObject {
     /// Runs `commands` on the store; `then` gets one reply per command, or the failure.
     func call(_ commands: [StoreCommand], then: @escaping (Result<[StoreReply], StoreFailure>) -> Void)
     /// Starts hearing a pub/sub channel.
@@ -11,18 +11,18 @@ protocol StoreCaller: AnyObject {
 
 extension StoreReply {
     /// The reply of a presence script: its first element names the outcome (`ok`, `retry`, …).
-    var outcome: String? { elements?.first?.text }
+    package var outcome: String? { elements?.first?.text }
 
     /// Element `index` of an array reply.
-    subscript(index: Int) -> StoreReply {
+    package subscript(index: Int) -> StoreReply {
         guard let elements, index < elements.count else { return .null }
         return elements[index]
     }
 }
 
 extension Array where Element == UInt8 {
-    init(_ text: String) { self = Array(text.utf8) }
+    package init(_ text: String) { self = Array(text.utf8) }
 }
 
 /// One argument of a store command.
-func storeArgument(_ text: String) -> [UInt8] { Array(text.utf8) }
+package func storeArgument(_ text: String) -> [UInt8] { Array(text.utf8) }

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// This node's side of cluster presence: which local sessions are in which channel, the

@@ -1,4 +1,5 @@
 @testable import RollcallCore
+@testable import RollcallRedisEngine
 import RollcallProtocol
 import Testing
 

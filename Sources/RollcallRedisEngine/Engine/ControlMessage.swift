@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// A message on a node's control channel (`<prefix>n:<nodeId>`): what one node (or a script)

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// The server API's view over every channel of the cluster (PROTOCOL §10).

@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// The Lua scripts the server API needs in cluster mode (PROTOCOL §10): listings of the
 /// whole cluster. Argument 1 is always `cluster.keyPrefix`.
 enum ServerAPIScripts {

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// User status in cluster mode (PROTOCOL §6 and §9): the ops of ``UserStatusEngine`` with

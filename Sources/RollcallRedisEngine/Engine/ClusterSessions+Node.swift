@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// The node's life in cluster mode: what arrives from Redis, the reaper, hand-over at
@@ -187,8 +188,9 @@ extension ClusterSessions {
 }
 
 extension BrokerEngines {
-    /// The Redis engines (cluster mode): presence, user status and sessions on Redis.
-    static func onRedis(_ broker: Broker) -> BrokerEngines {
+    /// The Redis engines (cluster mode): presence, user status and sessions on Redis. A
+    /// broker made with them runs as a node of the cluster `configuration.cluster` names.
+    package static func onRedis(_ broker: Broker) -> BrokerEngines {
         let configuration = broker.configuration
         let keys = ClusterKeys(prefix: configuration.cluster.keyPrefix)
         let presence = ClusterPresence(configuration: configuration, keys: keys, clock: broker.clock, outbox: broker.outbox,

@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// The Lua scripts of cluster sessions (docs/cluster.md, "Sessions across nodes"). A session
 /// is `P s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), listed in
 /// `P us:<n>:<user>` (by start time, for `maxSessionsPerUser`), `P tok:<hash>` (resume

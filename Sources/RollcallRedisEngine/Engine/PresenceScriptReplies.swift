@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// What the presence scripts answer (``PresenceScripts``), decoded once into Swift values: the
 /// positions of each script's array reply are named here and nowhere else.
 

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// State changes in cluster mode: `setState` and `removeState` across the cluster, and the

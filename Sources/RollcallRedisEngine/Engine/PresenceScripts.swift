@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// The Lua scripts of cluster presence (docs/cluster.md, "Presence in Redis"). Each one makes
 /// one change atomically with its `seq` step and its `PUBLISH`, so every node sees one order
 /// per channel. Swift computes states and encodes events; the scripts check that what Swift

@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// The presence scripts that read: listings, snapshots and the state-key expiries a node
 /// runs (the scripts that change presence are in ``PresenceScripts``).
 extension PresenceScripts {

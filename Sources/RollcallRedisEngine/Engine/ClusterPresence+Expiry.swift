@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// Per-key TTLs in cluster mode (PROTOCOL §4, 1.1): deadlines live in Redis (Redis' clock);

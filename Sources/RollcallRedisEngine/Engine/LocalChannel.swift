@@ -1,3 +1,5 @@
+import RollcallCore
+
 /// A channel as one node sees it in cluster mode: the sessions of this node that joined it,
 /// and how far this node delivered its presence events (docs/cluster.md, "Delivery on each node").
 ///

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// Channel presence in cluster mode (PROTOCOL §9): the ops of ``PresenceEngine`` with the

@@ -1,3 +1,4 @@
+import RollcallCore
 import RollcallProtocol
 
 /// Pieces of presence events that cluster scripts complete (docs/cluster.md, "Same bytes

@@ -16,6 +16,12 @@ public struct StoreScript: Sendable, Hashable {
     public let name: String
     /// The Lua source.
     public let source: String
+
+    /// A script named `name` (logs and metrics) with its Lua source.
+    public init(name: String, source: String) {
+        self.name = name
+        self.source = source
+    }
 }
 
 /// A reply from the store (RESP2's types).
@@ -71,7 +77,7 @@ public struct StoreFailure: Error, Sendable, Equatable {
     }
 
     /// The error a request that needed the store is answered with.
-    var brokerError: BrokerError { BrokerError(code, message, retryAfterMs: retryAfterMs) }
+    package var brokerError: BrokerError { BrokerError(code, message, retryAfterMs: retryAfterMs) }
 }
 
 /// Names one store call, so that its replies find their way back to what asked for them.
