@@ -40,8 +40,13 @@ public final class RedisConnection {
     private var loadedScripts: Set<String> = []
     private var watchdog: LoopTimer!
 
-    /// A connection to `endpoint` on `loop`; nothing happens until ``start()``.
-    public init(endpoint: RedisEndpoint, loop: EventLoop, timings: RedisTimings = RedisTimings()) {
+    /// The name each link gives itself (`CLIENT SETNAME`), so an operator finds it in `CLIENT LIST`.
+    public let clientName: String?
+
+    /// A connection to `endpoint` on `loop`, naming its links `clientName` (letters, digits and
+    /// punctuation; spaces become `_`); nothing happens until ``start()``.
+    public init(endpoint: RedisEndpoint, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil) {
+        self.clientName = clientName.map { String($0.map { $0.isWhitespace ? "_" : $0 }) }
         self.endpoint = endpoint
         self.loop = loop
         self.timings = timings
@@ -119,6 +124,9 @@ public final class RedisConnection {
         }
         if endpoint.database != 0 {
             handshake(["SELECT", String(endpoint.database)], on: link, step: "SELECT \(endpoint.database)")
+        }
+        if let clientName {
+            handshake(["CLIENT", "SETNAME", clientName], on: link, step: "CLIENT SETNAME")
         }
         enqueue([Array("PING".utf8)]) { [unowned self] result in
             guard link === self.link else { return }

@@ -53,7 +53,7 @@ public final class ClusterLink {
         self.nodeId = nodeId
         self.logger = logger
         let timings = ClusterLink.timings(configuration.cluster)
-        commands = RedisConnection(endpoint: endpoint, loop: loop, timings: timings)
+        commands = RedisConnection(endpoint: endpoint, loop: loop, timings: timings, clientName: "rollcall:" + nodeId)
         subscriber = RedisSubscriber(
             endpoint: endpoint, loop: loop, publisher: commands,
             probeChannelPrefix: configuration.cluster.keyPrefix + "probe:", timings: timings)
@@ -139,15 +139,25 @@ public final class ClusterLink {
         }
     }
 
-    /// Back after an outage: every node gets a full `nodeTimeoutSeconds` to heartbeat again
-    /// before anyone is declared dead (the reaper measures from `P meta` `grace`).
+    /// Back after an outage of Redis itself: every node gets a full `nodeTimeoutSeconds` to
+    /// heartbeat again before anyone is declared dead (the reaper measures from `P meta`
+    /// `grace`). Only when no node has beaten for 1.5 × `heartbeatSeconds` (`P meta lastBeat`):
+    /// then nobody could write, so Redis was out. A node that lost its link alone, while the
+    /// others kept beating, grants none (PROTOCOL §9, 1.2): a flapping node would otherwise
+    /// pause dead-node detection for the whole cluster.
     private func markGrace() {
         let script = RedisScript("""
             local clock = redis.call('TIME')
-            redis.call('HSET', ARGV[1], 'grace', tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000))
+            local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+            local last = tonumber(redis.call('HGET', ARGV[1], 'lastBeat') or '0')
+            if now - last < tonumber(ARGV[2]) then return 0 end
+            redis.call('HSET', ARGV[1], 'grace', now)
             return 1
             """)
-        script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta"]) { _ in }
+        let silenceMs = String(Int64((configuration.cluster.heartbeatSeconds * 1500).rounded()))
+        script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta", silenceMs]) { [logger] result in
+            if case .success(.integer(1)) = result { logger.info("cluster: no node beat while Redis was out of reach; every node gets a grace window") }
+        }
     }
 
     /// Redis lost the cluster's data (restarted empty): every local session is closed with
