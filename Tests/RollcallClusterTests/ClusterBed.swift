@@ -38,6 +38,9 @@ final class ClusterBed {
     var brokers: [Broker] = []
     var links: [ClusterLink] = []
     var clients: [ConnectionID: Client] = [:]
+    /// Faults: a store call this returns true for (node index, commands) fails as a whole, as
+    /// if the node's link to Redis dropped before it ran (the call never reaches Redis).
+    var dropsStoreCall: ((Int, [StoreCommand]) -> Bool)?
     private var nextConnection: UInt64 = 0
     private var feeding: [Bool] = []
     private var queued: [[InboundEvent]] = []
@@ -107,6 +110,8 @@ final class ClusterBed {
         case .close(let connection, let code, _):
             clients[connection]?.closedWith = code
             feed(index, .ended(connection, .closeFrame))
+        case .store(let ticket, let commands) where dropsStoreCall?(index, commands) == true:
+            feed(index, .storeReplied(ticket, .failure(StoreFailure(.unavailable, "link dropped by the test", retryAfterMs: 100))))
         case .store, .listen, .unlisten:
             links[index].perform(action)
         case .notifyBackend, .respond:

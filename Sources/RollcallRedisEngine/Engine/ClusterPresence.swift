@@ -169,15 +169,12 @@ final class ClusterPresence {
         channels.map { removal(sessionId: sessionId, user: user, from: $0, kind: kind) }
     }
 
-    /// Runs `leaveCommands` and arms the interval flushes they report.
-    func leave(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind?) {
-        guard !channels.isEmpty else { return }
-        store.call(leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)) { [self] result in
-            guard case .success(let replies) = result else { return }
-            for (key, reply) in zip(channels, replies.map(FlushingScriptReply.init)) {
-                notifyBackend(of: reply.backendEvent, in: key)
-                scheduleFlush(key, dueAndNow: reply.dueAndNow)
-            }
+    /// What the `leaveCommands` for `channels` answered: the backend events they made, and the
+    /// interval flushes they report.
+    func leftChannels(_ channels: [ChannelKey], replies: ArraySlice<StoreReply>) {
+        for (key, reply) in zip(channels, replies.map(FlushingScriptReply.init)) {
+            notifyBackend(of: reply.backendEvent, in: key)
+            scheduleFlush(key, dueAndNow: reply.dueAndNow)
         }
     }
 

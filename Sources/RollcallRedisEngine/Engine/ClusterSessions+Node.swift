@@ -46,13 +46,10 @@ extension ClusterSessions {
     /// one is finished). The channels are left, then the user's record follows. Both steps are
     /// idempotent, so an end its own node finishes meanwhile changes nothing twice.
     private func completeEnds(_ handed: [ReapScriptReply.End], leftUnfinishedByTheirNode: Bool = false) {
-        var ends: [StoreCommand] = []
         for end in handed {
             if leftUnfinishedByTheirNode { broker.metrics.clusterEndsFinished += 1 }
-            presence.leave(sessionId: end.sessionId, user: end.user, channels: end.channels, kind: end.kind)
-            ends.append(userStatus.endedCommand(user: end.user, sessionId: end.sessionId, loggedOut: end.loggedOut))
+            finishEnd(sessionId: end.sessionId, user: end.user, channels: end.channels, kind: end.kind, loggedOut: end.loggedOut)
         }
-        userStatus.sendEnds(ends)
     }
 
     // MARK: - The store's link
@@ -77,6 +74,7 @@ extension ClusterSessions {
     func storeLostData() {
         dropEverySession(closingWith: .serviceRestart, reason: CloseCode.clusterDataLostReason)
         userStatus.unansweredEnds.removeAll()
+        unfinishedEnds.removeAll()
     }
 
     /// The other nodes declared this node dead: its sessions belong to no node now, resumable

@@ -242,10 +242,33 @@ final class ClusterSessions: SessionEngine {
                 }
                 return
             }
-            presence.leave(sessionId: sessionId, user: user, channels: channels, kind: kind)
-            // Presence first, then user status (as one node): commands run in order.
-            userStatus.sendEnds([userStatus.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
-                                then: recorded)
+            finishEnd(sessionId: sessionId, user: user, channels: channels, kind: kind, loggedOut: loggedOut, then: recorded)
+        }
+    }
+
+    /// The rest of an end `session.end` (or the reaper) began: the session leaves `channels`,
+    /// then the user's record follows (`loggedOut` after a logout of the last session), in one
+    /// store call, so the record (which takes the end off `P ending`, the reaper's safety net)
+    /// never runs without the leaves before it. Redis out of reach: the whole call is tried
+    /// again at the next reaper tick, until it answers; both steps are idempotent, so a call
+    /// that ran but whose answer was lost changes nothing twice. `then` runs once Redis
+    /// answered, or once the call was put aside for the retry.
+    func finishEnd(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, loggedOut: Bool,
+                   then: (() -> Void)? = nil) {
+        let leaves = presence.leaveCommands(sessionId: sessionId, user: user, channels: channels, kind: kind)
+        let ended = userStatus.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)
+        // Presence first, then user status (as one node): commands run in order.
+        call(leaves + [ended]) { [self] result in
+            switch result {
+            case .failure:
+                unfinishedEnds.append { [self] in
+                    finishEnd(sessionId: sessionId, user: user, channels: channels, kind: kind, loggedOut: loggedOut)
+                }
+            case .success(let replies):
+                presence.leftChannels(channels, replies: replies.prefix(leaves.count))
+                if let last = replies.last { _ = userStatus.unwrapped(last) }
+            }
+            then?()
         }
     }
 
