@@ -144,28 +144,45 @@ extension ClusterPresence {
 
     /// Reads a fresh snapshot for one waiting local session and sends it.
     func requestSnapshot(of key: ChannelKey, for session: Session, then finished: (() -> Void)? = nil) {
+        requestSnapshot(of: key, for: [session], then: finished)
+    }
+
+    /// Reads a fresh snapshot for waiting local sessions of one channel, once for all of them
+    /// (the roster is the same; each viewer's own entry comes in the same reply), and sends
+    /// each its snapshot.
+    func requestSnapshot(of key: ChannelKey, for sessions: [Session], then finished: (() -> Void)? = nil) {
+        guard !sessions.isEmpty else {
+            finished?()
+            return
+        }
         let channelKeys = keys.channel(key)
-        let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
-            Array(session.userId.string.utf8), Array(String(max(1, configuration.presence.snapshotMaxMembers)).utf8),
-        ]
+        let arguments = channelArguments(key, channelKeys, intervalHead: false)
+            + [Array(String(max(1, configuration.presence.snapshotMaxMembers)).utf8)]
+            + sessions.map { Array($0.userId.string.utf8) }
         store.call([.script(PresenceScripts.snapshot, arguments: arguments)]) { [self] result in
             defer { finished?() }
-            guard let channel = local[key], channel.members[session.number] != nil else { return }
+            guard let channel = local[key] else { return }
+            let waiting = sessions.enumerated().filter { channel.members[$0.element.number] != nil }
+            guard !waiting.isEmpty else { return }
             switch result {
             case .failure:
                 // The store is unreachable (its command link may come back after the pub/sub
-                // one): the session keeps waiting and is read again a heartbeat later. Before,
-                // it went on from the channel's last delivered `seq`, none after a resync, and
+                // one): the sessions keep waiting and are read again a heartbeat later. Before,
+                // they went on from the channel's last delivered `seq`, none after a resync, and
                 // the channel buffered every later event for good: the node was deaf after a
                 // Redis restart (issue 29 item 0).
-                snapshotRetries.schedule(SnapshotRetry(channel: key, session: session.number),
-                                         at: clock.monotonic + configuration.cluster.heartbeatSeconds.milliseconds)
+                for (_, session) in waiting {
+                    snapshotRetries.schedule(SnapshotRetry(channel: key, session: session.number),
+                                             at: clock.monotonic + configuration.cluster.heartbeatSeconds.milliseconds)
+                }
                 return
             case .success(let replies):
-                channel.waiting -= 1
                 let reply = SnapshotScriptReply(replies.first ?? .null)
-                for frame in snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel) {
-                    outbox.send(frame, to: session)
+                for (index, session) in waiting {
+                    channel.waiting -= 1
+                    let frames = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode,
+                                                roster: reply.roster(forViewerAt: index), in: channel)
+                    for frame in frames { outbox.send(frame, to: session) }
                 }
             }
             drain(key)
@@ -173,12 +190,14 @@ extension ClusterPresence {
     }
 
     /// Reads again the snapshots that failed because the store was unreachable (for sessions
-    /// still here and still waiting).
+    /// still here and still waiting), once per channel.
     func fireDueSnapshotRetries() {
+        var due: [ChannelKey: [Session]] = [:]
         for retry in snapshotRetries.popDue(now: clock.monotonic) {
             guard let member = local[retry.channel]?.members[retry.session], member.baseline == nil else { continue }
-            requestSnapshot(of: retry.channel, for: member.session)
+            due[retry.channel, default: []].append(member.session)
         }
+        for key in due.keys.sorted() { requestSnapshot(of: key, for: due[key]!) }
     }
 
     /// A gap in `seq`: every local presence session of the channel gets a fresh snapshot
@@ -192,7 +211,7 @@ extension ClusterPresence {
             channel.members[session.number]?.baseline = nil
             channel.waiting += 1
         }
-        for session in sessions { requestSnapshot(of: key, for: session) }
+        requestSnapshot(of: key, for: sessions)
     }
 
     /// After a lost pub/sub link (PROTOCOL §9): each local channel's `seq` in Redis is

@@ -133,11 +133,23 @@ struct OnlineUsersScriptReply {
 struct SnapshotScriptReply {
     let mode: String?
     let seq: Int
+    /// The roster as the first viewer sees it (`rosterAtLastEvent`).
     let roster: StoreReply
+    /// Each further viewer's own entry, as state and info (empty: none to add).
+    let others: [StoreReply]
 
     init(_ reply: StoreReply) {
         mode = reply[1].text
         seq = Int(reply[2].integer ?? 0)
         roster = reply[3]
+        others = reply[4].elements ?? []
+    }
+
+    /// The roster as viewer `index` (in the order the script was given) sees it.
+    func roster(forViewerAt index: Int) -> StoreReply {
+        guard index > 0 else { return roster }
+        let state = 2 * (index - 1)
+        guard state + 1 < others.count else { return roster }
+        return .array([roster[0], roster[1], others[state], others[state + 1]])
     }
 }

@@ -71,8 +71,22 @@ extension PresenceScripts {
         """)
 
     static let snapshot = StoreScript(name: "presence.snapshot", source: library + """
-        local viewer, limit = ARGV[9], tonumber(ARGV[10])
+        local limit = tonumber(ARGV[9])
+        -- One roster for every viewer; only a viewer who joined since the last (interval) event
+        -- sees its own entry added, so each further viewer gets that entry alone.
+        local roster = rosterAtLastEvent(limit, ARGV[10])
+        local others = {}
+        for i = 11, #ARGV do
+          local state, info = '', ''
+          local raw = redis.call('HGET', ch.pending, ARGV[i])
+          if raw and not parsePending(raw).was then
+            state = redis.call('HGET', ch.st, ARGV[i]) or ''
+            info = redis.call('HGET', ch.info, ARGV[i]) or ''
+          end
+          others[#others + 1] = state
+          others[#others + 1] = info
+        end
         return {redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), rosterAtLastEvent(limit, viewer)}
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), roster, others}
         """)
 }
