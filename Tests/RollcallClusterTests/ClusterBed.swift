@@ -25,6 +25,7 @@ final class ClusterBed {
         var nextId = 0
         /// From the login reply.
         var resumeToken = ""
+        var sessionId = ""
         var resumed = false
 
         init(node: Int, connection: ConnectionID) {
@@ -41,6 +42,9 @@ final class ClusterBed {
     /// Faults: a store call this returns true for (node index, commands) fails as a whole, as
     /// if the node's link to Redis dropped before it ran (the call never reaches Redis).
     var dropsStoreCall: ((Int, [StoreCommand]) -> Bool)?
+    /// Called with each store call a node makes, before its link sends it (the loop is not
+    /// running then: a blocking command to Redis from here runs before the call does).
+    var beforeStoreCall: ((Int, [StoreCommand]) -> Void)?
     private var nextConnection: UInt64 = 0
     private var feeding: [Bool] = []
     private var queued: [[InboundEvent]] = []
@@ -112,7 +116,10 @@ final class ClusterBed {
             feed(index, .ended(connection, .closeFrame))
         case .store(let ticket, let commands) where dropsStoreCall?(index, commands) == true:
             feed(index, .storeReplied(ticket, .failure(StoreFailure(.unavailable, "link dropped by the test", retryAfterMs: 100))))
-        case .store, .listen, .unlisten:
+        case .store(_, let commands):
+            beforeStoreCall?(index, commands)
+            links[index].perform(action)
+        case .listen, .unlisten:
             links[index].perform(action)
         case .notifyBackend, .respond:
             break
@@ -136,18 +143,25 @@ final class ClusterBed {
 
     // MARK: - Clients
 
-    /// Opens a connection on node `node` and logs in.
-    @discardableResult
-    func login(_ userId: String, on node: Int, _ extra: [String: JSON] = [:]) throws -> Client {
+    /// Opens a connection on node `node`, not logged in.
+    func open(on node: Int) -> Client {
         nextConnection += 1
         let client = Client(node: node, connection: ConnectionID(nextConnection))
         clients[client.connection] = client
         feed(node, .opened(client.connection))
+        return client
+    }
+
+    /// Opens a connection on node `node` and logs in.
+    @discardableResult
+    func login(_ userId: String, on node: Int, _ extra: [String: JSON] = [:]) throws -> Client {
+        let client = open(on: node)
         var arguments: [String: JSON] = ["userId": .string(userId)]
         for (key, value) in extra { arguments[key] = value }
         let reply = try request(client, "login", arguments)
         guard reply["ok"]?.boolValue == true else { throw TestSupportError("login failed: \(reply.compactString)") }
         client.resumeToken = reply["result"]?.string("resumeToken") ?? ""
+        client.sessionId = reply["result"]?.string("sessionId") ?? ""
         client.resumed = reply["result"]?["resumed"]?.boolValue ?? false
         return client
     }

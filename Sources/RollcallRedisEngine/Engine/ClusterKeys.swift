@@ -76,6 +76,8 @@ struct ClusterKeys {
 
     /// `P node:<id>`: a node's incarnation, start and configuration sections.
     func node(_ nodeId: String) -> String { prefix + "node:" + nodeId }
+    /// A session's record (`P s:<id>`: user, platform, the node that owns it, …).
+    func session(_ sessionId: String) -> String { prefix + "s:" + sessionId }
 
     /// The probe channels of the subscriber (`RedisSubscriber`).
     var probeChannelPrefix: String { prefix + "probe:" }

@@ -45,8 +45,12 @@ final class ClusterPresence {
     /// Reads of a changed state before giving up with `INTERNAL`.
     static let maxAttempts = 8
 
-    init(configuration: Configuration, keys: ClusterKeys, clock: BrokerClock, outbox: Outbox, store: any StoreCaller) {
+    /// This node's id: a session's changes run only on the node that owns it (fencing).
+    let nodeId: String
+
+    init(configuration: Configuration, keys: ClusterKeys, nodeId: String, clock: BrokerClock, outbox: Outbox, store: any StoreCaller) {
         self.configuration = configuration
+        self.nodeId = nodeId
         self.keys = keys
         self.clock = clock
         self.outbox = outbox
@@ -117,6 +121,7 @@ final class ClusterPresence {
                     Array(String(request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0).utf8),
                     Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
                     Array(keys.sessionChannels(session.sessionId).utf8), session.grant.info ?? [],
+                    Array(keys.session(session.sessionId).utf8), Array(nodeId.utf8),
                 ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
                 runScript(PresenceScripts.join, arguments) { [self] result in
                     switch result {
@@ -128,6 +133,7 @@ final class ClusterPresence {
                         case .ok: done(.success(decoded))
                         case .retry where attempt < Self.maxAttempts:
                             attemptJoin(request, session: session, attempt: attempt + 1, then: done)
+                        case .fenced: done(.failure(Self.fenced(configuration)))
                         default: done(.failure(Self.unexpected(reply)))
                         }
                     }
@@ -143,9 +149,11 @@ final class ClusterPresence {
             throw BrokerError(.notInChannel, "this session has not joined \(key.type.rawValue) channel \(key.name)")
         }
         removeLocally(session, from: key)
-        store.call([removal(sessionId: session.sessionId, user: session.userId, from: key, kind: .leave)]) { [self] result in
+        store.call([removal(sessionId: session.sessionId, user: session.userId, from: key, kind: .leave, owner: nodeId)]) { [self] result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
+            case .success(let replies) where ScriptOutcome(replies.first ?? .null) == .fenced:
+                done(.failure(Self.fenced(configuration)))
             case .success(let replies):
                 notifyBackend(of: replies.first?[2] ?? .null, in: key)
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
@@ -179,7 +187,9 @@ final class ClusterPresence {
     }
 
     /// The store command that takes `session` out of `channel` (`kind` nil: silently).
-    private func removal(sessionId: String, user: Name, from key: ChannelKey, kind: RemovalKind?) -> StoreCommand {
+    /// `owner`: the node that must own the session for the removal to run (a client's own
+    /// `leave`); nil for an end, whose session record is gone already.
+    private func removal(sessionId: String, user: Name, from key: ChannelKey, kind: RemovalKind?, owner: String? = nil) -> StoreCommand {
         let channelKeys = keys.channel(key)
         let code: String, head: [UInt8]
         switch kind {
@@ -191,7 +201,16 @@ final class ClusterPresence {
             Array(user.string.utf8), Array(sessionId.utf8), Array(code.utf8), head, PresenceEvents.encodedName(user),
             Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
             Array(keys.sessionChannels(sessionId).utf8),
+            owner == nil ? [] : Array(keys.session(sessionId).utf8), Array((owner ?? "").utf8),
         ])
+    }
+
+    /// The answer to a change this node may not make: the session is no longer this node's
+    /// (resumed elsewhere, or handed over when the others declared this node dead). The node
+    /// learns which soon (an `adopted` message, or its heartbeat) and closes the connection.
+    static func fenced(_ configuration: Configuration) -> BrokerError {
+        BrokerError(.unavailable, "this node is rejoining the cluster; try again",
+                    retryAfterMs: max(100, Int(configuration.cluster.heartbeatSeconds * 1000)))
     }
 
     /// `publish`: delivered by every node to its message-enabled sessions but the publisher's.

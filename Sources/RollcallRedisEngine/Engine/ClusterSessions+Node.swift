@@ -191,8 +191,8 @@ extension BrokerEngines {
     package static func onRedis(_ broker: Broker) -> BrokerEngines {
         let configuration = broker.configuration
         let keys = ClusterKeys(prefix: configuration.cluster.keyPrefix)
-        let presence = ClusterPresence(configuration: configuration, keys: keys, clock: broker.clock, outbox: broker.outbox,
-                                       store: broker)
+        let presence = ClusterPresence(configuration: configuration, keys: keys, nodeId: broker.nodeId, clock: broker.clock,
+                                       outbox: broker.outbox, store: broker)
         let userStatus = ClusterUserStatus(configuration: configuration, keys: keys, clock: broker.clock, outbox: broker.outbox,
                                            directory: broker.directory, store: broker)
         broker.directory.indexesIds = true

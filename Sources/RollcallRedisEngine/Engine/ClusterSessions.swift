@@ -44,6 +44,10 @@ final class ClusterSessions: SessionEngine {
 
     // MARK: - Login
 
+    /// The answer to a login this node may not make: the others declared it dead, and it
+    /// learns so at its next heartbeat (then it is back among the live nodes).
+    var fencedError: BrokerError { ClusterPresence.fenced(configuration) }
+
     /// `login` in cluster mode: a resume by token on any node, else a new session recorded in
     /// Redis (closing the user's oldest sessions over the limit, on whichever node).
     func login(_ request: LoginRequest, grant: Grant, on connection: ConnectionID,
@@ -64,6 +68,10 @@ final class ClusterSessions: SessionEngine {
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
+                if reply.outcome == .fenced {
+                    done(.failure(fencedError), nil)
+                    return
+                }
                 guard let sessionId = reply.sessionId else {
                     start(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: done)
                     return
@@ -125,15 +133,18 @@ final class ClusterSessions: SessionEngine {
                     endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
                     return
                 }
+                let started = StartScriptReply(replies.first ?? .null)
+                guard started.outcome == .ok else {
+                    // Fenced: nothing was recorded, and `status.started` changed nothing either
+                    // (no such session in Redis); the user status engine forgets the session.
+                    userStatus.stopHearingIfUnused(request.userId)
+                    done(.failure(started.outcome == .fenced ? fencedError : ClusterPresence.unexpected(replies.first ?? .null)), nil)
+                    return
+                }
                 broker.directory.add(session)
                 broker.admit(session, on: connection)
                 userStatus.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
-                let excess = replies.first?.elements ?? []
-                var index = 0
-                while index + 1 < excess.count {
-                    endOverTheLimit(excess[index].text ?? "", node: excess[index + 1].text ?? "")
-                    index += 2
-                }
+                for (sessionId, node) in started.overTheLimit { endOverTheLimit(sessionId, node: node) }
                 done(.success(broker.loginResult(session, resumed: false, channels: nil)), session)
             }
         }

@@ -11,6 +11,8 @@ enum ScriptOutcome: Equatable {
     case retry
     /// The user (or session) is not a member of the channel.
     case notMember
+    /// This node was declared dead and has not learned it yet: it changes nothing in Redis.
+    case fenced
     /// Anything else (an error reply, a shape no script answers): a bug or a foreign Redis.
     case unexpected
 
@@ -19,6 +21,7 @@ enum ScriptOutcome: Equatable {
         case "ok": self = .ok
         case "retry": self = .retry
         case "notmember": self = .notMember
+        case "fenced": self = .fenced
         default: self = .unexpected
         }
     }

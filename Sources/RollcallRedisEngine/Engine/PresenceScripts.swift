@@ -18,12 +18,15 @@ enum PresenceScripts {
         local user, session, flags, expected, newState = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
         local headJoin, headChanged, enc, limit = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[17])
         local userChannels, allChannels, channelEntry, sessionChannels = ARGV[18], ARGV[19], ARGV[20], ARGV[21]
-        local info = ARGV[22]
+        local info, sessionRecord, node = ARGV[22], ARGV[23], ARGV[24]
+        -- Fencing: only the node that owns the session joins for it (a node cut off, or declared
+        -- dead, may not know yet that the session was resumed elsewhere or handed over).
+        if redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
         local current = redis.call('HGET', ch.st, user)
         if (expected == '' and current) or (expected ~= '' and current ~= string.sub(expected, 2)) then
           return {'retry'}
         end
-        if not checkExpiries(user, 23) then return {'retry'} end
+        if not checkExpiries(user, 25) then return {'retry'} end
         local oldFlags = redis.call('HGET', ch.sessions, session)
         redis.call('HSET', ch.sessions, session, flags)
         if countsForMessages(oldFlags) ~= countsForMessages(flags) then
@@ -45,7 +48,7 @@ enum PresenceScripts {
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, headChanged)
         end
-        local earliest = applyTTL(user, 23)
+        local earliest = applyTTL(user, 25)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
           tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest, produced}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
@@ -55,6 +58,9 @@ enum PresenceScripts {
     static let leave = StoreScript(name: "presence.leave", source: library + """
         local user, session, kind, head, enc = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
         local userChannels, allChannels, channelEntry, sessionChannels = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+        -- Fencing, for a client's own `leave` (not for an end: its record is gone by then).
+        local sessionRecord, node = ARGV[18], ARGV[19]
+        if sessionRecord ~= '' and redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
         local flags = redis.call('HGET', ch.sessions, session)
         if not flags then return {'notin'} end
         redis.call('HDEL', ch.sessions, session)

@@ -7,6 +7,8 @@ import RollcallCore
 /// presence timeout ms, channel ids, their join flags, kept message events, messages dropped}`.
 /// Anything but `ok` with a session id: nothing to resume.
 struct ClaimScriptReply {
+    /// `ok`, `none` (nothing to resume: read as ``ScriptOutcome/unexpected``) or `fenced`.
+    let outcome: ScriptOutcome
     /// The session taken over; nil when there was none to resume.
     let sessionId: String?
     let platform: Platform
@@ -20,7 +22,8 @@ struct ClaimScriptReply {
     let dropped: Int
 
     init(_ reply: StoreReply) {
-        sessionId = ScriptOutcome(reply) == .ok ? reply[1].text : nil
+        outcome = ScriptOutcome(reply)
+        sessionId = outcome == .ok ? reply[1].text : nil
         platform = Platform(rawValue: reply[2].text ?? "") ?? .other
         presenceTimeoutMs = reply[4].integer
         channels = zip(reply[5].elements ?? [], reply[6].elements ?? []).compactMap { id, flags -> (ChannelKey, JoinFlags)? in
@@ -65,5 +68,19 @@ struct ReapScriptReply {
     init(_ reply: StoreReply) {
         timedOut = (reply[1].elements ?? []).compactMap(End.init)
         leftUnfinished = (reply[2].elements ?? []).compactMap(End.init)
+    }
+}
+
+/// `session.start`: `{'ok', over}`, the user's sessions over `maxSessionsPerUser` as id and
+/// node pairs, or `{'fenced'}`.
+struct StartScriptReply {
+    let outcome: ScriptOutcome
+    /// The sessions to end, oldest first, with the node that has each (`''`: none).
+    let overTheLimit: [(sessionId: String, node: String)]
+
+    init(_ reply: StoreReply) {
+        outcome = ScriptOutcome(reply)
+        let flat = reply[1].elements ?? []
+        overTheLimit = stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0].text ?? "", flat[$0 + 1].text ?? "") }
     }
 }

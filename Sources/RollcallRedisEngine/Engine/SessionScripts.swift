@@ -7,10 +7,12 @@ import RollcallCore
 /// Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
 package enum SessionScripts {
     /// A new session. Arguments: prefix, id, user, platform, node, timeout ms, token hash,
-    /// maxSessionsPerUser. Returns the user's sessions over the limit, oldest first, each as
-    /// id and node (`''` while held with no node).
+    /// maxSessionsPerUser. Returns `{'ok', over}`, `over` the user's sessions over the limit,
+    /// oldest first, each as id and node (`''` while held with no node); or `{'fenced'}` when
+    /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat).
     static let start = StoreScript(name: "session.start", source: library + """
         local id, user, platform, node, timeout, token, max = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
+        if not isLive(node) then return {'fenced'} end
         redis.call('HSET', prefix .. 's:' .. id, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
         redis.call('ZADD', userSessions(user), now, id)
@@ -26,7 +28,7 @@ package enum SessionScripts {
             excess = excess - 1
           end
         end
-        return out
+        return {'ok', out}
         """)
 
     /// A local session dropped abnormally: held until now + its timeout, still owned by its node.
@@ -44,10 +46,11 @@ package enum SessionScripts {
 
     /// A resume: takes a held session over by its token, on any node — or a live one whose
     /// node has stopped beating for `staleMs`. Arguments: prefix, token hash, user, node, new
-    /// token hash, staleMs. Returns `none`, or `ok`, id, platform, previous node,
+    /// token hash, staleMs. Returns `none`, `fenced` (as `session.start`), or `ok`, id, platform, previous node,
     /// timeout ms, channel ids, their join flags. The previous node, if alive, hears `adopted <id>`.
     static let claim = StoreScript(name: "session.claim", source: library + """
         local token, user, node, newToken, staleMs = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+        if not isLive(node) then return {'fenced'} end
         local id = redis.call('GET', prefix .. 'tok:' .. token)
         if not id then return {'none'} end
         local key = prefix .. 's:' .. id
@@ -177,6 +180,9 @@ package enum SessionScripts {
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
         local function userSessions(user) return prefix .. 'us:' .. #user .. ':' .. user end
+        -- Fencing: a node the others declared dead (taken out of `nodes`) starts and claims
+        -- nothing until its heartbeat has told it so and put it back.
+        local function isLive(node) return redis.call('ZSCORE', prefix .. 'nodes', node) ~= false end
 
         -- A held session keeps its `message` events in `P hm:<id>` (the publish script
         -- appends them); it no longer counts among a channel's live message sessions.

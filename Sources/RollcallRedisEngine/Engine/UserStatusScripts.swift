@@ -24,9 +24,12 @@ enum UserStatusScripts {
     /// A new session (run right after `session.start`, in the same call). Arguments: prefix,
     /// user, session id, login custom status (`-` none, `=text`), custom status TTL ms.
     /// Returns the catch-up records: subscribed targets changed after the user's latest
-    /// session end (none when no session of the user ever ended).
+    /// session end (none when no session of the user ever ended); nothing, and no change, when
+    /// `session.start` recorded no session (the node was fenced).
     static let started = StoreScript(name: "status.started", source: library + """
         local user, session, custom, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+        -- `session.start` refused a fenced node: no session, so no change to the user either.
+        if redis.call('EXISTS', prefix .. 's:' .. session) == 0 then return {{}, {}} end
         expireCustom(user)
         local key = stKey(user)
         local f = redis.call('HMGET', key, 'status', 'cs', 'pf', 'le')

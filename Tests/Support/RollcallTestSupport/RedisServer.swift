@@ -140,6 +140,34 @@ public final class RedisServer: @unchecked Sendable {
         return count > 0 && (buffer[0] == UInt8(ascii: "+") || buffer[0] == UInt8(ascii: "-"))
     }
 
+    /// Runs one command (words without spaces, sent inline) on this server and returns the
+    /// first line of its reply (`+OK`, `:1`, `-ERR …`), blocking the calling thread: nothing on
+    /// any event loop runs meanwhile, so a test can change Redis between two steps of a node.
+    public func command(_ words: [String]) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError("socket() failed") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = Self.loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestSupportError("no redis-server on port \(port)") }
+        let line = Array(((password.map { ["AUTH", $0].joined(separator: " ") + "\r\n" } ?? "") + words.joined(separator: " ") + "\r\n").utf8)
+        guard write(fd, line, line.count) == line.count else { throw TestSupportError("write to redis-server failed") }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let lines = password == nil ? 1 : 2
+        while received.filter({ $0 == 10 }).count < lines {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { throw TestSupportError("redis-server closed before answering \(words.first ?? "?")") }
+            received += buffer[..<count]
+        }
+        let text = String(decoding: received, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: true)
+        return String(text[lines - 1])
+    }
+
     /// A port that was free on 127.0.0.1 a moment ago (bound to port 0, then released).
     static func freeLoopbackPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
