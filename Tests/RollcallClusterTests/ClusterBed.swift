@@ -50,15 +50,18 @@ final class ClusterBed {
     private var queued: [[InboundEvent]] = []
 
     /// `nodes` nodes with `configuration` (its `cluster` section is filled in here).
-    init(nodes: Int, configuration base: Configuration, prefix: String = "bed:") throws {
+    /// Nodes stopped by ``stop(node:)``: no ticks, no link, as after kill -9.
+    private var stopped: Set<Int> = []
+
+    init(nodes: Int, configuration base: Configuration, prefix: String = "bed:", heartbeatSeconds: Double = 0.1) throws {
         redis = try RedisServer()
         guard let loop = EventLoop() else { throw TestSupportError("libev could not be loaded") }
         self.loop = loop
         var configuration = base
         configuration.cluster.redis = redis.url()
         configuration.cluster.keyPrefix = prefix
-        configuration.cluster.heartbeatSeconds = 0.1
-        configuration.cluster.nodeTimeoutSeconds = 1
+        configuration.cluster.heartbeatSeconds = heartbeatSeconds
+        configuration.cluster.nodeTimeoutSeconds = max(1, 2 * heartbeatSeconds)
         configuration.storage.path = nil
         var logger = Logger(label: "bed")
         logger.logLevel = .critical
@@ -91,6 +94,7 @@ final class ClusterBed {
 
     /// Hands `event` to node `index` and carries out its actions (never re-entering a broker).
     func feed(_ index: Int, _ event: InboundEvent) {
+        guard !stopped.contains(index) else { return }
         queued[index].append(event)
         guard !feeding[index] else { return }
         feeding[index] = true
@@ -133,12 +137,20 @@ final class ClusterBed {
         defer { tick.cancel() }
         while !condition() {
             guard Date() < deadline else { throw TestSupportError("timed out waiting for \(what())") }
-            for index in brokers.indices {
+            for index in brokers.indices where !stopped.contains(index) {
                 if let due = brokers[index].nextDeadline, due <= brokers[index].monotonicNow { feed(index, .tick) }
             }
             tick.schedule(after: 0.005)
             loop.runOnce()
         }
+    }
+
+    /// Stops node `index` as kill -9 would: its link closes (no heartbeat, no reply), its
+    /// broker gets no more events.
+    func stop(node index: Int) {
+        stopped.insert(index)
+        links[index].deliver = nil
+        links[index].close()
     }
 
     // MARK: - Clients

@@ -28,14 +28,32 @@ extension ClusterSessions {
         unfinishedEnds.removeAll()
         for retry in retries { retry() }
         presence.expireOverdue()
-        let arguments = [keys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), "100"]
-        call([.script(SessionScripts.reap, arguments: arguments.map(storeArgument)), userStatus.sweepCommand]) { [self] result in
+        reap(sweeping: true)
+    }
+
+    /// Sessions the reap script hands out at most per call, of each kind.
+    static let reapBatch = 200
+
+    /// Runs the reap script (with the user-status sweep once per tick). A full batch means more
+    /// are due: the next batch is asked for as soon as this one answered, not a heartbeat later,
+    /// so a dead node's 50,000 sessions time out within seconds of their hold, while no single
+    /// script holds Redis for long (issue 29 item 8).
+    private func reap(sweeping: Bool) {
+        let arguments = [keys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), String(Self.reapBatch)]
+        let commands = [StoreCommand.script(SessionScripts.reap, arguments: arguments.map(storeArgument))]
+            + (sweeping ? [userStatus.sweepCommand] : [])
+        call(commands) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
-            userStatus.retryUnansweredEnds()
+            if sweeping {
+                userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
+                userStatus.retryUnansweredEnds()
+            }
             let reaped = ReapScriptReply(reply)
             completeEnds(reaped.timedOut)
             completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
+            if reaped.timedOut.count >= Self.reapBatch || reaped.leftUnfinished.count >= Self.reapBatch {
+                reap(sweeping: false)
+            }
         }
     }
 
