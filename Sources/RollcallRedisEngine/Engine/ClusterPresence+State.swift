@@ -9,17 +9,19 @@ extension ClusterPresence {
     func changeState(of session: Session, in key: ChannelKey, setting update: StateUpdate?, removing removed: [String],
                      ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
         if let grant { try grant.checkAccess(to: key) }
-        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, then: done)
+        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, deadline: requestDeadline(), then: done)
     }
 
     private func attemptStateChange(_ session: Session, _ key: ChannelKey, _ update: StateUpdate?, _ removed: [String],
-                                    ttlMs: Int64?, attempt: Int, then done: @escaping Completion) {
+                                    ttlMs: Int64?, attempt: Int, deadline: Timestamp, then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
         readState(of: user, in: key) { [self] result in
             switch result {
             case .failure(let error):
                 done(.failure(error))
+            case .success where clock.monotonic >= deadline:
+                done(.failure(Self.deadlinePassed(configuration)))
             case .success(let current):
                 guard let current else {
                     done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
@@ -58,8 +60,10 @@ extension ClusterPresence {
                             done(Result { () throws(BrokerError) in
                                 try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
                             })
+                        case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
+                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, deadline: deadline, then: done)
                         case .retry where attempt < Self.maxAttempts:
-                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, then: done)
+                            done(.failure(Self.deadlinePassed(configuration)))
                         default:
                             done(.failure(Self.unexpected(reply)))
                         }

@@ -68,7 +68,7 @@ final class ClusterPresence {
         let waitsForSnapshot = request.flags.presence
         channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil)
         if waitsForSnapshot { channel.waiting += 1 }
-        attemptJoin(request, session: session, attempt: 1) { [self] outcome in
+        attemptJoin(request, session: session, attempt: 1, deadline: requestDeadline()) { [self] outcome in
             switch outcome {
             case .failure(let error):
                 if waitsForSnapshot { channel.waiting -= 1 }
@@ -92,7 +92,7 @@ final class ClusterPresence {
         }
     }
 
-    private func attemptJoin(_ request: JoinRequest, session: Session, attempt: Int,
+    private func attemptJoin(_ request: JoinRequest, session: Session, attempt: Int, deadline: Timestamp,
                              then done: @escaping (Result<JoinScriptReply, BrokerError>) -> Void) {
         let key = request.channel
         let user = session.userId
@@ -101,6 +101,8 @@ final class ClusterPresence {
             switch result {
             case .failure(let error):
                 done(.failure(error))
+            case .success where clock.monotonic >= deadline:
+                done(.failure(Self.deadlinePassed(configuration)))
             case .success(let current):
                 let state: PresenceState
                 do throws(BrokerError) {
@@ -131,8 +133,10 @@ final class ClusterPresence {
                         let decoded = JoinScriptReply(reply)
                         switch decoded.outcome {
                         case .ok: done(.success(decoded))
+                        case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
+                            attemptJoin(request, session: session, attempt: attempt + 1, deadline: deadline, then: done)
                         case .retry where attempt < Self.maxAttempts:
-                            attemptJoin(request, session: session, attempt: attempt + 1, then: done)
+                            done(.failure(Self.deadlinePassed(configuration)))
                         case .fenced: done(.failure(Self.fenced(configuration)))
                         default: done(.failure(Self.unexpected(reply)))
                         }
@@ -203,6 +207,18 @@ final class ClusterPresence {
             Array(keys.sessionChannels(sessionId).utf8),
             owner == nil ? [] : Array(keys.session(sessionId).utf8), Array((owner ?? "").utf8),
         ])
+    }
+
+    /// When a request that started now must have its answer: `nodeTimeoutSeconds` from now
+    /// (PROTOCOL §9: no request waits longer for Redis). An op of several round trips (a read,
+    /// then a script, retried when the state changed meanwhile) starts no new round trip past
+    /// it, so what it answers `UNAVAILABLE` changed nothing.
+    func requestDeadline() -> Timestamp { clock.monotonic + configuration.cluster.nodeTimeoutSeconds.milliseconds }
+
+    /// The answer to a request whose deadline (``requestDeadline()``) passed before it was done.
+    static func deadlinePassed(_ configuration: Configuration) -> BrokerError {
+        BrokerError(.unavailable, "Redis did not answer within cluster.nodeTimeoutSeconds; nothing was changed",
+                    retryAfterMs: max(100, Int(configuration.cluster.heartbeatSeconds * 1000)))
     }
 
     /// The answer to a change this node may not make: the session is no longer this node's
