@@ -50,6 +50,9 @@ final class ClusterBed {
     private var queued: [[InboundEvent]] = []
 
     /// `nodes` nodes with `configuration` (its `cluster` section is filled in here).
+    /// Server API answers by request id: status and body.
+    var apiResponses: [APIRequestID: (status: Int, body: JSON)] = [:]
+    private var nextAPIRequest: UInt64 = 0
     /// Nodes stopped by ``stop(node:)``: no ticks, no link, as after kill -9.
     private var stopped: Set<Int> = []
 
@@ -125,7 +128,9 @@ final class ClusterBed {
             links[index].perform(action)
         case .listen, .unlisten:
             links[index].perform(action)
-        case .notifyBackend, .respond:
+        case .respond(let id, let status, let body):
+            apiResponses[id] = (status, (try? JSONParser.parse(body)) ?? .null)
+        case .notifyBackend:
             break
         }
     }
@@ -143,6 +148,15 @@ final class ClusterBed {
             tick.schedule(after: 0.005)
             loop.runOnce()
         }
+    }
+
+    /// A server API request to node `node`, answered when its response comes.
+    func api(_ op: String, _ body: [String: JSON], on node: Int) throws -> (status: Int, body: JSON) {
+        nextAPIRequest += 1
+        let id = APIRequestID(nextAPIRequest)
+        feed(node, .api(id, op: op, body: JSON.object(JSONObject(body.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })).encoded()))
+        try pump(until: { apiResponses[id] != nil }, what: "the answer to \(op)")
+        return apiResponses[id]!
     }
 
     /// Stops node `index` as kill -9 would: its link closes (no heartbeat, no reply), its

@@ -48,9 +48,10 @@ extension Broker {
     }
 
     /// The server API's `disconnectUser` for one session of this node: as `logout`, closing 4403.
-    package func disconnect(_ session: Session, reason: String) {
+    /// `recorded` runs once the store has the end (``end(_:_:recorded:)``).
+    package func disconnect(_ session: Session, reason: String, recorded: (() -> Void)? = nil) {
         let connection = session.connection
-        end(session, .logout)
+        end(session, .logout, recorded: recorded)
         if let connection { close(connection, .disconnectedByServer, reason: reason) }
     }
 

@@ -146,8 +146,12 @@ extension ClusterSessions {
 
     // MARK: - Server API
 
-    /// `disconnectUser`: every session of the user, on every node, ends as by `logout`; live
-    /// ones close with 4403 and the reason (by their own node, told on its control channel).
+    /// `disconnectUser`: every session of the user, on every node, ends as by `logout`, and the
+    /// answer waits until Redis has every end (record, channels, the user's `loggedOut`). This
+    /// node ends them all in Redis itself; live ones on other nodes are closed with 4403 and the
+    /// reason by their node, told on its control channel (that node then finds the session gone
+    /// in Redis and only closes the connection). A node that never hears of it keeps a
+    /// connection whose session no longer exists anywhere else (fenced: its changes are refused).
     func disconnectUser(_ request: DisconnectUserRequest, then done: @escaping (Result<JSON, BrokerError>) -> Void) {
         let arguments = [keys.prefix, request.userId.string]
         call([.script(ServerAPIScripts.sessionsOfUser, arguments: arguments.map(storeArgument))]) { [self] result in
@@ -156,21 +160,23 @@ extension ClusterSessions {
                 done(.failure(failure.brokerError))
             case .success(let replies):
                 let flat = replies.first?.elements ?? []
-                var count = 0
-                var index = 0
-                while index + 1 < flat.count {
-                    let sessionId = flat[index].text ?? "", node = flat[index + 1].text ?? ""
-                    index += 2
-                    count += 1
+                let sessions = stride(from: 0, to: flat.count - 1, by: 2).map { (id: flat[$0].text ?? "", node: flat[$0 + 1].text ?? "") }
+                var remaining = sessions.count + 1
+                let oneEnded = { [self] in
+                    remaining -= 1
+                    if remaining == 0 { done(.success(.object(["sessions": .int(sessions.count)]))) }
+                }
+                for (sessionId, node) in sessions {
                     if node == nodeId, let session = broker.directory.session(id: sessionId) {
-                        broker.disconnect(session, reason: request.reason)
-                    } else if !node.isEmpty {
-                        tell(node: node, .end(sessionId: sessionId, code: .disconnectedByServer, reason: request.reason))
+                        broker.disconnect(session, reason: request.reason, recorded: oneEnded)
                     } else {
-                        endRemotely(sessionId, loggedOut: true)
+                        endRemotely(sessionId, node: node, loggedOut: true, then: oneEnded)
+                        if !node.isEmpty, node != nodeId {
+                            tell(node: node, .end(sessionId: sessionId, code: .disconnectedByServer, reason: request.reason))
+                        }
                     }
                 }
-                done(.success(.object(["sessions": .int(count)])))
+                oneEnded()
             }
         }
     }

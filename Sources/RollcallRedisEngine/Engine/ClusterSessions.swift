@@ -283,14 +283,20 @@ final class ClusterSessions: SessionEngine {
         }
     }
 
-    /// Ends a session no node has: its record, then its channels (`leave`).
-    func endRemotely(_ sessionId: String, loggedOut: Bool = false) {
-        call([.command(["HGET", keys.prefix + "s:" + sessionId, "user"].map(storeArgument)),
+    /// Ends a session this node does not have, owned by `node` (`''`: no node, held after its
+    /// node stopped): its record, then its channels (`leave`), then the user's record. `then`
+    /// runs once Redis has the end, or once there was nothing to end, or Redis did not answer
+    /// (the end is then retried at the reaper's ticks).
+    func endRemotely(_ sessionId: String, node: String = "", loggedOut: Bool = false, then: (() -> Void)? = nil) {
+        call([.command(["HGET", keys.session(sessionId), "user"].map(storeArgument)),
               .command(["SMEMBERS", keys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
-            guard case .success(let replies) = result, let user = replies.first?.text else { return }
+            guard case .success(let replies) = result, let user = replies.first?.text else {
+                then?()
+                return
+            }
             let channels = ClusterKeys.channels(fromIds: replies.last)
-            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: "",
-                         loggedOut: loggedOut)
+            endInCluster(sessionId: sessionId, user: Name(unchecked: user), channels: channels, kind: .leave, node: node,
+                         loggedOut: loggedOut, recorded: then)
         }
     }
 

@@ -1,0 +1,36 @@
+import Foundation
+@testable import RollcallCore
+import RollcallProtocol
+@testable import RollcallRedisEngine
+import Testing
+
+/// Issue 29 item 10: the server API's `disconnectUser` told other nodes to end their sessions of
+/// the user with a PUBLISH nobody checked, and answered before those sessions ended. Now the node
+/// that takes the request ends every session in Redis itself (record, channels, the user's
+/// `loggedOut`), then answers; the owner node is told only to close the connection.
+@Suite("Cluster: disconnectUser ends remote sessions itself")
+struct ClusterDisconnectUserTests {
+    @Test("the user's session on another node is gone everywhere when disconnectUser answers, even if that node never hears of it")
+    func remoteSessionsEndBeforeTheAnswer() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "disc:")
+        let watcher = try bed.login("watcher", on: 0)
+        let bob = try bed.login("bob", on: 1)
+        #expect(try bed.request(watcher, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        #expect(try bed.request(bob, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+
+        // The control message to bob's node is lost.
+        bed.dropsStoreCall = { node, commands in
+            node == 0 && commands.contains { if case .command(let words) = $0 { String(decoding: words[0], as: UTF8.self) == "PUBLISH" } else { false } }
+        }
+        let answer = try bed.api("disconnectUser", ["userId": .string("bob"), "reason": .string("banned")], on: 0)
+        #expect(answer.status == 200, "\(answer.body.compactString)")
+        #expect(answer.body["result"]?["sessions"]?.numberValue?.intValue == 1, "\(answer.body.compactString)")
+
+        // Asked right after the answer, with no waiting: bob is gone and logged out.
+        let listing = try bed.request(watcher, "getOnlineUsers", ["channel": .string("room")])
+        #expect(listing["result"]?["users"]?.arrayValue?.compactMap { $0.string("userId") } == ["watcher"], "\(listing.compactString)")
+        let status = try bed.request(watcher, "getUserStatus", ["userIds": .array([.string("bob")])])
+        #expect(status["result"]?["statuses"]?.arrayValue?.first?.string("status") == "loggedOut", "\(status.compactString)")
+        #expect(try bed.redis.command(["EXISTS", "disc:s:\(bob.sessionId)"]) == ":0", "bob's session record is gone")
+    }
+}
