@@ -33,4 +33,25 @@ struct ClusterDisconnectUserTests {
         #expect(status["result"]?["statuses"]?.arrayValue?.first?.string("status") == "loggedOut", "\(status.compactString)")
         #expect(try bed.redis.command(["EXISTS", "disc:s:\(bob.sessionId)"]) == ":0", "bob's session record is gone")
     }
+
+    @Test("a login over maxSessionsPerUser ends the oldest session on another node in Redis, even if that node never hears of it")
+    func theCapHoldsWithoutTheControlMessage() throws {
+        var configuration = Configuration()
+        configuration.limits.maxSessionsPerUser = 1
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "cap:")
+        let watcher = try bed.login("watcher", on: 0)
+        let first = try bed.login("bob", on: 1)
+        #expect(try bed.request(watcher, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        #expect(try bed.request(first, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        bed.dropsStoreCall = { node, commands in
+            node == 0 && commands.contains { if case .command(let words) = $0 { String(decoding: words[0], as: UTF8.self) == "PUBLISH" } else { false } }
+        }
+        let second = try bed.login("bob", on: 0)
+        try bed.pump(until: { (try? bed.redis.command(["EXISTS", "cap:s:\(first.sessionId)"])) == ":0" },
+                     what: "the oldest session is ended in Redis")
+        #expect(try bed.redis.command(["ZCARD", "cap:us:3:bob"]) == ":1", "bob has one session in Redis: \(second.sessionId)")
+        try bed.pump(until: {
+            watcher.events.contains { $0.string("type") == "leave" && $0.string("publisher") == "bob" }
+        }, what: "the old session left room")
+    }
 }

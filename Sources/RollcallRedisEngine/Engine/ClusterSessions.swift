@@ -150,17 +150,17 @@ final class ClusterSessions: SessionEngine {
         }
     }
 
-    /// One of a user's sessions over `maxSessionsPerUser`: closed with 4409 by the node that
-    /// has it, or ended here when no node has it (held after its node stopped).
+    /// One of a user's sessions over `maxSessionsPerUser`: ended in Redis by this node, wherever
+    /// it is, and its connection closed with 4409 by the node that has it (told on its control
+    /// channel; it then finds the session gone in Redis and only closes the connection), so the
+    /// cap holds even when that message is lost.
     private func endOverTheLimit(_ sessionId: String, node: String) {
-        if node == nodeId {
-            guard let session = broker.directory.session(id: sessionId) else { return }
+        if node == nodeId, let session = broker.directory.session(id: sessionId) {
             broker.closeOverTheLimit(session)
-        } else if !node.isEmpty {
-            tell(node: node, .end(sessionId: sessionId, code: .sessionLimit, reason: nil))
-        } else {
-            endRemotely(sessionId)
+            return
         }
+        endRemotely(sessionId, node: node)
+        if !node.isEmpty, node != nodeId { tell(node: node, .end(sessionId: sessionId, code: .sessionLimit, reason: nil)) }
     }
 
     /// After the reply: the user's catch-up, then, for a resume, fresh snapshots from Redis,
