@@ -277,7 +277,23 @@ extension ClusterPresence {
     /// Runs the flush script for every channel due; the first node to run it at or after the
     /// due time sends the `interval` event, the others find nothing due.
     func fireDueFlushes() {
-        let due = flushes.popDue(now: clock.monotonic)
+        flush(flushes.popDue(now: clock.monotonic))
+    }
+
+    /// Every reaper tick: the flushes overdue by a heartbeat, whichever node scheduled them (it
+    /// may have died before its timer fired), at most 100 per tick. The flush script sends the
+    /// `interval` event once, whoever runs it.
+    func flushOverdue() {
+        let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds
+        let arguments = [keys.dueFlushes, String(slackMs), "100"].map(storeArgument)
+        store.call([.script(PresenceScripts.overdueFlushes, arguments: arguments)]) { [self] result in
+            guard case .success(let replies) = result else { return }
+            flush(ClusterKeys.channels(fromIds: replies.first))
+        }
+    }
+
+    /// Runs the flush script for `due` channels and arms the next flush each reports.
+    private func flush(_ due: [ChannelKey]) {
         guard !due.isEmpty else { return }
         let commands = due.map { key in
             StoreCommand.script(PresenceScripts.flush, arguments: channelArguments(key, keys.channel(key), intervalHead: false))

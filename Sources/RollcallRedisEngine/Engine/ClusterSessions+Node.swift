@@ -28,6 +28,7 @@ extension ClusterSessions {
         unfinishedEnds.removeAll()
         for retry in retries { retry() }
         presence.expireOverdue()
+        presence.flushOverdue()
         reap(sweeping: true)
     }
 

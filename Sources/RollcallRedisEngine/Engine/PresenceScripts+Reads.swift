@@ -70,6 +70,15 @@ extension PresenceScripts {
         return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - 1000, 'LIMIT', 0, tonumber(ARGV[2]))
         """)
 
+    /// The channels whose interval flush is overdue by `slackMs` (`P due`, Redis' clock): the
+    /// node that scheduled them died or is cut off, so any node's reaper flushes them.
+    /// Arguments: the due set, slack ms, most channels. Returns channel ids.
+    static let overdueFlushes = StoreScript(name: "presence.overdue", source: """
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
+        """)
+
     static let snapshot = StoreScript(name: "presence.snapshot", source: library + """
         local limit = tonumber(ARGV[9])
         -- One roster for every viewer; only a viewer who joined since the last (interval) event
