@@ -42,6 +42,10 @@ final class ClusterBed {
     /// Faults: a store call this returns true for (node index, commands) fails as a whole, as
     /// if the node's link to Redis dropped before it ran (the call never reaches Redis).
     var dropsStoreCall: ((Int, [StoreCommand]) -> Bool)?
+    /// Faults: a store call this returns true for runs in Redis, but its answer is lost (the
+    /// node gets a failure, as when the link drops after Redis ran it).
+    var losesStoreReply: ((Int, [StoreCommand]) -> Bool)?
+    private var lostReplies: Set<StoreTicket> = []
     /// Called with each store call a node makes, before its link sends it (the loop is not
     /// running then: a blocking command to Redis from here runs before the call does).
     var beforeStoreCall: ((Int, [StoreCommand]) -> Void)?
@@ -98,7 +102,11 @@ final class ClusterBed {
     /// Hands `event` to node `index` and carries out its actions (never re-entering a broker).
     func feed(_ index: Int, _ event: InboundEvent) {
         guard !stopped.contains(index) else { return }
-        queued[index].append(event)
+        if case .storeReplied(let ticket, _) = event, lostReplies.remove(ticket) != nil {
+            queued[index].append(.storeReplied(ticket, .failure(StoreFailure(.unavailable, "answer lost by the test", retryAfterMs: 100))))
+        } else {
+            queued[index].append(event)
+        }
         guard !feeding[index] else { return }
         feeding[index] = true
         while !queued[index].isEmpty {
@@ -123,8 +131,9 @@ final class ClusterBed {
             feed(index, .ended(connection, .closeFrame))
         case .store(let ticket, let commands) where dropsStoreCall?(index, commands) == true:
             feed(index, .storeReplied(ticket, .failure(StoreFailure(.unavailable, "link dropped by the test", retryAfterMs: 100))))
-        case .store(_, let commands):
+        case .store(let ticket, let commands):
             beforeStoreCall?(index, commands)
+            if losesStoreReply?(index, commands) == true { lostReplies.insert(ticket) }
             links[index].perform(action)
         case .listen, .unlisten:
             links[index].perform(action)

@@ -152,13 +152,16 @@ final class ClusterPresence {
         guard session.presence.joined[key] != nil else {
             throw BrokerError(.notInChannel, "this session has not joined \(key.type.rawValue) channel \(key.name)")
         }
-        removeLocally(session, from: key)
+        // The node's view changes only once Redis answered: a leave answered `UNAVAILABLE`
+        // (the link dropped) leaves the session joined here, and its retry completes it,
+        // whether the first one ran in Redis or not (`notin` then; docs/protocol.md).
         store.call([removal(sessionId: session.sessionId, user: session.userId, from: key, kind: .leave, owner: nodeId)]) { [self] result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies) where ScriptOutcome(replies.first ?? .null) == .fenced:
                 done(.failure(Self.fenced(configuration)))
             case .success(let replies):
+                if session.presence.joined[key] != nil { removeLocally(session, from: key) }
                 notifyBackend(of: replies.first?[2] ?? .null, in: key)
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
                 done(.success(Answer(result: [:])))
