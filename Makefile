@@ -15,7 +15,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
 	leak-check soak release bench bench-deps clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -99,14 +99,19 @@ cluster: build
 ## Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,
 ## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
+## The suites run side by side where they wait more than they compute (2 cores on CI): the
+## Swift suites with the JavaScript, server API, operator and fuzz-replay checks, then the
+## versioned-dependency build with the browser tests. Each suite's output is printed whole when
+## it ends (--output-sync); a failing suite fails `make test`.
 test: build
-	swift test
-	$(MAKE) test-js
-	$(MAKE) test-ops
-	$(MAKE) test-api
-	$(MAKE) test-fuzz-replay
-	$(MAKE) test-consumer
-	$(MAKE) test-browser
+	swift build --build-tests
+	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
+	$(MAKE) --no-print-directory -j5 --output-sync=target test-swift test-js test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
+
+## The Swift suites alone (built by `make test` first).
+test-swift:
+	swift test --skip-build
 
 ## Drive the browser demo (examples/web) in two headless Chromium sessions against the
 ## real broker; saves a screenshot to artifacts/demo.png.
