@@ -88,13 +88,18 @@ final class ChaosClient: @unchecked Sendable {
     private var pendingLeaves: [String: String] = [:]
     private var lastMessage: [String: Int] = [:]
     private(set) var violations: [ChaosViolation] = []
-    private(set) var history: [String] = []
+    /// What the client did and saw, time-stamped on the run's clock (the last 2000 entries).
+    private(set) var history: [(at: Double, text: String)] = []
     private(set) var stats = Stats()
     /// True when the last op went through an `UNAVAILABLE` answer before its final one.
     private var sawUnavailable = false
 
+    /// Whether a message seen twice (or out of order) is recorded as a violation.
+    private let checkMessages: Bool
+
     init(userId: String, role: Role, platform: String, channels: [String], cluster: ChaosCluster,
-         clock: ChaosClock, runtime: ClientRuntime, seed: UInt64, node: Int) {
+         clock: ChaosClock, runtime: ClientRuntime, seed: UInt64, node: Int, checkMessages: Bool) {
+        self.checkMessages = checkMessages
         self.userId = userId
         self.role = role
         self.platform = platform
@@ -460,10 +465,12 @@ final class ChaosClient: @unchecked Sendable {
         rosters[channel] = roster
         let me = userId
         if role == .watcher, case .needsResync(let expected, let received) = outcome {
-            record(ChaosViolation(
+            var violation = ChaosViolation(
                 invariant: "gap", subject: "\(userId) on n\(node + 1) #\(channel)",
                 detail: "\(event.type ?? "?") with seq \(received) delivered after seq \(expected - 1), no snapshot between: \(event)",
-                users: [userId] + [json["publisher"]?.stringValue].compactMap { $0 }))
+                users: [userId] + [json["publisher"]?.stringValue].compactMap { $0 })
+            if received > expected { violation.missed = (channel, expected...(received - 1)) }
+            record(violation)
         }
         for what in unexpected where !what.contains(" \(me),") && !what.hasSuffix(" \(me)") && (role == .watcher || !roster.isStale) {
             record(ChaosViolation(invariant: "roster", subject: "\(userId) on n\(node + 1) #\(channel)",
@@ -476,7 +483,7 @@ final class ChaosClient: @unchecked Sendable {
         guard let channel = event["channel"]?.stringValue, let message = event["message"],
               let from = message["from"]?.stringValue, let number = message["n"]?.numberValue?.intValue else { return }
         let key = "\(channel)|\(from)"
-        if let last = lastMessage[key], number <= last {
+        if checkMessages, let last = lastMessage[key], number <= last {
             record(ChaosViolation(invariant: "messages", subject: "\(userId) on n\(node + 1) #\(channel)",
                                   detail: "message \(number) from \(from) after \(last) (a duplicate or out of order)", users: [userId, from]))
         }
@@ -486,6 +493,8 @@ final class ChaosClient: @unchecked Sendable {
     // MARK: - Records
 
     private func record(_ violation: ChaosViolation) {
+        var violation = violation
+        violation.at = clock.elapsed
         log("VIOLATION \(violation)")
         violations.append(violation)
     }
@@ -493,8 +502,8 @@ final class ChaosClient: @unchecked Sendable {
     private func note(_ text: String) { log("note: \(text)") }
 
     private func log(_ text: String) {
-        history.append("\(clock.stamp()) \(userId) n\(node + 1): \(text)")
-        if history.count > 400 { history.removeFirst(100) }
+        history.append((clock.elapsed, "\(clock.stamp()) \(userId) n\(node + 1): \(text)"))
+        if history.count > 2000 { history.removeFirst(500) }
     }
 
     private static func brief(_ args: JSONObject) -> String {

@@ -54,6 +54,11 @@ struct ChaosViolation: CustomStringConvertible, Sendable {
     let detail: String
     /// The users involved, whose histories the report prints.
     let users: [String]
+    /// When it was seen (seconds on the run's ``ChaosClock``); nil for the final checks.
+    var at: Double? = nil
+    /// For a `seq` gap: the channel and the `seq`s that were not delivered (the report shows
+    /// those events as the webhook receiver got them).
+    var missed: (channel: String, seqs: ClosedRange<Int>)? = nil
 
-    var description: String { "[\(invariant)] \(subject): \(detail)" }
+    var description: String { "[\(invariant)] \(subject): \(detail)" + (at.map { String(format: " (at %.2fs)", $0) } ?? "") }
 }

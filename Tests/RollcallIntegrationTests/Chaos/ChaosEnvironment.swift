@@ -6,7 +6,8 @@ import Foundation
 /// - `CHAOS_SEED`: run this one seed (an unsigned integer) instead of fresh ones.
 /// - `CHAOS_SHORT_SEED`: the seed of the short schedule in `swift test`.
 /// - `CHAOS_FAULTS`: the kinds of fault to draw from, comma-separated (default: all of them:
-///   `kill-node,pause-node,cut-link,freeze-link,restart-redis,pause-redis`).
+///   `kill-node,pause-node,cut-link,freeze-link,restart-redis,pause-redis`); `none`: churn
+///   without faults.
 /// - `CHAOS_WEBHOOKS`: `0` turns the webhook check off, `1` (default) on.
 /// - `CHAOS_REPORT`: a file the reports and the summary are appended to.
 struct ChaosEnvironment {
@@ -43,10 +44,14 @@ struct ChaosEnvironment {
         seed = try unsigned("CHAOS_SEED")
         shortSeed = try unsigned("CHAOS_SHORT_SEED")
         if let text = value("CHAOS_FAULTS") {
-            guard let kinds = FaultKind.list(text) else {
-                throw HarnessError("CHAOS_FAULTS must list some of \(FaultKind.allCases.map(\.rawValue).joined(separator: ",")), not \(text)")
+            if text == "none" {
+                kinds = []
+            } else {
+                guard let kinds = FaultKind.list(text) else {
+                    throw HarnessError("CHAOS_FAULTS must list some of \(FaultKind.allCases.map(\.rawValue).joined(separator: ",")), or be none, not \(text)")
+                }
+                self.kinds = kinds
             }
-            self.kinds = kinds
         } else {
             kinds = FaultKind.allCases
         }

@@ -13,8 +13,12 @@ struct ChaosOptions: Sendable {
     var churners = 6
     /// Whether the webhook check runs (webhooks are not durable yet: issue 29).
     var checkWebhooks = true
+    /// Whether a message seen twice (or out of order) is a violation.
+    var checkMessages = true
     /// How long, after every fault is healed, the cluster has to settle and agree.
     var quietSeconds: Double = 15
+    /// The command that replays a seed, `{seed}` standing for it; nil: `make chaos`'s.
+    var replay: String? = nil
 }
 
 /// What one chaos run found.
@@ -61,12 +65,14 @@ enum ChaosRun {
         var clients: [ChaosClient] = []
         for index in 0..<3 {
             clients.append(ChaosClient(userId: "w\(index + 1)", role: .watcher, platform: "web", channels: channels,
-                                       cluster: cluster, clock: clock, runtime: runtime, seed: seed &+ UInt64(index) &* 7919, node: index))
+                                       cluster: cluster, clock: clock, runtime: runtime, seed: seed &+ UInt64(index) &* 7919, node: index,
+                                       checkMessages: options.checkMessages))
         }
         for index in 0..<options.churners {
             clients.append(ChaosClient(userId: "u\(index + 1)", role: .churner, platform: platforms[index % platforms.count],
                                        channels: channels, cluster: cluster, clock: clock, runtime: runtime,
-                                       seed: seed &+ UInt64(100 + index) &* 7919, node: index % 3))
+                                       seed: seed &+ UInt64(100 + index) &* 7919, node: index % 3,
+                                       checkMessages: options.checkMessages))
         }
         // Watchers join every channel before the churn, so they see every event from the start.
         for watcher in clients where watcher.role == .watcher {
@@ -169,7 +175,7 @@ enum ChaosRun {
             violations.append(ChaosViolation(invariant: "harness", subject: "faults", detail: "\(faultError)", users: []))
         }
         let checkCount = channels.count * 3 * 2 + clients.count * channels.count + clients.count * 3
-            + (options.checkWebhooks ? channels.count : 0)
+            + (options.checkWebhooks ? channels.count : 0) + (options.checkMessages ? clients.count : 0)
         let report = Self.report(seed: seed, intervalMode: intervalMode, schedule: schedule, options: options,
                                  violations: violations, webhookViolations: webhookViolations, clients: clients,
                                  timeline: timeline, cluster: cluster)
@@ -186,7 +192,9 @@ enum ChaosRun {
         let kinds = options.kinds.map(\.rawValue).joined(separator: ",")
         lines.append("=== chaos seed \(seed): \(violations.count) violation(s), \(webhookViolations.count) webhook finding(s); "
             + "\(intervalMode ? "interval-capable (maxInstantEvents 5)" : "announce") ===")
-        lines.append("replay: CHAOS_SEED=\(seed)\(options.kinds == FaultKind.allCases ? "" : " CHAOS_FAULTS=\(kinds)") make chaos")
+        let replay = options.replay?.replacingOccurrences(of: "{seed}", with: String(seed))
+            ?? "CHAOS_SEED=\(seed)\(options.kinds == FaultKind.allCases ? "" : " CHAOS_FAULTS=\(kinds.isEmpty ? "none" : kinds)") make chaos"
+        lines.append("replay: \(replay)")
         lines.append(schedule.description)
         lines.append("timeline:")
         lines += timeline.map { "  \($0)" }
@@ -198,10 +206,44 @@ enum ChaosRun {
             lines.append("webhook findings (webhooks are not durable yet, issue 29; CHAOS_WEBHOOKS=0 turns the check off):")
             lines += webhookViolations.map { "  \($0)" }
         }
+        if let result = try? ServerAPIRequest.ok(port: cluster.nodePort(0), "getChannels", [:]) {
+            lines.append("channels (getChannels on n1): " + (result["channels"]?.arrayValue ?? []).map {
+                "#\($0["channel"]?.stringValue ?? "?") \($0["mode"]?.stringValue ?? "?") occupancy \($0["occupancy"]?.numberValue?.intValue ?? -1) seq \($0["seq"]?.numberValue?.intValue ?? -1)"
+            }.joined(separator: ", "))
+        }
+        // The events a watcher did not get, as the webhook receiver got them (when it did).
+        var webhookEvents: [String: [Int: String]] = [:]
+        for request in cluster.receiver.requests {
+            for event in request.events where event["event"]?.stringValue == "presence" {
+                guard let channel = event["channel"]?.stringValue, let seq = event["seq"]?.numberValue?.intValue else { continue }
+                webhookEvents[channel, default: [:]][seq] = event.compactString
+            }
+        }
+        var gapLines: [String] = []
+        for violation in violations {
+            guard let missed = violation.missed else { continue }
+            for seq in missed.seqs.prefix(5) {
+                gapLines.append("  \(violation.subject) missed seq \(seq): \(webhookEvents[missed.channel]?[seq] ?? "(no webhook either)")")
+            }
+        }
+        if !gapLines.isEmpty {
+            lines.append("the events behind each gap, from the webhooks:")
+            lines += gapLines
+        }
         let involved = Set((violations + webhookViolations).flatMap(\.users))
         for client in clients where involved.contains(client.userId) {
-            lines.append("history of \(client.userId) (\(client.role.rawValue), last 40 entries):")
-            lines += client.history.suffix(40).map { "  \($0)" }
+            // What the user did around each violation that names it (3 s before to 0.5 s
+            // after), and its last 25 steps.
+            let moments = (violations + webhookViolations).filter { $0.users.contains(client.userId) }.compactMap(\.at)
+            let last = client.history.suffix(25).first?.at ?? 0
+            let shown = client.history.filter { entry in
+                entry.at >= last || moments.contains { entry.at >= $0 - 3 && entry.at <= $0 + 0.5 }
+            }
+            lines.append("history of \(client.userId) (\(client.role.rawValue); around its violations during the churn, and its last 25 steps):")
+            lines += shown.map { "  \($0.text)" }
+            lines.append("in Redis for \(client.userId) (white-box):")
+            lines += ChaosEvidence.dump(redisPort: cluster.cluster.redisPort, keyPrefix: cluster.cluster.keyPrefix,
+                                        user: client.userId, channels: channels).split(separator: "\n").map { "  \($0)" }
         }
         return lines.joined(separator: "\n")
     }

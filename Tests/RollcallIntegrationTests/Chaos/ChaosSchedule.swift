@@ -51,9 +51,8 @@ struct ChaosSchedule: CustomStringConvertible, Sendable {
     let length: Double
 
     /// Faults until `length` seconds, on `nodeCount` nodes; pauses of a node outlast
-    /// `nodeTimeoutSeconds`.
+    /// `nodeTimeoutSeconds`. No `kinds`: churn without faults.
     init(seed: UInt64, kinds: [FaultKind], length: Double, nodeCount: Int, nodeTimeoutSeconds: Double) {
-        precondition(!kinds.isEmpty, "a schedule needs at least one kind of fault")
         self.seed = seed
         self.length = length
         var random = SplitMix64(seed: seed ^ 0x5CED_F00D)
@@ -62,7 +61,7 @@ struct ChaosSchedule: CustomStringConvertible, Sendable {
         }
         var faults: [Fault] = []
         var time = uniform(0.5, 1.2)
-        while true {
+        while !kinds.isEmpty {
             let kind = kinds[Int(random.next() % UInt64(kinds.count))]
             let duration: Double
             switch kind {
@@ -81,6 +80,7 @@ struct ChaosSchedule: CustomStringConvertible, Sendable {
     }
 
     var description: String {
-        "seed \(seed), \(String(format: "%.1f", length)) s of churn, faults:\n" + faults.map { "  \($0)" }.joined(separator: "\n")
+        "seed \(seed), \(String(format: "%.1f", length)) s of churn, faults:" + (faults.isEmpty ? " none" : "\n")
+            + faults.map { "  \($0)" }.joined(separator: "\n")
     }
 }
