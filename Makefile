@@ -16,7 +16,7 @@ CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
-	leak-check soak release bench bench-deps clean
+	chaos leak-check soak release bench bench-deps clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -182,6 +182,22 @@ test-tsan: deps
 	swift build $(TSAN_FLAGS) --scratch-path .build-tsan --product rollcall
 	ROLLCALL_BINARY=$(CURDIR)/.build-tsan/debug/rollcall TSAN_OPTIONS=halt_on_error=1 \
 	swift test $(TSAN_FLAGS) --scratch-path .build-tsan
+
+## The chaos suite (Tests/RollcallIntegrationTests/Chaos, docs/testing.md "Chaos suite"): seeded
+## fault schedules over three nodes and a real redis-server with the append-only file (kill -9
+## and restart of a node, SIGSTOP of a node, a node's Redis link cut or frozen at a proxy, Redis
+## shut down and started again, Redis stopped) while clients churn on every node; healed and
+## quiet, the invariants are checked. Runs schedules with fresh seeds for $(CHAOS_SECONDS)
+## seconds, printing each seed; `CHAOS_SEED=<seed> make chaos` replays one. CHAOS_FAULTS
+## (comma-separated kinds) narrows the faults, CHAOS_WEBHOOKS=0 turns the webhook check off.
+## Reports and the summary also go to $(CHAOS_REPORT). (`swift test` runs one short schedule.)
+CHAOS_SECONDS ?= 300
+CHAOS_REPORT  ?= $(CURDIR)/.build/chaos-report.txt
+chaos: build
+	swift build --build-tests
+	@mkdir -p $(dir $(CHAOS_REPORT))
+	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_REPORT=$(CHAOS_REPORT) \
+	swift test --skip-build --filter 'ChaosTests/chaosForSeconds'
 
 ## Leaks: the release broker under valgrind memcheck while a short soak churns sessions, then
 ## SIGTERM; fails when anything is definitely or indirectly lost (Tests/leak/leak-check.sh).

@@ -32,18 +32,25 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     private var nodeProcesses: [BrokerProcess]
     private var rotation = 0
     private let sharedConfig: [String: Any]
+    private let redisPortForNode: (@Sendable (Int) -> Int)?
 
     /// Starts Redis, `nodeCount` nodes (in parallel) and the proxy, then waits until every node
     /// is connected to Redis and sees all the others (`rollcall_cluster_nodes`).
-    init(config: [String: Any] = [:], routing: Routing = .direct, nodeCount: Int = 3, formTimeout: TimeInterval = 15) throws {
+    ///
+    /// `redis` is a server the caller started (e.g. with the append-only file on); nil starts a
+    /// throwaway one. `redisPortForNode` gives the port node `index` reaches Redis on (a proxy in
+    /// front of it that a test can cut); nil points every node at Redis itself.
+    init(config: [String: Any] = [:], routing: Routing = .direct, nodeCount: Int = 3, formTimeout: TimeInterval = 15,
+         redis givenRedis: RedisServer? = nil, redisPortForNode: (@Sendable (Int) -> Int)? = nil) throws {
         self.routing = routing
-        redis = try Self.retried { try RedisServer() }
+        redis = try givenRedis ?? Self.retried { try RedisServer() }
+        self.redisPortForNode = redisPortForNode
         keyPrefix = "t" + UUID().uuidString.prefix(8).lowercased() + ":"
         // Fast heartbeats unless the test says otherwise; Redis and the prefix are the harness's.
         let timing: [String: Any] = ["cluster": ["heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1]]
         sharedConfig = BrokerProcess.merge(BrokerProcess.merge(timing, config), ["cluster": ["redis": redis.url(), "keyPrefix": keyPrefix]])
-        nodeProcesses = try Self.startInParallel(count: nodeCount) { [sharedConfig] index in
-            try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index))
+        nodeProcesses = try Self.startInParallel(count: nodeCount) { [sharedConfig, redisPortForNode] index in
+            try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index, redisPort: redisPortForNode?(index)))
         }
         do {
             proxy = try Self.retried { [nodeProcesses] in try NginxProxy(upstreamPorts: nodeProcesses.map(\.port)) }
@@ -79,7 +86,8 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// The config node `index` runs with (the test's config, the cluster section, its node id),
     /// deep-merged with `override`: for starting a node that should be refused.
     func config(forNode index: Int, overriding override: [String: Any] = [:]) -> [String: Any] {
-        BrokerProcess.merge(BrokerProcess.merge(BrokerProcess.baseConfig, Self.nodeConfig(sharedConfig, index: index)), override)
+        BrokerProcess.merge(BrokerProcess.merge(BrokerProcess.baseConfig,
+                                                Self.nodeConfig(sharedConfig, index: index, redisPort: redisPortForNode?(index))), override)
     }
 
     /// Opens a WebSocket to the next node in rotation (``Routing/direct``) or through the proxy.
@@ -138,7 +146,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     func restart(node index: Int) throws {
         let old = node(index)
         old.kill()
-        let fresh = try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index), port: old.port)
+        let fresh = try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index, redisPort: redisPortForNode?(index)), port: old.port)
         lock.withLock { nodeProcesses[index] = fresh }
     }
 
@@ -189,8 +197,10 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         return connection
     }
 
-    private static func nodeConfig(_ shared: [String: Any], index: Int) -> [String: Any] {
-        BrokerProcess.merge(shared, ["cluster": ["nodeId": "n\(index + 1)"]])
+    private static func nodeConfig(_ shared: [String: Any], index: Int, redisPort: Int?) -> [String: Any] {
+        var cluster: [String: Any] = ["nodeId": "n\(index + 1)"]
+        if let redisPort { cluster["redis"] = "redis://127.0.0.1:\(redisPort)" }
+        return BrokerProcess.merge(shared, ["cluster": cluster])
     }
 
     /// Runs `start` for 0..<count on parallel threads; on any failure kills what did start.

@@ -7,8 +7,9 @@ public struct TestSupportError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// A throwaway `redis-server` for tests: on a free loopback port, no persistence, its own
-/// temporary directory, killed at the end. Never the system service on 6379.
+/// A throwaway `redis-server` for tests: on a free loopback port, no persistence unless asked
+/// for (``init(password:appendOnly:startTimeout:)``), its own temporary directory, killed at the
+/// end. Never the system service on 6379.
 ///
 /// The cluster tests start one of these and point several broker nodes at ``url``.
 public final class RedisServer: @unchecked Sendable {
@@ -16,6 +17,9 @@ public final class RedisServer: @unchecked Sendable {
     public let port: Int
     /// `requirepass`, or nil.
     public let password: String?
+    /// True when it runs with `appendonly yes` (`appendfsync everysec`): a `SHUTDOWN` then
+    /// ``startAgainAfterShutdown(timeout:)`` keeps every write.
+    public let appendOnly: Bool
     private let directory: URL
     private var process: ChildProcess?
 
@@ -30,9 +34,11 @@ public final class RedisServer: @unchecked Sendable {
         return nil
     }
 
-    /// Starts `redis-server` (with `requirepass` when `password` is set) and waits until it answers.
-    public init(password: String? = nil, startTimeout: TimeInterval = 10) throws {
+    /// Starts `redis-server` (with `requirepass` when `password` is set, and with the append-only
+    /// file when `appendOnly`) and waits until it answers.
+    public init(password: String? = nil, appendOnly: Bool = false, startTimeout: TimeInterval = 10) throws {
         self.password = password
+        self.appendOnly = appendOnly
         port = try Self.freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -99,7 +105,8 @@ public final class RedisServer: @unchecked Sendable {
             throw TestSupportError("redis-server not found (`make deps` installs it, or set REDIS_SERVER)")
         }
         var arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", appendOnly ? "yes" : "no",
+            "--appendfsync", "everysec",
             "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
         ]
         if let password { arguments += ["--requirepass", password] }

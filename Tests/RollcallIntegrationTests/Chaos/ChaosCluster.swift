@@ -1,0 +1,165 @@
+import Foundation
+import RollcallProtocol
+import RollcallTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the chaos suite runs against: a ``ClusterProcess`` of three nodes whose Redis runs with
+/// the append-only file, each node reaching Redis through its own ``LinkProxy``, the server API
+/// on, and every node's webhooks going to one ``WebhookReceiver``. Injects the faults of a
+/// ``ChaosSchedule`` and heals them all.
+final class ChaosCluster: @unchecked Sendable {
+    /// The short timings a schedule needs to run in seconds (PROTOCOL §9).
+    struct Timings {
+        static let heartbeatSeconds = 0.2
+        static let nodeTimeoutSeconds = 1.0
+        static let presenceTimeoutSeconds = 1.0
+        static let intervalSeconds = 0.2
+    }
+
+    static let webhookSecret = "chaos-webhook-secret"
+
+    let cluster: ClusterProcess
+    let proxies: [LinkProxy]
+    let receiver: WebhookReceiver
+    /// True when channels may switch to interval mode (a low `presence.maxInstantEvents`).
+    let intervalMode: Bool
+    private let lock = NSLock()
+    private var redisDown = false
+    private var redisPaused = false
+    private var pausedNodes: Set<Int> = []
+    private var deadNodes: Set<Int> = []
+
+    /// Starts Redis (AOF on), the proxies, the receiver and three nodes, and waits until they
+    /// formed a cluster.
+    init(intervalMode: Bool) throws {
+        self.intervalMode = intervalMode
+        let redis = try RedisServer(appendOnly: true)
+        let proxies = try (0..<3).map { _ in try LinkProxy(targetPort: redis.port) }
+        let receiver = try WebhookReceiver()
+        let ports = proxies.map(\.port)
+        let config: [String: Any] = BrokerProcess.merge(ServerAPIRequest.config, [
+            "cluster": ["heartbeatSeconds": Timings.heartbeatSeconds, "nodeTimeoutSeconds": Timings.nodeTimeoutSeconds],
+            "presence": [
+                "timeoutSeconds": Timings.presenceTimeoutSeconds, "intervalSeconds": Timings.intervalSeconds,
+                "maxInstantEvents": intervalMode ? 5 : 50, "hysteresis": intervalMode ? 2 : 10,
+            ],
+            "userStatus": ["customStatusPerSecond": 50],
+            "webhooks": [
+                "url": receiver.url, "secret": Self.webhookSecret, "batchMaxDelaySeconds": 0.05,
+                "retryMaxSeconds": 600,
+            ],
+        ])
+        do {
+            cluster = try ClusterProcess(config: config, formTimeout: 20, redis: redis, redisPortForNode: { ports[$0] })
+        } catch {
+            for proxy in proxies { proxy.stop() }
+            receiver.stop()
+            redis.kill()
+            throw error
+        }
+        self.proxies = proxies
+        self.receiver = receiver
+    }
+
+    /// `ws://127.0.0.1:PORT/v1` of node `index`.
+    func nodeURL(_ index: Int) -> String { cluster.nodeURL(index) }
+
+    /// The HTTP port of node `index` (for the server API).
+    func nodePort(_ index: Int) -> Int { cluster.node(index).port }
+
+    /// Applies `fault` (``heal(_:)`` undoes it).
+    func inject(_ fault: Fault) throws {
+        switch fault.kind {
+        case .killNode:
+            let node = fault.node!
+            cluster.kill(node: node, signal: SIGKILL)
+            lock.withLock { _ = deadNodes.insert(node) }
+        case .pauseNode:
+            let node = fault.node!
+            cluster.kill(node: node, signal: SIGSTOP)
+            lock.withLock { _ = pausedNodes.insert(node) }
+        case .cutLink:
+            proxies[fault.node!].cut()
+        case .freezeLink:
+            proxies[fault.node!].freeze()
+        case .restartRedis:
+            lock.withLock { redisDown = true }
+            // With `appendonly yes` SHUTDOWN writes and syncs the file first; the connection
+            // ends without a reply.
+            _ = try? RedisWire.command(port: cluster.redisPort, ["SHUTDOWN"], timeout: 5)
+            _ = eventually(timeout: 10) { cluster.redis.pid == nil }
+        case .pauseRedis:
+            cluster.redis.suspend()
+            lock.withLock { redisPaused = true }
+        }
+    }
+
+    /// Undoes `fault`.
+    func heal(_ fault: Fault) throws {
+        switch fault.kind {
+        case .killNode:
+            try restartNode(fault.node!)
+        case .pauseNode:
+            cluster.kill(node: fault.node!, signal: SIGCONT)
+            lock.withLock { _ = pausedNodes.remove(fault.node!) }
+        case .cutLink, .freezeLink:
+            proxies[fault.node!].restore()
+        case .restartRedis:
+            try startRedisAgain()
+        case .pauseRedis:
+            cluster.redis.resume()
+            lock.withLock { redisPaused = false }
+        }
+    }
+
+    /// Undoes every fault still in force (a schedule cut short, a failed heal).
+    func healEverything() throws {
+        for proxy in proxies { proxy.restore() }
+        let (paused, dead, down, redisStopped) = lock.withLock { (pausedNodes, deadNodes, redisDown, redisPaused) }
+        if redisStopped {
+            cluster.redis.resume()
+            lock.withLock { redisPaused = false }
+        }
+        if down { try startRedisAgain() }
+        for node in paused {
+            cluster.kill(node: node, signal: SIGCONT)
+            lock.withLock { _ = pausedNodes.remove(node) }
+        }
+        for node in dead { try restartNode(node) }
+    }
+
+    /// Every node's gauges and the tail of its stderr (for a report).
+    func describe() -> String { cluster.describeNodes() }
+
+    /// Kills everything.
+    func stop() {
+        cluster.stopAll()
+        for proxy in proxies { proxy.stop() }
+        receiver.stop()
+    }
+
+    deinit { stop() }
+
+    private func restartNode(_ node: Int) throws {
+        // The port was just freed by the killed process; retry briefly if it is not free yet.
+        var lastError: Error?
+        let started = eventually(timeout: 10) {
+            do {
+                try cluster.restart(node: node)
+                return true
+            } catch {
+                lastError = error
+                return false
+            }
+        }
+        guard started else { throw HarnessError("node n\(node + 1) did not start again: \(lastError.map { "\($0)" } ?? "?")") }
+        lock.withLock { _ = deadNodes.remove(node) }
+    }
+
+    private func startRedisAgain() throws {
+        try cluster.redis.startAgainAfterShutdown(timeout: 20)
+        lock.withLock { redisDown = false }
+    }
+}

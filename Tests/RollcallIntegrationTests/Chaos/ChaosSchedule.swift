@@ -1,0 +1,86 @@
+import Foundation
+import RollcallTestSupport
+
+/// The kinds of fault the chaos suite injects (issue 29, PROTOCOL §9 "Under faults").
+enum FaultKind: String, CaseIterable, Sendable {
+    /// `kill -9` of a node, started again (same id and port) after the fault's duration.
+    case killNode = "kill-node"
+    /// SIGSTOP of a node for longer than `cluster.nodeTimeoutSeconds`, then SIGCONT.
+    case pauseNode = "pause-node"
+    /// A node's Redis link cut at the proxy (connections ended, new ones refused), then restored.
+    case cutLink = "cut-link"
+    /// A node's Redis link frozen at the proxy (open, nothing crosses), then restored.
+    case freezeLink = "freeze-link"
+    /// Redis `SHUTDOWN` (the append-only file kept), started again after the fault's duration.
+    case restartRedis = "restart-redis"
+    /// SIGSTOP of Redis, then SIGCONT.
+    case pauseRedis = "pause-redis"
+
+    /// True for faults aimed at one node.
+    var targetsNode: Bool { self != .restartRedis && self != .pauseRedis }
+
+    /// Parses a comma-separated list (`CHAOS_FAULTS`); nil for an unknown name.
+    static func list(_ text: String) -> [FaultKind]? {
+        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let kinds = names.compactMap(FaultKind.init(rawValue:))
+        return kinds.count == names.count && !kinds.isEmpty ? kinds : nil
+    }
+}
+
+/// One fault of a schedule: what, on which node, when (seconds after the churn started) and
+/// for how long.
+struct Fault: CustomStringConvertible, Sendable {
+    let kind: FaultKind
+    /// The node (0-based) for node faults; nil for Redis faults.
+    let node: Int?
+    let start: Double
+    let duration: Double
+
+    var description: String {
+        let target = node.map { "n\($0 + 1)" } ?? "redis"
+        return String(format: "%6.2fs %@ %@ for %.2fs", start, kind.rawValue, target, duration)
+    }
+}
+
+/// A seeded fault schedule: faults one after another with quiet gaps between them, each drawn
+/// from `kinds` by a SplitMix64 seeded with the run's seed (so `CHAOS_SEED` replays it).
+struct ChaosSchedule: CustomStringConvertible, Sendable {
+    let seed: UInt64
+    let faults: [Fault]
+    /// Seconds of churn in all (the last fault healed before the end).
+    let length: Double
+
+    /// Faults until `length` seconds, on `nodeCount` nodes; pauses of a node outlast
+    /// `nodeTimeoutSeconds`. No `kinds`: churn without faults.
+    init(seed: UInt64, kinds: [FaultKind], length: Double, nodeCount: Int, nodeTimeoutSeconds: Double) {
+        self.seed = seed
+        self.length = length
+        var random = SplitMix64(seed: seed ^ 0x5CED_F00D)
+        func uniform(_ low: Double, _ high: Double) -> Double {
+            low + (high - low) * Double(random.next() % 10_000) / 10_000
+        }
+        var faults: [Fault] = []
+        var time = uniform(0.5, 1.2)
+        while !kinds.isEmpty {
+            let kind = kinds[Int(random.next() % UInt64(kinds.count))]
+            let duration: Double
+            switch kind {
+            case .killNode: duration = uniform(0.3, nodeTimeoutSeconds + 2)  // back before or after it is declared dead
+            case .pauseNode: duration = nodeTimeoutSeconds + uniform(0.3, 1.5)
+            case .cutLink, .freezeLink: duration = uniform(0.3, nodeTimeoutSeconds + 2)
+            case .restartRedis: duration = uniform(0.2, 1.5)
+            case .pauseRedis: duration = uniform(0.3, nodeTimeoutSeconds + 2)
+            }
+            guard time + duration < length - 0.5 else { break }
+            let node = kind.targetsNode ? Int(random.next() % UInt64(nodeCount)) : nil
+            faults.append(Fault(kind: kind, node: node, start: time, duration: duration))
+            time += duration + uniform(0.4, 1.5)
+        }
+        self.faults = faults
+    }
+
+    var description: String {
+        "seed \(seed), \(String(format: "%.1f", length)) s of churn, faults:" + (faults.isEmpty ? " none" : "\n")
+            + faults.map { "  \($0)" }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+/// The fault-injection suite (issue 29; docs/testing.md, "Chaos suite"), in the spirit of
+/// Jepsen: seeded schedules of faults over three nodes and a real redis-server with the
+/// append-only file — `kill -9` and restart of a node, SIGSTOP of a node past
+/// `nodeTimeoutSeconds`, a node's Redis link cut or frozen at a proxy, Redis shut down and
+/// started again, Redis stopped — while clients churn on every node; then, healed and quiet,
+/// the invariants of ``ChaosChecks``. A violation prints the seed, the schedule, the difference
+/// and the histories of the users involved; `CHAOS_SEED=<seed> make chaos` replays it.
+///
+/// `swift test` runs one short schedule (``shortSchedule()``). `make chaos` runs
+/// ``chaosForSeconds()``: schedules with fresh seeds for `CHAOS_SECONDS`.
+@Suite("Chaos", .serialized)
+struct ChaosTests {
+    /// The faults of the short schedule in `swift test`: none yet. Today's code fails most
+    /// schedules that contain any of the six kinds (docs/testing.md, "Chaos suite", lists the
+    /// findings with their seeds), so the short schedule is the churn alone — joins, leaves,
+    /// state with and without TTL, publishes, custom statuses, drops that resume on another
+    /// node, sessions given up that must time out — on three nodes, in announce mode (an even
+    /// seed). Add kinds here as their bugs are fixed.
+    static let shortKinds: [FaultKind] = []
+    static let shortSeed: UInt64 = 2026
+
+    @Test("a short seeded schedule: clients churning on three nodes (no faults yet); once quiet every invariant holds")
+    func shortSchedule() throws {
+        let environment = try ChaosEnvironment(ProcessInfo.processInfo.environment)
+        // Webhooks are not durable yet (issue 29), and a message is delivered twice around a
+        // resume with no fault at all (docs/testing.md, "Chaos suite"): `make chaos` checks both.
+        let options = ChaosOptions(kinds: Self.shortKinds, churnSeconds: 6, churners: 4, checkWebhooks: false, checkMessages: false,
+                                   quietSeconds: 15, replay: "CHAOS_SHORT_SEED={seed} swift test --filter ChaosTests/shortSchedule")
+        let seed = environment.shortSeed ?? Self.shortSeed
+        let result = try ChaosRun.run(seed: seed, options: options)
+        print("chaos: short schedule, seed \(seed): \(result.violations.count) violation(s) in \(String(format: "%.1f", result.seconds)) s\n\(result.schedule)")
+        #expect(result.passed, "\(result.report)")
+    }
+
+    @Test("fault schedules with fresh seeds for CHAOS_SECONDS (make chaos); CHAOS_SEED replays one",
+          .enabled(if: ChaosEnvironment.isLongRun(ProcessInfo.processInfo.environment)))
+    func chaosForSeconds() throws {
+        let environment = try ChaosEnvironment(ProcessInfo.processInfo.environment)
+        var options = ChaosOptions()
+        options.kinds = environment.kinds
+        options.checkWebhooks = environment.checkWebhooks
+        let summary = ChaosSummary(reportPath: environment.reportPath)
+        let started = Date()
+        var seeds = environment.seed.map { [$0] } ?? []
+        while true {
+            let seed: UInt64
+            if environment.seed != nil {
+                guard let next = seeds.popLast() else { break }
+                seed = next
+            } else {
+                guard Date().timeIntervalSince(started) < environment.seconds else { break }
+                seed = UInt64.random(in: 1...UInt64(1) << 48)
+            }
+            print("chaos: seed \(seed) starts (\(String(format: "%.0f", Date().timeIntervalSince(started))) s in)")
+            let result: ChaosResult
+            do {
+                result = try ChaosRun.run(seed: seed, options: options)
+            } catch {
+                summary.harnessFailure(seed: seed, error: error)
+                continue
+            }
+            summary.add(result)
+        }
+        summary.finish(seconds: Date().timeIntervalSince(started))
+        #expect(summary.failedSeeds.isEmpty, "violations with seeds \(summary.failedSeeds); the reports are above\(environment.reportPath.map { " and in \($0)" } ?? "")")
+    }
+}
