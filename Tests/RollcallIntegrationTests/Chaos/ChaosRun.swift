@@ -17,6 +17,8 @@ struct ChaosOptions: Sendable {
     var checkMessages = true
     /// How long, after every fault is healed, the cluster has to settle and agree.
     var quietSeconds: Double = 15
+    /// `cluster.nodeTimeoutSeconds` of the nodes (pauses of a node outlast it).
+    var nodeTimeoutSeconds = 1.0
     /// The command that replays a seed, `{seed}` standing for it; nil: `make chaos`'s.
     var replay: String? = nil
 }
@@ -58,8 +60,8 @@ enum ChaosRun {
         let began = Date()
         let intervalMode = seed % 2 == 1
         let schedule = ChaosSchedule(seed: seed, kinds: options.kinds, length: options.churnSeconds, nodeCount: 3,
-                                     nodeTimeoutSeconds: ChaosCluster.Timings.nodeTimeoutSeconds)
-        let cluster = try ChaosCluster(intervalMode: intervalMode)
+                                     nodeTimeoutSeconds: options.nodeTimeoutSeconds)
+        let cluster = try ChaosCluster(intervalMode: intervalMode, nodeTimeoutSeconds: options.nodeTimeoutSeconds)
         defer { cluster.stop() }
         let clock = ChaosClock()
         var clients: [ChaosClient] = []
