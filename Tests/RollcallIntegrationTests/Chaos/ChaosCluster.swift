@@ -10,10 +10,10 @@ import Glibc
 /// on, and every node's webhooks going to one ``WebhookReceiver``. Injects the faults of a
 /// ``ChaosSchedule`` and heals them all.
 final class ChaosCluster: @unchecked Sendable {
-    /// The short timings a schedule needs to run in seconds (PROTOCOL §9).
+    /// The short timings a schedule needs to run in seconds (PROTOCOL §9);
+    /// `cluster.nodeTimeoutSeconds` is the run's (``ChaosOptions/nodeTimeoutSeconds``).
     struct Timings {
         static let heartbeatSeconds = 0.2
-        static let nodeTimeoutSeconds = 1.0
         static let presenceTimeoutSeconds = 1.0
         static let intervalSeconds = 0.2
     }
@@ -33,14 +33,14 @@ final class ChaosCluster: @unchecked Sendable {
 
     /// Starts Redis (AOF on), the proxies, the receiver and three nodes, and waits until they
     /// formed a cluster.
-    init(intervalMode: Bool) throws {
+    init(intervalMode: Bool, nodeTimeoutSeconds: Double) throws {
         self.intervalMode = intervalMode
         let redis = try RedisServer(appendOnly: true)
         let proxies = try (0..<3).map { _ in try LinkProxy(targetPort: redis.port) }
         let receiver = try WebhookReceiver()
         let ports = proxies.map(\.port)
         let config: [String: Any] = BrokerProcess.merge(ServerAPIRequest.config, [
-            "cluster": ["heartbeatSeconds": Timings.heartbeatSeconds, "nodeTimeoutSeconds": Timings.nodeTimeoutSeconds],
+            "cluster": ["heartbeatSeconds": Timings.heartbeatSeconds, "nodeTimeoutSeconds": nodeTimeoutSeconds],
             "presence": [
                 "timeoutSeconds": Timings.presenceTimeoutSeconds, "intervalSeconds": Timings.intervalSeconds,
                 "maxInstantEvents": intervalMode ? 5 : 50, "hysteresis": intervalMode ? 2 : 10,

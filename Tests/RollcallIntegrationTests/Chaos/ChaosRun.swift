@@ -17,6 +17,8 @@ struct ChaosOptions: Sendable {
     var checkMessages = true
     /// How long, after every fault is healed, the cluster has to settle and agree.
     var quietSeconds: Double = 15
+    /// `cluster.nodeTimeoutSeconds` of the nodes (pauses of a node outlast it).
+    var nodeTimeoutSeconds = 1.0
     /// The command that replays a seed, `{seed}` standing for it; nil: `make chaos`'s.
     var replay: String? = nil
 }
@@ -58,8 +60,8 @@ enum ChaosRun {
         let began = Date()
         let intervalMode = seed % 2 == 1
         let schedule = ChaosSchedule(seed: seed, kinds: options.kinds, length: options.churnSeconds, nodeCount: 3,
-                                     nodeTimeoutSeconds: ChaosCluster.Timings.nodeTimeoutSeconds)
-        let cluster = try ChaosCluster(intervalMode: intervalMode)
+                                     nodeTimeoutSeconds: options.nodeTimeoutSeconds)
+        let cluster = try ChaosCluster(intervalMode: intervalMode, nodeTimeoutSeconds: options.nodeTimeoutSeconds)
         defer { cluster.stop() }
         let clock = ChaosClock()
         var clients: [ChaosClient] = []
@@ -233,13 +235,15 @@ enum ChaosRun {
         let involved = Set((violations + webhookViolations).flatMap(\.users))
         for client in clients where involved.contains(client.userId) {
             // What the user did around each violation that names it (3 s before to 0.5 s
-            // after), and its last 25 steps.
+            // after), every change of its connection or session, and its last 25 steps.
             let moments = (violations + webhookViolations).filter { $0.users.contains(client.userId) }.compactMap(\.at)
             let last = client.history.suffix(25).first?.at ?? 0
+            let lifecycle = ["drop:", "resumed ", "logged in ", "connection to ", "note:", "VIOLATION"]
             let shown = client.history.filter { entry in
                 entry.at >= last || moments.contains { entry.at >= $0 - 3 && entry.at <= $0 + 0.5 }
+                    || lifecycle.contains { entry.text.contains($0) }
             }
-            lines.append("history of \(client.userId) (\(client.role.rawValue); around its violations during the churn, and its last 25 steps):")
+            lines.append("history of \(client.userId) (\(client.role.rawValue); around its violations during the churn, its connections and sessions, and its last 25 steps):")
             lines += shown.map { "  \($0.text)" }
             lines.append("in Redis for \(client.userId) (white-box):")
             lines += ChaosEvidence.dump(redisPort: cluster.cluster.redisPort, keyPrefix: cluster.cluster.keyPrefix,
