@@ -42,13 +42,24 @@ struct HTTPRouterTests {
         #expect(router.respond(to: HTTPRequest(method: .get, path: "/")).status == 200)
     }
 
-    @Test("a known path with another method is 405, worded by the route")
+    @Test("a known path with another method is 405, worded by the route, with the route's methods in Allow")
     func methodNotAllowed() {
         let router = makeRouter()
-        #expect(router.respond(to: HTTPRequest(method: .post, path: "/healthz")) == HTTPRefusal.methodNotAllowed.plainResponse)
+        #expect(router.respond(to: HTTPRequest(method: .post, path: "/healthz"))
+            == HTTPRefusal.methodNotAllowed.plainResponse.adding(HTTPHeaderField(name: "Allow", value: "GET, HEAD")))
         #expect(router.respond(to: HTTPRequest(method: .delete, path: "/healthz")).status == 405)
-        #expect(router.respond(to: HTTPRequest(method: .get, path: "/echo")).status == 405)
-        #expect(router.respond(to: HTTPRequest(method: .get, path: "/api/publish")) == .text(405, "api refusal 405"))
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/echo")).headers == [HTTPHeaderField(name: "Allow", value: "POST")])
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/api/publish")) == .text(405, "api refusal 405").adding(.allow([.post])))
+        for method in [HTTPMethod.put, .patch, .options, .delete, .head] {
+            #expect(router.respond(to: HTTPRequest(method: method, path: "/api/x")).headers == [.allow([.post])], "\(method)")
+        }
+    }
+
+    @Test("Allow lists the methods in a fixed order, HEAD wherever GET is")
+    func allowField() {
+        #expect(HTTPHeaderField.allow([.post, .get]).value == "GET, HEAD, POST")
+        #expect(HTTPHeaderField.allow([.delete, .put]).value == "PUT, DELETE")
+        #expect(HTTPHeaderField.allow([.get]) == HTTPHeaderField(name: "Allow", value: "GET, HEAD"))
     }
 
     @Test("a prefix route takes every path under it")
