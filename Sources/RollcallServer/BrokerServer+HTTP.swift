@@ -9,13 +9,14 @@ import Darwin
 /// HTTP on the broker's port, the lws side: reads the request head and body, asks the
 /// ``HTTPRouter`` and writes its ``HTTPResponse``. Routes: `GET /livez`, `/readyz` and its alias
 /// `/healthz` (``HealthCheck``),
-/// `GET /metrics` (``MetricsExposition``), `POST /api/v1/<op>` (``ServerAPIRoute``) and static
+/// `GET /metrics` (``MetricsExposition``), `POST /api/v1/<op>` (``ServerAPIRoute``), the
+/// operator's console from `http.adminDir` under `/admin/` (``AdminConsoleRoute``) and static
 /// files from `http.staticDir` (``StaticFiles``, `/` → `index.html`). Dynamic bodies are
 /// written from the HTTP writable callback after the headers.
 extension BrokerServer {
     /// The routes of this server (built once, on first use, on the service thread).
     func makeRouter() -> HTTPRouter {
-        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request) })
+        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request.path, from: staticFiles) })
         router.add(HTTPRoute(.exact("/livez"), methods: [.get]) { _ in HealthCheck.liveResponse })
         for path in ["/readyz", "/healthz"] {
             router.add(HTTPRoute(.exact(path), methods: [.get]) { [unowned self] _ in
@@ -26,6 +27,11 @@ extension BrokerServer {
             HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: .bytes(metricsPage()))
         })
         router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes, keys: apiKeys))
+        if adminFiles.root != nil {
+            for route in AdminConsoleRoute.routes(serve: { [unowned self] path in staticFile(path, from: adminFiles) }) {
+                router.add(route)
+            }
+        }
         return router
     }
 
@@ -41,9 +47,9 @@ extension BrokerServer {
         return exposition.render(snapshot)
     }
 
-    private func staticFile(_ request: HTTPRequest) -> HTTPResponse {
+    private func staticFile(_ path: String, from files: StaticFiles) -> HTTPResponse {
         if refusesForConnectionCap() { return .text(503, ConnectionCapPolicy.refusalBody) }
-        guard let file = staticFiles.file(for: request.path) else { return HTTPRefusal.notFound.plainResponse }
+        guard let file = files.file(for: path) else { return HTTPRefusal.notFound.plainResponse }
         return .file(file)
     }
 

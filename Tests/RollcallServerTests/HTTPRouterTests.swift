@@ -161,3 +161,36 @@ struct HTTPBodyReaderTests {
         #expect(reader.body == nil)
     }
 }
+
+@Suite("AdminConsoleRoute")
+struct AdminConsoleRouteTests {
+    /// The console's routes in front of a fallback, serving a fake folder: `/` and `/app.js`.
+    func makeRouter() -> HTTPRouter {
+        let router = HTTPRouter(fallback: { _ in .text(200, "demo") })
+        for route in AdminConsoleRoute.routes(serve: { path in
+            ["/", "/app.js"].contains(path) ? .text(200, "console \(path)") : HTTPRefusal.notFound.plainResponse
+        }) {
+            router.add(route)
+        }
+        return router
+    }
+
+    @Test("/admin redirects to admin/ (relative), /admin/ is the console's index, its files are under it")
+    func paths() {
+        let router = makeRouter()
+        let redirect = router.respond(to: HTTPRequest(method: .get, path: "/admin"))
+        #expect(redirect.status == 308)
+        #expect(redirect.headers == [HTTPHeaderField(name: "Location", value: "admin/")])
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/admin/")).bodyText == "console /")
+        #expect(router.respond(to: HTTPRequest(method: .head, path: "/admin/app.js")).bodyText == "console /app.js")
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/admin/nope.js")).status == 404)
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/administrator")).bodyText == "demo")
+    }
+
+    @Test("the console takes GET and HEAD only: anything else is 405 with Allow")
+    func methods() {
+        let refused = makeRouter().respond(to: HTTPRequest(method: .post, path: "/admin/", body: [1]))
+        #expect(refused.status == 405)
+        #expect(refused.headers == [HTTPHeaderField(name: "Allow", value: "GET, HEAD")])
+    }
+}
