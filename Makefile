@@ -29,9 +29,10 @@ deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	fi
 
-## Install what the real-browser test needs: Debian's Chromium and its driver (only when
-## missing), and Selenium + pytest from PyPI (only when they cannot be imported; Debian's
-## python3-selenium/python3-pytest when pip refuses, e.g. an externally managed Python).
+## Install what the real-browser tests need: Debian's Chromium and its driver (only when
+## missing), and Selenium, pytest and websockets (the console test's WebSocket clients) from
+## PyPI (only when they cannot be imported; Debian's python3-selenium/python3-pytest/
+## python3-websockets when pip refuses, e.g. an externally managed Python).
 browser-deps:
 	@if ! command -v dpkg >/dev/null; then echo "browser-deps: no dpkg here; install $(BROWSER_PACKAGES) yourself"; else \
 	missing=""; \
@@ -41,9 +42,9 @@ browser-deps:
 		$(SUDO) apt-get update && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	fi; fi
-	@$(PYTHON) -c "import selenium, pytest" 2>/dev/null || $(PYTHON) -m pip install --quiet selenium pytest || \
-	{ echo "browser-deps: pip could not install (externally managed Python?); trying Debian's python3-selenium python3-pytest"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-selenium python3-pytest; }
+	@$(PYTHON) -c "import selenium, pytest, websockets" 2>/dev/null || $(PYTHON) -m pip install --quiet selenium pytest websockets || \
+	{ echo "browser-deps: pip could not install (externally managed Python?); trying Debian's python3-selenium python3-pytest python3-websockets"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-selenium python3-pytest python3-websockets; }
 
 ## What the operator checks (Tests/ops) need: Debian's prometheus (promtool) and systemd
 ## (systemd-analyze), each installed only when its tool is missing.
@@ -67,16 +68,21 @@ test-ops: ops-deps
 	$(PYTHON) Tests/ops/ops_check.py
 
 ## What the server API suite (Tests/api) needs from PyPI, installed only when it cannot be
-## imported: pytest, PyYAML, jsonschema, openapi-spec-validator, websockets, schemathesis.
+## imported: pytest, PyYAML, jsonschema, openapi-spec-validator, websockets, and schemathesis
+## pinned to the 4.32 series (its checks, phases and hooks are what Tests/api/test_schemathesis.py
+## and Tests/api/schemathesis_hooks.py are written for; another installed version is replaced).
+SCHEMATHESIS_SERIES := 4.32
 API_PY_MODULES  := pytest yaml jsonschema openapi_spec_validator websockets schemathesis
-API_PY_PACKAGES := pytest pyyaml jsonschema openapi-spec-validator websockets schemathesis
+API_PY_PACKAGES := pytest pyyaml jsonschema openapi-spec-validator websockets "schemathesis~=$(SCHEMATHESIS_SERIES).0"
 api-deps:
-	@$(PYTHON) -c "import $(shell echo $(API_PY_MODULES) | tr ' ' ',')" 2>/dev/null || \
+	@$(PYTHON) -c "import $(shell echo $(API_PY_MODULES) | tr ' ' ','); \
+	assert schemathesis.__version__.startswith('$(SCHEMATHESIS_SERIES).')" 2>/dev/null || \
 	$(PYTHON) -m pip install --quiet $(API_PY_PACKAGES) || \
 	$(PYTHON) -m pip install --quiet --break-system-packages $(API_PY_PACKAGES)
 
 ## The server API (docs/api.md) against the real broker: every op and error status, each
-## answer validated against docs/api/openapi.yaml, then schemathesis on the live broker.
+## answer validated against docs/api/openapi.yaml, then schemathesis on the live broker with
+## every check and its stateful phase (seeded, bounded: Tests/api/test_schemathesis.py).
 test-api: api-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/api
@@ -114,7 +120,8 @@ test-swift:
 	swift test --skip-build
 
 ## Drive the browser demo (examples/web) in two headless Chromium sessions against the
-## real broker; saves a screenshot to artifacts/demo.png.
+## real broker, and the operator's console (examples/admin) against a three-node cluster on
+## one redis-server; saves screenshots to artifacts/ (demo.png, admin.png).
 test-browser: browser-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	$(PYTHON) -m pytest -q -p no:cacheprovider Tests/browser

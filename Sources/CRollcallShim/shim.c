@@ -11,8 +11,9 @@
 #include <linux/sockios.h>
 
 int rollcall_http_write_headers(struct lws *wsi, unsigned int status, const char *content_type,
-                                size_t content_length) {
-    unsigned char buffer[LWS_PRE + 512];
+                                size_t content_length, const char *const *names,
+                                const char *const *values, int count) {
+    unsigned char buffer[LWS_PRE + 1024];
     unsigned char *start = &buffer[LWS_PRE];
     unsigned char *p = start;
     unsigned char *end = &buffer[sizeof(buffer) - 1];
@@ -21,6 +22,11 @@ int rollcall_http_write_headers(struct lws *wsi, unsigned int status, const char
     if (lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
                                      (const unsigned char *)"no-store", 8, &p, end))
         return 1;
+    for (int i = 0; i < count; i++) {
+        if (lws_add_http_header_by_name(wsi, (const unsigned char *)names[i], (const unsigned char *)values[i],
+                                        (int)strlen(values[i]), &p, end))
+            return 1;
+    }
     if (lws_finalize_write_http_header(wsi, start, &p, end))
         return 1;
     return 0;

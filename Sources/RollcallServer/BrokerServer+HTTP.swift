@@ -1,16 +1,22 @@
 import CRollcallShim
 import RollcallCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// HTTP on the broker's port, the lws side: reads the request head and body, asks the
 /// ``HTTPRouter`` and writes its ``HTTPResponse``. Routes: `GET /livez`, `/readyz` and its alias
 /// `/healthz` (``HealthCheck``),
-/// `GET /metrics` (``MetricsExposition``), `POST /api/v1/<op>` (``ServerAPIRoute``) and static
+/// `GET /metrics` (``MetricsExposition``), `POST /api/v1/<op>` (``ServerAPIRoute``), the
+/// operator's console from `http.adminDir` under `/admin/` (``AdminConsoleRoute``) and static
 /// files from `http.staticDir` (``StaticFiles``, `/` → `index.html`). Dynamic bodies are
 /// written from the HTTP writable callback after the headers.
 extension BrokerServer {
     /// The routes of this server (built once, on first use, on the service thread).
     func makeRouter() -> HTTPRouter {
-        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request) })
+        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request.path, from: staticFiles) })
         router.add(HTTPRoute(.exact("/livez"), methods: [.get]) { _ in HealthCheck.liveResponse })
         for path in ["/readyz", "/healthz"] {
             router.add(HTTPRoute(.exact(path), methods: [.get]) { [unowned self] _ in
@@ -21,6 +27,11 @@ extension BrokerServer {
             HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: .bytes(metricsPage()))
         })
         router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes, keys: apiKeys))
+        if adminFiles.root != nil {
+            for route in AdminConsoleRoute.routes(serve: { [unowned self] path in staticFile(path, from: adminFiles) }) {
+                router.add(route)
+            }
+        }
         return router
     }
 
@@ -36,9 +47,9 @@ extension BrokerServer {
         return exposition.render(snapshot)
     }
 
-    private func staticFile(_ request: HTTPRequest) -> HTTPResponse {
+    private func staticFile(_ path: String, from files: StaticFiles) -> HTTPResponse {
         if refusesForConnectionCap() { return .text(503, ConnectionCapPolicy.refusalBody) }
-        guard let file = staticFiles.file(for: request.path) else { return HTTPRefusal.notFound.plainResponse }
+        guard let file = files.file(for: path) else { return HTTPRefusal.notFound.plainResponse }
         return .file(file)
     }
 
@@ -183,7 +194,7 @@ extension BrokerServer {
         case .file(let path) where headOnly:
             // lws' own HEAD handling of a file confuses the next request on the connection.
             guard let size = StaticFiles.size(of: path) else { return -1 }
-            if rollcall_http_write_headers(wsi, UInt32(response.status), response.contentType, size) != 0 { return -1 }
+            if Self.writeHeaders(of: response, length: size, to: wsi) != 0 { return -1 }
             if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
             httpExchanges[pss.pointee.key] = .writing(body: [], closeAfter: closeAfter)
             lws_callback_on_writable(wsi)
@@ -195,7 +206,7 @@ extension BrokerServer {
             if result > 0 { return completeTransaction(wsi) }
             return 0
         case .bytes(let bytes):
-            if rollcall_http_write_headers(wsi, UInt32(response.status), response.contentType, bytes.count) != 0 { return -1 }
+            if Self.writeHeaders(of: response, length: bytes.count, to: wsi) != 0 { return -1 }
             if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
             httpExchanges[pss.pointee.key] = .writing(body: headOnly ? [] : bytes, closeAfter: closeAfter)
             lws_callback_on_writable(wsi)
@@ -208,7 +219,7 @@ extension BrokerServer {
         if case .answering(let response)? = httpExchanges[key] {
             guard case .bytes(let bytes) = response.body else { return -1 }
             metrics.httpResponses[response.status, default: 0] += 1
-            if rollcall_http_write_headers(wsi, UInt32(response.status), response.contentType, bytes.count) != 0 { return -1 }
+            if Self.writeHeaders(of: response, length: bytes.count, to: wsi) != 0 { return -1 }
             httpExchanges[key] = .writing(body: bytes, closeAfter: false)
             lws_callback_on_writable(wsi)
             return 0
@@ -236,6 +247,18 @@ extension BrokerServer {
         httpExchanges[key] = nil
         pss.pointee.key = 0
         return completeTransaction(wsi)
+    }
+
+    /// Writes the head of `response` for a body of `length` bytes: status, content type,
+    /// length, `Cache-Control` and the response's own fields. Nonzero: hang up.
+    static func writeHeaders(of response: HTTPResponse, length: Int, to wsi: OpaquePointer) -> Int32 {
+        let names = response.headers.map { strdup($0.name.lowercased() + ":") }
+        let values = response.headers.map { strdup($0.value) }
+        defer { (names + values).forEach { free($0) } }
+        let constNames = names.map { UnsafePointer($0) }
+        let constValues = values.map { UnsafePointer($0) }
+        return rollcall_http_write_headers(
+            wsi, UInt32(response.status), response.contentType, length, constNames, constValues, Int32(names.count))
     }
 
     /// Ends the transaction (HTTP keep-alive: the connection waits for the next request) and

@@ -87,6 +87,8 @@ public final class BrokerServer {
     /// True while new connections are being refused (for one log line per episode).
     var refusingConnections = false
     let staticFiles: StaticFiles
+    /// The operator's console (`http.adminDir`), served under ``AdminConsoleRoute/path``.
+    let adminFiles: StaticFiles
     /// Posts webhook batches (PROTOCOL §11); nil while `webhooks.url` is null.
     var webhookSender: WebhookSender?
     /// Shutdown: the moment (monotonic ms) waiting webhook batches stop being waited for.
@@ -176,6 +178,7 @@ public final class BrokerServer {
         self.broker = Broker(configuration: configuration, store: store, authenticator: authenticator, nodeId: nodeId,
                              engines: configuration.cluster.isEnabled ? BrokerEngines.onRedis : BrokerEngines.inMemory)
         self.staticFiles = StaticFiles(directory: configuration.http.staticDir)
+        self.adminFiles = StaticFiles(directory: configuration.http.adminDir)
         self.writer = WriteBuffer(initialCapacity: max(1024, configuration.limits.maxBatchBytes))
         self.heartbeat = HeartbeatPolicy(
             intervalSeconds: configuration.heartbeat.intervalSeconds, timeoutSeconds: configuration.heartbeat.timeoutSeconds)

@@ -33,7 +33,7 @@ private let everyKeyChanged = """
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
       "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "secrets": ["older-s3cret"], "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
-      "http":      {"staticDir": "public", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
+      "http":      {"staticDir": "public", "adminDir": "console", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
                    "permessageDeflateMemLevel": 2, "batchedSends": false, "coalesceWindowSeconds": 0.002,
                    "coalesceBusySeconds": 0.05},
       "heartbeat": {"intervalSeconds": 2.5, "timeoutSeconds": 7.5},
@@ -68,7 +68,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.secrets = ["older-s3cret"]; c.auth.allowInsecure = true
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
-    c.http.staticDir = "public"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
+    c.http.staticDir = "public"; c.http.adminDir = "console"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
     c.http.coalesceWindowSeconds = 0.002; c.http.coalesceBusySeconds = 0.05
     c.heartbeat.intervalSeconds = 2.5; c.heartbeat.timeoutSeconds = 7.5
     c.presence.maxInstantEvents = 3; c.presence.hysteresis = 1; c.presence.intervalSeconds = 0.2
@@ -154,12 +154,13 @@ struct ConfigurationDefaultsTests {
     func nullableKeysAcceptNull() throws {
         let configuration = try load("""
             {"tls": {"certFile": null, "keyFile": null}, "auth": {"secret": null, "secretEnv": null},
-             "http": {"staticDir": null}, "storage": {"path": null}}
+             "http": {"staticDir": null, "adminDir": null}, "storage": {"path": null}}
             """)
         #expect(configuration.tls.certFile == nil)
         #expect(configuration.auth.secret == nil)
         #expect(configuration.auth.secretEnv == nil)
         #expect(configuration.http.staticDir == nil)
+        #expect(configuration.http.adminDir == nil)
         #expect(configuration.storage.path == nil)
     }
 

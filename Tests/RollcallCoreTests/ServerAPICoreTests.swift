@@ -40,6 +40,29 @@ struct ServerAPICoreTests {
         #expect(missing.status == 400 && code(missing) == "INVALID_REQUEST")
     }
 
+    @Test("a body holds only the op's arguments: another member is 400 INVALID_REQUEST naming it; each argument as null counts as absent")
+    func onlyTheOpsArguments() {
+        let harness = makeHarness()
+        let required: [ServerAPIOp: JSONObject] = [
+            .publish: JSONObject([("channel", "room"), ("message", 1)]), .getOnlineUsers: JSONObject([("channel", "room")]),
+            .getState: JSONObject([("channel", "room"), ("userId", "bob")]), .getUserChannels: JSONObject([("userId", "bob")]),
+            .getUserStatus: JSONObject([("userIds", ["bob"])]), .disconnectUser: JSONObject([("userId", "bob")]),
+        ]
+        for op in ServerAPIOp.allCases {
+            var body = required[op] ?? JSONObject()
+            for argument in op.arguments where body[argument] == nil { body[argument] = .null }
+            let taken = harness.api(op.rawValue, .object(body))
+            #expect(taken.status == 200 || code(taken) == "USER_NOT_PRESENT", "\(op): \(taken.body.compactString)")
+            for extra in ["pagesize", "id", "op", "Channel", "channel\u{301}"] where !op.takes(extra) {
+                var wrong = required[op] ?? JSONObject()
+                wrong[extra] = .null
+                let refused = harness.api(op.rawValue, .object(wrong))
+                #expect(refused.status == 400 && code(refused) == "INVALID_REQUEST", "\(op) \(extra)")
+                #expect(refused.body["error"]?["message"]?.stringValue?.contains(extra) == true)
+            }
+        }
+    }
+
     @Test("publish from the server: every messages subscriber gets it with the given publisher, stream channels too")
     func publishFromServer() throws {
         let harness = makeHarness()

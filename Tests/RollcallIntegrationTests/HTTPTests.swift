@@ -68,11 +68,15 @@ struct HTTPTests {
         }
     }
 
-    @Test("a method a path does not take is 405; POST to an unknown path is 404")
+    @Test("a method a path does not take is 405 with Allow; POST to an unknown path is 404")
     func methodNotAllowed() throws {
         let broker = try BrokerProcess()
-        #expect(try RawHTTP.send(port: broker.port, method: "POST", path: "/healthz", body: Array("x".utf8)).status == 405)
-        #expect(try RawHTTP.send(port: broker.port, method: "DELETE", path: "/metrics").status == 405)
+        let post = try RawHTTP.send(port: broker.port, method: "POST", path: "/healthz", body: Array("x".utf8))
+        #expect(post.status == 405)
+        #expect(post.headers["allow"] == "GET, HEAD")
+        let delete = try RawHTTP.send(port: broker.port, method: "DELETE", path: "/metrics")
+        #expect(delete.status == 405)
+        #expect(delete.headers["allow"] == "GET, HEAD")
         #expect(try RawHTTP.send(port: broker.port, method: "POST", path: "/nope", body: Array("x".utf8)).status == 404)
     }
 
@@ -91,6 +95,7 @@ struct HTTPTests {
         #expect(tooLarge.bodyText.contains("\"MESSAGE_TOO_LARGE\""))
         let wrongMethod = try RawHTTP.send(port: broker.port, method: "GET", path: "/api/v1/getInfo")
         #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers["allow"] == "POST")
         #expect(wrongMethod.bodyText.contains("\"INVALID_REQUEST\""))
         #expect(try RawHTTP.get(port: broker.port, path: "/healthz").status == 200)
         #expect(try broker.metric("rollcall_http_responses_total{status=\"413\"}") == 1)

@@ -42,13 +42,24 @@ struct HTTPRouterTests {
         #expect(router.respond(to: HTTPRequest(method: .get, path: "/")).status == 200)
     }
 
-    @Test("a known path with another method is 405, worded by the route")
+    @Test("a known path with another method is 405, worded by the route, with the route's methods in Allow")
     func methodNotAllowed() {
         let router = makeRouter()
-        #expect(router.respond(to: HTTPRequest(method: .post, path: "/healthz")) == HTTPRefusal.methodNotAllowed.plainResponse)
+        #expect(router.respond(to: HTTPRequest(method: .post, path: "/healthz"))
+            == HTTPRefusal.methodNotAllowed.plainResponse.adding(HTTPHeaderField(name: "Allow", value: "GET, HEAD")))
         #expect(router.respond(to: HTTPRequest(method: .delete, path: "/healthz")).status == 405)
-        #expect(router.respond(to: HTTPRequest(method: .get, path: "/echo")).status == 405)
-        #expect(router.respond(to: HTTPRequest(method: .get, path: "/api/publish")) == .text(405, "api refusal 405"))
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/echo")).headers == [HTTPHeaderField(name: "Allow", value: "POST")])
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/api/publish")) == .text(405, "api refusal 405").adding(.allow([.post])))
+        for method in [HTTPMethod.put, .patch, .options, .delete, .head] {
+            #expect(router.respond(to: HTTPRequest(method: method, path: "/api/x")).headers == [.allow([.post])], "\(method)")
+        }
+    }
+
+    @Test("Allow lists the methods in a fixed order, HEAD wherever GET is")
+    func allowField() {
+        #expect(HTTPHeaderField.allow([.post, .get]).value == "GET, HEAD, POST")
+        #expect(HTTPHeaderField.allow([.delete, .put]).value == "PUT, DELETE")
+        #expect(HTTPHeaderField.allow([.get]) == HTTPHeaderField(name: "Allow", value: "GET, HEAD"))
     }
 
     @Test("a prefix route takes every path under it")
@@ -148,5 +159,38 @@ struct HTTPBodyReaderTests {
         #expect(!accepted7)
         #expect(reader.overflowed)
         #expect(reader.body == nil)
+    }
+}
+
+@Suite("AdminConsoleRoute")
+struct AdminConsoleRouteTests {
+    /// The console's routes in front of a fallback, serving a fake folder: `/` and `/app.js`.
+    func makeRouter() -> HTTPRouter {
+        let router = HTTPRouter(fallback: { _ in .text(200, "demo") })
+        for route in AdminConsoleRoute.routes(serve: { path in
+            ["/", "/app.js"].contains(path) ? .text(200, "console \(path)") : HTTPRefusal.notFound.plainResponse
+        }) {
+            router.add(route)
+        }
+        return router
+    }
+
+    @Test("/admin redirects to admin/ (relative), /admin/ is the console's index, its files are under it")
+    func paths() {
+        let router = makeRouter()
+        let redirect = router.respond(to: HTTPRequest(method: .get, path: "/admin"))
+        #expect(redirect.status == 308)
+        #expect(redirect.headers == [HTTPHeaderField(name: "Location", value: "admin/")])
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/admin/")).bodyText == "console /")
+        #expect(router.respond(to: HTTPRequest(method: .head, path: "/admin/app.js")).bodyText == "console /app.js")
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/admin/nope.js")).status == 404)
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/administrator")).bodyText == "demo")
+    }
+
+    @Test("the console takes GET and HEAD only: anything else is 405 with Allow")
+    func methods() {
+        let refused = makeRouter().respond(to: HTTPRequest(method: .post, path: "/admin/", body: [1]))
+        #expect(refused.status == 405)
+        #expect(refused.headers == [HTTPHeaderField(name: "Allow", value: "GET, HEAD")])
     }
 }

@@ -54,6 +54,7 @@ struct ServerAPIRouteTests {
         #expect(wrongMethod.contentType == "application/json")
         #expect(wrongMethod.bodyText.contains("\"code\":\"INVALID_REQUEST\""))
         #expect(wrongMethod.bodyText.contains("\"ok\":false"))
+        #expect(wrongMethod.headers == [HTTPHeaderField(name: "Allow", value: "POST")])
         let tooLarge = router.respond(to: HTTPRequest(method: .post, path: "/api/v1/publish", body: Array(repeating: 32, count: 17)))
         #expect(tooLarge.status == 413)
         #expect(tooLarge.bodyText.contains("\"code\":\"MESSAGE_TOO_LARGE\""))

@@ -81,6 +81,11 @@ class Broker:
 
     def request(self, method, path, body=None, key=API_KEY, headers=None):
         """One HTTP request on a new connection; returns (status, content type, parsed JSON)."""
+        status, response_headers, answer = self.exchange(method, path, body, key, headers)
+        return status, response_headers.get("Content-Type"), answer
+
+    def exchange(self, method, path, body=None, key=API_KEY, headers=None):
+        """One HTTP request on a new connection; returns (status, headers, parsed JSON)."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
             all_headers = {"Content-Type": "application/json"}
@@ -94,7 +99,7 @@ class Broker:
             connection.request(method, path, body=body, headers=all_headers)
             response = connection.getresponse()
             raw = response.read()
-            return response.status, response.getheader("Content-Type"), json.loads(raw)
+            return response.status, response.headers, json.loads(raw)
         finally:
             connection.close()
 

@@ -14,9 +14,14 @@ class CheckedBroker:
         self.broker = broker
 
     def request(self, method, path, body=None, **kwargs):
-        status, content_type, answer = self.broker.request(method, path, body, **kwargs)
-        validate_answer(path, method, status, content_type, answer)
+        status, _, answer = self.exchange(method, path, body, **kwargs)
         return status, answer
+
+    def exchange(self, method, path, body=None, **kwargs):
+        """The request, validated; returns (status, headers, parsed JSON)."""
+        status, headers, answer = self.broker.exchange(method, path, body, **kwargs)
+        validate_answer(path, method, status, headers.get("Content-Type"), answer, headers)
+        return status, headers, answer
 
     def api(self, op, body=None, **kwargs):
         return self.request("POST", f"/api/v1/{op}", {} if body is None else body, **kwargs)

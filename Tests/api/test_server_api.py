@@ -139,10 +139,11 @@ def test_every_error_status(api, broker, key):
     for op in ["nope", "join"]:
         status, answer = api.request("POST", f"/api/v1/{op}", {})
         assert (status, answer["error"]["code"]) == (404, "UNKNOWN_OP")
-    # 405: any other method.
-    for method in ["GET", "PUT", "DELETE"]:
-        status, answer = api.request(method, "/api/v1/getInfo")
-        assert (status, answer["error"]["code"]) == (405, "INVALID_REQUEST")
+    # 405 with Allow: POST: any other method, with a key or without one, on every API path.
+    for method in ["GET", "PUT", "DELETE", "PATCH", "OPTIONS"]:
+        for path, credentials in [("/api/v1/getInfo", key), ("/api/v1/getInfo", None), ("/api/v1/nope", None)]:
+            status, headers, answer = api.exchange(method, path, key=credentials)
+            assert (status, answer["error"]["code"], headers.get("Allow")) == (405, "INVALID_REQUEST", "POST"), method
     # 413: a body over limits.maxFrameBytes (65536), refused without being buffered.
     status, answer = api.request("POST", "/api/v1/publish", b" " * 70000)
     assert (status, answer["error"]["code"]) == (413, "MESSAGE_TOO_LARGE")
@@ -233,3 +234,62 @@ def test_a_body_on_a_method_that_takes_none_closes_the_connection_after_the_answ
     api = CheckedBroker(broker)
     for _ in range(3):
         assert api.ok("getInfo")["sessions"] == 0
+
+
+def _request_schema(op):
+    """The request body schema of `op` in the document, `$ref` resolved."""
+    body = SPEC["paths"][f"/api/v1/{op}"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return SPEC["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+
+
+def test_a_body_holds_exactly_the_members_the_document_lists(api):
+    """Every member the document lists is taken (an optional one as null, which counts as
+    absent); a member it does not list is 400 INVALID_REQUEST; every request schema says
+    additionalProperties: false."""
+    required = {"publish": {"channel": "room", "message": 1}, "getOnlineUsers": {"channel": "room"},
+                "getState": {"channel": "room", "userId": "bob"}, "getUserChannels": {"userId": "bob"},
+                "getUserStatus": {"userIds": ["bob"]}, "getChannels": {}, "disconnectUser": {"userId": "nobody"},
+                "getInfo": {}}
+    for op in OPS:
+        schema = _request_schema(op)
+        assert schema.get("additionalProperties") is False, op
+        body = dict(required[op])
+        for name in schema.get("properties", {}):
+            body.setdefault(name, None)
+        status, answer = api.api(op, body)
+        assert status == 200 or answer["error"]["code"] == "USER_NOT_PRESENT", (op, answer)
+        status, answer = api.api(op, {**required[op], "pagesize": 10})
+        assert (status, answer["error"]["code"]) == (400, "INVALID_REQUEST"), op
+        assert "pagesize" in answer["error"]["message"]
+
+
+def test_cursors_match_the_documented_patterns(api, broker):
+    """Every nextPage matches its pattern (checked on each answer by the document); a
+    pattern-valid cursor of a name nobody has is taken; a cursor of the other listing, or
+    one outside the pattern, is refused."""
+    import re
+    schemas = SPEC["components"]["schemas"]
+    user_page, channel_page = re.compile(schemas["UserPage"]["pattern"]), re.compile(schemas["ChannelPage"]["pattern"])
+    bob = Client(broker.ws_url, "bob")
+    for name in ["a", "é", "日本", "🙂x"]:
+        bob.call("join", channel=name)
+    cursors = []
+    page = None
+    while True:
+        result = api.ok("getChannels", {"pageSize": 1, "page": page})
+        page = result["nextPage"]
+        if page is None:
+            break
+        cursors.append(page)
+        assert channel_page.fullmatch(page) and not user_page.fullmatch(page), page
+    assert len(cursors) == 3
+    users = api.ok("getOnlineUsers", {"channel": "a", "pageSize": 1, "page": "u1.7a"})
+    assert users["users"] == [] and users["nextPage"] is None
+    assert api.ok("getChannels", {"page": "c1.s.7a"})["channels"] == []
+    for cursor in ["u1.61", "c1.m.", "c1.m.6", "c1.m.00", "c1.m.c0af", "c1.m.6A", "x"]:
+        assert not channel_page.fullmatch(cursor), cursor
+        api.error("getChannels", {"page": cursor}, 400, "INVALID_ARGUMENT")
+    for cursor in ["c1.m.61", "u1.", "u1.ed a080", "u1.eda080"]:
+        assert not user_page.fullmatch(cursor), cursor
+        api.error("getOnlineUsers", {"channel": "a", "page": cursor}, 400, "INVALID_ARGUMENT")
+    bob.close()

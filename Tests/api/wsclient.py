@@ -10,14 +10,15 @@ from websockets.sync.client import connect
 
 
 class Client:
-    def __init__(self, url, user, compression="deflate"):
+    def __init__(self, url, user, compression="deflate", **login):
+        """Connects and logs `user` in; `login` adds arguments (`token`, `platform`, …)."""
         self.socket = connect(url, subprotocols=["rollcall.v1"], open_timeout=10, compression=compression).__enter__()
         self.ids = itertools.count(1)
         self.events = []
         self.replies = {}
         self.close_code = None
         self.close_reason = None
-        self.login = self.call("login", userId=user, platform="cli")
+        self.login = self.call("login", **{"userId": user, "platform": "cli", **login})
 
     def _read(self, timeout):
         try:

@@ -33,10 +33,12 @@ typedef struct rollcall_pss {
 static const int rollcall_to_kill_async = LWS_TO_KILL_ASYNC;
 
 /// Writes a complete HTTP response header (status, content type, content length,
-/// `Cache-Control: no-store`) for a dynamic body the caller writes next with
-/// `LWS_WRITE_HTTP_FINAL`. Returns nonzero on failure (hang up).
+/// `Cache-Control: no-store`, then `count` more fields: `names[i]` in lowercase with its
+/// trailing colon, e.g. `allow:`, and `values[i]`) for a dynamic body the caller writes next
+/// with `LWS_WRITE_HTTP_FINAL`. Returns nonzero on failure (hang up).
 int rollcall_http_write_headers(struct lws *wsi, unsigned int status, const char *content_type,
-                                size_t content_length);
+                                size_t content_length, const char *const *names,
+                                const char *const *values, int count);
 
 /// Refuses a WebSocket upgrade with a complete `HTTP/1.1` response (status line,
 /// `text/plain` body, `Connection: close`) written in one go. Returns nonzero on failure.

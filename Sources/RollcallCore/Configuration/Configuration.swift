@@ -51,6 +51,9 @@ public struct Configuration: Sendable, Equatable {
     public struct HTTP: Sendable, Equatable {
         /// Directory served at `/`; nil serves no files. Default `examples/web`.
         public var staticDir: String? = "examples/web"
+        /// Directory of the operator's console, served at `/admin/` (`/admin` redirects there);
+        /// nil serves no console. Default `examples/admin` (docs/operations.md, "Operator's console").
+        public var adminDir: String? = "examples/admin"
         /// Browser origins allowed to upgrade; `*` allows all. Default `["*"]`.
         public var allowedOrigins: [String] = ["*"]
         /// Offer WebSocket compression (RFC 7692 `permessage-deflate`) to clients that ask for

@@ -32,6 +32,7 @@ extension ConfigurationKey {
             .integer("auth.maxInfoBytes", \.auth.maxInfoBytes, 2...1_048_576),
 
             .optionalString("http.staticDir", \.http.staticDir),
+            .optionalString("http.adminDir", \.http.adminDir),
             .strings("http.allowedOrigins", \.http.allowedOrigins),
             .boolean("http.permessageDeflate", \.http.permessageDeflate),
             .integer("http.permessageDeflateMemLevel", \.http.permessageDeflateMemLevel, 1...9),

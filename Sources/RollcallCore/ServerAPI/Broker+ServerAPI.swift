@@ -30,7 +30,7 @@ extension Broker {
         }
         do throws(BrokerError) {
             guard let op else { throw BrokerError(.unknownOp, "the server API has no op \"\(name)\"") }
-            try dispatchServerAPI(op, try Request.serverAPIBody(body, op: name), then: answer)
+            try dispatchServerAPI(op, try Request.serverAPIBody(body, op: op), then: answer)
         } catch {
             answer(.failure(error))
         }

@@ -17,4 +17,25 @@ public enum ServerAPIOp: String, Sendable, CaseIterable {
     case disconnectUser
     /// `getInfo {}` → `{version, nodes, channels, sessions}`.
     case getInfo
+
+    /// The members a body of this op may have. Any other member is refused with
+    /// `INVALID_REQUEST` (docs/protocol.md, "Server API"): a misspelt optional argument is
+    /// an error, never silently ignored; `docs/api/openapi.yaml` says `additionalProperties: false`.
+    public var arguments: [String] {
+        switch self {
+        case .publish: ["channel", "channelType", "message", "publisher"]
+        case .getOnlineUsers: ["channel", "channelType", "includeUserId", "includeState", "page", "pageSize"]
+        case .getState: ["channel", "channelType", "userId"]
+        case .getUserChannels: ["userId"]
+        case .getUserStatus: ["userIds"]
+        case .getChannels: ["prefix", "page", "pageSize"]
+        case .disconnectUser: ["userId", "reason"]
+        case .getInfo: []
+        }
+    }
+
+    /// True when `member` is one of ``arguments`` (compared byte by byte).
+    func takes(_ member: String) -> Bool {
+        arguments.contains { $0.utf8.elementsEqual(member.utf8) }
+    }
 }

@@ -7,8 +7,8 @@ import RollcallProtocol
 extension Request {
     /// A server API body as a request: one JSON object, its members the op's arguments. An
     /// empty body (or only whitespace) is `{}`. Not JSON: `INVALID_JSON`; JSON but not an
-    /// object: `INVALID_REQUEST`.
-    static func serverAPIBody(_ bytes: [UInt8], op: String) throws(BrokerError) -> Request {
+    /// object, or a member the op does not take (``ServerAPIOp/arguments``): `INVALID_REQUEST`.
+    static func serverAPIBody(_ bytes: [UInt8], op: ServerAPIOp) throws(BrokerError) -> Request {
         let isBlank = bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
         let value: JSON
         if isBlank {
@@ -23,7 +23,11 @@ extension Request {
         guard case .object(let object) = value else {
             throw BrokerError(.invalidRequest, "the body must be a JSON object")
         }
-        return Request(id: .null, op: nil, opName: op, arguments: object)
+        if let unknown = object.members.first(where: { !op.takes($0.key) }) {
+            let takes = op.arguments.isEmpty ? "no member" : op.arguments.joined(separator: ", ")
+            throw BrokerError(.invalidRequest, "\(op.rawValue) has no argument \(String(reflecting: unknown.key)) (it takes \(takes))")
+        }
+        return Request(id: .null, op: nil, opName: op.rawValue, arguments: object)
     }
 }
 

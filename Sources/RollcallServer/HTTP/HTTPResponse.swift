@@ -1,5 +1,5 @@
-/// What the router answers: a status, a content type and either bytes or a file to send.
-/// The lws glue (`BrokerServer+HTTP.swift`) writes it; for HEAD it writes the headers only.
+/// What the router answers: a status, a content type, more header fields when needed, and
+/// either bytes or a file to send. The lws glue (`BrokerServer+HTTP.swift`) writes it; for HEAD it writes the headers only.
 public struct HTTPResponse: Sendable, Equatable {
     /// The response body.
     public enum Body: Sendable, Equatable {
@@ -15,12 +15,28 @@ public struct HTTPResponse: Sendable, Equatable {
     public var contentType: String
     /// The body.
     public var body: Body
+    /// Header fields besides the content type, length and `Cache-Control` (written for a
+    /// body of bytes; a file is served with lws' own headers).
+    public var headers: [HTTPHeaderField]
 
-    /// A response with `status`, `contentType` and `body`.
-    public init(status: Int, contentType: String, body: Body) {
+    /// A response with `status`, `contentType`, `body` and more `headers`.
+    public init(status: Int, contentType: String, body: Body, headers: [HTTPHeaderField] = []) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
+    }
+
+    /// This response with `field` added to its headers.
+    public func adding(_ field: HTTPHeaderField) -> HTTPResponse {
+        var response = self
+        response.headers.append(field)
+        return response
+    }
+
+    /// `308 Permanent Redirect` to `target` (a short text body for clients that show it).
+    public static func redirect(to target: String) -> HTTPResponse {
+        text(308, "moved to \(target)\n").adding(.location(target))
     }
 
     /// `text/plain` UTF-8 with `text` as the body.

@@ -3,8 +3,9 @@
 /// a body arrives after the head:
 ///
 /// 1. ``begin(method:path:contentLength:)`` at the request head: a response at once (404,
-///    405, 411 for a body of undeclared length, 413 for a declared body over the limit, or
-///    the answer of a route that takes no body), or "read the body, at most N bytes";
+///    405 with the route's methods in `Allow`, 411 for a body of undeclared length, 413 for
+///    a declared body over the limit, or the answer of a route that takes no body), or "read
+///    the body, at most N bytes";
 /// 2. ``finish(_:on:)`` once the body is complete (``HTTPBodyReader``), or
 ///    ``refuseBody(on:)`` when it grew past the limit.
 ///
@@ -43,7 +44,9 @@ public final class HTTPRouter {
             return .respond(isRead ? fallback(HTTPRequest(method: method, path: path)) : HTTPRefusal.notFound.plainResponse)
         }
         let route = routes[index]
-        guard route.allows(method) else { return .respond(route.refuse(.methodNotAllowed)) }
+        guard route.allows(method) else {
+            return .respond(route.refuse(.methodNotAllowed).adding(.allow(route.methods)))
+        }
         guard method.carriesBody, route.bodyLimit > 0 else {
             switch route.answer(HTTPRequest(method: method, path: path)) {
             case .response(let response): return .respond(response)
