@@ -33,6 +33,7 @@ extension BrokerServer {
         if let webhookSender {
             snapshot.webhooks = WebhookMetrics(counters: webhookSender.counters, waitingEvents: webhookSender.waitingEvents)
         }
+        snapshot.keySets = keySets?.metrics ?? []
         return exposition.render(snapshot)
     }
 
