@@ -138,6 +138,25 @@ struct KeySetIntegrationTests {
         #expect(try broker.metric(#"rollcall_jwks_refreshes_total{source="url"}"#) ?? 0 >= 2)
     }
 
+    @Test("jwksUrl with a host name: resolved off the loop (localhost); a name that does not resolve stops the start")
+    func hostNames() throws {
+        let server = try WebhookReceiver()
+        defer { server.stop() }
+        server.answer { _ in .json(200, Array(TestSigningKey.jwks([Self.new]).utf8)) }
+        let broker = try BrokerProcess(config: ["auth": ["mode": "jwt", "jwksUrl": "http://localhost:\(server.port)/jwks"]])
+        #expect(try login(broker, "alice", Self.new).1.ok)
+        #expect(server.requests.first?.headers["host"] == "localhost:\(server.port)")
+
+        let refused = try ExternalCommand.runBroker(config: [
+            "listen": ["host": "127.0.0.1"], "storage": ["path": NSNull()],
+            "auth": ["mode": "jwt", "jwksUrl": "http://nonexistent.invalid/jwks"],
+        ], timeout: 20)
+        #expect(refused.status == 1)
+        // "does not resolve" at once where the resolver answers; the fetch's 10 s bound otherwise.
+        #expect(refused.stderr.contains("auth.jwksUrl http://nonexistent.invalid/jwks: the host nonexistent.invalid does not resolve")
+                || refused.stderr.contains("auth.jwksUrl http://nonexistent.invalid/jwks: no complete answer within 10 s"), "\(refused.stderr)")
+    }
+
     @Test("algorithm confusion, alg none and a wrong curve are refused on the wire with UNAUTHORIZED and 4401")
     func refusalsOnTheWire() throws {
         let file = try KeyFile([Self.old, Self.ec])
