@@ -85,6 +85,8 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // RS256 (RSA PKCS#1 v1.5) for JWK Set keys (docs/authentication.md, "Why not jwt-kit").
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -179,7 +181,13 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "RollcallProtocolTests", dependencies: ["RollcallProtocol"]),
-        .testTarget(name: "RollcallCoreTests", dependencies: ["RollcallCore", "RollcallClient"]),
+        .testTarget(
+            name: "RollcallCoreTests",
+            dependencies: [
+                "RollcallCore", "RollcallClient", "RollcallTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The client library's pure parts (the roster), without sockets.
         .testTarget(name: "RollcallClientTests", dependencies: ["RollcallClient", "RollcallProtocol"]),
         // The transport's pure parts (connection lifecycle, HTTP routing, metrics), without sockets.
@@ -195,7 +203,11 @@ let package = Package(
         // child processes (posix_spawn, output read by plain threads: no dispatch source on a pipe).
         .target(
             name: "RollcallTestSupport",
-            dependencies: ["RollcallEventLoop", "RollcallRedis"],
+            dependencies: [
+                "RollcallEventLoop", "RollcallRedis",
+                // Signing test tokens with RS256, ES256 and EdDSA (TestSigningKey).
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             path: "Tests/Support/RollcallTestSupport",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -47,8 +47,9 @@ extension BrokerServer {
         // lws sizes its descriptor table from the soft limit, so raise it first.
         connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
         let tls = configuration.tls
-        if let url = configuration.webhooks.url, (try? WebhookURL(url))?.secure == true {
-            // lws' TLS library set-up for the webhook client's https (the listener stays plain without a cert).
+        let clientURLs = [configuration.webhooks.url, configuration.auth.mode == .jwt ? configuration.auth.jwksUrl : nil]
+        if clientURLs.contains(where: { url in url.flatMap { try? WebhookURL($0) }?.secure == true }) {
+            // lws' TLS library set-up for the webhook or key set client's https (the listener stays plain without a cert).
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         }
         if let certFile = tls.certFile, let keyFile = tls.keyFile {
@@ -113,6 +114,7 @@ extension BrokerServer {
         }
         do throws(ServerError) {
             webhookSender = try makeWebhookSender(context: created)
+            keySets = try makeKeySets(context: created)
         } catch {
             lws_context_destroy(created)
             context = nil
@@ -125,6 +127,7 @@ extension BrokerServer {
         if connectionCap.descriptorLimit < 4 * ConnectionCap.reserve {
             logger.warning("the open-file limit is low: at most \(connectionCap.limit) connections (raise ulimit -n)")
         }
+        keySets?.start()
         armTimer()
         return .success(bound)
     }

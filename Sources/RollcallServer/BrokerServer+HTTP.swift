@@ -44,6 +44,7 @@ extension BrokerServer {
         if let webhookSender {
             snapshot.webhooks = WebhookMetrics(counters: webhookSender.counters, waitingEvents: webhookSender.waitingEvents)
         }
+        snapshot.keySets = keySets?.metrics ?? []
         return exposition.render(snapshot)
     }
 

@@ -93,6 +93,12 @@ public final class BrokerServer {
     var webhookSender: WebhookSender?
     /// Shutdown: the moment (monotonic ms) waiting webhook batches stop being waited for.
     var webhookDrainDeadline: Int64?
+    /// *(1.2)* `auth.jwksFile` and `auth.jwksUrl` (jwt mode): nil when neither is set.
+    var keySets: KeySetService?
+    /// Signalled once by the service thread when the first fetch of `auth.jwksUrl` is over.
+    let keySetStarted = DispatchSemaphore(value: 0)
+    /// Why the first fetch of `auth.jwksUrl` cannot start the broker (set before ``keySetStarted``).
+    var keySetStartError: ServerError?
     /// The node id webhook batches carry as `node`.
     public let nodeId: String
     /// Where `webhooks.secretEnv` is read.
@@ -219,9 +225,22 @@ public final class BrokerServer {
 
     /// Creates the lws context on a new service thread and starts serving. Returns the bound
     /// port once the socket listens (in cluster mode, once the Redis links are connected too,
-    /// waiting at most `cluster.nodeTimeoutSeconds`); throws ``ServerError`` if it cannot listen.
+    /// waiting at most `cluster.nodeTimeoutSeconds`; with `auth.jwksUrl`, once its key set was
+    /// fetched); throws ``ServerError`` if it cannot listen or the key set cannot be had.
     @discardableResult
     public func start() throws(ServerError) -> Int {
+        let port = try startServiceThread()
+        // Outside the lifecycle lock: a key set that cannot be fetched stops the loop, which
+        // takes that lock as it ends.
+        try waitForTheKeySet()
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        waitForTheClusterLink()
+        return port
+    }
+
+    /// The part of ``start()`` that creates the context on the service thread: the bound port.
+    private func startServiceThread() throws(ServerError) -> Int {
         lifecycle.lock()
         defer { lifecycle.unlock() }
         guard !started else { throw ServerError(.alreadyStarted, "the server was already started") }
@@ -247,8 +266,21 @@ public final class BrokerServer {
         ready.wait()
         let port = try outcome.result.get()
         self.port = port
-        waitForTheClusterLink()
         return port
+    }
+
+    /// jwt mode with `auth.jwksUrl`: waits for the first fetch of the key set (at most
+    /// ``JWKSFetcher/fetchTimeoutMs``), so that the broker does not announce itself while it
+    /// would refuse every RS256, ES256 and EdDSA login. When the fetch failed, the service loop
+    /// is stopped and the error, naming `auth.jwksUrl`, is thrown (PROTOCOL §3: the broker does
+    /// not start).
+    private func waitForTheKeySet() throws(ServerError) {
+        guard configuration.auth.mode == .jwt, configuration.auth.jwksUrl != nil else { return }
+        keySetStarted.wait()
+        guard let error = keySetStartError else { return }
+        requestStop()
+        wait()
+        throw error
     }
 
     /// Cluster mode: waits until the node's Redis links are connected (the start check has
@@ -331,6 +363,7 @@ public final class BrokerServer {
             logger.warning("webhook batches left unsent at exit", metadata: ["waitingEvents": "\(webhookSender.waitingEvents)"])
         }
         webhookSender?.stop()
+        keySets?.stop()
         lws_context_destroy(context)
         context = nil
         eventLoop?.destroy()

@@ -60,6 +60,7 @@ extension BrokerServer {
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             if rollcall_stop_requested(stopFlag) != 0 { beginShutdown() }
+            keySets?.serviceWoken()
             return 0
         default:
             return lws_callback_http_dummy(wsi, reason, pss.map { UnsafeMutableRawPointer($0) }, input, length)

@@ -12,6 +12,9 @@ public struct ServerError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The webhook sender could not be set up (`webhooks.caFile` unreadable, no secret,
         /// libwebsockets refused its client vhost).
         case webhookSetupFailed = "WEBHOOK_SETUP_FAILED"
+        /// *(1.2)* `auth.jwksFile` or `auth.jwksUrl` could not be read or fetched at start, or
+        /// does not hold a JWK Set with a usable key (the message names the key).
+        case keySetUnavailable = "KEY_SET_UNAVAILABLE"
     }
 
     /// Stable machine-readable code.

@@ -40,6 +40,7 @@ struct RollcallCommand: ParsableCommand {
         let logFormat = BrokerLogFormat(configuration.log)
         do {
             try TLSFiles.check(configuration.tls)
+            try KeySetFiles.check(configuration.auth)
         } catch {
             logFormat.report("configuration error: \(error)")
             throw ExitCode(1)

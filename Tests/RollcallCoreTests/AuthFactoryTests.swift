@@ -100,6 +100,20 @@ struct AuthFactoryTests {
         try ConfigurationLoader.validate(configuration, environment: environment)
         _ = try Authenticators.make(configuration, environment: environment)
     }
+
+    /// PROTOCOL §3 (1.2): jwt mode needs one of secret, secrets, jwksFile, jwksUrl.
+    @Test("a key set alone is enough for jwt mode: no HS256 secret, HS256 tokens find no key", arguments: ["jwksFile", "jwksUrl"])
+    func keySetAlone(key: String) throws {
+        var configuration = jwtConfiguration()
+        if key == "jwksFile" { configuration.auth.jwksFile = "jwks.json" } else { configuration.auth.jwksUrl = "https://id.example/jwks" }
+        try ConfigurationLoader.validate(configuration, environment: [:])
+        #expect(try Authenticators.secrets(configuration.auth, environment: [:]).isEmpty)
+        let authenticator = try Authenticators.make(configuration, environment: [:])
+        #expect(authenticator.check(userId: Name(unchecked: "alice"), token: F.token(), now: F.now)
+                == .failure(TokenRefusal(reason: "no_key", error: BrokerError(.unauthorized, JWTRefusal.noKey(.hs256).message))))
+        // The variable still adds a secret when it is set.
+        #expect(try Authenticators.secrets(configuration.auth, environment: ["ROLLCALL_JWT_SECRET": "from-env"]) == ["from-env"])
+    }
 }
 
 @Suite("Auth: start-up warnings")

@@ -31,7 +31,9 @@ private let everyKeyChanged = """
     {
       "listen":    {"host": "::1", "port": 9090},
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
-      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "secrets": ["older-s3cret"], "allowInsecure": true,
+      "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "secrets": ["older-s3cret"],
+                    "jwksFile": "keys/jwks.json", "jwksUrl": "https://id.example/.well-known/jwks.json", "jwksRefreshSeconds": 60.5,
+                    "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "adminDir": "console", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
                    "permessageDeflateMemLevel": 2, "batchedSends": false, "coalesceWindowSeconds": 0.002,
@@ -67,6 +69,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.listen.host = "::1"; c.listen.port = 9090
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.secrets = ["older-s3cret"]; c.auth.allowInsecure = true
+    c.auth.jwksFile = "keys/jwks.json"; c.auth.jwksUrl = "https://id.example/.well-known/jwks.json"; c.auth.jwksRefreshSeconds = 60.5
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
     c.http.staticDir = "public"; c.http.adminDir = "console"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
     c.http.coalesceWindowSeconds = 0.002; c.http.coalesceBusySeconds = 0.05
@@ -303,6 +306,16 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"log": {"format": 1}}"#, code: .wrongType, keyPath: "log.format", mentions: "expected a string"),
         .init(json: #"{"auth": {"secrets": ["ok", ""]}}"#, code: .outOfRange, keyPath: "auth.secrets", mentions: "non-empty"),
         .init(json: #"{"auth": {"secrets": "s"}}"#, code: .wrongType, keyPath: "auth.secrets", mentions: "expected an array of strings"),
+        .init(json: #"{"auth": {"jwksFile": ""}}"#, code: .outOfRange, keyPath: "auth.jwksFile", mentions: "non-empty"),
+        .init(json: #"{"auth": {"jwksFile": ["a.json"]}}"#, code: .wrongType, keyPath: "auth.jwksFile", mentions: "expected a string or null"),
+        .init(json: #"{"auth": {"jwksUrl": ""}}"#, code: .outOfRange, keyPath: "auth.jwksUrl", mentions: "non-empty"),
+        .init(json: #"{"auth": {"jwksUrl": 443}}"#, code: .wrongType, keyPath: "auth.jwksUrl", mentions: "expected a string or null"),
+        .init(json: #"{"auth": {"jwksRefreshSeconds": 0.5}}"#, code: .outOfRange, keyPath: "auth.jwksRefreshSeconds", mentions: "from 1 to 86400 (got 0.5)"),
+        .init(json: #"{"auth": {"jwksRefreshSeconds": 86401}}"#, code: .outOfRange, keyPath: "auth.jwksRefreshSeconds", mentions: "from 1 to 86400"),
+        .init(json: #"{"auth": {"jwksRefreshSeconds": "300"}}"#, code: .wrongType, keyPath: "auth.jwksRefreshSeconds", mentions: "expected a number"),
+        .init(json: #"{"auth": {"jwksUrl": "ftp://id.example/jwks"}}"#, code: .conflict, keyPath: "auth.jwksUrl", mentions: "http:// or https://"),
+        .init(json: #"{"auth": {"jwksUrl": "https://u:p@id.example/jwks"}}"#, code: .conflict, keyPath: "auth.jwksUrl", mentions: "user info"),
+        .init(json: #"{"auth": {"jwksUrl": "https://id.example:0/jwks"}}"#, code: .conflict, keyPath: "auth.jwksUrl", mentions: "port"),
         .init(json: #"{"webhooks": {"secrets": "s"}}"#, code: .wrongType, keyPath: "webhooks.secrets", mentions: "expected an array of strings"),
         .init(json: #"{"webhooks": {"secrets": [""]}}"#, code: .outOfRange, keyPath: "webhooks.secrets", mentions: "non-empty"),
         .init(json: #"{"listen": {"port": 65536}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535 (got 65536)"),
@@ -361,6 +374,7 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"auth": {"mode": "jwt", "secretEnv": "MY_SECRET"}}"#, code: .conflict, keyPath: "auth.secret", mentions: "MY_SECRET",
               environment: ["ROLLCALL_JWT_SECRET": "x"]),
         .init(json: #"{"auth": {"mode": "jwt", "secretEnv": null}}"#, code: .conflict, keyPath: "auth.secret", mentions: "needs auth.secret"),
+        .init(json: #"{"auth": {"mode": "jwt", "secretEnv": null}}"#, code: .conflict, keyPath: "auth.secret", mentions: "auth.jwksFile, auth.jwksUrl"),
         .init(json: #"{"auth": {"mode": "jwt", "secret": ""}}"#, code: .outOfRange, keyPath: "auth.secret", mentions: "non-empty"),
         .init(json: #"{"listen": {"host": "0.0.0.0"}}"#, code: .conflict, keyPath: "auth.mode", mentions: "needs auth.allowInsecure: true"),
         .init(json: #"{"listen": {"host": "::"}}"#, code: .conflict, keyPath: "auth.mode", mentions: "non-loopback listen.host ::"),

@@ -2,8 +2,9 @@
 """Operator-facing checks against the real broker (`make test-ops`, part of `make test`).
 
 - `promtool check metrics` reports nothing on `/metrics` of a single node (webhooks and the
-  server API on, one API request made) and of a cluster node (two nodes on a throwaway
-  redis-server).
+  server API on, one API request made), of a node in jwt mode with a JWK Set (`auth.jwksFile`
+  made by examples/issuer/issuer.mjs, one login refused: the key set and refusal families) and
+  of a cluster node (two nodes on a throwaway redis-server).
 - The Python and JavaScript receivers of docs/webhooks.md ("Checking the signature"), run as
   written (Python here, JavaScript under Node), accept a real batch of a broker signing with
   `webhooks.secret` and `webhooks.secrets` with either secret, and refuse it with another.
@@ -82,6 +83,20 @@ class Broker(api_broker.Broker):
     def login(self, user_id):
         """Logs `user_id` in over a minimal WebSocket (stdlib sockets) and returns the socket:
         the user's status goes online, a webhook event."""
+        connection, reply = self.send_login(user_id)
+        if b'"ok":true' not in reply:
+            fail(f"login of {user_id} failed")
+        return connection
+
+    def login_refused(self, user_id):
+        """Sends a login without a token; the error code of the reply (the socket is closed)."""
+        connection, reply = self.send_login(user_id)
+        connection.close()
+        match = re.search(rb'"code":"([A-Z_]+)"', reply)
+        return match.group(1).decode() if match else None
+
+    def send_login(self, user_id):
+        """A minimal WebSocket (stdlib sockets) and its `login` reply frame."""
         connection = socket.create_connection(("127.0.0.1", self.port), timeout=5)
         connection.sendall((f"GET /v1 HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nUpgrade: websocket\r\n"
                             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -94,9 +109,7 @@ class Broker(api_broker.Broker):
         payload = json.dumps({"id": 1, "op": "login", "userId": user_id}).encode()
         mask = os.urandom(4)
         connection.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
-        if b'"ok":true' not in connection.recv(4096):
-            fail(f"login of {user_id} failed")
-        return connection
+        return connection, connection.recv(4096)
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
@@ -201,6 +214,28 @@ def check_contrib(pages, workdir):
         print(f"test-ops: PASS: every metric name of {where} is on a live broker's /metrics ({len(used)} names)")
 
 
+def jwt_node_page(workdir, brokers):
+    """/metrics of a broker in jwt mode whose `auth.jwksFile` holds a key the example issuer
+    made, after one refused login (a token without a known key): the `rollcall_jwks_*` and
+    `rollcall_logins_refused_total` families."""
+    issuer = os.path.join(ROOT, "examples", "issuer", "issuer.mjs")
+    key, jwks = os.path.join(workdir, "ops-key.pem"), os.path.join(workdir, "ops-jwks.json")
+    with open(key, "w") as file:
+        subprocess.run(["node", issuer, "--new-key", "EdDSA"], stdout=file, check=True)
+    with open(jwks, "w") as file:
+        subprocess.run(["node", issuer, "--jwks", "--key", key], stdout=file, check=True)
+    node = Broker({"auth": {"mode": "jwt", "secretEnv": None, "jwksFile": jwks}})
+    brokers.append(node)
+    if node.login_refused("ops-user") != "UNAUTHORIZED":
+        fail("a login without a token was not refused in jwt mode")
+    page = node.get("/metrics")
+    for sample in ['rollcall_jwks_refreshes_total{source="file"} 1', 'rollcall_jwks_keys{source="file"} 1',
+                   'rollcall_logins_refused_total{reason="missing_token"} 1']:
+        if sample not in page:
+            fail(f"/metrics of the jwt node lacks {sample}")
+    return page
+
+
 def main():
     if not os.access(BINARY, os.X_OK):
         fail(f"no broker binary at {BINARY} (swift build --product rollcall)")
@@ -222,6 +257,11 @@ def main():
         pages = [page]
         promtool_metrics(page, "a single node")
         print(f"test-ops: PASS: promtool check metrics reports nothing on a single node ({page.count(chr(10))} lines)")
+
+        page = jwt_node_page(workdir, brokers)
+        pages.append(page)
+        promtool_metrics(page, "a node in jwt mode with a key set")
+        print(f"test-ops: PASS: promtool check metrics reports nothing on a node in jwt mode with a key set ({page.count(chr(10))} lines)")
 
         wait_until(lambda: Receiver.batches, 10, "a webhook batch (ops-user online)")
         session.close()

@@ -2,8 +2,9 @@
 public enum Authenticators {
     /// `auth.mode` `none` → ``OpenAuthenticator``; `jwt` → ``JWTAuthenticator`` with every
     /// HS256 secret of ``secrets(_:environment:)``, tolerating `auth.clockSkewSeconds`. Throws
-    /// (key `auth.secret`) when jwt mode has no non-empty secret; the message names the
-    /// variable, never a secret.
+    /// (key `auth.secret`) when jwt mode has neither a non-empty secret nor a key set; the
+    /// message names the variable, never a secret. The key sets of `auth.jwksFile` and
+    /// `auth.jwksUrl` come later, from the transport (``InboundEvent/keySet(_:_:)``).
     public static func make(_ configuration: Configuration, environment: [String: String]) throws(ConfigurationError) -> any LoginAuthenticator {
         let auth = configuration.auth
         switch auth.mode {
@@ -18,7 +19,8 @@ public enum Authenticators {
     /// The HS256 secrets for jwt mode (PROTOCOL §3, 1.2): `auth.secret`, else
     /// `environment[auth.secretEnv]` when set and non-empty, then each of `auth.secrets`. A
     /// token signed with any of them verifies, so the issuer's secret rotates without logging
-    /// anyone out (docs/authentication.md). At least one is needed.
+    /// anyone out (docs/authentication.md). At least one is needed unless a key set
+    /// (`auth.jwksFile`, `auth.jwksUrl`) is configured; then there may be none.
     public static func secrets(_ auth: Configuration.Auth, environment: [String: String]) throws(ConfigurationError) -> [String] {
         if let secret = auth.secret {
             guard !secret.isEmpty else {
@@ -27,13 +29,13 @@ public enum Authenticators {
             return [secret] + auth.secrets
         }
         if let name = auth.secretEnv, let value = environment[name], !value.isEmpty { return [value] + auth.secrets }
-        guard auth.secrets.isEmpty else { return auth.secrets }
-        guard let name = auth.secretEnv else {
-            throw ConfigurationError(.conflict, keyPath: "auth.secret", message: "auth.mode \"jwt\" needs auth.secret, auth.secrets or auth.secretEnv")
-        }
-        throw ConfigurationError(.conflict, keyPath: "auth.secret",
-                                 message: "auth.mode \"jwt\" needs auth.secret, auth.secrets or a non-empty environment variable \(name) (auth.secretEnv)")
+        guard auth.secrets.isEmpty, !auth.hasKeySet else { return auth.secrets }
+        throw ConfigurationError(.conflict, keyPath: "auth.secret", message: Configuration.Auth.noKeyMessage(secretEnv: auth.secretEnv))
     }
+
+    /// The stable reasons a token is refused for (`rollcall_logins_refused_total`'s `reason`
+    /// label; docs/authentication.md lists them with their messages).
+    public static var refusalReasons: [String] { JWTRefusal.allCodes }
 
     /// Bytes of secret RFC 7518 §3.2 requires for HS256 (the size of the hash output).
     static let recommendedSecretBytes = 32

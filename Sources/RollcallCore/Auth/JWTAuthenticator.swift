@@ -1,21 +1,29 @@
-/// `auth.mode: jwt` (PROTOCOL §3): a login needs an HS256 token whose `sub` is its `userId`;
-/// the token's `exp`, `channels`, `users` and `info` claims become the session's ``Grant``. Every refusal is
-/// `UNAUTHORIZED` with a message naming the claim or the reason (see ``JWTRefusal``).
+/// `auth.mode: jwt` (PROTOCOL §3): a login needs a token whose `sub` is its `userId`, HS256
+/// with a configured secret or (1.2) RS256, ES256 or EdDSA with a key of a JWK Set; the
+/// token's `exp`, `channels`, `users` and `info` claims become the session's ``Grant``. Every
+/// refusal is `UNAUTHORIZED` with a message naming the claim or the reason (see ``JWTRefusal``).
 package struct JWTAuthenticator: LoginAuthenticator, Sendable {
     /// Clock skew tolerated on `exp` and `nbf` when the configuration does not say: 30 s.
     static let defaultClockSkewSeconds = 30.0
 
     /// The token checker.
-    let verifier: JWTVerifier
+    private(set) var verifier: JWTVerifier
 
     /// Accepts tokens signed with `secret`, tolerating `clockSkewSeconds` of clock difference.
     public init(secret: String, clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds, maxInfoBytes: Int = 1024) {
         self.init(secrets: [secret], clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
     }
 
-    /// Accepts tokens signed with any of `secrets` (`auth.secret` and `auth.secrets`, 1.2).
+    /// Accepts HS256 tokens signed with any of `secrets` (`auth.secret` and `auth.secrets`,
+    /// 1.2; may be empty when key sets come), and the tokens of the key sets it is given
+    /// (``useKeySet(_:from:)``).
     public init(secrets: [String], clockSkewSeconds: Double = JWTAuthenticator.defaultClockSkewSeconds, maxInfoBytes: Int = 1024) {
         verifier = JWTVerifier(secrets: secrets, clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
+    }
+
+    /// RS256, ES256 and EdDSA tokens are verified with `set` as the keys of `source` from now on.
+    package mutating func useKeySet(_ set: JWKSet, from source: JWKSetSource) {
+        verifier.useKeySet(set, from: source)
     }
 
     /// Tokens are refreshable (`refresh`).
@@ -23,6 +31,10 @@ package struct JWTAuthenticator: LoginAuthenticator, Sendable {
 
     package func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError> {
         grant(userId: userId, token: token, now: now).mapError(\.brokerError)
+    }
+
+    package func check(userId: Name, token: String?, now: Timestamp) -> Result<Grant, TokenRefusal> {
+        grant(userId: userId, token: token, now: now).mapError { TokenRefusal(reason: $0.code, error: $0.brokerError) }
     }
 
     /// Latest `exp` kept, in ms (about the year 318,000): a larger one counts as this, so the

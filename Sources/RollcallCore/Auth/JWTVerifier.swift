@@ -1,23 +1,21 @@
-import Crypto
 import RollcallProtocol
 
-/// Verifies HS256 JSON Web Tokens in compact serialization (RFC 7519, RFC 7515) against a
-/// few shared secrets (`auth.secret` and `auth.secrets`: any of them signs). Pure: no I/O,
-/// the caller passes the time.
+/// Verifies JSON Web Tokens in compact serialization (RFC 7519, RFC 7515): HS256 against a few
+/// shared secrets (`auth.secret` and `auth.secrets`: any of them signs), RS256, ES256 and
+/// EdDSA against the public keys of the JWK Sets (`auth.jwksFile`, `auth.jwksUrl`; PROTOCOL
+/// §3, 1.2). Pure: no I/O, the caller passes the time and hands in new key sets
+/// (``useKeySet(_:from:)``).
 ///
-/// Order of checks: three strict base64url segments; the header is a JSON object with
-/// `alg` exactly `HS256`, `typ` (if present) exactly `JWT` and no `crit`; the signature
-/// (HMAC-SHA256 over the first two segments, compared in constant time); only then is the
-/// claims set parsed: a JSON object with string `sub`, numeric `exp`, optional numeric
-/// `nbf` and `iat`, optional `channels` and `users` arrays of strings, optional `info`
-/// object of at most `maxInfoBytes` encoded. A header or claims set that names
-/// a member twice is refused rather than guessed at.
+/// Order of checks: three strict base64url segments; the header is a JSON object with `alg`
+/// exactly one of HS256, RS256, ES256, EdDSA (so `none` is refused), `typ` (if present)
+/// exactly `JWT`, `kid` (if present) a string, and no `crit`; the signature (``JWTVerifier+Signature.swift``:
+/// HS256 with every secret, whatever the `kid`; the others with the key the `kid` names, or
+/// without `kid` with every key of that algorithm); only then is the claims set parsed
+/// (``JWTVerifier+Claims.swift``) and the time checked. A header or claims set that names a
+/// member twice is refused rather than guessed at.
 package struct JWTVerifier: Sendable {
-    /// The only accepted `alg`.
-    static let algorithm = "HS256"
-
-    /// Each secret's bytes (a `SymmetricKey` is made per check: the type is not `Sendable`).
-    private let secrets: [[UInt8]]
+    /// The secrets and key sets signatures are checked with.
+    private(set) var keyRing: JWTKeyRing
     /// Allowed difference between the broker's clock and the issuer's, in milliseconds.
     let clockSkewMs: Int64
     /// Most bytes the `info` claim may have, encoded (`auth.maxInfoBytes`).
@@ -30,13 +28,18 @@ package struct JWTVerifier: Sendable {
         self.init(secrets: [secret], clockSkewSeconds: clockSkewSeconds, maxInfoBytes: maxInfoBytes)
     }
 
-    /// A verifier accepting tokens signed with any of `secrets` (in order; every secret is
-    /// tried, so how long a check takes does not say which one signed).
+    /// A verifier accepting HS256 tokens signed with any of `secrets` (in order; every secret
+    /// is tried, so how long a check takes does not say which one signed), and no key set yet.
     public init(secrets: [String], clockSkewSeconds: Double, maxInfoBytes: Int = 1024) {
-        self.secrets = secrets.map { Array($0.utf8) }
+        keyRing = JWTKeyRing(secrets: secrets)
         self.maxInfoBytes = maxInfoBytes
         let seconds = clockSkewSeconds.isFinite ? min(max(0, clockSkewSeconds), 86_400) : 0
         clockSkewMs = Int64((seconds * 1000).rounded())
+    }
+
+    /// Verifies later tokens with `set` as the keys of `source` (the other source's keys stay).
+    mutating func useKeySet(_ set: JWKSet, from source: JWKSetSource) {
+        keyRing.use(set, from: source)
     }
 
     /// The claims of `token` if it is well formed, correctly signed and valid at `now`.
@@ -54,18 +57,14 @@ package struct JWTVerifier: Sendable {
         guard let signature = Base64URL.decode(utf8: segments[2]) else {
             return .failure(.malformed("signature is not base64url"))
         }
-        let header: JSONObject
-        switch Self.object(headerBytes, part: "header") {
-        case .success(let object): header = object
+        let header: Header
+        switch Self.object(headerBytes, part: "header").flatMap(Self.header) {
+        case .success(let checked): header = checked
         case .failure(let refusal): return .failure(refusal)
         }
-        if let refusal = Self.checkHeader(header) { return .failure(refusal) }
 
         let signingInput = Array(token.utf8[..<segments[1].endIndex])
-        let signedByOne = secrets.reduce(false) { found, secret in
-            HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signingInput, using: SymmetricKey(data: secret)) || found
-        }
-        guard signedByOne else { return .failure(.badSignature) }
+        if let refusal = checkSignature(signature, of: signingInput, header: header) { return .failure(refusal) }
 
         let claims: JWTClaims
         switch Self.object(payloadBytes, part: "payload").flatMap({ Self.claims($0, maxInfoBytes: maxInfoBytes) }) {
@@ -80,83 +79,39 @@ package struct JWTVerifier: Sendable {
         return .success(claims)
     }
 
-    // MARK: - Parts
+    // MARK: - Header
+
+    /// What the verifier takes from a token's header.
+    struct Header {
+        /// `alg`: one of the accepted algorithms.
+        let algorithm: JWTAlgorithm
+        /// `kid`, when present.
+        let kid: String?
+    }
 
     /// `bytes` parsed as a JSON object whose member names are all distinct.
-    private static func object(_ bytes: [UInt8], part: String) -> Result<JSONObject, JWTRefusal> {
+    static func object(_ bytes: [UInt8], part: String) -> Result<JSONObject, JWTRefusal> {
         let value: JSON
         do { value = try JSONParser.parse(bytes) } catch {
             return .failure(.malformed("\(part) is not JSON"))
         }
         guard let object = value.objectValue else { return .failure(.malformed("\(part) is not a JSON object")) }
-        var seen = Set<[UInt8]>()
-        for member in object.members where !seen.insert(Array(member.key.utf8)).inserted {
-            return .failure(.malformed("\(part) repeats the member \(member.key)"))
-        }
+        if let repeated = object.repeatedMemberName { return .failure(.malformed("\(part) repeats the member \(repeated)")) }
         return .success(object)
     }
 
-    private static func checkHeader(_ header: JSONObject) -> JWTRefusal? {
-        guard let alg = header["alg"]?.stringValue else { return .unsupportedAlgorithm(nil) }
-        guard alg.utf8.elementsEqual(algorithm.utf8) else { return .unsupportedAlgorithm(alg) }
+    private static func header(_ header: JSONObject) -> Result<Header, JWTRefusal> {
+        guard let alg = header["alg"]?.stringValue else { return .failure(.unsupportedAlgorithm(nil)) }
+        guard let algorithm = JWTAlgorithm(exactly: alg) else { return .failure(.unsupportedAlgorithm(alg)) }
         if let typ = header["typ"], !(typ.stringValue.map { $0.utf8.elementsEqual("JWT".utf8) } ?? false) {
-            return .unsupportedType
+            return .failure(.unsupportedType)
         }
-        if header["crit"] != nil { return .unsupportedCriticalHeader }
-        return nil
-    }
-
-    private static func claims(_ payload: JSONObject, maxInfoBytes: Int) -> Result<JWTClaims, JWTRefusal> {
-        guard let subValue = payload["sub"] else { return .failure(.missingClaim("sub")) }
-        guard let subject = subValue.stringValue else { return .failure(.invalidClaim("sub", "a string")) }
-        guard let expValue = payload["exp"] else { return .failure(.missingClaim("exp")) }
-        let expiresAt: Double, notBefore: Double?, issuedAt: Double?
-        switch (seconds(expValue, "exp"), optionalSeconds(payload["nbf"], "nbf"), optionalSeconds(payload["iat"], "iat")) {
-        case (.failure(let refusal), _, _), (_, .failure(let refusal), _), (_, _, .failure(let refusal)):
-            return .failure(refusal)
-        case (.success(let exp), .success(let nbf), .success(let iat)):
-            (expiresAt, notBefore, issuedAt) = (exp, nbf, iat)
+        if header["crit"] != nil { return .failure(.unsupportedCriticalHeader) }
+        var kid: String?
+        if let value = header["kid"] {
+            guard let text = value.stringValue else { return .failure(.malformed("header kid is not a string")) }
+            kid = text
         }
-        let channels: [String]?, users: [String]?
-        switch (patterns(payload["channels"], "channels"), patterns(payload["users"], "users")) {
-        case (.failure(let refusal), _), (_, .failure(let refusal)):
-            return .failure(refusal)
-        case (.success(let channelPatterns), .success(let userPatterns)):
-            (channels, users) = (channelPatterns, userPatterns)
-        }
-        var info: [UInt8]?
-        if let infoValue = payload["info"] {
-            guard infoValue.objectValue != nil else { return .failure(.invalidClaim("info", "a JSON object")) }
-            let encoded = infoValue.encoded()
-            guard encoded.count <= maxInfoBytes else {
-                return .failure(.invalidClaim("info", "at most \(maxInfoBytes) bytes encoded (auth.maxInfoBytes), not \(encoded.count)"))
-            }
-            info = encoded
-        }
-        return .success(JWTClaims(subject: subject, expiresAt: expiresAt, notBefore: notBefore,
-                                  issuedAt: issuedAt, channels: channels, users: users, info: info))
-    }
-
-    /// An optional array of glob patterns (`channels`, `users`).
-    private static func patterns(_ value: JSON?, _ name: String) -> Result<[String]?, JWTRefusal> {
-        guard let value else { return .success(nil) }
-        let patterns = value.arrayValue?.compactMap(\.stringValue)
-        guard let patterns, patterns.count == value.arrayValue?.count else {
-            return .failure(.invalidClaim(name, "an array of strings"))
-        }
-        return .success(patterns)
-    }
-
-    /// A NumericDate: a finite JSON number of seconds.
-    private static func seconds(_ value: JSON, _ name: String) -> Result<Double, JWTRefusal> {
-        guard let seconds = value.numberValue?.doubleValue, seconds.isFinite else {
-            return .failure(.invalidClaim(name, "a number of seconds since the epoch"))
-        }
-        return .success(seconds)
-    }
-
-    private static func optionalSeconds(_ value: JSON?, _ name: String) -> Result<Double?, JWTRefusal> {
-        guard let value else { return .success(nil) }
-        return seconds(value, name).map { $0 }
+        return .success(Header(algorithm: algorithm, kid: kid))
     }
 }

@@ -16,7 +16,8 @@ public final class Broker {
     let presence: PresenceEngine
     /// User status and subscriptions (PROTOCOL §6).
     let userStatus: UserStatusEngine
-    let authenticator: any LoginAuthenticator
+    /// Checks login and refresh tokens; takes the key sets the transport hands in (``InboundEvent/keySet(_:_:)``).
+    package internal(set) var authenticator: any LoginAuthenticator
     package var random: any RandomNumberGenerator
 
     package var connections: [ConnectionID: ConnectionState] = [:]
@@ -111,6 +112,8 @@ public final class Broker {
             sessions.storeMessageArrived(channel: channel, payload: payload)
         case .storeResubscribed:
             sessions.storeResubscribed()
+        case .keySet(let source, let set):
+            authenticator.useKeySet(set, from: source)
         case .storeLost:
             sessions.storeLostData()
         case .storeFenced:
@@ -415,6 +418,10 @@ package struct BrokerMetrics: Sendable {
     package var refreshes = 0
     /// Sessions closed because their token expired (1.1).
     package var tokenExpiries = 0
+    /// Logins refused for their token, by reason (``TokenRefusal/reason``, 1.2).
+    package var loginRefusals: [String: Int] = [:]
+    /// `refresh` requests refused for their token, by reason (1.2).
+    package var refreshRefusals: [String: Int] = [:]
     /// Cluster mode: session ends another node began and did not finish (it died between
     /// `session.end` and `status.ended`), finished by this node's reaper.
     package var clusterEndsFinished = 0

@@ -61,6 +61,10 @@ public enum InboundEvent: Sendable {
     /// for the same id, in this or a later `handle` call; the transport keeps the exchange
     /// open until then.
     case api(APIRequestID, op: String, body: [UInt8])
+    /// *(1.2)* A JWK Set was read (`auth.jwksFile`) or fetched (`auth.jwksUrl`): later logins
+    /// and refreshes are verified with its keys in place of that source's earlier ones.
+    /// Sessions already logged in are not checked again (PROTOCOL §3).
+    case keySet(JWKSetSource, JWKSet)
 }
 
 /// What the core asks the transport to do, in order.

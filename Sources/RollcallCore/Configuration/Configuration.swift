@@ -25,7 +25,8 @@ public struct Configuration: Sendable, Equatable {
 
     /// How logins are authenticated.
     public struct Auth: Sendable, Equatable {
-        /// The accepted modes: `none` accepts any user id, `jwt` requires an HS256 token.
+        /// The accepted modes: `none` accepts any user id, `jwt` requires a token (HS256 with
+        /// a secret, or RS256, ES256 and EdDSA with a key of a JWK Set).
         public enum Mode: String, Sendable, Equatable, CaseIterable { case none, jwt }
         /// `none` or `jwt`. Default `none`.
         public var mode: Mode = .none
@@ -36,6 +37,14 @@ public struct Configuration: Sendable, Equatable {
         /// *(1.2)* More HS256 secrets accepted at once (rotation): a token signed with the
         /// secret or with any of these verifies. Default `[]`.
         public var secrets: [String] = []
+        /// *(1.2)* A JWK Set file (RFC 7517) whose public keys verify RS256, ES256 and EdDSA
+        /// tokens; read at start and again within 5 s of a change. Default nil.
+        public var jwksFile: String? = nil
+        /// *(1.2)* An `http://` or `https://` URL of a JWK Set, fetched at start and every
+        /// ``jwksRefreshSeconds``. Default nil.
+        public var jwksUrl: String? = nil
+        /// *(1.2)* Seconds between two fetches of ``jwksUrl``. Default 300.
+        public var jwksRefreshSeconds = 300.0
         /// Allow `mode: none` on a non-loopback address. Default false.
         public var allowInsecure = false
         /// Seconds of clock difference tolerated on a token's `exp` and `nbf`. Default 30.

@@ -36,12 +36,18 @@ package struct ConfigurationRule {
             },
             ConfigurationRule(path: "auth.secret") { configuration, environment in
                 let auth = configuration.auth
-                guard auth.mode == .jwt, auth.secret == nil, auth.secrets.isEmpty else { return nil }
-                guard let name = auth.secretEnv else {
-                    return "auth.mode \"jwt\" needs auth.secret, auth.secrets or auth.secretEnv"
+                guard auth.mode == .jwt, auth.secret == nil, auth.secrets.isEmpty, !auth.hasKeySet else { return nil }
+                if let name = auth.secretEnv, let value = environment[name], !value.isEmpty { return nil }
+                return Configuration.Auth.noKeyMessage(secretEnv: auth.secretEnv)
+            },
+            ConfigurationRule(path: "auth.jwksUrl") { configuration, _ in
+                guard let url = configuration.auth.jwksUrl else { return nil }
+                do throws(WebhookURLError) {
+                    _ = try WebhookURL(url)
+                    return nil
+                } catch {
+                    return "\(error.message) (got \(JSON.string(url).compactString))"
                 }
-                if let value = environment[name], !value.isEmpty { return nil }
-                return "auth.mode \"jwt\" needs auth.secret, auth.secrets or a non-empty environment variable \(name) (auth.secretEnv)"
             },
             ConfigurationRule(path: "auth.mode") { configuration, _ in
                 guard configuration.auth.mode == .none, !configuration.auth.allowInsecure,

@@ -76,9 +76,11 @@ extension Broker {
     /// Checks the login's custom status and token; the grant the token gives.
     func authenticateLogin(_ request: LoginRequest) throws(BrokerError) -> Grant {
         if let customStatus = request.customStatus { try userStatus.validateCustomStatus(customStatus) }
-        switch authenticator.authenticate(userId: request.userId, token: request.token, now: clock.now) {
+        switch authenticator.check(userId: request.userId, token: request.token, now: clock.now) {
         case .success(let granted): return granted
-        case .failure(let error): throw error
+        case .failure(let refusal):
+            metrics.loginRefusals[refusal.reason, default: 0] += 1
+            throw refusal.error
         }
     }
 

@@ -72,9 +72,11 @@ extension Broker {
     /// when the broker does not check tokens (`auth.mode` `none`).
     func refresh(_ request: RefreshRequest, from session: Session) throws(BrokerError) -> JSON {
         let grant: Grant
-        switch authenticator.authenticate(userId: session.userId, token: request.token, now: clock.now) {
+        switch authenticator.check(userId: session.userId, token: request.token, now: clock.now) {
         case .success(let granted): grant = granted
-        case .failure(let error): throw error
+        case .failure(let refusal):
+            metrics.refreshRefusals[refusal.reason, default: 0] += 1
+            throw refusal.error
         }
         // The notice is once per token: a refresh to a token with the same `exp` (say, a
         // reissue with other channels) does not repeat it.

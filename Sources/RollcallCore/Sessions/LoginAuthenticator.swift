@@ -29,13 +29,40 @@ public struct Grant: Sendable, Equatable {
 public protocol LoginAuthenticator {
     /// Accepts or refuses `userId` with `token` at `now`; refusal is `UNAUTHORIZED`.
     func authenticate(userId: Name, token: String?, now: Timestamp) -> Result<Grant, BrokerError>
+    /// ``authenticate(userId:token:now:)`` with the refusal's stable reason: what the broker
+    /// calls, so that `/metrics` counts refusals by reason.
+    func check(userId: Name, token: String?, now: Timestamp) -> Result<Grant, TokenRefusal>
     /// True when sessions carry tokens that can be refreshed (`refresh` is `INVALID_REQUEST` otherwise).
     var checksTokens: Bool { get }
+    /// *(1.2)* Verifies later tokens with `set` as the keys of `source` (``InboundEvent/keySet(_:_:)``).
+    mutating func useKeySet(_ set: JWKSet, from source: JWKSetSource)
 }
 
 extension LoginAuthenticator {
     /// Authenticators that do not read tokens do not refresh them.
     public var checksTokens: Bool { false }
+
+    /// ``authenticate(userId:token:now:)``, every refusal with the reason `refused`.
+    public func check(userId: Name, token: String?, now: Timestamp) -> Result<Grant, TokenRefusal> {
+        authenticate(userId: userId, token: token, now: now).mapError { TokenRefusal(reason: "refused", error: $0) }
+    }
+
+    /// Authenticators without keys ignore key sets.
+    public mutating func useKeySet(_ set: JWKSet, from source: JWKSetSource) {}
+}
+
+/// A token refused at login or refresh: the error the request is answered with, and a stable
+/// reason for `/metrics` (``JWTRefusal/code`` in jwt mode).
+public struct TokenRefusal: Error, Sendable, Equatable {
+    /// Stable reason, e.g. `expired`, `unknown_kid`.
+    public let reason: String
+    /// The `UNAUTHORIZED` error.
+    public let error: BrokerError
+
+    public init(reason: String, error: BrokerError) {
+        self.reason = reason
+        self.error = error
+    }
 }
 
 /// `auth.mode: none`: every user id is accepted, with no channel limit.

@@ -106,6 +106,30 @@ final class MetricsExposition {
         series.gauge("rollcall_webhook_queue_events", "Webhook events waiting (besides the batch in flight)", w.waitingEvents)
     }
 
+    /// Logins and refreshes refused for their token, one series per stable reason (jwt mode).
+    private func updateTokenRefusals(_ s: MetricsSnapshot) {
+        for reason in Authenticators.refusalReasons {
+            series.counter("rollcall_logins_refused_total", "Logins refused for their token (UNAUTHORIZED, close 4401), by reason",
+                           [("reason", reason)], total: s.loginRefusals[reason] ?? 0)
+            series.counter("rollcall_token_refreshes_refused_total", "refresh requests refused for their token (UNAUTHORIZED), by reason",
+                           [("reason", reason)], total: s.refreshRefusals[reason] ?? 0)
+        }
+    }
+
+    /// The JWK Sets of `auth.jwksFile` and `auth.jwksUrl`, by source (only those configured).
+    private func updateKeySets(_ sets: [KeySetMetrics]) {
+        for set in sets {
+            let labels = [("source", set.source.rawValue)]
+            series.counter("rollcall_jwks_refreshes_total",
+                           "Key set documents read or fetched that replaced the keys (the one at start included), by source",
+                           labels, total: set.refreshes)
+            series.counter("rollcall_jwks_refresh_failures_total",
+                           "Key set reads or fetches that failed or did not hold a usable key set (the keys in force stayed), by source",
+                           labels, total: set.failures)
+            series.gauge("rollcall_jwks_keys", "Usable keys of the key set in force, by source", labels, set.usableKeys)
+        }
+    }
+
     private func update(_ s: MetricsSnapshot) {
         let t = s.transport, core = s
         series.gauge("rollcall_up", "1 while the broker accepts connections", s.accepting ? 1 : 0)
@@ -137,6 +161,8 @@ final class MetricsExposition {
         series.counter("rollcall_resumes_total", "Sessions resumed with a resume token", total: core.resumes)
         series.counter("rollcall_token_refreshes_total", "Successful refresh requests (jwt mode)", total: core.tokenRefreshes)
         series.counter("rollcall_token_expiries_total", "Sessions closed 4401 because their token expired", total: core.tokenExpiries)
+        if s.checksTokens { updateTokenRefusals(s) }
+        updateKeySets(s.keySets)
         series.counter("rollcall_requests_total", "Requests received", total: core.requests)
         series.counter("rollcall_api_requests_total", "Server API requests handed to the core (key accepted)", total: core.apiRequests)
         series.counter("rollcall_frames_in_total", "Complete text messages received", total: t.framesIn)

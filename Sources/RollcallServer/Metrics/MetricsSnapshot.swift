@@ -35,6 +35,13 @@ struct MetricsSnapshot {
     var cluster: (nodes: Int, redisConnected: Bool)?
     /// The webhook sender's totals; nil while webhooks are off.
     var webhooks: WebhookMetrics?
+    /// True when logins need a token (jwt mode): the refusal counters are shown then.
+    var checksTokens = false
+    /// Logins and refreshes refused for their token, by reason (1.2).
+    var loginRefusals: [String: Int] = [:]
+    var refreshRefusals: [String: Int] = [:]
+    /// Each configured key set source (`auth.jwksFile`, `auth.jwksUrl`; 1.2).
+    var keySets: [KeySetMetrics] = []
 }
 
 /// What `/metrics` shows about webhooks (PROTOCOL §11).
@@ -59,6 +66,9 @@ extension MetricsSnapshot {
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
+        checksTokens = broker.authenticator.checksTokens
+        loginRefusals = broker.metrics.loginRefusals
+        refreshRefusals = broker.metrics.refreshRefusals
         sessionEnds = broker.metrics.sessionEnds
         liveSessions = broker.directory.liveCount
         heldSessions = broker.heldSessionCount

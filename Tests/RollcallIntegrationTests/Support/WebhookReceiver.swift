@@ -4,8 +4,8 @@ import RollcallProtocol
 import Glibc
 #endif
 
-/// A small HTTP/1.1 server on 127.0.0.1 for webhook tests: POSIX sockets, one thread per
-/// connection, every request recorded. ``answer`` decides each response (a status, or no
+/// A small HTTP/1.1 server on 127.0.0.1 for webhook tests (and the key set URL's): POSIX
+/// sockets, one thread per connection, every request recorded. ``answer`` decides each response (a status, or no
 /// answer at all while the connection stays open).
 final class WebhookReceiver: @unchecked Sendable {
     /// One request as received.
@@ -28,6 +28,8 @@ final class WebhookReceiver: @unchecked Sendable {
     /// How to answer one request.
     enum Answer {
         case status(Int)
+        /// A status with this body as `application/json` (a JWK Set for `auth.jwksUrl`).
+        case json(Int, [UInt8])
         /// Read the request, never answer (until the receiver stops).
         case hang
     }
@@ -156,7 +158,10 @@ final class WebhookReceiver: @unchecked Sendable {
         guard var request = readRequest(fd) else { return }
         let rule = cond.withLock { answerRule }
         let answer = rule(request)
-        if case .status(let status) = answer { request.answeredOK = (200...299).contains(status) }
+        switch answer {
+        case .status(let status), .json(let status, _): request.answeredOK = (200...299).contains(status)
+        case .hang: break
+        }
         cond.withLock {
             received.append(request)
             cond.broadcast()
@@ -165,6 +170,9 @@ final class WebhookReceiver: @unchecked Sendable {
         case .status(let status):
             let text = "HTTP/1.1 \(status) Status\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
             _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        case .json(let status, let body):
+            let head = "HTTP/1.1 \(status) Status\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            _ = (Array(head.utf8) + body).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         case .hang:
             var byte: UInt8 = 0
             while recv(fd, &byte, 1, 0) > 0 {}  // until the broker gives up or the receiver stops
