@@ -16,7 +16,7 @@ CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
-	chaos leak-check soak release bench bench-deps clean
+	chaos leak-check soak soak-js release bench bench-deps clean
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -222,6 +222,18 @@ SOAK_SESSIONS ?= 2000
 soak: release
 	.build-release/release/rollcall-bench soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
 		--json .build-release/soak-result.json
+
+## The JavaScript client's soak (Tests/js/soak/soak.mjs; docs/testing.md has a 10-minute run):
+## SOAK_JS_CLIENTS clients of @rollcall/client (the packed tarball) through a proxy that cuts and
+## freezes links at random for SOAK_JS_SECONDS against the debug broker, then every roster must
+## equal the broker's listing and no client may be wrongly online. Seeded: SOAK_SEED replays a
+## failure's schedule (the seed is printed). Not part of `make test` (too long).
+SOAK_JS_SECONDS ?= 600
+SOAK_JS_CLIENTS ?= 200
+soak-js: js-deps
+	@[ -x .build/debug/rollcall ] || [ -n "$$ROLLCALL_BINARY" ] || swift build --product rollcall
+	node --experimental-websocket Tests/js/soak/soak.mjs --seconds $(SOAK_JS_SECONDS) --clients $(SOAK_JS_CLIENTS) \
+		$(if $(SOAK_SEED),--seed $(SOAK_SEED)) --json .build/soak-js-result.json
 
 ## Release builds of the broker and the bench (in .build-release, apart from the debug build).
 release: deps

@@ -15,12 +15,21 @@ let brokerSettings: [SwiftSetting] = cBridgeSettings + [.unsafeFlags(["-enforce-
 
 let package = Package(
     name: "Rollcall",
-    platforms: [.macOS(.v14)],
+    // The broker, the CLI and the bench need Linux (libwebsockets, io_uring, epoll). The client
+    // library (`RollcallClient`) is portable: its async session speaks over URLSessionWebSocketTask
+    // on these Apple platforms (declared, not built or tested here) and over libwebsockets on
+    // Linux, where it is built and tested (docs/client.md, "Platforms").
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .executable(name: "rollcall", targets: ["rollcall"]),
         .executable(name: "rollcall-cli", targets: ["rollcall-cli"]),
         .executable(name: "rollcall-bench", targets: ["rollcall-bench"]),
         .library(name: "RollcallClient", targets: ["RollcallClient"]),
+    ],
+    traits: [
+        .trait(name: "LibWebSockets",
+               description: "RollcallClient's libwebsockets transport and RollcallConnection on Linux; off, the client uses URLSession only"),
+        .default(enabledTraits: ["LibWebSockets"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -134,10 +143,14 @@ let package = Package(
             ],
             swiftSettings: brokerSettings
         ),
+        // The client library. libwebsockets (and its shim and loop) only on Linux with the
+        // `LibWebSockets` trait; elsewhere the session uses URLSessionWebSocketTask.
         .target(
             name: "RollcallClient",
             dependencies: [
-                "RollcallProtocol", "CRollcallShim", "RollcallEventLoop",
+                "RollcallProtocol",
+                .target(name: "CRollcallShim", condition: .when(platforms: [.linux], traits: ["LibWebSockets"])),
+                .target(name: "RollcallEventLoop", condition: .when(platforms: [.linux], traits: ["LibWebSockets"])),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: cBridgeSettings
@@ -188,7 +201,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        // The client library's pure parts (the roster), without sockets.
+        // The client library's pure parts (roster, typed events, the session's lifecycle and
+        // channel machines, multicast buffers, the socket lifecycle), without sockets.
         .testTarget(name: "RollcallClientTests", dependencies: ["RollcallClient", "RollcallProtocol"]),
         // The transport's pure parts (connection lifecycle, HTTP routing, metrics), without sockets.
         .testTarget(

@@ -10,8 +10,11 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case closed(CloseInfo)
     /// The runtime could not be created or has been shut down.
     case runtimeUnavailable(String)
-    /// The server answered with an error reply (used by ``RollcallConnection/call(_:_:timeout:)``).
+    /// The server answered with an error reply (used by `RollcallConnection.call(_:_:timeout:)`).
     case server(code: String, message: String)
+    /// The transport cannot make WebSocket connections here (e.g. `URLSessionWebSocketTask` on a
+    /// Linux whose libcurl was built without WebSocket support).
+    case transportUnsupported(String)
 
     /// A stable short code for scripts and logs.
     public var code: String {
@@ -22,6 +25,7 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed: "CLOSED"
         case .runtimeUnavailable: "RUNTIME_UNAVAILABLE"
         case .server(let code, _): code
+        case .transportUnsupported: "TRANSPORT_UNSUPPORTED"
         }
     }
 
@@ -33,6 +37,7 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed(let info): "connection closed (\(info))"
         case .runtimeUnavailable(let why): "client runtime unavailable: \(why)"
         case .server(let code, let message): "\(code): \(message)"
+        case .transportUnsupported(let why): "transport unsupported: \(why)"
         }
     }
 }

@@ -36,6 +36,12 @@ enum Output {
         return object.members.map { "\($0.key)=\($0.value.stringValue ?? $0.value.compactString)" }.joined(separator: ", ")
     }
 
+    /// A typed state `{k: v}` as `k=v, k=v`, in key order.
+    static func state(_ state: [String: String]?) -> String {
+        guard let state, !state.isEmpty else { return "{}" }
+        return state.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+    }
+
     /// `1710487149497` as an ISO-8601 UTC time.
     static func time(_ milliseconds: Int?) -> String {
         guard let milliseconds else { return "?" }
@@ -44,64 +50,67 @@ enum Output {
         return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
-    /// One event in human-readable form.
     /// ` info={…}` for a member's token `info` (1.1); empty when there is none.
     static func info(_ value: JSON?) -> String {
         guard let value, value.objectValue != nil else { return "" }
         return " info=\(value.compactString)"
     }
 
+    /// One event in human-readable form, from its typed shape (``RollcallEvent``); an event this
+    /// client does not know, or one that does not have the documented shape, is printed as sent.
     static func event(_ event: Event, _ style: Style = .plain) -> String {
-        let channel = event["channel"]?.stringValue ?? ""
-        let stream = event["channelType"]?.stringValue == "stream" ? " (stream)" : ""
-        let clock = style.dim("[\(time(event["timestamp"]?.numberValue?.intValue).suffix(13))]")
-        switch event.name {
-        case "presence":
-            let type = event.type ?? "?"
-            let who = style.bold(event["publisher"]?.stringValue ?? "")
-            let occupancy = event["occupancy"]?.numberValue?.intValue.map(String.init) ?? "?"
-            let head = "\(clock) \(channel)\(stream) \(style.presenceType(type))"
-            switch type {
-            case "snapshot":
-                let members = event["snapshot"]?.arrayValue ?? []
-                var text = "\(head): \(members.count) member(s), occupancy \(occupancy), seq \(event["seq"]?.compactString ?? "?")"
-                for member in members {
-                    text += "\n    \(style.bold(member["userId"]?.stringValue ?? "?")) \(state(member["state"]))\(info(member["info"]))"
-                }
-                if event["truncated"]?.boolValue == true { text += "\n    … truncated, nextPage \(event["nextPage"]?.compactString ?? "null")" }
-                return text
-            case "interval":
-                let delta = event["interval"]
-                func list(_ key: String) -> String {
-                    (delta?[key]?.arrayValue ?? []).compactMap { $0.stringValue.map(style.bold) }.joined(separator: ", ")
-                }
-                var text = "\(head): occupancy \(occupancy)"
-                for key in ["join", "leave", "timeout"] where !list(key).isEmpty { text += "\n    \(style.presenceType(key)): \(list(key))" }
-                for entry in delta?["joinInfo"]?.objectValue?.members ?? [] {
-                    text += "\n    \(style.bold(entry.key))\(info(entry.value))"
-                }
-                for change in delta?["stateChanged"]?.arrayValue ?? [] {
-                    text += "\n    \(style.presenceType("stateChanged")): \(style.bold(change["userId"]?.stringValue ?? "?")) \(state(change["state"]))"
-                }
-                return text
-            case "join", "stateChanged":
-                return "\(head) \(who) \(state(event["state"]))\(info(event["info"])) (occupancy \(occupancy))"
-            default:
-                return "\(head) \(who) (occupancy \(occupancy))"
-            }
-        case "message":
-            let from = style.bold(event["publisher"]?.stringValue ?? "?")
-            let message = event["message"].map { $0.stringValue ?? $0.compactString } ?? ""
-            return "\(clock) \(channel)\(stream) <\(from)> \(message)"
-        case "session":
-            return "\(style.dim("[session]")) \(event.type ?? "?"): the token expires at \(time(event["expiresAt"]?.numberValue?.intValue))"
-        case "userStatus":
-            return (event["statuses"]?.arrayValue ?? []).map { status in
-                "\(style.dim("[status]")) \(style.bold(status["userId"]?.stringValue ?? "?")): \(style.userStatus(status["status"]?.stringValue ?? "?"))"
-                    + (status["customStatus"]?.stringValue.map { " \"\($0)\"" } ?? "")
+        switch RollcallEvent(event) {
+        case .presence(let presence): return self.presence(presence, style)
+        case .message(let message):
+            let clock = style.dim("[\(time(message.timestamp).suffix(13))]")
+            let text = message.message.stringValue ?? message.message.compactString
+            return "\(clock) \(message.channel)\(stream(message.channelType)) <\(style.bold(message.publisher))> \(text)"
+        case .session(let notice):
+            return "\(style.dim("[session]")) \(notice.type): the token expires at \(time(notice.expiresAt))"
+        case .userStatus(let update):
+            return update.statuses.map { status in
+                "\(style.dim("[status]")) \(style.bold(status.userId)): \(style.userStatus(status.status.rawValue))"
+                    + (status.customStatus.map { " \"\($0)\"" } ?? "")
             }.joined(separator: "\n")
-        default:
+        case .subscriptions, .other:
             return event.description
+        }
+    }
+
+    private static func stream(_ type: ChannelType) -> String { type == .stream ? " (stream)" : "" }
+
+    private static func presence(_ event: PresenceEvent, _ style: Style) -> String {
+        let clock = style.dim("[\(time(event.timestamp).suffix(13))]")
+        let who = style.bold(event.publisher ?? "")
+        let occupancy = event.occupancy.map(String.init) ?? "?"
+        let head = "\(clock) \(event.channel)\(stream(event.channelType)) \(style.presenceType(event.type.rawValue))"
+        switch event.type {
+        case .snapshot:
+            let members = event.snapshot ?? []
+            var text = "\(head): \(members.count) member(s), occupancy \(occupancy), seq \(event.seq.map(String.init) ?? "?")"
+            for member in members {
+                text += "\n    \(style.bold(member.userId)) \(state(member.state))\(info(member.info))"
+            }
+            if event.truncated == true { text += "\n    … truncated, nextPage \(event.nextPage.map { JSON.string($0).compactString } ?? "null")" }
+            return text
+        case .interval:
+            let delta = event.interval ?? IntervalChange()
+            func list(_ ids: [String]) -> String { ids.map(style.bold).joined(separator: ", ") }
+            var text = "\(head): occupancy \(occupancy)"
+            for (key, ids) in [("join", delta.join), ("leave", delta.leave), ("timeout", delta.timeout)] where !ids.isEmpty {
+                text += "\n    \(style.presenceType(key)): \(list(ids))"
+            }
+            for (user, value) in (delta.joinInfo ?? [:]).sorted(by: { $0.key < $1.key }) {
+                text += "\n    \(style.bold(user))\(info(value))"
+            }
+            for change in delta.stateChanged {
+                text += "\n    \(style.presenceType("stateChanged")): \(style.bold(change.userId)) \(state(change.state))"
+            }
+            return text
+        case .join, .stateChanged:
+            return "\(head) \(who) \(state(event.state))\(info(event.info)) (occupancy \(occupancy))"
+        case .leave, .timeout:
+            return "\(head) \(who) (occupancy \(occupancy))"
         }
     }
 }

@@ -156,17 +156,11 @@ struct StatusCommand: ParsableCommand {
 
 /// Human-readable status records and events.
 enum StatusText {
-    /// `bob: online on ios, web, "Busy" (since 2025-11-22T07:00:00.000Z)`.
+    /// A record of a reply, typed (``StatusRecord``) and printed as ``record(_:_:)-(StatusRecord,_)``;
+    /// one that does not have the documented shape shows its user id only.
     static func record(_ record: JSON, _ style: Style = .plain) -> String {
-        let id = style.bold(record["userId"]?.stringValue ?? "?")
-        let status = style.userStatus(record["status"]?.stringValue ?? "?")
-        var text = "\(id): \(status)"
-        let platforms = (record["platforms"]?.arrayValue ?? []).compactMap { $0.stringValue }
-        if !platforms.isEmpty { text += " on \(platforms.joined(separator: ", "))" }
-        if let custom = record["customStatus"]?.stringValue { text += ", \"\(custom)\"" }
-        let since = record["lastOnlineStatusUpdateTime"]?.numberValue?.intValue ?? 0
-        text += style.dim(since > 0 ? " (since \(Output.time(since)))" : " (never seen)")
-        return text
+        guard let typed = try? record.decode(StatusRecord.self) else { return style.bold(record["userId"]?.stringValue ?? "?") }
+        return self.record(typed, style)
     }
 
     /// `custom status of alice: "Busy"` or `custom status of alice cleared`.
@@ -175,19 +169,26 @@ enum StatusText {
         return "custom status of \(user) cleared"
     }
 
-    /// One line per record of a `userStatus` event, or the lists of a `subscriptions` event;
-    /// nil for other events.
+    /// `bob: online on ios, web, "Busy" (since 2025-11-22T07:00:00.000Z)`, from a typed record.
+    static func record(_ record: StatusRecord, _ style: Style = .plain) -> String {
+        var text = "\(style.bold(record.userId)): \(style.userStatus(record.status.rawValue))"
+        if !record.platforms.isEmpty { text += " on \(record.platforms.joined(separator: ", "))" }
+        if let custom = record.customStatus { text += ", \"\(custom)\"" }
+        let since = record.lastOnlineStatusUpdateTime ?? 0
+        text += style.dim(since > 0 ? " (since \(Output.time(since)))" : " (never seen)")
+        return text
+    }
+
+    /// One line per record of a `userStatus` event, or the lists of a `subscriptions` event
+    /// (typed, ``RollcallEvent``); nil for other events.
     static func event(_ event: Event, _ style: Style = .plain) -> String? {
         let clock = style.dim("[\(Output.time(Int(Date().timeIntervalSince1970 * 1000)).suffix(13))]")
-        switch event.name {
-        case "userStatus":
-            return (event["statuses"]?.arrayValue ?? []).map { "\(clock) \(record($0, style))" }.joined(separator: "\n")
-        case "subscriptions":
-            func list(_ key: String) -> String {
-                let ids = (event[key]?.arrayValue ?? []).compactMap { $0.stringValue }
-                return ids.isEmpty ? "-" : ids.joined(separator: ", ")
-            }
-            return "\(clock) subscriptions changed: added \(list("added")); removed \(list("removed"))"
+        switch RollcallEvent(event) {
+        case .userStatus(let update):
+            return update.statuses.map { "\(clock) \(record($0, style))" }.joined(separator: "\n")
+        case .subscriptions(let change):
+            func list(_ ids: [String]) -> String { ids.isEmpty ? "-" : ids.joined(separator: ", ") }
+            return "\(clock) subscriptions changed: added \(list(change.added)); removed \(list(change.removed))"
         default:
             return nil
         }

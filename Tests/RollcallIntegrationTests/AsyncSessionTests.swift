@@ -4,41 +4,6 @@ import RollcallCore
 import RollcallProtocol
 import Testing
 
-/// Waits (polling every 20 ms) until `condition` holds or `timeout` seconds pass.
-private func eventuallyAsync(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await condition()
-}
-
-/// A thread-safe call counter.
-private final class CallCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    /// Counts one call; returns the new count.
-    func increment() -> Int { lock.withLock { count += 1; return count } }
-    var value: Int { lock.withLock { count } }
-}
-
-/// Collects a session's state changes as they come.
-private final class StateLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen: [RollcallSession.ConnectionState] = []
-    init(_ session: RollcallSession) {
-        Task { for await state in session.states { self.lock.withLock { self.seen.append(state) } } }
-    }
-    var states: [RollcallSession.ConnectionState] { lock.withLock { seen } }
-}
-
-/// A broker for these tests: a generous login timeout, since under a parallel `swift test`
-/// blocking tests may hold the cooperative threads a suspended login waits for.
-private func asyncBroker(_ config: [String: Any] = [:]) throws -> BrokerProcess {
-    try BrokerProcess(config: BrokerProcess.merge(["limits": ["loginTimeoutSeconds": 120]], config))
-}
-
 /// The async API (`RollcallSession`) end to end against the real binary.
 @Suite("Async session", .serialized)
 struct AsyncSessionTests {
@@ -67,19 +32,13 @@ struct AsyncSessionTests {
             // In interval mode a page is the roster as of the last event: wait for the event
             // that carries the last change too (docs/protocol.md, getOnlineUsers).
             return roster.sortedMembers.map(\.userId) == page.userIds
-                && roster.sortedMembers.map(\.state) == page.users.map { Self.state($0["state"]) }
+                && roster.sortedMembers.map(\.state) == page.users.map(\.state)
                 && roster.members["user2"]?.state == ["n": "two"]
         }
         #expect(listed)
         #expect(watcher.roster(of: lobby)?.members["user2"]?.state == ["n": "two"])
         #expect(watcher.roster(of: lobby)?.isStale == false)
         watcher.close()
-    }
-
-    private static func state(_ json: JSON?) -> [String: String] {
-        var map: [String: String] = [:]
-        for member in json?.objectValue?.members ?? [] { map[member.key] = member.value.stringValue }
-        return map
     }
 
     @Test("login, join and a roster that equals getOnlineUsers after churn (announce mode)")
@@ -127,8 +86,8 @@ struct AsyncSessionTests {
             #expect(code == .userNotPresent && text == "USER_NOT_PRESENT" && retry == nil)
             #expect(error.code == "USER_NOT_PRESENT")
         }
-        let serverTime = try await session.send(Requests.Ping())
-        #expect(serverTime > 0)
+        let pong = try await session.send(Requests.Ping())
+        #expect(pong.serverTime > 0)
         session.close()
     }
 
@@ -209,8 +168,8 @@ struct AsyncSessionTests {
         let members = await eventuallyAsync { alice.roster(of: self.lobby)?.sortedMembers.map(\.userId) == ["alice", "bob"] }
         #expect(members)
         // Still a member: a publish reaches bob.
-        let recipients = try await alice.send(Requests.Publish(lobby, message: "back"))
-        #expect(recipients == 1)
+        let published = try await alice.send(Requests.Publish(lobby, message: "back"))
+        #expect(published.recipients == 1)
         alice.close()
     }
 

@@ -86,7 +86,7 @@ struct ClientCompressionTests {
         #expect(members.allSatisfy(\.isOpen) && watcher.isOpen)
     }
 
-    @Test("RollcallSession(permessageDeflate: true): compressed, and its roster is built from a compressed snapshot")
+    @Test("RollcallSession(options: TransportOptions(permessageDeflate: true)): compressed, and its roster is built from a compressed snapshot")
     func asyncSession() async throws {
         // A generous login timeout, as in AsyncSessionTests: under a parallel `swift test`, blocking
         // tests may hold the cooperative threads the suspended login waits for.
@@ -97,7 +97,7 @@ struct ClientCompressionTests {
             try member.call("join", ["channel": "big", "state": Self.state(index)])
             members.append(member)
         }
-        let session = RollcallSession(url: broker.url(), permessageDeflate: true)
+        let session = RollcallSession(url: broker.url(), options: TransportOptions(permessageDeflate: true))
         try await session.connect()
         #expect(session.isCompressed)
         _ = try await session.login(userId: "watcher")

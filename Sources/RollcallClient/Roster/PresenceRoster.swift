@@ -91,6 +91,8 @@ public struct PresenceRoster<Storage: RosterStorage> {
     }
 }
 
+extension PresenceRoster: Sendable where Storage: Sendable {}
+
 extension PresenceRoster {
     /// Applies one raw event line (`{"event":"presence",…}` as the broker writes it) without
     /// parsing it into a tree: membership only (states and info are not read), and the line

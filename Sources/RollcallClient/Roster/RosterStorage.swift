@@ -16,8 +16,9 @@ public protocol RosterStorage {
     @discardableResult mutating func remove(_ user: User) -> Bool
 }
 
-/// One member of a ``Roster``: its user id, channel state and v1.1 `info`.
-public struct RosterMember: Sendable, Equatable {
+/// One member of a ``Roster``: its user id, channel state and v1.1 `info`; also an entry of a
+/// `snapshot` event or a `getOnlineUsers` page, which decode into it.
+public struct RosterMember: Codable, Sendable, Equatable {
     /// The user id.
     public var userId: String
     /// The user's state in the channel (`{k: v}`, values are strings).
@@ -30,6 +31,15 @@ public struct RosterMember: Sendable, Equatable {
         self.userId = userId
         self.state = state
         self.info = info
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, state, info }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try c.decode(String.self, forKey: .userId)
+        state = try c.decodeState(forKey: .state) ?? [:]
+        info = try c.decodeIfPresent(JSON.self, forKey: .info).flatMap { $0.isNull ? nil : $0 }
     }
 }
 

@@ -2,7 +2,7 @@ import Foundation
 import RollcallClient
 
 // live-roster [ws://127.0.0.1:8080/v1] [channel] [userId]: joins the channel and prints
-// its roster after every presence change; reconnects and resumes on its own.
+// its roster after every change; reconnects, resumes and rejoins on its own.
 let arguments = CommandLine.arguments.dropFirst()
 let url = arguments.first ?? "ws://127.0.0.1:8080/v1"
 let channel = ChannelRef(arguments.dropFirst().first ?? "lobby")
@@ -22,12 +22,12 @@ do {
     exit(1)
 }
 
-for await event in session.events where event.name == "presence" {
-    guard let roster = session.roster(of: channel) else { continue }
+for await update in session.rosterUpdates(of: channel) {
+    let roster = update.roster
     let names = roster.sortedMembers.map { member in
         member.state.isEmpty ? member.userId
             : member.userId + " " + member.state.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
     }
     let seq = roster.seq.map(String.init) ?? "?"
-    print("\(event.type ?? "?"): \(roster.count) online (\(roster.mode), seq \(seq)): \(names.joined(separator: ", "))")
+    print("\(update.cause) [\(update.status)]: \(roster.count) online (\(roster.mode), seq \(seq)): \(names.joined(separator: ", "))")
 }

@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 import CLibWebSockets
 import DequeModule
 import Foundation
@@ -45,7 +47,9 @@ public final class RollcallConnection: @unchecked Sendable {
 
     let cond = NSCondition()
     // Guarded by `cond`:
-    var state: State = .connecting
+    /// Where the socket is (``SocketLifecycle``: the handshake, our close or drop, the
+    /// broker's close, the end).
+    var lifecycle = SocketLifecycle()
     var outgoing = Deque<Outgoing>()
     var writeScheduled = false
     var nextID = 1
@@ -54,30 +58,23 @@ public final class RollcallConnection: @unchecked Sendable {
     var replyCallbacks: [String: (Reply) -> Void] = [:]
     var events = Deque<Event>()
     var unmatchedReplies = Deque<Reply>()
-    var finalClose: CloseInfo?
     var acceptedExtensions = ""
     var connectError: String?
     var counts = Counters()
     var recordTranscript = false
-    var started = false
     var transcriptObjects: [JSONObject] = []
     var eventHandler: ((Event) -> Void)?
     var rawEventHandler: ((UnsafeRawBufferPointer) -> Void)?
     var replyHandler: ((Reply) -> Void)?
     var closeHandler: ((CloseInfo) -> Void)?
     var openHandler: (() -> Void)?
-    var closeWatchers: [Int: (CloseInfo) -> Void] = [:]
-    var nextWatcherToken = 0
+    var messageHandler: (([UInt8]) -> Void)?
 
     // Service-thread state:
     var wsi: OpaquePointer?
     var lwsRetained = false
     var rxAssembly: [UInt8] = []
-    var peerClose: (code: UInt16?, reason: String)?
-    var sentClose: (code: UInt16, reason: String)?
-    var droppedByUs = false
     var cStrings: [UnsafeMutablePointer<CChar>] = []
-    var inHandshake = false
 
     /// Byte and frame counts, for tests and benchmarks.
     public struct Counters: Sendable, Equatable {
@@ -120,11 +117,8 @@ public final class RollcallConnection: @unchecked Sendable {
     /// Begins the handshake (once; later calls do nothing). Handlers set before this call
     /// see every callback.
     public func start() {
-        let first = cond.withLock {
-            defer { started = true }
-            return !started
-        }
-        guard first else { return }
+        let actions = cond.withLock { lifecycle.start() }
+        guard actions.contains(.beginHandshake) else { return }
         runtime.post { [self] in self.runtime.serviceRequestConnect(self) }
     }
 
@@ -155,6 +149,18 @@ public final class RollcallConnection: @unchecked Sendable {
     }
 
     // MARK: State
+
+    /// The life-cycle state (call with `cond` held).
+    var state: State {
+        switch lifecycle.state {
+        case .idle, .handshaking: .connecting
+        case .open, .closing, .peerClosed, .dropping: .open
+        case .closed: .closed
+        }
+    }
+
+    /// How the connection ended, once it has (call with `cond` held).
+    var finalClose: CloseInfo? { lifecycle.closeInfo }
 
     /// True once the server accepted `permessage-deflate` in the handshake: frames in both
     /// directions are then compressed (lws inflates and deflates them; the API is unchanged).
@@ -231,6 +237,14 @@ public final class RollcallConnection: @unchecked Sendable {
     public var onOpen: (() -> Void)? {
         get { cond.withLock { openHandler } }
         set { cond.withLock { openHandler = newValue } }
+    }
+
+    /// Called on the service thread with every received message whole, before it is split or
+    /// parsed; while set, nothing is parsed, queued or matched (the message is only counted).
+    /// The transport seam's hook (``TransportFactory/libwebsockets(runtime:)``).
+    public var onMessage: (([UInt8]) -> Void)? {
+        get { cond.withLock { messageHandler } }
+        set { cond.withLock { messageHandler = newValue } }
     }
 
     // MARK: Requests
@@ -392,3 +406,4 @@ public final class RollcallConnection: @unchecked Sendable {
         return writer.bytes
     }
 }
+#endif

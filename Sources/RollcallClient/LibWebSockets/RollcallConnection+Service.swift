@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 import CLibWebSockets
 import CRollcallShim
 import Foundation
@@ -7,10 +9,8 @@ import RollcallProtocol
 extension RollcallConnection {
     /// Starts the lws client connection (called by the runtime when a handshake slot is free).
     func serviceConnect() {
-        inHandshake = true
         guard let context = runtime.context else {
-            finish(CloseInfo(code: nil, reason: "client runtime stopped", closedByServer: false, dropped: true),
-                   connectError: "client runtime stopped")
+            service { $0.failed("client runtime stopped") }
             return
         }
         func keep(_ text: String) -> UnsafeMutablePointer<CChar> {
@@ -42,8 +42,7 @@ extension RollcallConnection {
                 lwsRetained = false
                 Unmanaged.passUnretained(self).release()
             }
-            finish(CloseInfo(code: nil, reason: "connect failed", closedByServer: false, dropped: true),
-                   connectError: connectError ?? "cannot connect to \(url)")
+            service { $0.failed("cannot connect to \(url)") }
         }
     }
 
@@ -59,14 +58,15 @@ extension RollcallConnection {
     /// `LWS_CALLBACK_CLIENT_ESTABLISHED`.
     func serviceEstablished(_ wsi: OpaquePointer) {
         self.wsi = wsi
-        endHandshake()
         cond.lock()
-        state = .open
+        let actions = lifecycle.established()
+        guard actions.contains(.reportOpen) else { cond.unlock(); return }
         let pending = !outgoing.isEmpty
         writeScheduled = false
         let handler = openHandler
         cond.broadcast()
         cond.unlock()
+        if actions.contains(.endHandshake) { runtime.serviceHandshakeEnded() }
         if pending { lws_callback_on_writable(wsi) }
         handler?()
     }
@@ -100,14 +100,14 @@ extension RollcallConnection {
             if !fin { mode |= LWS_WRITE_NO_FIN.rawValue }
             if write(wsi, bytes, mode) < 0 { return -1 }
         case .close(let code, let reason):
-            sentClose = (code, reason)
+            cond.withLock { lifecycle.closeFrameWritten(code: code, reason: reason) }
             var reasonBytes = Array(reason.utf8.prefix(123))
             reasonBytes.withUnsafeMutableBufferPointer { buffer in
                 lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), buffer.baseAddress, buffer.count)
             }
             return -1
         case .drop:
-            droppedByUs = true
+            cond.withLock { lifecycle.dropWritten() }
             _ = rollcall_client_drop_socket(wsi)
             return 0
         }
@@ -144,6 +144,15 @@ extension RollcallConnection {
 
     /// Splits one received message into objects and hands each to its consumer in order.
     func deliver(message: [UInt8]) {
+        if let handler = cond.withLock({ () -> (([UInt8]) -> Void)? in
+            guard let handler = messageHandler else { return nil }
+            counts.framesReceived += 1
+            counts.bytesReceived += message.count
+            return handler
+        }) {
+            handler(message)
+            return
+        }
         var parsed: [JSONObject] = []
         var malformed = 0
         var rawEvents = 0
@@ -212,41 +221,28 @@ extension RollcallConnection {
     /// `LWS_CALLBACK_WS_PEER_INITIATED_CLOSE`: the payload is a big-endian code and reason.
     func servicePeerClose(_ data: UnsafeRawPointer?, _ length: Int) {
         guard let data, length >= 2 else {
-            peerClose = (nil, "")
+            cond.withLock { lifecycle.peerClosed(code: nil, reason: "") }
             return
         }
         let bytes = UnsafeRawBufferPointer(start: data, count: length)
         let code = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
-        peerClose = (code, String(decoding: bytes[2...], as: UTF8.self))
+        let reason = String(decoding: bytes[2...], as: UTF8.self)
+        cond.withLock { lifecycle.peerClosed(code: code, reason: reason) }
     }
 
     /// `LWS_CALLBACK_CLIENT_CONNECTION_ERROR`.
     func serviceConnectionError(_ message: String) {
-        finish(CloseInfo(code: nil, reason: message, closedByServer: false, dropped: true), connectError: message)
+        service { $0.failed(message) }
     }
 
-    /// `LWS_CALLBACK_CLIENT_CLOSED`.
+    /// `LWS_CALLBACK_CLIENT_CLOSED`: the broker's close, ours, or a drop (``SocketLifecycle/socketClosed()``).
     func serviceClosed() {
-        let info: CloseInfo
-        if let peerClose {
-            info = CloseInfo(code: peerClose.code, reason: peerClose.reason, closedByServer: true, dropped: false)
-        } else if let sentClose, !droppedByUs {
-            info = CloseInfo(code: sentClose.code, reason: sentClose.reason, closedByServer: false, dropped: false)
-        } else {
-            info = CloseInfo(code: nil, reason: "", closedByServer: false, dropped: true)
-        }
-        finish(info, connectError: nil)
+        service { $0.socketClosed() }
     }
 
     /// `LWS_CALLBACK_WSI_DESTROY`: the last callback for this wsi.
     func serviceDestroyed() {
-        if currentState != .closed {
-            if peerClose != nil || sentClose != nil { serviceClosed() }
-            else {
-                finish(CloseInfo(code: nil, reason: connectError ?? "", closedByServer: false, dropped: true),
-                       connectError: cond.withLock { state == .connecting } ? "connection failed" : nil)
-            }
-        }
+        service { $0.destroyed() }
         wsi = nil
         if lwsRetained {
             lwsRetained = false
@@ -254,21 +250,25 @@ extension RollcallConnection {
         }
     }
 
-    /// Frees this connection's handshake slot in the runtime.
-    func endHandshake() {
-        guard inHandshake else { return }
-        inHandshake = false
-        runtime.serviceHandshakeEnded()
+    /// Moves the lifecycle (under `cond`) and carries out what it returns.
+    func service(_ input: (inout SocketLifecycle) -> [SocketLifecycle.Action]) {
+        let actions = cond.withLock { input(&lifecycle) }
+        for action in actions {
+            switch action {
+            case .endHandshake:
+                runtime.serviceHandshakeEnded()
+            case .finish(let info, let connectError):
+                finish(info, connectError: connectError)
+            case .beginHandshake, .reportOpen:
+                break // start() and serviceEstablished() act on these themselves
+            }
+        }
     }
 
-    /// Records the end once and wakes every waiter.
-    func finish(_ info: CloseInfo, connectError: String?) {
-        endHandshake()
+    /// The end, once: wakes every waiter and calls the close handler.
+    private func finish(_ info: CloseInfo, connectError: String?) {
         cond.lock()
-        guard finalClose == nil else { cond.unlock(); return }
-        finalClose = info
-        if state == .connecting, let connectError { self.connectError = connectError }
-        state = .closed
+        if let connectError, self.connectError == nil { self.connectError = connectError }
         outgoing.removeAll()
         replyCallbacks.removeAll()
         let handler = closeHandler
@@ -277,3 +277,4 @@ extension RollcallConnection {
         handler?(info)
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 import CLibWebSockets
 import CRollcallShim
 import DequeModule
@@ -223,3 +225,4 @@ public final class ClientRuntime: @unchecked Sendable {
         free(protocolName)
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 /// One thing a connection has queued for its next `WRITEABLE` callback.
 enum Outgoing {
     /// A complete text message (not checked for UTF-8: hostile tests send invalid bytes).
@@ -12,3 +14,4 @@ enum Outgoing {
     /// Shut the TCP stream down without a close frame.
     case drop
 }
+#endif

@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 import DequeModule
 import Foundation
 import RollcallProtocol
@@ -47,3 +49,4 @@ extension RollcallConnection {
         }
     }
 }
+#endif

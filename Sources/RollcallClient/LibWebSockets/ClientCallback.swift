@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 import CLibWebSockets
 import CRollcallShim
 import Foundation
@@ -47,3 +49,4 @@ func rollcallClientCallback(
     }
     return 0
 }
+#endif

@@ -1,3 +1,5 @@
+// libwebsockets: Linux, with the package's `LibWebSockets` trait (on by default).
+#if LibWebSockets && os(Linux)
 import CLibWebSockets
 import Foundation
 import RollcallProtocol
@@ -46,3 +48,4 @@ extension RollcallConnection {
         runtime.post { [self] in if let wsi { _ = lws_rx_flow_control(wsi, 1) } }
     }
 }
+#endif
