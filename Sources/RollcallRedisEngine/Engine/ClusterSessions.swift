@@ -193,10 +193,21 @@ final class ClusterSessions: SessionEngine {
         broker.end(session, .logout, recorded: done)
     }
 
-    /// An abnormal drop: the session is held here and, in Redis, resumable on any node.
+    /// An abnormal drop: the session is held here and, in Redis, resumable on any node. A hold
+    /// Redis did not answer (the link was down, or Redis stopped) is tried again at each reaper
+    /// tick while the session is still held here: before, it stayed live in Redis for good
+    /// (`heldUntil` 0), its user listed everywhere (chaos finding 6).
     func held(_ session: Session) {
-        call([.script(SessionScripts.hold, arguments: [keys.prefix, session.sessionId, nodeId].map(storeArgument))]) { result in
-            if case .success(let replies) = result, replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
+        call([.script(SessionScripts.hold, arguments: [keys.prefix, session.sessionId, nodeId].map(storeArgument))]) { [self] result in
+            switch result {
+            case .success(let replies):
+                if replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
+            case .failure:
+                unfinishedEnds.append { [self] in
+                    guard session.isHeld, broker.directory.session(id: session.sessionId) === session else { return }
+                    held(session)
+                }
+            }
         }
     }
 
