@@ -40,7 +40,8 @@ struct SessionOverFakeTransportTests {
         let frozen = Flag()
         // Only the first link freezes (a dead NAT); the broker still holds the session, so the
         // login on the next link resumes it.
-        let broker = FakeBroker(Self.answering(interval: 0.1, timeout: 0.4, resumes: true, frozen: { $0.number == 1 && frozen.isSet }))
+        // Timings with room for a loaded machine (make test runs suites side by side on 2 cores).
+        let broker = FakeBroker(Self.answering(interval: 0.3, timeout: 1.5, resumes: true, frozen: { $0.number == 1 && frozen.isSet }))
         let session = try await online(broker)
         defer { session.close() }
         #expect(await eventually { broker.links[0].ops.filter { $0 == "ping" }.count >= 3 }, "pings on a quiet link")
@@ -50,7 +51,7 @@ struct SessionOverFakeTransportTests {
         frozen.set()
         #expect(await eventually { broker.links.count == 2 }, "a new link after the timeout")
         let silentFor = Date().timeIntervalSince(frozenAt)
-        #expect(silentFor >= 0.25 && silentFor < 2, "given up after about heartbeatTimeoutSeconds: \(silentFor) s")
+        #expect(silentFor >= 1.0 && silentFor < 6, "given up after about heartbeatTimeoutSeconds: \(silentFor) s")
         #expect(await eventually { session.state == .online && session.lastLogin?.resumed == true })
         let relogin = try #require(broker.links[1].requests.first)
         #expect(relogin.op == "login" && relogin.arguments["resumeToken"] == "t1", "the login carries the resume token")
@@ -69,7 +70,7 @@ struct SessionOverFakeTransportTests {
         } catch {
             #expect(error.code == "TIMEOUT")
         }
-        #expect(Date().timeIntervalSince(started) < 2)
+        #expect(Date().timeIntervalSince(started) < 5, "no hang: it answered after about requestTimeout")
         #expect(session.state == .online && broker.links.count == 1)
     }
 
