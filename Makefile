@@ -112,7 +112,8 @@ cluster: build
 test: build
 	swift build --build-tests
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
-	$(MAKE) --no-print-directory -j5 --output-sync=target test-swift test-js test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-swift test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory test-js
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
 
 ## The Swift suites alone (built by `make test` first).

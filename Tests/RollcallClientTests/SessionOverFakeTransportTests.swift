@@ -70,7 +70,8 @@ struct SessionOverFakeTransportTests {
         } catch {
             #expect(error.code == "TIMEOUT")
         }
-        #expect(Date().timeIntervalSince(started) < 5, "no hang: it answered after about requestTimeout")
+        let took = Date().timeIntervalSince(started)
+        #expect(took >= 0.2 && took < 30, "not before requestTimeout, and no hang (\(took) s; a loaded machine delays timers)")
         #expect(session.state == .online && broker.links.count == 1)
     }
 

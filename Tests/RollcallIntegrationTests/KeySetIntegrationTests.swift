@@ -98,7 +98,7 @@ struct KeySetIntegrationTests {
         #expect(try waitFor(broker, #"rollcall_jwks_refresh_failures_total{source="file"}"#, atLeast: 1))
         #expect(try login(broker, "erin", Self.new).1.ok, "a file that no longer parses keeps the keys")
         #expect(try broker.metric(#"rollcall_jwks_keys{source="file"}"#) == 1)
-        #expect(broker.stderrText.contains("auth.jwksFile \(file.path): not JSON"), "\(broker.stderrText)")
+        #expect(eventually(timeout: 10) { broker.stderrText.contains("auth.jwksFile \(file.path): not JSON") }, "\(broker.stderrText)")
     }
 
     @Test("jwksUrl: fetched at start and every jwksRefreshSeconds; a failed fetch keeps the keys and is counted; a new set rotates")
