@@ -16,7 +16,7 @@ CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
-	chaos leak-check soak soak-js release bench bench-deps clean
+	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
 deps:
@@ -100,6 +100,30 @@ run: build
 ## round-robin on 8080 in front (examples/cluster/run-cluster.sh, docs/cluster.md).
 cluster: build
 	examples/cluster/run-cluster.sh
+
+## What the container image needs: Debian's buildah, podman and runc (only when missing).
+IMAGE_PACKAGES := buildah podman runc
+image-deps:
+	@if ! command -v dpkg >/dev/null; then echo "image-deps: no dpkg here; install $(IMAGE_PACKAGES) yourself"; exit 0; fi; \
+	missing=""; \
+	for package in $(IMAGE_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "image-deps: installing$$missing"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+## The container image FROM scratch (the release broker and the libraries it links, no
+## registry): contrib/container/build-image.sh, docs/operations.md ("Container image").
+image: release image-deps
+	contrib/container/build-image.sh --binary .build-release/release/rollcall
+
+## Builds the image from the debug broker in a throwaway store, runs it with podman and checks
+## that it serves and stops with 0 (Tests/image/image-check.sh). Not part of `make test`:
+## installing the tools and copying the image cost more than make test's budget has left.
+test-image: image-deps
+	@[ -x .build/debug/rollcall ] || swift build --product rollcall
+	Tests/image/image-check.sh
 
 ## Build (the integration tests start the real rollcall binary), then run every test: the
 ## Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,

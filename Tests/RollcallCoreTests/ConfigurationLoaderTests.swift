@@ -322,6 +322,8 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"listen": {"port": -1}}"#, code: .outOfRange, keyPath: "listen.port", mentions: "from 0 to 65535"),
         .init(json: #"{"listen": {"host": ""}}"#, code: .outOfRange, keyPath: "listen.host", mentions: "non-empty"),
         .init(json: #"{"storage": {"path": ""}}"#, code: .outOfRange, keyPath: "storage.path", mentions: "non-empty"),
+        .init(json: #"{"http": {"adminDir": ""}}"#, code: .outOfRange, keyPath: "http.adminDir", mentions: "non-empty"),
+        .init(json: #"{"http": {"adminDir": ["examples/admin"]}}"#, code: .wrongType, keyPath: "http.adminDir", mentions: "expected a string or null"),
         .init(json: #"{"http": {"allowedOrigins": [""]}}"#, code: .outOfRange, keyPath: "http.allowedOrigins", mentions: "non-empty"),
         .init(json: #"{"http": {"permessageDeflate": "yes"}}"#, code: .wrongType, keyPath: "http.permessageDeflate", mentions: "expected a boolean"),
         .init(json: #"{"http": {"permessageDeflateMemLevel": 0}}"#, code: .outOfRange, keyPath: "http.permessageDeflateMemLevel", mentions: "from 1 to 9 (got 0)"),

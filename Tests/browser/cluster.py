@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
@@ -67,9 +68,18 @@ def running_cluster(nodes, config):
         cluster = {"redis": f"redis://127.0.0.1:{redis_port}", "keyPrefix": "rollcall-browser:",
                    "heartbeatSeconds": 1, "nodeTimeoutSeconds": 5}
         brokers = []
+        failure = None
         try:
-            for _ in range(nodes):
-                brokers.append(api_broker.Broker(extra={**config, "cluster": cluster}))
+            # Started side by side: each waits for its Redis links before it says `listening`.
+            with ThreadPoolExecutor(nodes) as pool:
+                starting = [pool.submit(api_broker.Broker, extra={**config, "cluster": cluster}) for _ in range(nodes)]
+                for future in starting:
+                    try:
+                        brokers.append(future.result())
+                    except Exception as error:  # the others are stopped below
+                        failure = error
+            if len(brokers) < nodes:
+                raise RuntimeError(f"a node did not start: {failure}")
             deadline = time.monotonic() + 15
             while any(len(b.api("getInfo")[2]["result"]["nodes"]) < nodes for b in brokers):
                 if time.monotonic() > deadline:
@@ -77,6 +87,8 @@ def running_cluster(nodes, config):
                 time.sleep(0.1)
             yield brokers
         finally:
+            for node in brokers:  # SIGTERM to all at once; each hands its sessions over
+                node.process.terminate()
             statuses = [b.stop() for b in brokers]
             errors = "".join(line for b in brokers for line in b.stderr_lines)
             assert all(status == 0 for status in statuses), f"exit statuses {statuses}: {errors}"
