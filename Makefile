@@ -15,7 +15,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
 	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -187,6 +187,13 @@ test-fuzz-replay: $(FUZZ_REPLAYER)
 test-consumer:
 	Tests/consumer/consumer-check.sh
 
+## RollcallClient where libwebsockets is absent: the package's default trait LibWebSockets off, so
+## the client builds with its URLSession transport only (no RollcallConnection, no lws, no libev),
+## in its own scratch folder. Not part of `make test` (a build of its own; docs/client.md, "Platforms").
+test-client-nolws:
+	swift build --disable-default-traits --scratch-path .build-nolws --product RollcallClient
+	@echo "test-client-nolws: PASS: RollcallClient builds without libwebsockets (URLSession transport only)"
+
 ## libFuzzer over frame decoding and request dispatch (Fuzz/, docs/testing.md) for
 ## $(FUZZ_SECONDS) seconds. New inputs go to .build-fuzz/corpus (the committed seeds in
 ## Fuzz/corpus stay untouched); crashes are saved as .build-fuzz/crash-*.
@@ -289,4 +296,4 @@ bench: release bench-deps
 	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster
+	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster .build-nolws

@@ -6,7 +6,7 @@ import Testing
 /// `RollcallSession` itself, end to end over the transport seam with a scripted broker
 /// (`FakeBroker`): liveness, rejoin errors, request timeouts and multicast events, without a
 /// socket. The real broker runs the same session in the integration tests (`AsyncSessionTests`).
-@Suite("Session over a fake transport", .serialized)
+@Suite("Session over a fake transport", .serialized, .timeLimit(.minutes(2)))
 struct SessionOverFakeTransportTests {
     /// A broker that answers every request: logins (a new session each time, short liveness
     /// limits), pings, presence joins (with their snapshot), everything else `{}`.
@@ -39,22 +39,20 @@ struct SessionOverFakeTransportTests {
     func liveness() async throws {
         let frozen = Flag()
         // Only the first link freezes (a dead NAT); the broker still holds the session, so the
-        // login on the next link resumes it.
-        // Timings with room for a loaded machine (make test runs suites side by side on 2 cores).
+        // login on the next link resumes it. The timeout is 5 intervals: under a parallel
+        // `swift test` on 2 cores a timer or a queue may run a few hundred milliseconds late.
         let broker = FakeBroker(Self.answering(interval: 0.3, timeout: 1.5, resumes: true, frozen: { $0.number == 1 && frozen.isSet }))
         let session = try await online(broker)
         defer { session.close() }
-        #expect(await eventually { broker.links[0].ops.filter { $0 == "ping" }.count >= 3 }, "pings on a quiet link")
+        #expect(await eventually(timeout: 20) { broker.links[0].ops.filter { $0 == "ping" }.count >= 3 }, "pings on a quiet link")
         #expect(broker.links.count == 1 && session.state == .online, "a healthy quiet link is kept")
 
         let frozenAt = Date()
         frozen.set()
-        #expect(await eventually { broker.links.count == 2 }, "a new link after the timeout")
+        #expect(await eventually(timeout: 20) { broker.links.count == 2 }, "a new link after the timeout")
         let silentFor = Date().timeIntervalSince(frozenAt)
-        // Not before heartbeatTimeoutSeconds; the upper bound only catches a link never given up
-        // (timers run late in a test process loaded by the other suites: up to 6 s seen).
-        #expect(silentFor >= 1.0 && silentFor < 60, "given up after heartbeatTimeoutSeconds: \(silentFor) s")
-        #expect(await eventually { session.state == .online && session.lastLogin?.resumed == true })
+        #expect(silentFor >= 1.2, "not before about heartbeatTimeoutSeconds: \(silentFor) s")
+        #expect(await eventually(timeout: 20) { session.state == .online && session.lastLogin?.resumed == true })
         let relogin = try #require(broker.links[1].requests.first)
         #expect(relogin.op == "login" && relogin.arguments["resumeToken"] == "t1", "the login carries the resume token")
     }
@@ -97,8 +95,9 @@ struct SessionOverFakeTransportTests {
             }
         }
         broker.links[0].cut()
-        #expect(await eventually { session.status(of: b) == .joined && session.status(of: c) != .joined && session.status(of: a) == .joined
-                && broker.links.count == 2 })
+        #expect(await eventually(timeout: 20) {
+            session.status(of: b) == .joined && session.status(of: c) != .joined && session.status(of: a) == .joined && broker.links.count == 2
+        })
         guard case .failed(let refusal)? = session.status(of: c) else { Issue.record("\(String(describing: session.status(of: c)))"); return }
         #expect(refusal.code == "FORBIDDEN")
         #expect(session.roster(of: c) != nil, "the roster is kept")

@@ -6,7 +6,7 @@ import Testing
 /// `RollcallSession` against the real broker where the network or the broker misbehave: rejoins
 /// over the rate limit after a restart, several readers of one session, and the URLSession
 /// transport (docs/client.md, "Swift: RollcallSession").
-@Suite("Session resilience", .serialized)
+@Suite("Session resilience", .serialized, .timeLimit(.minutes(3)))
 struct SessionResilienceTests {
     @Test("a broker restart (no resume) with more channels than the join rate allows: RATE_LIMITED joins retried after retryAfterMs, shown as retrying, every channel joined again; the session never ends")
     func rateLimitedRejoinsAreRetried() async throws {
