@@ -8,10 +8,10 @@ import RollcallProtocol
 ///
 /// Order of checks: three strict base64url segments; the header is a JSON object with `alg`
 /// exactly one of HS256, RS256, ES256, EdDSA (so `none` is refused), `typ` (if present)
-/// exactly `JWT`, `kid` (if present) a string, and no `crit`; the signature (``JWTVerifier+Signature.swift``:
+/// exactly `JWT`, `kid` (if present) a string, and no `crit`; the signature (`JWTVerifier+Signature.swift`:
 /// HS256 with every secret, whatever the `kid`; the others with the key the `kid` names, or
 /// without `kid` with every key of that algorithm); only then is the claims set parsed
-/// (``JWTVerifier+Claims.swift``) and the time checked. A header or claims set that names a
+/// (`JWTVerifier+Claims.swift`) and the time checked. A header or claims set that names a
 /// member twice is refused rather than guessed at.
 package struct JWTVerifier: Sendable {
     /// The secrets and key sets signatures are checked with.
