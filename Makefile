@@ -191,7 +191,7 @@ test-consumer:
 ## the client builds with its URLSession transport only (no RollcallConnection, no lws, no libev),
 ## in its own scratch folder. Not part of `make test` (a build of its own; docs/client.md, "Platforms").
 test-client-nolws:
-	swift build --disable-default-traits --scratch-path .build-nolws --product RollcallClient
+	swift build --disable-default-traits --scratch-path .build-nolws --target RollcallClient
 	@echo "test-client-nolws: PASS: RollcallClient builds without libwebsockets (URLSession transport only)"
 
 ## libFuzzer over frame decoding and request dispatch (Fuzz/, docs/testing.md) for
