@@ -16,6 +16,15 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Linux whose libcurl was built without WebSocket support).
     case transportUnsupported(String)
 
+    /// Whether the same attempt may succeed later: false for a bad URL, a transport that cannot
+    /// do WebSockets here, or no runtime; true for a refused or dropped connection, a timeout.
+    public var mayPass: Bool {
+        switch self {
+        case .invalidURL, .transportUnsupported, .runtimeUnavailable: false
+        case .connectFailed, .timeout, .closed, .server: true
+        }
+    }
+
     /// A stable short code for scripts and logs.
     public var code: String {
         switch self {

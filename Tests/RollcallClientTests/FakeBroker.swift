@@ -20,6 +20,23 @@ final class FakeBroker: @unchecked Sendable {
         lock.withLock { self.script = script }
     }
 
+    /// How many of the next handshakes fail (a broker that is not up yet).
+    private var handshakesToRefuse = 0
+
+    /// The next `count` links the session opens fail in their handshake (`CONNECT_FAILED`).
+    func refuseHandshakes(_ count: Int) {
+        lock.withLock { handshakesToRefuse = count }
+    }
+
+    /// Whether the handshake of a link opening now fails (counts it).
+    func takesHandshake() -> Bool {
+        lock.withLock {
+            guard handshakesToRefuse > 0 else { return true }
+            handshakesToRefuse -= 1
+            return false
+        }
+    }
+
     /// The links the session opened, oldest first.
     var links: [FakeLink] { lock.withLock { madeLinks } }
 
@@ -87,6 +104,12 @@ final class FakeLink: WebSocketTransport, @unchecked Sendable {
 
     func start(_ handler: @escaping @Sendable (TransportEvent) -> Void) {
         lock.withLock { self.handler = handler }
+        guard broker.takesHandshake() else {
+            lock.withLock { ended = true }
+            let info = CloseInfo(code: nil, reason: "connection refused", closedByServer: false, dropped: true)
+            queue.async { handler(.closed(info, failure: .connectFailed("connection refused"))) }
+            return
+        }
         queue.async { handler(.opened(extensions: "")) }
     }
 

@@ -45,12 +45,50 @@ import Testing
         #expect(lifecycle.phase == .online(link: 1) && lifecycle.resumeToken == "t1")
     }
 
-    @Test("a first connect that fails goes back to idle and reports the failure")
+    @Test("a first connect that fails for good (a bad URL, no transport) goes back to idle and reports the failure")
     func firstConnectFails() {
         var lifecycle = machine()
         _ = lifecycle.connect(now: 0)
-        #expect(lifecycle.linkClosed(1, info: dropped, now: 0.1) == [.linkLost(link: 1, info: dropped), .connectFailed(dropped)])
+        #expect(lifecycle.linkClosed(1, info: dropped, now: 0.1, canPass: false) == [.linkLost(link: 1, info: dropped), .connectFailed(dropped)])
         #expect(lifecycle.phase == .idle)
+    }
+
+    @Test("a first connect that fails is dialled again after the backoff, on the next URL, until it opens")
+    func firstConnectRetried() {
+        var lifecycle = machine()
+        _ = lifecycle.connect(now: 0)
+        let failed = lifecycle.linkClosed(1, info: dropped, now: 1)
+        #expect(failed.prefix(2) == [.linkLost(link: 1, info: dropped), .publish(.reconnecting(attempt: 1))])
+        guard case .schedule(.reconnect, let at)? = failed.last else { Issue.record("no reconnect timer: \(failed)"); return }
+        #expect(at >= 1.05 && at <= 1.1, "the first backoff: \(at)")
+        #expect(lifecycle.phase == .connectWaiting(attempt: 1))
+        #expect(SessionLifecycle.visibleState(lifecycle.phase) == .reconnecting(attempt: 1))
+        #expect(lifecycle.reconnectTimerFired(now: at) == [.dial(link: 2, urlIndex: 1)], "the next URL")
+        #expect(lifecycle.phase == .connecting(link: 2, attempt: 1))
+        #expect(lifecycle.linkOpened(2, now: at + 0.1) == [.connected(link: 2)], "the app's connect() returns; it logs in itself")
+        #expect(lifecycle.phase == .open(link: 2))
+    }
+
+    @Test("a first connect stops retrying when reconnecting is off, when the app cancels it, or closes")
+    func firstConnectStops() {
+        var off = machine(reconnect: false)
+        _ = off.connect(now: 0)
+        #expect(off.linkClosed(1, info: dropped, now: 0.1) == [.linkLost(link: 1, info: dropped), .connectFailed(dropped)])
+        #expect(off.phase == .idle)
+
+        var dialling = machine()
+        _ = dialling.connect(now: 0)
+        #expect(dialling.connectCancelled(info: dropped) == [.closeLink(link: 1), .linkLost(link: 1, info: dropped), .connectFailed(dropped)])
+        #expect(dialling.phase == .idle)
+
+        var waiting = machine()
+        _ = waiting.connect(now: 0)
+        _ = waiting.linkClosed(1, info: dropped, now: 0.1)
+        #expect(waiting.connectCancelled(info: dropped) == [.connectFailed(dropped)])
+        #expect(waiting.phase == .idle && waiting.reconnectTimerFired(now: 5).isEmpty, "a late timer dials nothing")
+        _ = waiting.connect(now: 6)
+        _ = waiting.linkClosed(2, info: dropped, now: 6.1)
+        #expect(waiting.close() == [.publish(.closed), .finish])
     }
 
     @Test("a drop: wait (backoff), dial the next URL, log in with the resume token, restore the channels, online again")

@@ -139,6 +139,62 @@ struct SessionOverFakeTransportTests {
         }
         #expect(slowSeen == 3, "it got what its buffer held")
     }
+
+    @Test("the first connect is retried with backoff until the broker takes the handshake; the session is then usable")
+    func firstConnectRetried() async throws {
+        let broker = FakeBroker(Self.answering())
+        broker.refuseHandshakes(2)
+        let session = RollcallSession(url: "ws://fake/v1", reconnect: ReconnectPolicy(initialDelay: 0.02, maxDelay: 0.1),
+                                      transport: broker.factory)
+        defer { session.close() }
+        let states = session.states
+        try await session.connect()
+        #expect(broker.links.count == 3, "two refused handshakes, then the third link")
+        let login = try await session.login(userId: "me")
+        #expect(login.resumeToken == "t3" && session.state == .online)
+        var seen: [RollcallSession.ConnectionState] = []
+        for try await state in states {
+            seen.append(state)
+            if state == .online { break }
+        }
+        #expect(seen == [.connecting, .reconnecting(attempt: 1), .reconnecting(attempt: 2), .online], "\(seen)")
+    }
+
+    @Test("a first connect that keeps failing waits until the calling task is cancelled, then throws CLOSED; connect() works again after")
+    func firstConnectCancelled() async throws {
+        let broker = FakeBroker(Self.answering())
+        broker.refuseHandshakes(Int.max)
+        let session = RollcallSession(url: "ws://fake/v1", reconnect: ReconnectPolicy(initialDelay: 0.01, maxDelay: 0.02),
+                                      transport: broker.factory)
+        defer { session.close() }
+        let connecting = Task { () -> RollcallError? in
+            do throws(RollcallError) { try await session.connect(); return nil } catch { return error }
+        }
+        #expect(await eventually(timeout: 10) { broker.links.count >= 4 }, "keeps dialling")
+        connecting.cancel()
+        let error = await connecting.value
+        #expect(error?.code == "CLOSED" && "\(error!)".contains("cancelled"), "\(String(describing: error))")
+        let dialled = broker.links.count
+        broker.refuseHandshakes(0)
+        try await session.connect()
+        #expect(broker.links.count == dialled + 1, "no dial was left pending after the cancel")
+        #expect(try await session.login(userId: "me").resumeToken.hasPrefix("t"))
+    }
+
+    @Test("a first connect with reconnecting off fails at once with CONNECT_FAILED")
+    func firstConnectWithoutReconnect() async throws {
+        let broker = FakeBroker(Self.answering())
+        broker.refuseHandshakes(1)
+        let session = RollcallSession(url: "ws://fake/v1", reconnect: ReconnectPolicy(enabled: false), transport: broker.factory)
+        defer { session.close() }
+        do {
+            try await session.connect()
+            Issue.record("connect() returned")
+        } catch {
+            #expect(error.code == "CONNECT_FAILED", "\(error)")
+        }
+        #expect(broker.links.count == 1)
+    }
 }
 
 /// A thread-safe flag.

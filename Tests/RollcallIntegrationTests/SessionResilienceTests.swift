@@ -45,6 +45,29 @@ struct SessionResilienceTests {
         session.close()
     }
 
+    @Test("a first connect before the broker is up is retried with backoff; it returns once the broker listens, and the session works")
+    func firstConnectWaitsForTheBroker() async throws {
+        let port = try LoopbackPort.free()
+        let session = RollcallSession(url: "ws://127.0.0.1:\(port)/v1", reconnect: ReconnectPolicy(initialDelay: 0.05, maxDelay: 0.3))
+        defer { session.close() }
+        let states = StateLog(session)
+        let connecting = Task { () -> RollcallError? in
+            do throws(RollcallError) { try await session.connect(); return nil } catch { return error }
+        }
+        let refused = await eventuallyAsync(timeout: 20) {
+            states.states.contains { if case .reconnecting(let attempt) = $0 { attempt >= 2 } else { false } }
+        }
+        #expect(refused, "nothing listens yet: the connect is tried again: \(states.states)")
+        let broker = try asyncBroker(port: port)
+        #expect(await connecting.value == nil, "connect() returned once the broker listened")
+        try await session.login(userId: "early")
+        let lobby = ChannelRef("lobby")
+        try await session.join(lobby)
+        let bob = try broker.session("bob")
+        let listing = try bob.call("getOnlineUsers", ["channel": "lobby"])
+        #expect("\(listing)".contains("early"), "\(listing)")
+    }
+
     @Test("several readers of one session each get every event, typed; roster updates carry the whole roster")
     func multicastAgainstTheBroker() async throws {
         let broker = try asyncBroker()

@@ -58,7 +58,7 @@ extension RollcallSession {
             let info = Self.notConnected(error.description)
             let actions = lock.withLock { () -> [SessionLifecycle.Action] in
                 lastConnectFailure = error
-                return lifecycle.linkClosed(number, info: info, now: Self.now)
+                return lifecycle.linkClosed(number, info: info, now: Self.now, canPass: error.mayPass)
             }
             perform(actions)
             return
@@ -80,7 +80,7 @@ extension RollcallSession {
                 let actions = self.lock.withLock { () -> [SessionLifecycle.Action] in
                     if let failure { self.lastConnectFailure = failure }
                     self.links[link.number] = nil
-                    return self.lifecycle.linkClosed(link.number, info: info, now: Self.now)
+                    return self.lifecycle.linkClosed(link.number, info: info, now: Self.now, canPass: failure?.mayPass ?? true)
                 }
                 self.perform(actions)
             }))

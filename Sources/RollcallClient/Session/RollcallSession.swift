@@ -173,20 +173,35 @@ public final class RollcallSession: @unchecked Sendable {
 
     // MARK: Connecting
 
-    /// Opens the WebSocket to the first URL; throws when it cannot be opened.
+    /// Opens the WebSocket to the first URL. A connection that cannot be opened (refused, dropped
+    /// in the handshake, timed out) is tried again with the reconnect policy's backoff, each time
+    /// on the next URL, and ``states`` says `reconnecting(attempt:)` meanwhile; this returns once
+    /// a link is open. It throws at once for a failure that cannot pass (`INVALID_URL`,
+    /// `TRANSPORT_UNSUPPORTED`) or when reconnecting is off, and `CLOSED` when ``close()`` is
+    /// called or the calling task is cancelled while it waits (the session is then `idle` again,
+    /// and `connect()` may be called anew).
     public func connect() async throws(RollcallError) {
-        let result: Result<Void, RollcallError> = await withCheckedContinuation { continuation in
-            let actions = lock.withLock { () -> [SessionLifecycle.Action]? in
-                guard lifecycle.phase == .idle else { return nil }
-                connectWaiter = continuation
-                lastConnectFailure = nil
-                return lifecycle.connect(now: Self.now)
+        let result: Result<Void, RollcallError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let actions = lock.withLock { () -> [SessionLifecycle.Action]? in
+                    guard lifecycle.phase == .idle, !Task.isCancelled else { return nil }
+                    connectWaiter = continuation
+                    lastConnectFailure = nil
+                    return lifecycle.connect(now: Self.now)
+                }
+                guard let actions else {
+                    let why = Task.isCancelled ? "connect() was cancelled" : "connect() was called already"
+                    continuation.resume(returning: .failure(.connection(.closed(Self.notConnected(why)))))
+                    return
+                }
+                perform(actions)
             }
-            guard let actions else {
-                continuation.resume(returning: .failure(.connection(.closed(Self.notConnected("connect() was called already")))))
-                return
-            }
-            perform(actions)
+        } onCancel: {
+            let info = Self.notConnected("connect() was cancelled")
+            perform(lock.withLock { () -> [SessionLifecycle.Action] in
+                lastConnectFailure = .closed(info)
+                return lifecycle.connectCancelled(info: info)
+            })
         }
         try result.get()
     }

@@ -9,6 +9,9 @@
 /// liveness already gave up on, say).
 ///
 /// - `idle` → `connecting` (``connect(now:)``) → `open` → `online` (the app's login).
+/// - `connecting` → `connectWaiting(attempt: 1)`: the first link could not be opened; it is
+///   dialled again (the next URL) after the backoff, until it opens, the app closes or cancels,
+///   or the failure is one that cannot pass (a bad URL, no WebSocket transport): then `idle`.
 /// - `online` → `waiting(attempt: 0)`: the link was lost (``linkClosed(_:info:now:)``, or
 ///   ``livenessCheck(now:)`` heard nothing for `heartbeatTimeoutSeconds`), unless the close was
 ///   final (``RollcallSession/isFinal(_:hasTokenProvider:)``).
@@ -31,8 +34,10 @@ struct SessionLifecycle: Sendable, Equatable {
     enum Phase: Sendable, Equatable {
         /// Before ``connect(now:)``, or after a first connect that failed.
         case idle
-        /// The first link's handshake.
-        case connecting(link: Int)
+        /// The first link's handshake; `attempt` counts the first connect's tries (0-based).
+        case connecting(link: Int, attempt: Int)
+        /// The first connect failed `attempt` times; the reconnect timer dials again.
+        case connectWaiting(attempt: Int)
         /// The first link is open; the app logs in.
         case open(link: Int)
         /// Logged in on `link`.
@@ -122,10 +127,10 @@ struct SessionLifecycle: Sendable, Equatable {
     /// The link the session talks on, if any.
     var currentLink: Int? {
         switch phase {
-        case .connecting(let link), .open(let link), .online(let link), .reconnecting(let link, _),
+        case .connecting(let link, _), .open(let link), .online(let link), .reconnecting(let link, _),
              .loggingIn(let link, _), .discarding(let link, _):
             return link
-        case .idle, .waiting, .closed:
+        case .idle, .connectWaiting, .waiting, .closed:
             return nil
         }
     }
@@ -133,7 +138,8 @@ struct SessionLifecycle: Sendable, Equatable {
     /// The state apps see for a phase.
     static func visibleState(_ phase: Phase) -> RollcallSession.ConnectionState {
         switch phase {
-        case .idle, .connecting, .open: .connecting
+        case .idle, .connecting(_, 0), .open: .connecting
+        case .connecting(_, let attempt), .connectWaiting(let attempt): .reconnecting(attempt: attempt)
         case .online: .online
         case .waiting(let attempt), .reconnecting(_, let attempt), .loggingIn(_, let attempt): .reconnecting(attempt: attempt)
         case .discarding(_, let next): .reconnecting(attempt: next)
@@ -147,8 +153,22 @@ struct SessionLifecycle: Sendable, Equatable {
     mutating func connect(now: Double) -> [Action] {
         guard phase == .idle else { return [] }
         lastLink += 1
-        phase = .connecting(link: lastLink)
+        phase = .connecting(link: lastLink, attempt: 0)
         return [.publish(.connecting), .dial(link: lastLink, urlIndex: urlIndex)]
+    }
+
+    /// The app gave up waiting for the first connect (its task was cancelled): back to `idle`.
+    mutating func connectCancelled(info: CloseInfo) -> [Action] {
+        switch phase {
+        case .connecting(let link, _):
+            phase = .idle
+            return [.closeLink(link: link), .linkLost(link: link, info: info), .connectFailed(info)]
+        case .connectWaiting:
+            phase = .idle
+            return [.connectFailed(info)]
+        default:
+            return []
+        }
     }
 
     /// The app's own login on the first link succeeded.
@@ -171,7 +191,7 @@ struct SessionLifecycle: Sendable, Equatable {
     /// Link `link`'s handshake succeeded.
     mutating func linkOpened(_ link: Int, now: Double) -> [Action] {
         switch phase {
-        case .connecting(link):
+        case .connecting(link, _):
             phase = .open(link: link)
             return [.connected(link: link)]
         case .reconnecting(link, let attempt):
@@ -182,13 +202,21 @@ struct SessionLifecycle: Sendable, Equatable {
         }
     }
 
-    /// Link `link` ended (or never opened).
-    mutating func linkClosed(_ link: Int, info: CloseInfo, now: Double) -> [Action] {
+    /// Link `link` ended (or never opened). `canPass` is false for a failure that the same dial
+    /// would meet again (a bad URL, no WebSocket transport here): a first connect then fails at
+    /// once instead of being retried.
+    mutating func linkClosed(_ link: Int, info: CloseInfo, now: Double, canPass: Bool = true) -> [Action] {
         guard currentLink == link else { return [] }
         switch phase {
-        case .connecting:
-            phase = .idle
-            return [.linkLost(link: link, info: info), .connectFailed(info)]
+        case .connecting(_, let attempt):
+            guard canPass, settings.reconnect.enabled else {
+                phase = .idle
+                return [.linkLost(link: link, info: info), .connectFailed(info)]
+            }
+            phase = .connectWaiting(attempt: attempt + 1)
+            let delay = settings.reconnect.delay(attempt: attempt)
+            return [.linkLost(link: link, info: info), .publish(.reconnecting(attempt: attempt + 1)),
+                    .schedule(.reconnect, at: now + delay)]
         case .open:
             // Lost before the app logged in: nothing to resume.
             return end(link: link, info: info)
@@ -201,7 +229,7 @@ struct SessionLifecycle: Sendable, Equatable {
             return [.linkLost(link: link, info: info)] + wait(attempt: attempt + 1, now: now)
         case .discarding(_, let next):
             return [.linkLost(link: link, info: info)] + wait(attempt: next, now: now)
-        case .idle, .waiting, .closed:
+        case .idle, .connectWaiting, .waiting, .closed:
             return []
         }
     }
@@ -240,11 +268,19 @@ struct SessionLifecycle: Sendable, Equatable {
 
     /// The reconnect timer fired.
     mutating func reconnectTimerFired(now: Double) -> [Action] {
-        guard case .waiting(let attempt) = phase else { return [] }
+        let attempt: Int
+        switch phase {
+        case .waiting(let waited), .connectWaiting(let waited): attempt = waited
+        default: return []
+        }
         lastLink += 1
         // Several URLs: the next one (its node may be the one that went away).
         urlIndex = (urlIndex + 1) % max(1, settings.urlCount)
-        phase = .reconnecting(link: lastLink, attempt: attempt)
+        if case .connectWaiting = phase {
+            phase = .connecting(link: lastLink, attempt: attempt)
+        } else {
+            phase = .reconnecting(link: lastLink, attempt: attempt)
+        }
         return [.dial(link: lastLink, urlIndex: urlIndex)]
     }
 
