@@ -32,7 +32,7 @@ private let everyKeyChanged = """
       "listen":    {"host": "::1", "port": 9090},
       "tls":       {"certFile": "cert.pem", "keyFile": "key.pem"},
       "auth":      {"mode": "jwt", "secret": "s3cret", "secretEnv": "OTHER_SECRET", "secrets": ["older-s3cret"],
-                    "jwksFile": "keys/jwks.json", "jwksUrl": "https://id.example/.well-known/jwks.json", "jwksRefreshSeconds": 60.5,
+                    "jwksFile": "keys/jwks.json", "jwksUrl": "https://id.example/.well-known/jwks.json", "jwksCaFile": "id-ca.pem", "jwksRefreshSeconds": 60.5,
                     "allowInsecure": true,
                     "clockSkewSeconds": 4.5, "refreshNoticeSeconds": 12.5, "maxInfoBytes": 77},
       "http":      {"staticDir": "public", "adminDir": "console", "allowedOrigins": ["https://a.example", "https://b.example"], "permessageDeflate": true,
@@ -69,7 +69,7 @@ private var everyKeyChangedConfiguration: Configuration {
     c.listen.host = "::1"; c.listen.port = 9090
     c.tls.certFile = "cert.pem"; c.tls.keyFile = "key.pem"
     c.auth.mode = .jwt; c.auth.secret = "s3cret"; c.auth.secretEnv = "OTHER_SECRET"; c.auth.secrets = ["older-s3cret"]; c.auth.allowInsecure = true
-    c.auth.jwksFile = "keys/jwks.json"; c.auth.jwksUrl = "https://id.example/.well-known/jwks.json"; c.auth.jwksRefreshSeconds = 60.5
+    c.auth.jwksFile = "keys/jwks.json"; c.auth.jwksUrl = "https://id.example/.well-known/jwks.json"; c.auth.jwksRefreshSeconds = 60.5; c.auth.jwksCaFile = "id-ca.pem"
     c.auth.clockSkewSeconds = 4.5; c.auth.refreshNoticeSeconds = 12.5; c.auth.maxInfoBytes = 77
     c.http.staticDir = "public"; c.http.adminDir = "console"; c.http.allowedOrigins = ["https://a.example", "https://b.example"]; c.http.permessageDeflate = true; c.http.permessageDeflateMemLevel = 2; c.http.batchedSends = false
     c.http.coalesceWindowSeconds = 0.002; c.http.coalesceBusySeconds = 0.05

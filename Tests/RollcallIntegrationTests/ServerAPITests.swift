@@ -180,7 +180,7 @@ struct ServerAPITests {
     func getInfo() throws {
         let broker = try apiBroker()
         #expect(try ServerAPIRequest.ok(port: broker.port, "getInfo") == [
-            "version": "1.1.0", "nodes": [["nodeId": "standalone", "sessions": 0]], "channels": 0, "sessions": 0,
+            "version": "1.2.0", "nodes": [["nodeId": "standalone", "sessions": 0]], "channels": 0, "sessions": 0,
         ])
         let bob = try broker.session("bob")
         #expect(try bob.request("join", ["channel": "a"]).ok)

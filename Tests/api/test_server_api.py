@@ -111,7 +111,7 @@ def test_disconnect_user_closes_with_4403_and_others_see_leave(api, broker):
 
 
 def test_get_info_counts_sessions_and_channels(api, broker):
-    assert api.ok("getInfo") == {"version": "1.1.0", "nodes": [{"nodeId": "standalone", "sessions": 0}],
+    assert api.ok("getInfo") == {"version": "1.2.0", "nodes": [{"nodeId": "standalone", "sessions": 0}],
                                  "channels": 0, "sessions": 0}
     bob = Client(broker.ws_url, "bob")
     bob.call("join", channel="a")

@@ -12,7 +12,7 @@ let package = Package(
     name: "RollcallConsumer",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(url: rollcallURL, from: "1.1.0"),
+        .package(url: rollcallURL, from: "1.2.0"),
     ],
     targets: [
         .executableTarget(

@@ -43,6 +43,10 @@ public struct Configuration: Sendable, Equatable {
         /// *(1.2)* An `http://` or `https://` URL of a JWK Set, fetched at start and every
         /// ``jwksRefreshSeconds``. Default nil.
         public var jwksUrl: String? = nil
+        /// PEM file of the certificate authorities trusted for an `https` ``jwksUrl`` instead of
+        /// the system's store (an identity provider behind a private CA). Not in PROTOCOL §8: an
+        /// addition of this broker, like `webhooks.caFile`. Default nil.
+        public var jwksCaFile: String? = nil
         /// *(1.2)* Seconds between two fetches of ``jwksUrl``. Default 300.
         public var jwksRefreshSeconds = 300.0
         /// Allow `mode: none` on a non-loopback address. Default false.

@@ -28,6 +28,7 @@ extension ConfigurationKey {
             .strings("auth.secrets", \.auth.secrets),
             .optionalString("auth.jwksFile", \.auth.jwksFile),
             .optionalString("auth.jwksUrl", \.auth.jwksUrl),
+            .optionalString("auth.jwksCaFile", \.auth.jwksCaFile),
             .number("auth.jwksRefreshSeconds", \.auth.jwksRefreshSeconds, .from(1, upTo: 86_400)),
             .boolean("auth.allowInsecure", \.auth.allowInsecure),
             .number("auth.clockSkewSeconds", \.auth.clockSkewSeconds, .from(0, upTo: 3600)),

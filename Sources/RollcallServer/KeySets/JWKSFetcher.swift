@@ -45,10 +45,14 @@ final class JWKSFetcher {
         var body: [UInt8] = []
     }
 
-    /// Creates the client vhost on `context` (service thread, once the context exists). Nothing
-    /// is fetched before ``start()``.
-    init(url: WebhookURL, refreshSeconds: Double, context: OpaquePointer,
+    /// Creates the client vhost on `context` (service thread, once the context exists); an
+    /// `https` URL's server is verified against `caFile` (PEM) when given, else the system's
+    /// trust store. Nothing is fetched before ``start()``.
+    init(url: WebhookURL, caFile: String?, refreshSeconds: Double, context: OpaquePointer,
          deliver: @escaping (KeySetTracker.Outcome) -> Void) throws(ServerError) {
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ServerError(.keySetUnavailable, "auth.jwksCaFile \(caFile) cannot be read")
+        }
         self.url = url
         self.context = context
         self.deliver = deliver
@@ -63,7 +67,10 @@ final class JWKSFetcher {
         info.port = CONTEXT_PORT_NO_LISTEN
         info.vhost_name = UnsafePointer(keep("rollcall-jwks"))
         info.protocols = UnsafePointer(protocols)
-        if url.secure { info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) }
+        if url.secure {
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+            if let caFile { info.client_ssl_ca_filepath = UnsafePointer(keep(caFile)) }
+        }
         guard let created = lws_create_vhost(context, &info) else {
             throw ServerError(.keySetUnavailable, "auth.jwksUrl \(url): libwebsockets created no client vhost")
         }
@@ -220,7 +227,11 @@ final class JWKSFetcher {
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             if isCurrent {
                 let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "connection error"
-                finish(failed: "cannot fetch it: \(detail)")
+                // OpenSSL's words for a refused certificate are cryptic: say what to look at.
+                let hint = url.secure && detail.contains("SSL")
+                    ? " (the TLS handshake failed: is the server's certificate signed by a CA in auth.jwksCaFile or the system's store, and does it name \(url.host)?)"
+                    : ""
+                finish(failed: "cannot fetch it: \(detail)\(hint)")
             }
             return 0
         case LWS_CALLBACK_CLOSED_CLIENT_HTTP:

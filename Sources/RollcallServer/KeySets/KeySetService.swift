@@ -39,7 +39,8 @@ final class KeySetService {
             } catch {
                 throw ServerError(.keySetUnavailable, "auth.jwksUrl: \(error.message)")
             }
-            fetcher = try JWKSFetcher(url: url, refreshSeconds: auth.jwksRefreshSeconds, context: context) { [unowned self] outcome in
+            fetcher = try JWKSFetcher(url: url, caFile: auth.jwksCaFile, refreshSeconds: auth.jwksRefreshSeconds,
+                                      context: context) { [unowned self] outcome in
                 fetched(outcome)
             }
         }
