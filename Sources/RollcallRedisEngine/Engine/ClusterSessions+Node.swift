@@ -154,14 +154,12 @@ extension ClusterSessions {
     /// in Redis and only closes the connection). A node that never hears of it keeps a
     /// connection whose session no longer exists anywhere else (fenced: its changes are refused).
     func disconnectUser(_ request: DisconnectUserRequest, then done: @escaping (Result<JSON, BrokerError>) -> Void) {
-        let arguments = [keys.prefix, request.userId.string]
-        call([.script(ServerAPIScripts.sessionsOfUser, arguments: arguments.map(storeArgument))]) { [self] result in
+        call([ServerAPIScripts.sessionsOfUser(prefix: keys.prefix, user: request.userId)]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
-                let flat = replies.first?.elements ?? []
-                let sessions = stride(from: 0, to: flat.count - 1, by: 2).map { (id: flat[$0].text ?? "", node: flat[$0 + 1].text ?? "") }
+                let sessions = ServerAPIScripts.userSessions(replies.first ?? .null)
                 var remaining = sessions.count + 1
                 let oneEnded = { [self] in
                     remaining -= 1
@@ -184,26 +182,17 @@ extension ClusterSessions {
 
     /// `getInfo`: the live nodes with their sessions, and the cluster's totals.
     func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
-        let arguments = [keys.prefix, String(configuration.cluster.nodeTimeoutSeconds.milliseconds)]
-        call([.script(ServerAPIScripts.info, arguments: arguments.map(storeArgument))]) { result in
+        call([ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds)]) { result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
-                let reply = replies.first ?? .null
-                let flat = reply[0].elements ?? []
-                var nodes: [(id: String, sessions: Int)] = []
-                var index = 0
-                while index + 1 < flat.count {
-                    nodes.append((flat[index].text ?? "?", Int(flat[index + 1].integer ?? 0)))
-                    index += 2
-                }
-                nodes.sort { $0.id < $1.id }
+                let info = ServerAPIScripts.ClusterInfo(replies.first ?? .null)
                 done(.success(.object([
                     "version": .string(BrokerVersion.current),
-                    "nodes": .array(nodes.map { .object(["nodeId": .string($0.id), "sessions": .int($0.sessions)]) }),
-                    "channels": .int(Int(reply[1].integer ?? 0)),
-                    "sessions": .int(Int(reply[2].integer ?? 0)),
+                    "nodes": .array(info.nodes.map { .object(["nodeId": .string($0.id), "sessions": .int($0.sessions)]) }),
+                    "channels": .int(info.channels),
+                    "sessions": .int(info.sessions),
                 ])))
             }
         }

@@ -11,17 +11,15 @@ extension ClusterUserStatus {
     /// counting against the rate, platforms are recomputed; it answers the catch-up.
     func startedCommand(_ session: Session, customStatus: String?) -> StoreCommand {
         let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
-        return .script(UserStatusScripts.started, arguments: [
-            storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
-            Self.customArgument(custom), storeArgument(String(ttlMs)),
-        ])
+        return UserStatusScripts.started(prefix: keys.prefix, user: session.userId, session: session.sessionId,
+                                         customStatus: custom, ttlMs: ttlMs)
     }
 
     /// A new session is in the directory and its start command replied `reply`: the node
     /// hears the user's inbox, and the catch-up waits for the login reply.
     func sessionStarted(_ session: Session, reply: StoreReply) {
         hearInbox(of: session.userId)
-        let records = Self.catchUp(unwrapped(reply))
+        let records = UserStatusScripts.catchUp(unwrapped(reply))
         if !records.isEmpty { pendingCatchUp[session.number] = StatusEvents.userStatus(records) }
     }
 
@@ -38,13 +36,11 @@ extension ClusterUserStatus {
         hearInbox(of: session.userId)
         let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
         let window = max(300, configuration.presence.timeoutSeconds).milliseconds
-        let arguments = [
-            storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
-            Self.customArgument(custom), storeArgument(String(ttlMs)), storeArgument(String(window)),
-        ]
-        store.call([.script(UserStatusScripts.resumed, arguments: arguments)]) { [self] result in
+        let command = UserStatusScripts.resumed(prefix: keys.prefix, user: session.userId, session: session.sessionId,
+                                                customStatus: custom, ttlMs: ttlMs, windowMs: window)
+        store.call([command]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            let records = Self.catchUp(unwrapped(reply))
+            let records = UserStatusScripts.catchUp(unwrapped(reply))
             guard !records.isEmpty, session.connection != nil else { return }
             outbox.send(StatusEvents.userStatus(records), to: session)
         }
@@ -54,11 +50,8 @@ extension ClusterUserStatus {
     /// took the session out of Redis): `loggedOut` after logout, else `offline`, when it was
     /// the user's last session; otherwise the platforms may change.
     func endedCommand(user: Name, sessionId: String, loggedOut: Bool) -> StoreCommand {
-        .script(UserStatusScripts.ended, arguments: [
-            storeArgument(keys.prefix), storeArgument(user.string), storeArgument(sessionId),
-            storeArgument(loggedOut ? "logout" : "closed"),
-            storeArgument(configuration.userStatus.clearCustomStatusOnOffline ? "1" : "0"),
-        ])
+        UserStatusScripts.ended(prefix: keys.prefix, user: user, session: sessionId, how: loggedOut ? .logout : .closed,
+                                clearCustomStatus: configuration.userStatus.clearCustomStatusOnOffline)
     }
 
     /// Runs `status.ended` commands; those Redis did not answer (an outage) are sent again at
@@ -114,7 +107,7 @@ extension ClusterUserStatus {
     /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,
     /// expired subscriptions dropped.
     var sweepCommand: StoreCommand {
-        .script(UserStatusScripts.sweep, arguments: [storeArgument(keys.prefix), storeArgument("100")])
+        UserStatusScripts.sweep(prefix: keys.prefix, limit: 100)
     }
 
     /// The sweep's answer came back: Redis was reachable then (and the custom statuses it
@@ -138,11 +131,10 @@ extension ClusterUserStatus {
         while start < users.count {
             let chunk = Array(users[start..<min(users.count, start + 100)])
             start += 100
-            let arguments = [storeArgument(keys.prefix), storeArgument(String(window))] + chunk.map { storeArgument($0.string) }
-            store.call([.script(UserStatusScripts.resync, arguments: arguments)]) { [self] result in
+            store.call([UserStatusScripts.resync(prefix: keys.prefix, windowMs: window, users: chunk)]) { [self] result in
                 guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
                 for (user, reply) in zip(chunk, elements) {
-                    let records = Self.catchUp(reply)
+                    let records = UserStatusScripts.catchUp(reply)
                     guard !records.isEmpty else { continue }
                     let bytes = StatusEvents.userStatus(records)
                     outbox.fanOut {
@@ -193,7 +185,7 @@ extension ClusterUserStatus {
             func time(_ index: Int) -> Int64 { Int64(text(index)) ?? 0 }
             let custom = fields[7].first == UInt8(ascii: "=") ? String(decoding: fields[7].dropFirst(), as: UTF8.self) : nil
             except = text(0)
-            bytes = StatusEvents.userStatus([Self.record(user: text(1), status: text(2), times: (time(3), time(4), time(5)),
+            bytes = StatusEvents.userStatus([UserStatusScripts.record(user: text(1), status: text(2), times: (time(3), time(4), time(5)),
                                                          platforms: text(6), customStatus: custom)])
         case UInt8(ascii: "E"):
             let fields = payload.dropFirst().split(separator: newline, maxSplits: 1, omittingEmptySubsequences: false)
@@ -208,10 +200,5 @@ extension ClusterUserStatus {
                 outbox.send(bytes, to: session)
             }
         }
-    }
-
-    /// The catch-up records a script answered, in byte order of user id.
-    static func catchUp(_ reply: StoreReply) -> [UserStatusRecord] {
-        (reply.elements ?? []).compactMap(record).sorted { $0.stored.userId < $1.stored.userId }
     }
 }

@@ -53,13 +53,11 @@ final class ClusterUserStatus {
         }
         let perSecond = configuration.userStatus.customStatusPerSecond
         try take(from: &customStatusBuckets, session.userId, capacity: max(1, perSecond), perSecond: perSecond, what: "setCustomStatus")
-        let arguments = [
-            storeArgument(keys.prefix), storeArgument(session.userId.string), storeArgument(session.sessionId),
-            Self.customArgument(value), storeArgument(String(ttlMs)),
-        ]
-        store.call([.script(UserStatusScripts.setCustomStatus, arguments: arguments)]) { [self] result in
+        let command = UserStatusScripts.setCustomStatus(prefix: keys.prefix, user: session.userId, session: session.sessionId,
+                                                        customStatus: value, ttlMs: ttlMs)
+        store.call([command]) { [self] result in
             done(result.map { replies in
-                let record = Self.record(unwrapped(replies.first ?? .null)) ?? .neverSeen(session.userId)
+                let record = UserStatusScripts.record(unwrapped(replies.first ?? .null)) ?? .neverSeen(session.userId)
                 return ClusterPresence.Answer(result: .object(["status": record.json]))
             }.mapError(\.brokerError))
         }
@@ -91,18 +89,17 @@ final class ClusterUserStatus {
         try takeQueryToken(me)
         let targets = batch.valid.filter { $0 != me }
         let limits = configuration.userStatus
-        let arguments = [
-            storeArgument(keys.prefix), storeArgument(me.string), storeArgument(String(request.durationSeconds.milliseconds)),
-            storeArgument(String(limits.maxSubscriptionsPerUser)), storeArgument(String(limits.maxSubscribersPerUser)),
-        ] + targets.map { storeArgument($0.string) }
-        store.call([.script(UserStatusScripts.subscribe, arguments: arguments)]) { [self] result in
+        let command = UserStatusScripts.subscribe(prefix: keys.prefix, subscriber: me, durationMs: request.durationSeconds.milliseconds,
+                                                  maxSubscriptions: limits.maxSubscriptionsPerUser,
+                                                  maxSubscribers: limits.maxSubscribersPerUser, targets: targets)
+        store.call([command]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
                 if case .error = replies.first ?? .null { return done(.failure(ClusterPresence.unexpected(replies.first ?? .null))) }
-                let reply = unwrapped(replies.first ?? .null)
-                var outcomes = zip(reply[0].elements ?? [], reply[1].elements ?? []).makeIterator()
+                let reply = UserStatusScripts.Subscribed(unwrapped(replies.first ?? .null))
+                var outcomes = reply.outcomes.makeIterator()
                 var failed = batch.failed
                 var statuses: [JSON] = []
                 var added: [Name] = []
@@ -111,17 +108,16 @@ final class ClusterUserStatus {
                         failed.append(UserStatusEngine.failure(target.string, .cannotSubscribeSelf))
                         continue
                     }
-                    guard let outcome = outcomes.next() else { break }
-                    let (code, record) = outcome
-                    switch code.text {
-                    case "l":
+                    guard let (outcome, record) = outcomes.next() else { break }
+                    switch outcome {
+                    case .targetSubscriberLimit:
                         failed.append(UserStatusEngine.failure(target.string, .targetSubscriberLimit))
-                    default:
-                        if code.text == "a" { added.append(target) }
-                        statuses.append((Self.record(record) ?? .neverSeen(target)).json)
+                    case .added, .renewed:
+                        if outcome == .added { added.append(target) }
+                        statuses.append((record ?? .neverSeen(target)).json)
                     }
                 }
-                let evicted = (reply[2].elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+                let evicted = reply.evicted
                 if evicted.isEmpty {
                     if !added.isEmpty { tell(me, StatusEvents.subscriptions(added: added, removed: []), except: session.sessionId) }
                 } else {
@@ -143,16 +139,15 @@ final class ClusterUserStatus {
         let batch = request.userIds
         let me = session.userId
         try takeQueryToken(me)
-        let arguments = [storeArgument(keys.prefix), storeArgument(me.string), storeArgument(batch.isEmpty ? "1" : "0")]
-            + batch.valid.map { storeArgument($0.string) }
-        store.call([.script(UserStatusScripts.unsubscribe, arguments: arguments)]) { [self] result in
+        let command = UserStatusScripts.unsubscribe(prefix: keys.prefix, subscriber: me, all: batch.isEmpty, targets: batch.valid)
+        store.call([command]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
                 let reply = replies.first ?? .null
                 if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
-                var removed = (reply.elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+                var removed = UserStatusScripts.removedTargets(reply)
                 if batch.isEmpty { removed.sort() }
                 if !removed.isEmpty { tell(me, StatusEvents.subscriptions(added: [], removed: removed), except: session.sessionId) }
                 done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
@@ -175,18 +170,12 @@ final class ClusterUserStatus {
             after = decoded
         }
         let pageSize = request.pageSize
-        store.call([.script(UserStatusScripts.subscriptions, arguments: [storeArgument(keys.prefix), storeArgument(session.userId.string)])]) { [self] result in
+        store.call([UserStatusScripts.subscriptions(prefix: keys.prefix, subscriber: session.userId)]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
             case .success(let replies):
-                let flat = replies.first?.elements ?? []
-                var mine: [Name: Timestamp] = [:]
-                var index = 0
-                while index + 1 < flat.count {
-                    if let target = flat[index].text { mine[Name(unchecked: target)] = flat[index + 1].integer ?? 0 }
-                    index += 2
-                }
+                let mine = UserStatusScripts.subscriptionExpiries(replies.first ?? .null)
                 var listed: [Name]
                 var nextPage: JSON = .null
                 if !batch.isEmpty {
@@ -218,8 +207,7 @@ final class ClusterUserStatus {
 
     /// The records of `users`, in order (never-seen users read `loggedOut`).
     func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
-        let arguments = [storeArgument(keys.prefix)] + users.map { storeArgument($0.string) }
-        store.call([.script(UserStatusScripts.records, arguments: arguments)]) { [self] result in
+        store.call([UserStatusScripts.records(prefix: keys.prefix, users: users)]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
@@ -228,7 +216,7 @@ final class ClusterUserStatus {
                 if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
                 let elements = unwrapped(reply).elements ?? []
                 done(.success(users.enumerated().map { index, user in
-                    (index < elements.count ? Self.record(elements[index]) : nil) ?? .neverSeen(user)
+                    (index < elements.count ? UserStatusScripts.record(elements[index]) : nil) ?? .neverSeen(user)
                 }))
             }
         }
@@ -238,37 +226,16 @@ final class ClusterUserStatus {
     /// records go to the backend (webhooks) from this node, the one whose script changed them,
     /// so each change is sent once in the cluster; returns the result.
     func unwrapped(_ reply: StoreReply) -> StoreReply {
+        let changed = UserStatusScripts.Changed(reply)
         if outbox.notifiesUserStatus {
-            for element in reply[1].elements ?? [] {
-                if let record = Self.record(element) { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
-            }
+            for record in changed.announced { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
         }
-        return reply[0]
+        return changed.result
     }
 
     /// `customStatusTtlSeconds` in ms.
     var ttlMs: Int64 { configuration.userStatus.customStatusTtlSeconds.milliseconds }
 
-    /// A custom status as a script argument: `-` for none, else `=` and the text.
-    static func customArgument(_ value: String?) -> [UInt8] {
-        guard let value else { return [UInt8(ascii: "-")] }
-        return [UInt8(ascii: "=")] + Array(value.utf8)
-    }
-
-    /// A record the scripts return: `{user, status, lu, lo, lc, platforms, customStatus or nil}`.
-    static func record(_ reply: StoreReply) -> UserStatusRecord? {
-        guard let user = reply[0].text else { return nil }
-        return record(user: user, status: reply[1].text ?? "", times: (reply[2].integer ?? 0, reply[3].integer ?? 0, reply[4].integer ?? 0),
-                      platforms: reply[5].text ?? "", customStatus: reply[6].text)
-    }
-
-    static func record(user: String, status: String, times: (Int64, Int64, Int64), platforms: String,
-                       customStatus: String?) -> UserStatusRecord {
-        let stored = StoredUserStatus(
-            userId: Name(unchecked: user), status: OnlineStatus(rawValue: status) ?? .loggedOut, customStatus: customStatus,
-            lastUpdateTime: times.0, lastOnlineStatusUpdateTime: times.1, lastCustomStatusUpdateTime: times.2)
-        return UserStatusRecord(stored: stored, platforms: platforms.split(separator: ",").compactMap { Platform(rawValue: String($0)) })
-    }
 
     private func takeQueryToken(_ userId: Name) throws(BrokerError) {
         let rate = configuration.userStatus.queryRate

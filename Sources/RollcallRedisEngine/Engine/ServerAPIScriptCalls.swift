@@ -1,0 +1,74 @@
+import RollcallCore
+
+/// The server API's scripts (``ServerAPIScripts``) as Swift calls: named arguments laid out in
+/// the order the Lua reads them, and replies decoded once into Swift values. Nowhere else on
+/// the Swift side is one of these scripts' arguments or replies read by position.
+extension ServerAPIScripts {
+    /// `api.channels`: a page of up to `pageSize` channels whose name starts with
+    /// `namePrefix`, after the entry `after` (`m<name>` / `s<name>`, or nil for the first page).
+    static func channels(prefix: String, after: ChannelKey?, namePrefix: String, pageSize: Int) -> StoreCommand {
+        let entry = after.map { ($0.type == .message ? "m" : "s") + $0.name.string } ?? ""
+        return .script(channels, arguments: [prefix, entry, namePrefix, String(pageSize)].map(storeArgument))
+    }
+
+    /// `api.info`: the nodes that beat within `liveNodeTimeoutMs`, with their sessions.
+    static func info(prefix: String, liveNodeTimeoutMs: Int64) -> StoreCommand {
+        .script(info, arguments: [prefix, String(liveNodeTimeoutMs)].map(storeArgument))
+    }
+
+    /// `api.sessionsOfUser`: the sessions of `user`, each with its node.
+    static func sessionsOfUser(prefix: String, user: Name) -> StoreCommand {
+        .script(sessionsOfUser, arguments: [prefix, user.string].map(storeArgument))
+    }
+
+    // MARK: - Replies
+
+    /// `api.channels`' answer: `{flat (entry, occupancy, mode, seq)…, more}`.
+    struct ChannelPage {
+        /// One channel of the page.
+        struct Entry {
+            let key: ChannelKey
+            let occupancy: Int
+            let mode: String
+            let seq: Int
+        }
+
+        let entries: [Entry]
+        /// Whether more channels follow the last entry.
+        let hasMore: Bool
+
+        init(_ reply: StoreReply) {
+            let flat = reply[0].elements ?? []
+            entries = stride(from: 0, to: flat.count - 3, by: 4).map { index in
+                let entry = flat[index].text ?? "m"
+                let key = ChannelKey(type: entry.hasPrefix("s") ? .stream : .message, name: Name(unchecked: String(entry.dropFirst())))
+                return Entry(key: key, occupancy: Int(flat[index + 1].integer ?? 0), mode: flat[index + 2].text ?? "announce",
+                             seq: Int(flat[index + 3].integer ?? 0))
+            }
+            hasMore = reply[1].integer == 1
+        }
+    }
+
+    /// `api.info`'s answer: `{flat (node, sessions)…, channels, sessions}`.
+    struct ClusterInfo {
+        /// The live nodes with their session counts, by node id.
+        let nodes: [(id: String, sessions: Int)]
+        let channels: Int
+        let sessions: Int
+
+        init(_ reply: StoreReply) {
+            let flat = reply[0].elements ?? []
+            nodes = stride(from: 0, to: flat.count - 1, by: 2)
+                .map { (id: flat[$0].text ?? "?", sessions: Int(flat[$0 + 1].integer ?? 0)) }
+                .sorted { $0.id < $1.id }
+            channels = Int(reply[1].integer ?? 0)
+            sessions = Int(reply[2].integer ?? 0)
+        }
+    }
+
+    /// `api.sessionsOfUser`' answer (`session, node` pairs; node '' while held by no node).
+    static func userSessions(_ reply: StoreReply) -> [(id: String, node: String)] {
+        let flat = reply.elements ?? []
+        return stride(from: 0, to: flat.count - 1, by: 2).map { (id: flat[$0].text ?? "", node: flat[$0 + 1].text ?? "") }
+    }
+}

@@ -1,0 +1,182 @@
+import RollcallCore
+
+/// The user-status scripts (``UserStatusScripts``) as Swift calls: each function names a
+/// script's arguments and lays them out in the order its Lua reads them (`ARGV[1]` is always
+/// the key prefix), and each reply type names the positions of its answer. Nowhere else on the
+/// Swift side is a user-status script's argument or reply read by position.
+extension UserStatusScripts {
+    /// How a session that ended for good left (`status.ended`'s `how`).
+    enum EndKind: String {
+        /// `logout` or `disconnectUser`: `loggedOut` after the user's last session.
+        case logout
+        /// Any other end: `offline` after the user's last session.
+        case closed
+    }
+
+    /// `status.started`: the user goes online with `session`; `customStatus` (nil: unchanged)
+    /// lives `ttlMs`. Answers ``Changed`` whose result is the catch-up records.
+    static func started(prefix: String, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
+        .script(started, arguments: [
+            storeArgument(prefix), storeArgument(user.string), storeArgument(session), customArgument(customStatus),
+            storeArgument(String(ttlMs)),
+        ])
+    }
+
+    /// `status.resumed`: as ``started(prefix:user:session:customStatus:ttlMs:)`` for a resumed
+    /// session; the catch-up covers the records changed in the last `windowMs`.
+    static func resumed(prefix: String, user: Name, session: String, customStatus: String?, ttlMs: Int64,
+                        windowMs: Int64) -> StoreCommand {
+        .script(resumed, arguments: [
+            storeArgument(prefix), storeArgument(user.string), storeArgument(session), customArgument(customStatus),
+            storeArgument(String(ttlMs)), storeArgument(String(windowMs)),
+        ])
+    }
+
+    /// `status.ended`: `session` (already gone from Redis) ended `how`; `clearCustomStatus`
+    /// is `userStatus.clearCustomStatusOnOffline`.
+    static func ended(prefix: String, user: Name, session: String, how: EndKind, clearCustomStatus: Bool) -> StoreCommand {
+        .script(ended, arguments: [
+            storeArgument(prefix), storeArgument(user.string), storeArgument(session), storeArgument(how.rawValue),
+            storeArgument(clearCustomStatus ? "1" : "0"),
+        ])
+    }
+
+    /// `status.setCustom`: the user's custom status (nil: cleared) for `ttlMs`. Answers
+    /// ``Changed`` whose result is the user's record.
+    static func setCustomStatus(prefix: String, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
+        .script(setCustomStatus, arguments: [
+            storeArgument(prefix), storeArgument(user.string), storeArgument(session), customArgument(customStatus),
+            storeArgument(String(ttlMs)),
+        ])
+    }
+
+    /// `status.records`: the records of `users`, in order. Answers ``Changed`` whose result
+    /// is one record (or nil) per user.
+    static func records(prefix: String, users: [Name]) -> StoreCommand {
+        .script(records, arguments: [storeArgument(prefix)] + users.map { storeArgument($0.string) })
+    }
+
+    /// `status.subscribe`: `subscriber` subscribes to `targets` (never itself) for
+    /// `durationMs`, within the two caps. Answers ``Changed`` whose result is a ``Subscribed``.
+    static func subscribe(prefix: String, subscriber: Name, durationMs: Int64, maxSubscriptions: Int, maxSubscribers: Int,
+                          targets: [Name]) -> StoreCommand {
+        .script(subscribe, arguments: [
+            storeArgument(prefix), storeArgument(subscriber.string), storeArgument(String(durationMs)),
+            storeArgument(String(maxSubscriptions)), storeArgument(String(maxSubscribers)),
+        ] + targets.map { storeArgument($0.string) })
+    }
+
+    /// `status.unsubscribe`: `targets`, or every subscription when `all`. Answers the targets
+    /// that were subscribed and are not any more (``removedTargets(_:)``).
+    static func unsubscribe(prefix: String, subscriber: Name, all: Bool, targets: [Name]) -> StoreCommand {
+        .script(unsubscribe, arguments: [storeArgument(prefix), storeArgument(subscriber.string), storeArgument(all ? "1" : "0")]
+            + targets.map { storeArgument($0.string) })
+    }
+
+    /// `status.subscriptions`: the live subscriptions of `subscriber` (``subscriptionExpiries(_:)``).
+    static func subscriptions(prefix: String, subscriber: Name) -> StoreCommand {
+        .script(subscriptions, arguments: [storeArgument(prefix), storeArgument(subscriber.string)])
+    }
+
+    /// `status.resync`: per user of `users`, the records changed in the last `windowMs`.
+    /// Answers ``Changed`` whose result holds one catch-up list per user.
+    static func resync(prefix: String, windowMs: Int64, users: [Name]) -> StoreCommand {
+        .script(resync, arguments: [storeArgument(prefix), storeArgument(String(windowMs))] + users.map { storeArgument($0.string) })
+    }
+
+    /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired
+    /// subscriptions. Answers ``Changed`` whose result is the cluster's subscription count.
+    static func sweep(prefix: String, limit: Int) -> StoreCommand {
+        .script(sweep, arguments: [storeArgument(prefix), storeArgument(String(limit))])
+    }
+
+    /// A custom status as a script argument: `-` for none, else `=` and the text.
+    static func customArgument(_ value: String?) -> [UInt8] {
+        guard let value else { return [UInt8(ascii: "-")] }
+        return [UInt8(ascii: "=")] + Array(value.utf8)
+    }
+
+    // MARK: - Replies
+
+    /// The answer of a script that can change records, `{result, announced records}`.
+    struct Changed {
+        /// The script's own answer.
+        let result: StoreReply
+        /// The records it changed, for the backend (webhooks).
+        let announced: [UserStatusRecord]
+
+        init(_ reply: StoreReply) {
+            result = reply[0]
+            announced = (reply[1].elements ?? []).compactMap(UserStatusScripts.record)
+        }
+    }
+
+    /// `status.subscribe`'s result: `{codes, records, evicted}`.
+    struct Subscribed {
+        /// What happened to one target.
+        enum Outcome: Equatable {
+            /// A new subscription.
+            case added
+            /// An existing one, renewed.
+            case renewed
+            /// Refused: the target has `maxSubscribersPerUser` subscribers.
+            case targetSubscriberLimit
+        }
+
+        /// Per target, in the order given: what happened, and its record (nil when refused).
+        let outcomes: [(outcome: Outcome, record: UserStatusRecord?)]
+        /// The subscriptions the cap dropped, earliest made first.
+        let evicted: [Name]
+
+        init(_ result: StoreReply) {
+            let codes = result[0].elements ?? []
+            let records = result[1].elements ?? []
+            outcomes = zip(codes, records).map { code, record in
+                switch code.text {
+                case "l": (.targetSubscriberLimit, nil)
+                case "a": (.added, UserStatusScripts.record(record))
+                default: (.renewed, UserStatusScripts.record(record))
+                }
+            }
+            evicted = (result[2].elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+        }
+    }
+
+    /// `status.unsubscribe`'s answer: the targets removed.
+    static func removedTargets(_ reply: StoreReply) -> [Name] {
+        (reply.elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+    }
+
+    /// `status.subscriptions`' answer (`target, expiresAt` pairs): each target's expiry (ms).
+    static func subscriptionExpiries(_ reply: StoreReply) -> [Name: Timestamp] {
+        let flat = reply.elements ?? []
+        var expiries: [Name: Timestamp] = [:]
+        var index = 0
+        while index + 1 < flat.count {
+            if let target = flat[index].text { expiries[Name(unchecked: target)] = flat[index + 1].integer ?? 0 }
+            index += 2
+        }
+        return expiries
+    }
+
+    /// A record the scripts return: `{user, status, lu, lo, lc, platforms, customStatus or nil}`.
+    static func record(_ reply: StoreReply) -> UserStatusRecord? {
+        guard let user = reply[0].text else { return nil }
+        return record(user: user, status: reply[1].text ?? "", times: (reply[2].integer ?? 0, reply[3].integer ?? 0, reply[4].integer ?? 0),
+                      platforms: reply[5].text ?? "", customStatus: reply[6].text)
+    }
+
+    /// A record from its stored fields (a script's reply, or a record in a user's inbox).
+    static func record(user: String, status: String, times: (Int64, Int64, Int64), platforms: String,
+                       customStatus: String?) -> UserStatusRecord {
+        let stored = StoredUserStatus(
+            userId: Name(unchecked: user), status: OnlineStatus(rawValue: status) ?? .loggedOut, customStatus: customStatus,
+            lastUpdateTime: times.0, lastOnlineStatusUpdateTime: times.1, lastCustomStatusUpdateTime: times.2)
+        return UserStatusRecord(stored: stored, platforms: platforms.split(separator: ",").compactMap { Platform(rawValue: String($0)) })
+    }
+
+    /// A catch-up list of records, ordered by user id.
+    static func catchUp(_ reply: StoreReply) -> [UserStatusRecord] {
+        (reply.elements ?? []).compactMap(record).sorted { $0.stored.userId < $1.stored.userId }
+    }
+}
