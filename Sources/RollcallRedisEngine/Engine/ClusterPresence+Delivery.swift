@@ -156,10 +156,9 @@ extension ClusterPresence {
             return
         }
         let channelKeys = keys.channel(key)
-        let arguments = channelArguments(key, channelKeys, intervalHead: false)
-            + [Array(String(max(1, configuration.presence.snapshotMaxMembers)).utf8)]
-            + sessions.map { Array($0.userId.string.utf8) }
-        store.call([.script(PresenceScripts.snapshot, arguments: arguments)]) { [self] result in
+        let snapshot = PresenceScripts.snapshot(channelArguments(key, channelKeys, intervalHead: false),
+                                                limit: max(1, configuration.presence.snapshotMaxMembers), viewers: sessions.map(\.userId))
+        store.call([snapshot]) { [self] result in
             defer { finished?() }
             guard let channel = local[key] else { return }
             let waiting = sessions.enumerated().filter { channel.members[$0.element.number] != nil }
@@ -285,8 +284,7 @@ extension ClusterPresence {
     /// `interval` event once, whoever runs it.
     func flushOverdue() {
         let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds
-        let arguments = [keys.dueFlushes, String(slackMs), "100"].map(storeArgument)
-        store.call([.script(PresenceScripts.overdueFlushes, arguments: arguments)]) { [self] result in
+        store.call([PresenceScripts.overdueFlushes(set: keys.dueFlushes, slackMs: slackMs, limit: 100)]) { [self] result in
             guard case .success(let replies) = result else { return }
             flush(ClusterKeys.channels(fromIds: replies.first))
         }
@@ -296,7 +294,7 @@ extension ClusterPresence {
     private func flush(_ due: [ChannelKey]) {
         guard !due.isEmpty else { return }
         let commands = due.map { key in
-            StoreCommand.script(PresenceScripts.flush, arguments: channelArguments(key, keys.channel(key), intervalHead: false))
+            PresenceScripts.flush(channelArguments(key, keys.channel(key), intervalHead: false))
         }
         store.call(commands) { [self] result in
             guard case .success(let replies) = result else {

@@ -25,8 +25,7 @@ extension ClusterPresence {
     func expire(_ member: ExpiringMember, attempt: Int) {
         let channelKeys = keys.channel(member.channel)
         let user = member.user
-        let arguments = channelArguments(member.channel, channelKeys, intervalHead: false) + [Array(user.string.utf8)]
-        store.call([.script(PresenceScripts.readExpiries, arguments: arguments)]) { [self] result in
+        store.call([PresenceScripts.readExpiries(channelArguments(member.channel, channelKeys, intervalHead: false), user: user)]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first, let now = reply[0].integer else {
                 // Unreachable store: try again shortly.
                 expiries.schedule(member, at: clock.monotonic + 250)
@@ -48,12 +47,11 @@ extension ClusterPresence {
                 return
             }
             for (stateKey, _) in due { state.remove(stateKey) }
-            let arguments = channelArguments(member.channel, channelKeys, intervalHead: false) + [
-                Array(user.string.utf8), current, state.encoded,
-                PresenceEvents.head("stateChanged", channel: member.channel, publisher: user, state: state),
-                PresenceEvents.encodedName(user),
-            ] + Self.ttlOperations(due.map { .expired($0.0, $0.1) })
-            store.call([.script(PresenceScripts.setState, arguments: arguments)]) { [self] result in
+            let change = PresenceScripts.setState(
+                channelArguments(member.channel, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
+                head: PresenceEvents.head("stateChanged", channel: member.channel, publisher: user, state: state),
+                encodedName: PresenceEvents.encodedName(user), ttl: due.map { .expired($0.0, $0.1) })
+            store.call([change]) { [self] result in
                 guard case .success(let replies) = result, let reply = replies.first else {
                     expiries.schedule(member, at: clock.monotonic + 250)
                     return
@@ -76,8 +74,7 @@ extension ClusterPresence {
     /// Members whose keys are overdue by more than a second anywhere in the cluster (the node
     /// that set them stopped): expired by this node.
     func expireOverdue() {
-        let arguments = [Array((keys.dueFlushes + ":ttl").utf8), Array("100".utf8)]
-        store.call([.script(PresenceScripts.overdueExpiries, arguments: arguments)]) { [self] result in
+        store.call([PresenceScripts.overdueExpiries(set: keys.dueFlushes + ":ttl", limit: 100)]) { [self] result in
             guard case .success(let replies) = result else { return }
             for entry in replies.first?.elements ?? [] {
                 guard let bytes = entry.bytes, let newline = bytes.firstIndex(of: UInt8(ascii: "\n")),

@@ -40,11 +40,11 @@ extension ClusterPresence {
                 // Keys set get their TTL, or lose it without one; removed keys lose theirs.
                 var ttls: [TTLOperation] = removed.map { .clear($0) }
                 for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
-                let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
-                    Array(user.string.utf8), current, state.encoded,
-                    PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state), PresenceEvents.encodedName(user),
-                ] + Self.ttlOperations(ttls)
-                runScript(PresenceScripts.setState, arguments) { [self] result in
+                let change = PresenceScripts.setState(
+                    channelArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
+                    head: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
+                    encodedName: PresenceEvents.encodedName(user), ttl: ttls)
+                runScript(change) { [self] result in
                     switch result {
                     case .failure(let error):
                         done(.failure(error))

@@ -114,18 +114,17 @@ final class ClusterPresence {
                 }
                 let stateBytes = state.encoded
                 let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
-                let arguments = channelArguments(key, channelKeys, intervalHead: true) + [
-                    Array(user.string.utf8), Array(session.sessionId.utf8), Array(flags.utf8),
-                    current.map { [UInt8(ascii: "=")] + $0 } ?? [], stateBytes,
-                    PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
-                    PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
-                    PresenceEvents.encodedName(user),
-                    Array(String(request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0).utf8),
-                    Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
-                    Array(keys.sessionChannels(session.sessionId).utf8), session.grant.info ?? [],
-                    Array(keys.session(session.sessionId).utf8), Array(nodeId.utf8),
-                ] + Self.ttlOperations(joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
-                runScript(PresenceScripts.join, arguments) { [self] result in
+                let join = PresenceScripts.join(
+                    channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
+                    expected: current, newState: stateBytes,
+                    joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
+                    changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
+                    encodedName: PresenceEvents.encodedName(user),
+                    snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
+                    indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
+                    sessionRecord: keys.session(session.sessionId), node: nodeId,
+                    ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
+                runScript(join) { [self] result in
                     switch result {
                     case .failure(let error):
                         done(.failure(error))
@@ -198,18 +197,16 @@ final class ClusterPresence {
     /// `leave`); nil for an end, whose session record is gone already.
     private func removal(sessionId: String, user: Name, from key: ChannelKey, kind: RemovalKind?, owner: String? = nil) -> StoreCommand {
         let channelKeys = keys.channel(key)
-        let code: String, head: [UInt8]
+        let code: PresenceScripts.LeaveKind, head: [UInt8]
         switch kind {
-        case .leave?: code = "l"; head = PresenceEvents.head("leave", channel: key, publisher: user, state: nil)
-        case .timeout?: code = "t"; head = PresenceEvents.head("timeout", channel: key, publisher: user, state: nil)
-        case nil: code = "-"; head = []
+        case .leave?: code = .leave; head = PresenceEvents.head("leave", channel: key, publisher: user, state: nil)
+        case .timeout?: code = .timeout; head = PresenceEvents.head("timeout", channel: key, publisher: user, state: nil)
+        case nil: code = .silent; head = []
         }
-        return .script(PresenceScripts.leave, arguments: channelArguments(key, channelKeys, intervalHead: false) + [
-            Array(user.string.utf8), Array(sessionId.utf8), Array(code.utf8), head, PresenceEvents.encodedName(user),
-            Array(keys.userChannels(user).utf8), Array(keys.allChannels.utf8), Array(channelKeys.listEntry.utf8),
-            Array(keys.sessionChannels(sessionId).utf8),
-            owner == nil ? [] : Array(keys.session(sessionId).utf8), Array((owner ?? "").utf8),
-        ])
+        return PresenceScripts.leave(channelArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
+                                     head: head, encodedName: PresenceEvents.encodedName(user),
+                                     indexes: membershipIndexes(user, session: sessionId, channelKeys),
+                                     owner: owner.map { (sessionRecord: keys.session(sessionId), node: $0) })
     }
 
     /// When a request that started now must have its answer: `nodeTimeoutSeconds` from now
@@ -261,11 +258,10 @@ final class ClusterPresence {
     private func publish(_ bytes: [UInt8], to key: ChannelKey, from sessionId: String, requiringMember member: Name?,
                          then done: @escaping Completion) {
         let channelKeys = keys.channel(key)
-        let arguments = channelArguments(key, channelKeys, intervalHead: false) + [
-            Array(sessionId.utf8), Array((member?.string ?? "").utf8), Array(member != nil ? "1".utf8 : "0".utf8), bytes,
-            Array(keys.prefix.utf8), Array(String(configuration.limits.heldMessageBytes).utf8),
-        ]
-        runScript(PresenceScripts.publish, arguments) { result in
+        let publish = PresenceScripts.publish(channelArguments(key, channelKeys, intervalHead: false), session: sessionId,
+                                              requiredMember: member, event: bytes, prefix: keys.prefix,
+                                              heldMessageBytes: configuration.limits.heldMessageBytes)
+        runScript(publish) { result in
             switch result {
             case .failure(let error): done(.failure(error))
             case .success(let reply):
@@ -301,12 +297,10 @@ final class ClusterPresence {
     /// (``PresenceEngine/getOnlineUsers(_:)`` does the same on one node).
     func getOnlineUsers(_ request: GetOnlineUsersRequest, then done: @escaping Completion) {
         let key = request.channel
-        let arguments = channelArguments(key, keys.channel(key), intervalHead: false) + [
-            request.after.map { Array($0.string.utf8) } ?? [], Array(String(request.pageSize).utf8),
-            Array(request.includeState ? "1".utf8 : "0".utf8), Array(request.includeUserId ? "1".utf8 : "0".utf8),
-            request.viewer.map { Array($0.string.utf8) } ?? [],
-        ]
-        runScript(PresenceScripts.onlineUsers, arguments) { result in
+        let page = PresenceScripts.onlineUsers(channelArguments(key, keys.channel(key), intervalHead: false), after: request.after,
+                                               pageSize: request.pageSize, includeState: request.includeState,
+                                               includeUserId: request.includeUserId, viewer: request.viewer)
+        runScript(page) { result in
             switch result {
             case .failure(let error): done(.failure(error))
             case .success(let raw):
@@ -372,14 +366,18 @@ final class ClusterPresence {
     }
 
     /// Arguments 1–8 of every presence script (see ``PresenceScripts``).
-    func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> [[UInt8]] {
+    func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> PresenceScripts.Channel {
         let presence = configuration.presence
-        return [
-            Array(channelKeys.base.utf8), Array(channelKeys.id.utf8), Array(channelKeys.events.utf8), Array(keys.dueFlushes.utf8),
-            Array(String(presence.maxInstantEvents).utf8), Array(String(presence.hysteresis).utf8),
-            Array(String(presence.intervalSeconds.milliseconds).utf8),
-            intervalHead ? PresenceEvents.intervalHead(channel: key) : [],
-        ]
+        return PresenceScripts.Channel(
+            base: channelKeys.base, id: channelKeys.id, events: channelKeys.events, dueFlushes: keys.dueFlushes,
+            maxInstantEvents: presence.maxInstantEvents, hysteresis: presence.hysteresis, intervalMs: presence.intervalSeconds.milliseconds,
+            intervalHead: intervalHead ? PresenceEvents.intervalHead(channel: key) : [])
+    }
+
+    /// The indexes a membership change of `user`'s session `sessionId` in `channelKeys` keeps.
+    func membershipIndexes(_ user: Name, session sessionId: String, _ channelKeys: ClusterKeys.ChannelKeys) -> PresenceScripts.MembershipIndexes {
+        PresenceScripts.MembershipIndexes(userChannels: keys.userChannels(user), allChannels: keys.allChannels,
+                                          channelEntry: channelKeys.listEntry, sessionChannels: keys.sessionChannels(sessionId))
     }
 
     /// One change to a state key's deadline, as the presence scripts take it.
@@ -407,8 +405,8 @@ final class ClusterPresence {
 
     /// Runs one script: its reply, or the store's failure as the error a request answers
     /// (`UNAVAILABLE` with `retryAfterMs`).
-    func runScript(_ script: StoreScript, _ arguments: [[UInt8]], then done: @escaping (Result<StoreReply, BrokerError>) -> Void) {
-        store.call([.script(script, arguments: arguments)]) { result in
+    func runScript(_ command: StoreCommand, then done: @escaping (Result<StoreReply, BrokerError>) -> Void) {
+        store.call([command]) { result in
             done(result.map { $0.first ?? .null }.mapError(\.brokerError))
         }
     }

@@ -40,8 +40,8 @@ extension ClusterSessions {
     /// so a dead node's 50,000 sessions time out within seconds of their hold, while no single
     /// script holds Redis for long (issue 29 item 8).
     private func reap(sweeping: Bool) {
-        let arguments = [keys.prefix, nodeId, String(configuration.cluster.nodeTimeoutSeconds.milliseconds), String(Self.reapBatch)]
-        let commands = [StoreCommand.script(SessionScripts.reap, arguments: arguments.map(storeArgument))]
+        let commands = [SessionScripts.reap(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
+                                            batch: Self.reapBatch)]
             + (sweeping ? [userStatus.sweepCommand] : [])
         call(commands) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
@@ -104,7 +104,7 @@ extension ClusterSessions {
 
     /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
     func shutDown() {
-        call([.script(SessionScripts.handOver, arguments: [keys.prefix, nodeId].map(storeArgument)),
+        call([SessionScripts.handOver(prefix: keys.prefix, node: nodeId),
               .command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { _ in }
     }
 

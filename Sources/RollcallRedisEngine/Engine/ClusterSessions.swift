@@ -60,9 +60,9 @@ final class ClusterSessions: SessionEngine {
         }
         // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
-        let arguments = [keys.prefix, Self.tokenHash(oldToken), request.userId.string, nodeId, Self.tokenHash(newToken),
-                         String(staleMs)]
-        call([.script(SessionScripts.claim, arguments: arguments.map(storeArgument))]) { [self] result in
+        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: Self.tokenHash(oldToken), user: request.userId, node: nodeId,
+                                         newTokenHash: Self.tokenHash(newToken), staleMs: staleMs)
+        call([claim]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError), nil)
@@ -78,7 +78,7 @@ final class ClusterSessions: SessionEngine {
                 }
                 guard broker.connections[connection] != nil else {
                     // The client went away meanwhile: the session goes back to being held.
-                    call([.script(SessionScripts.release, arguments: [keys.prefix, sessionId, nodeId].map(storeArgument))]) { _ in }
+                    call([SessionScripts.release(prefix: keys.prefix, id: sessionId, node: nodeId)]) { _ in }
                     return
                 }
                 let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
@@ -115,13 +115,13 @@ final class ClusterSessions: SessionEngine {
                        token: ResumeToken, then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
         guard broker.connections[connection] != nil else { return }
         let session = broker.newSession(request, on: connection, grant: grant, timeoutMs: timeoutMs, token: token)
-        let arguments = [
-            keys.prefix, session.sessionId, request.userId.string, request.platform.rawValue, nodeId,
-            String(session.presenceTimeoutMs), Self.tokenHash(token), String(configuration.limits.maxSessionsPerUser),
-        ]
+        let start = SessionScripts.start(prefix: keys.prefix, id: session.sessionId, user: request.userId,
+                                         platform: request.platform.rawValue, node: nodeId,
+                                         presenceTimeoutMs: session.presenceTimeoutMs, tokenHash: Self.tokenHash(token),
+                                         maxSessionsPerUser: configuration.limits.maxSessionsPerUser)
         // The user's inbox is heard before the session exists, so no event of it is missed.
         userStatus.hearInbox(of: request.userId)
-        call([.script(SessionScripts.start, arguments: arguments.map(storeArgument)),
+        call([start,
               userStatus.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
             switch result {
             case .failure(let failure):
@@ -198,7 +198,7 @@ final class ClusterSessions: SessionEngine {
     /// tick while the session is still held here: before, it stayed live in Redis for good
     /// (`heldUntil` 0), its user listed everywhere (chaos finding 6).
     func held(_ session: Session) {
-        call([.script(SessionScripts.hold, arguments: [keys.prefix, session.sessionId, nodeId].map(storeArgument))]) { [self] result in
+        call([SessionScripts.hold(prefix: keys.prefix, id: session.sessionId, node: nodeId)]) { [self] result in
             switch result {
             case .success(let replies):
                 if replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
@@ -238,8 +238,9 @@ final class ClusterSessions: SessionEngine {
     /// follows (`status.ended` changes nothing while the session exists).
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
                       loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
-        let arguments = [keys.prefix, sessionId, node ?? nodeId, kind == .timeout ? "t" : "l", loggedOut ? "logout" : "closed"]
-        call([.script(SessionScripts.end, arguments: arguments.map(storeArgument))]) { [self] result in
+        let end = SessionScripts.end(prefix: keys.prefix, id: sessionId, node: node ?? nodeId, kind: kind == .timeout ? .timeout : .leave,
+                                     loggedOut: loggedOut)
+        call([end]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the
                 // session does not stay a member everywhere.
