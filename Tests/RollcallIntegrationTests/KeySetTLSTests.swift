@@ -12,68 +12,32 @@ import Testing
 struct KeySetTLSTests {
     static let key = TestSigningKey.rsa(kid: "tls-1")
 
-    /// An https server answering every GET with the key set, printing `GET <path>` per request.
-    static let serverScript = """
-        import http.server, ssl, sys
-        body = open(sys.argv[3], "rb").read()
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            def do_GET(self):
-                print("GET", self.path, flush=True)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            def log_message(self, *args): pass
-        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(sys.argv[1], sys.argv[2])
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        print("listening on 127.0.0.1:%d" % server.server_port, flush=True)
-        server.serve_forever()
-        """
-
-    /// The https key set server, its certificate (the CA a broker is given) and its port.
+    /// The https key set server: every GET answers the key set (a file, `sys.argv[3]`) and
+    /// prints `GET <path>`. Its certificate names `localhost` only.
     final class KeySetServer {
-        let process: ChildProcess
-        let port: Int
-        let directory: URL
-        var cert: String { directory.appendingPathComponent("cert.pem").path }
+        let server: TLSPythonServer
+        var port: Int { server.port }
+        var cert: String { server.cert }
+        private let jwks: URL
 
         init() throws {
-            guard let openssl = ExternalCommand.which("openssl") else { throw HarnessError("the openssl command is needed") }
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-jwks-tls-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let privateKey = directory.appendingPathComponent("key.pem").path
-            let made = try ExternalCommand.run(openssl, [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1",
-                "-addext", "subjectAltName=DNS:localhost", "-keyout", privateKey,
-                "-out", directory.appendingPathComponent("cert.pem").path,
-            ])
-            guard made.status == 0 else { throw HarnessError("openssl req failed: \(made.stderr)") }
-            let jwks = directory.appendingPathComponent("jwks.json")
+            jwks = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-jwks-\(UUID().uuidString).json")
             try Data(TestSigningKey.jwks([KeySetTLSTests.key]).utf8).write(to: jwks)
-            let script = directory.appendingPathComponent("server.py")
-            try Data(KeySetTLSTests.serverScript.utf8).write(to: script)
-            process = try ChildProcess(executable: "/usr/bin/env",
-                                       arguments: ["python3", script.path, directory.appendingPathComponent("cert.pem").path, privateKey, jwks.path],
-                                       directory: BrokerProcess.packageRoot.path)
-            guard let line = process.output.waitForStdoutLine(prefix: "listening on ", timeout: 15),
-                  let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
-                process.send(SIGKILL)
-                throw HarnessError("the https key set server did not start: \(process.output.stderrText)")
-            }
-            self.port = port
+            server = try TLSPythonServer(subjectAltName: "DNS:localhost", handler: """
+                    def do_GET(self):
+                        body = open(sys.argv[3], "rb").read()
+                        print("GET", self.path, flush=True)
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body)
+                """, arguments: [jwks.path])
         }
 
-        var requests: Int { process.output.stdoutText.split(separator: "\n").filter { $0.hasPrefix("GET ") }.count }
+        var requests: Int { server.output.stdoutText.split(separator: "\n").filter { $0.hasPrefix("GET ") }.count }
 
-        deinit {
-            process.send(SIGKILL)
-            _ = process.waitForExit(timeout: 5)
-            try? FileManager.default.removeItem(at: directory)
-        }
+        deinit { try? FileManager.default.removeItem(at: jwks) }
     }
 
     @Test("https with the server's certificate in auth.jwksCaFile: fetched (by name, verified), and its tokens log in")

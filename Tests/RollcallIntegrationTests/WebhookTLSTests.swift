@@ -7,63 +7,19 @@ import Testing
 /// IP:127.0.0.1) is trusted through `webhooks.caFile`; without it verification fails and the
 /// batch is retried, never delivered.
 @Suite struct WebhookTLSTests {
-    /// An https receiver in Python's standard library, printing `BATCH <signature> <body>` per POST.
-    static let receiverScript = """
-        import http.server, ssl, sys
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                print("BATCH", self.headers["Rollcall-Signature"], body.decode(), flush=True)
-                self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
-            def log_message(self, *args): pass
-        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(sys.argv[1], sys.argv[2])
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        print("listening on 127.0.0.1:%d" % server.server_port, flush=True)
-        server.serve_forever()
-        """
-
-    final class Receiver {
-        let process: ChildProcess
-        var output: OutputCollector { process.output }
-        let port: Int
-        let directory: URL
-        var cert: String { directory.appendingPathComponent("cert.pem").path }
-
-        init() throws {
-            guard let openssl = ExternalCommand.which("openssl") else { throw HarnessError("the openssl command is needed") }
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-hooks-tls-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = directory.appendingPathComponent("key.pem").path
-            let made = try ExternalCommand.run(openssl, [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-days", "1",
-                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key,
-                "-out", directory.appendingPathComponent("cert.pem").path,
-            ])
-            guard made.status == 0 else { throw HarnessError("openssl req failed: \(made.stderr)") }
-            let script = directory.appendingPathComponent("receiver.py")
-            try Data(WebhookTLSTests.receiverScript.utf8).write(to: script)
-            process = try ChildProcess(executable: "/usr/bin/env", arguments: ["python3", script.path, directory.appendingPathComponent("cert.pem").path, key],
-                                       directory: BrokerProcess.packageRoot.path)
-            guard let line = process.output.waitForStdoutLine(prefix: "listening on ", timeout: 15),
-                  let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
-                process.send(SIGKILL)
-                throw HarnessError("the https receiver did not start: \(process.output.stderrText)")
-            }
-            self.port = port
-        }
-
-        deinit {
-            process.send(SIGKILL)
-            _ = process.waitForExit(timeout: 5)
-            try? FileManager.default.removeItem(at: directory)
-        }
+    /// An https receiver printing `BATCH <signature> <body>` per POST; its certificate names
+    /// IP:127.0.0.1.
+    static func receiver() throws -> TLSPythonServer {
+        try TLSPythonServer(subjectAltName: "IP:127.0.0.1", handler: """
+                def do_POST(self):
+                    body = self.rfile.read(int(self.headers["Content-Length"]))
+                    print("BATCH", self.headers["Rollcall-Signature"], body.decode(), flush=True)
+                    self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+            """)
     }
 
     @Test func httpsWithTheReceiversCertificateInCaFile() throws {
-        let receiver = try Receiver()
+        let receiver = try Self.receiver()
         let broker = try BrokerProcess(config: ["webhooks": [
             "url": "https://127.0.0.1:\(receiver.port)/hooks", "secret": "tls-secret", "caFile": receiver.cert,
             "events": ["channel"], "batchMaxDelaySeconds": 0.05,
@@ -79,7 +35,7 @@ import Testing
     }
 
     @Test func anUntrustedCertificateIsRefusedAndRetried() throws {
-        let receiver = try Receiver()
+        let receiver = try Self.receiver()
         let broker = try BrokerProcess(config: ["webhooks": [
             "url": "https://127.0.0.1:\(receiver.port)/hooks", "secret": "tls-secret",
             "events": ["channel"], "batchMaxDelaySeconds": 0.05,
