@@ -16,57 +16,50 @@ extension ClusterPresence {
                                     ttlMs: Int64?, attempt: Int, deadline: Timestamp, then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
-        readState(of: user, in: key) { [self] result in
-            switch result {
-            case .failure(let error):
-                done(.failure(error))
-            case .success where clock.monotonic >= deadline:
-                done(.failure(Self.deadlinePassed(configuration)))
-            case .success(let current):
-                guard let current else {
-                    done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
+        readState(of: user, in: key, before: deadline, failed: { done(.failure($0)) }) { [self] current in
+            guard let current else {
+                done(Result { () throws(BrokerError) in try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs) })
+                return
+            }
+            var state = PresenceState(stored: current) ?? .empty
+            for stateKey in removed { state.remove(stateKey) }
+            if let update {
+                do throws(BrokerError) {
+                    state = try update.merged(into: state, limits: configuration.state)
+                } catch {
+                    done(.failure(error))
                     return
                 }
-                var state = PresenceState(stored: current) ?? .empty
-                for stateKey in removed { state.remove(stateKey) }
-                if let update {
-                    do throws(BrokerError) {
-                        state = try update.merged(into: state, limits: configuration.state)
-                    } catch {
-                        done(.failure(error))
-                        return
-                    }
-                }
-                // Keys set get their TTL, or lose it without one; removed keys lose theirs.
-                var ttls: [TTLOperation] = removed.map { .clear($0) }
-                for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
-                let change = PresenceScripts.setState(
-                    channelArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
-                    head: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
-                    encodedName: PresenceEvents.encodedName(user), ttl: ttls)
-                runScript(change) { [self] result in
-                    switch result {
-                    case .failure(let error):
-                        done(.failure(error))
-                    case .success(let reply):
-                        let decoded = StateScriptReply(reply)
-                        switch decoded.outcome {
-                        case .ok:
-                            notifyBackend(of: decoded.backendEvent, in: key)
-                            scheduleFlush(key, dueAndNow: decoded.dueAndNow)
-                            scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
-                            done(.success(Answer(result: .object(["state": state.json]))))
-                        case .notMember:
-                            done(Result { () throws(BrokerError) in
-                                try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
-                            })
-                        case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, deadline: deadline, then: done)
-                        case .retry where attempt < Self.maxAttempts:
-                            done(.failure(Self.deadlinePassed(configuration)))
-                        default:
-                            done(.failure(Self.unexpected(reply)))
-                        }
+            }
+            // Keys set get their TTL, or lose it without one; removed keys lose theirs.
+            var ttls: [TTLOperation] = removed.map { .clear($0) }
+            for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
+            let change = PresenceScripts.setState(
+                channelArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
+                head: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
+                encodedName: PresenceEvents.encodedName(user), ttl: ttls)
+            runScript(change) { [self] result in
+                switch result {
+                case .failure(let error):
+                    done(.failure(error))
+                case .success(let reply):
+                    let decoded = StateScriptReply(reply)
+                    switch decoded.outcome {
+                    case .ok:
+                        notifyBackend(of: decoded.backendEvent, in: key)
+                        scheduleFlush(key, dueAndNow: decoded.dueAndNow)
+                        scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
+                        done(.success(Answer(result: .object(["state": state.json]))))
+                    case .notMember:
+                        done(Result { () throws(BrokerError) in
+                            try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
+                        })
+                    case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
+                        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, deadline: deadline, then: done)
+                    case .retry where attempt < Self.maxAttempts:
+                        done(.failure(Self.deadlinePassed(configuration)))
+                    default:
+                        done(.failure(Self.unexpected(reply)))
                     }
                 }
             }

@@ -97,48 +97,41 @@ final class ClusterPresence {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
-        readState(of: user, in: key) { [self] result in
-            switch result {
-            case .failure(let error):
+        readState(of: user, in: key, before: deadline, failed: { done(.failure($0)) }) { [self] current in
+            let state: PresenceState
+            do throws(BrokerError) {
+                state = try request.mergedState(onto: current.flatMap(PresenceState.init(stored:)) ?? .empty,
+                                                pending: session.presence.pendingStates[key], limits: configuration.state)
+            } catch {
                 done(.failure(error))
-            case .success where clock.monotonic >= deadline:
-                done(.failure(Self.deadlinePassed(configuration)))
-            case .success(let current):
-                let state: PresenceState
-                do throws(BrokerError) {
-                    state = try request.mergedState(onto: current.flatMap(PresenceState.init(stored:)) ?? .empty,
-                                                    pending: session.presence.pendingStates[key], limits: configuration.state)
-                } catch {
+                return
+            }
+            let stateBytes = state.encoded
+            let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
+            let join = PresenceScripts.join(
+                channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
+                expected: current, newState: stateBytes,
+                joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
+                changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
+                encodedName: PresenceEvents.encodedName(user),
+                snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
+                indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
+                sessionRecord: keys.session(session.sessionId), node: nodeId,
+                ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
+            runScript(join) { [self] result in
+                switch result {
+                case .failure(let error):
                     done(.failure(error))
-                    return
-                }
-                let stateBytes = state.encoded
-                let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
-                let join = PresenceScripts.join(
-                    channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
-                    expected: current, newState: stateBytes,
-                    joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
-                    changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
-                    encodedName: PresenceEvents.encodedName(user),
-                    snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
-                    indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
-                    sessionRecord: keys.session(session.sessionId), node: nodeId,
-                    ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
-                runScript(join) { [self] result in
-                    switch result {
-                    case .failure(let error):
-                        done(.failure(error))
-                    case .success(let reply):
-                        let decoded = JoinScriptReply(reply)
-                        switch decoded.outcome {
-                        case .ok: done(.success(decoded))
-                        case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                            attemptJoin(request, session: session, attempt: attempt + 1, deadline: deadline, then: done)
-                        case .retry where attempt < Self.maxAttempts:
-                            done(.failure(Self.deadlinePassed(configuration)))
-                        case .fenced: done(.failure(Self.fenced(configuration)))
-                        default: done(.failure(Self.unexpected(reply)))
-                        }
+                case .success(let reply):
+                    let decoded = JoinScriptReply(reply)
+                    switch decoded.outcome {
+                    case .ok: done(.success(decoded))
+                    case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
+                        attemptJoin(request, session: session, attempt: attempt + 1, deadline: deadline, then: done)
+                    case .retry where attempt < Self.maxAttempts:
+                        done(.failure(Self.deadlinePassed(configuration)))
+                    case .fenced: done(.failure(Self.fenced(configuration)))
+                    default: done(.failure(Self.unexpected(reply)))
                     }
                 }
             }
@@ -339,6 +332,20 @@ final class ClusterPresence {
     // MARK: - Support
 
     /// A member's state as stored (compact JSON), nil when the user is not a member.
+    /// Reads `user`'s state in `key` for a change that must be answered by `deadline`: the
+    /// store's failure, or an answer that came after the deadline, goes to `failed`; the state
+    /// (nil: not a member) to `then`.
+    func readState(of user: Name, in key: ChannelKey, before deadline: Timestamp, failed: @escaping (BrokerError) -> Void,
+                   then: @escaping ([UInt8]?) -> Void) {
+        readState(of: user, in: key) { [self] result in
+            switch result {
+            case .failure(let error): failed(error)
+            case .success where clock.monotonic >= deadline: failed(Self.deadlinePassed(configuration))
+            case .success(let current): then(current)
+            }
+        }
+    }
+
     func readState(of user: Name, in key: ChannelKey, then done: @escaping (Result<[UInt8]?, BrokerError>) -> Void) {
         store.call([.command([Array("HGET".utf8), Array((keys.channel(key).base + ":st").utf8), Array(user.string.utf8)])]) { result in
             done(result.map { $0.first?.bytes }.mapError(\.brokerError))
