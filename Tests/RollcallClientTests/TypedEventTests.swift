@@ -115,3 +115,14 @@ private func parsed(_ text: String) throws -> JSONObject {
         #expect(typed.apply(PresenceEvent(type: .join, channel: "other", publisher: "x", seq: 4)) == .ignored)
     }
 }
+
+@Suite struct OpenVocabularyTests {
+    @Test("an open vocabulary word codes as its bare string, and a word this client does not know still decodes")
+    func codesAsItsString() throws {
+        let encoded = try JSONEncoder().encode([ChannelType.stream, ChannelType(rawValue: "future")])
+        #expect(String(decoding: encoded, as: UTF8.self) == #"["stream","future"]"#)
+        let decoded = try JSONDecoder().decode([PresenceMode].self, from: Data(#"["interval","later"]"#.utf8))
+        #expect(decoded == [.interval, PresenceMode(rawValue: "later")])
+        #expect("\(UserStatus.loggedOut)" == "loggedOut")
+    }
+}

@@ -73,18 +73,11 @@ public struct SubscriptionsEvent: Codable, Sendable, Equatable {
 /// A `session` event (PROTOCOL §3, 1.1): ``Kind/refreshRequired`` before the token expires.
 public struct SessionEvent: Codable, Sendable, Equatable {
     /// What the broker says about the session.
-    public struct Kind: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+    public struct Kind: OpenVocabulary {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         /// The token expires at ``SessionEvent/expiresAt``: send `refresh` with a new one.
         public static let refreshRequired = Kind(rawValue: "refreshRequired")
-        public var description: String { rawValue }
-
-        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
-        }
     }
 
     /// What happened.

@@ -1,41 +1,38 @@
+/// A word of the protocol's open vocabularies: a string that decodes and encodes as itself
+/// (the standard library's `RawRepresentable` coding), with named static values for the words
+/// this client knows, so that a word a later broker adds still decodes.
+public protocol OpenVocabulary: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible where RawValue == String {
+    init(rawValue: String)
+}
+
+extension OpenVocabulary {
+    public var description: String { rawValue }
+}
+
 /// A channel's type (PROTOCOL §4): ``message`` (the default) or ``stream``. A struct with
 /// static members rather than an enum, so that a type a later broker adds still decodes.
-public struct ChannelType: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+public struct ChannelType: OpenVocabulary {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     /// `message`: anyone may publish; the default.
     public static let message = ChannelType(rawValue: "message")
     /// `stream`: only members publish.
     public static let stream = ChannelType(rawValue: "stream")
-    public var description: String { rawValue }
-
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 /// How a channel announces presence changes (PROTOCOL §4): ``announce`` (each change as it
 /// happens) or ``interval`` (one batched event per interval).
-public struct PresenceMode: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+public struct PresenceMode: OpenVocabulary {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     /// Every join, leave, timeout and state change is sent as it happens.
     public static let announce = PresenceMode(rawValue: "announce")
     /// Changes are sent as one `interval` event every `presence.intervalSeconds`.
     public static let interval = PresenceMode(rawValue: "interval")
-    public var description: String { rawValue }
-
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 /// A user's status across devices (PROTOCOL §6).
-public struct UserStatus: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+public struct UserStatus: OpenVocabulary {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     /// At least one session, held ones included.
@@ -44,13 +41,6 @@ public struct UserStatus: RawRepresentable, Codable, Sendable, Hashable, CustomS
     public static let offline = UserStatus(rawValue: "offline")
     /// Logged out, or never seen.
     public static let loggedOut = UserStatus(rawValue: "loggedOut")
-    public var description: String { rawValue }
-
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 import RollcallProtocol
