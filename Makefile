@@ -2,7 +2,7 @@
 # packages the build and the tests need (only those missing; the TLS tests run `openssl` and
 # `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
 # hiredis and libev, and its tests start their own redis-server; the cluster tests and
-# `make cluster` put Debian's nginx in front of three nodes; rollcall-bench links zlib to inflate
+# `make cluster` put Debian's nginx in front of three nodes; rollcall-bench (Benchmarks/) links zlib to inflate
 # permessage-deflate frames, zlib1g-dev, which libwebsockets-dev also pulls in; the broker sends a
 # broadcast's frames through io_uring, liburing-dev), then build with SwiftPM
 # (debug build, so `make run` and `make test` share one build in .build/debug).
@@ -252,7 +252,7 @@ leak-check: release
 SOAK_SECONDS  ?= 60
 SOAK_SESSIONS ?= 2000
 soak: release
-	.build-release/release/rollcall-bench soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
+	$(BENCH) soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
 		--json .build-release/soak-result.json
 
 ## The JavaScript client's soak (Tests/js/soak/soak.mjs; docs/testing.md has a 10-minute run):
@@ -267,16 +267,18 @@ soak-js: js-deps
 	node --experimental-websocket Tests/js/soak/soak.mjs --seconds $(SOAK_JS_SECONDS) --clients $(SOAK_JS_CLIENTS) \
 		$(if $(SOAK_SEED),--seed $(SOAK_SEED)) --json .build/soak-js-result.json
 
-## Release builds of the broker and the bench (in .build-release, apart from the debug build).
+## Release builds of the broker (in .build-release, apart from the debug build) and of the bench,
+## a package of its own in Benchmarks/ that depends on this one by path (its build in
+## Benchmarks/.build: $(BENCH)).
+BENCH := Benchmarks/.build/release/rollcall-bench
 release: deps
 	swift build -c release --scratch-path .build-release --product rollcall
-	swift build -c release --scratch-path .build-release --product rollcall-bench
+	swift build -c release --package-path Benchmarks --product rollcall-bench
 
 ## The quick version of every rollcall-bench scenario against a release broker (a few minutes
 ## in all); tables on stdout, JSON and SVG charts in $(BENCH_OUT). BENCHMARKS.md has the full
 ## runs and the commands that produced them.
 BENCH_OUT ?= .build-release/bench
-BENCH     := .build-release/release/rollcall-bench
 ## Install what only the benchmarks need (BENCH_PACKAGES), when missing.
 bench-deps:
 	@if ! command -v dpkg >/dev/null; then echo "bench-deps: no dpkg here; install $(BENCH_PACKAGES) yourself"; exit 0; fi; \
@@ -296,4 +298,4 @@ bench: release bench-deps
 	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster .build-nolws
+	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster .build-nolws Benchmarks/.build

@@ -12,7 +12,7 @@ struct Cluster: ParsableCommand {
 
     @OptionGroup var report: ReportOptions
 
-    @Option(help: "rollcall binary to launch (default: the one next to this executable).")
+    @Option(help: "rollcall binary to launch (default: the one next to this executable, else the repository's .build-release/release/rollcall).")
     var binary: String?
 
     @Option(help: "redis-server binary (a throwaway instance on a free port is started).")

@@ -9,7 +9,7 @@ struct BrokerTargetOptions: ParsableArguments {
     @Option(help: "PID of the broker given with --url (its /proc entry is sampled).")
     var pid: Int32?
 
-    @Option(help: "rollcall binary to launch (default: the one next to this executable).")
+    @Option(help: "rollcall binary to launch (default: the one next to this executable, else the repository's .build-release/release/rollcall).")
     var binary: String?
 
     func validate() throws {
