@@ -15,7 +15,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-bench-build test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
 	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -125,8 +125,8 @@ test-image: image-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	Tests/image/image-check.sh
 
-## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,
+## Build (the integration tests start the real rollcall binary) and check that the bench
+## compiles (test-bench-build), then run every test: the Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,
 ## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
 ## The suites run side by side where they wait more than they compute (2 cores on CI): the
@@ -135,10 +135,18 @@ test-image: image-deps
 ## it ends (--output-sync); a failing suite fails `make test`.
 test: build
 	swift build --build-tests
+	$(MAKE) --no-print-directory test-bench-build
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-swift test-api test-ops test-fuzz-replay
 	$(MAKE) --no-print-directory test-js
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
+
+## The bench (Benchmarks/, a package of its own) still compiles against this commit: built into
+## the debug build's folder, so only the bench's own targets compile and the root's modules are
+## reused (about what `swift build` paid for the bench when it was a target of this package).
+## `make release` builds the release bench that `make bench` runs, in Benchmarks/.build.
+test-bench-build:
+	swift build --package-path Benchmarks --scratch-path .build --product rollcall-bench
 
 ## The Swift suites alone (built by `make test` first).
 test-swift:
