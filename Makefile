@@ -2,7 +2,7 @@
 # packages the build and the tests need (only those missing; the TLS tests run `openssl` and
 # `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
 # hiredis and libev, and its tests start their own redis-server; the cluster tests and
-# `make cluster` put Debian's nginx in front of three nodes; rollcall-bench links zlib to inflate
+# `make cluster` put Debian's nginx in front of three nodes; rollcall-bench (Benchmarks/) links zlib to inflate
 # permessage-deflate frames, zlib1g-dev, which libwebsockets-dev also pulls in; the broker sends a
 # broadcast's frames through io_uring, liburing-dev), then build with SwiftPM
 # (debug build, so `make run` and `make test` share one build in .build/debug).
@@ -15,7 +15,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-bench-build test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
 	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -125,8 +125,8 @@ test-image: image-deps
 	@[ -x .build/debug/rollcall ] || swift build --product rollcall
 	Tests/image/image-check.sh
 
-## Build (the integration tests start the real rollcall binary), then run every test: the
-## Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,
+## Build (the integration tests start the real rollcall binary) and check that the bench
+## compiles (test-bench-build), then run every test: the Swift suites, the JavaScript client's suite (Node), the operator checks (promtool, systemd-analyze), the server API suite, the fuzz corpus replay,
 ## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
 ## The suites run side by side where they wait more than they compute (2 cores on CI): the
@@ -135,10 +135,18 @@ test-image: image-deps
 ## it ends (--output-sync); a failing suite fails `make test`.
 test: build
 	swift build --build-tests
+	$(MAKE) --no-print-directory test-bench-build
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-swift test-api test-ops test-fuzz-replay
 	$(MAKE) --no-print-directory test-js
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
+
+## The bench (Benchmarks/, a package of its own) still compiles against this commit: built into
+## the debug build's folder, so only the bench's own targets compile and the root's modules are
+## reused (about what `swift build` paid for the bench when it was a target of this package).
+## `make release` builds the release bench that `make bench` runs, in Benchmarks/.build.
+test-bench-build:
+	swift build --package-path Benchmarks --scratch-path .build --product rollcall-bench
 
 ## The Swift suites alone (built by `make test` first).
 test-swift:
@@ -252,7 +260,7 @@ leak-check: release
 SOAK_SECONDS  ?= 60
 SOAK_SESSIONS ?= 2000
 soak: release
-	.build-release/release/rollcall-bench soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
+	$(BENCH) soak --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
 		--json .build-release/soak-result.json
 
 ## The JavaScript client's soak (Tests/js/soak/soak.mjs; docs/testing.md has a 10-minute run):
@@ -267,16 +275,18 @@ soak-js: js-deps
 	node --experimental-websocket Tests/js/soak/soak.mjs --seconds $(SOAK_JS_SECONDS) --clients $(SOAK_JS_CLIENTS) \
 		$(if $(SOAK_SEED),--seed $(SOAK_SEED)) --json .build/soak-js-result.json
 
-## Release builds of the broker and the bench (in .build-release, apart from the debug build).
+## Release builds of the broker (in .build-release, apart from the debug build) and of the bench,
+## a package of its own in Benchmarks/ that depends on this one by path (its build in
+## Benchmarks/.build: $(BENCH)).
+BENCH := Benchmarks/.build/release/rollcall-bench
 release: deps
 	swift build -c release --scratch-path .build-release --product rollcall
-	swift build -c release --scratch-path .build-release --product rollcall-bench
+	swift build -c release --package-path Benchmarks --product rollcall-bench
 
 ## The quick version of every rollcall-bench scenario against a release broker (a few minutes
 ## in all); tables on stdout, JSON and SVG charts in $(BENCH_OUT). BENCHMARKS.md has the full
 ## runs and the commands that produced them.
 BENCH_OUT ?= .build-release/bench
-BENCH     := .build-release/release/rollcall-bench
 ## Install what only the benchmarks need (BENCH_PACKAGES), when missing.
 bench-deps:
 	@if ! command -v dpkg >/dev/null; then echo "bench-deps: no dpkg here; install $(BENCH_PACKAGES) yourself"; exit 0; fi; \
@@ -296,4 +306,4 @@ bench: release bench-deps
 	@echo "bench: results in $(BENCH_OUT)"
 
 clean:
-	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster .build-nolws
+	rm -rf .build .build-fuzz .build-asan .build-tsan .build-release .build-cluster .build-nolws Benchmarks/.build

@@ -15,7 +15,7 @@ let brokerSettings: [SwiftSetting] = cBridgeSettings + [.unsafeFlags(["-enforce-
 
 let package = Package(
     name: "Rollcall",
-    // The broker, the CLI and the bench need Linux (libwebsockets, io_uring, epoll). The client
+    // The broker and the CLI need Linux (libwebsockets, io_uring, epoll). The client
     // library (`RollcallClient`) is portable: its async session speaks over URLSessionWebSocketTask
     // on these Apple platforms (declared, not built or tested here) and over libwebsockets on
     // Linux, where it is built and tested (docs/client.md, "Platforms").
@@ -23,8 +23,12 @@ let package = Package(
     products: [
         .executable(name: "rollcall", targets: ["rollcall"]),
         .executable(name: "rollcall-cli", targets: ["rollcall-cli"]),
-        .executable(name: "rollcall-bench", targets: ["rollcall-bench"]),
         .library(name: "RollcallClient", targets: ["RollcallClient"]),
+        // Not API: what the bench package (Benchmarks/, its own package) uses of ours beyond the
+        // client. The listing bench drives a `Broker` in-process (RollcallCore), and its floors
+        // are the broker's own io_uring batched send (CSendBatch) and lws write (CRollcallShim)
+        // (docs/architecture.md, "The bench package").
+        .library(name: "_RollcallBenchmarkSupport", targets: ["RollcallCore", "RollcallProtocol", "CSendBatch", "CRollcallShim"]),
     ],
     traits: [
         .trait(name: "LibWebSockets",
@@ -38,7 +42,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
@@ -75,12 +78,6 @@ let package = Package(
             providers: [.apt(["liburing-dev"])]
         ),
         .target(name: "CSendBatch", dependencies: ["CLibURing"]),
-
-        // epoll for rollcall-bench's raw client sockets (Sources/rollcall-bench/Support/RawSocketPool.swift).
-        .target(name: "CBenchEpoll"),
-        // Raw inflate (system zlib) for rollcall-bench's plain-socket clients with `--deflate`
-        // (permessage-deflate, Support/WebSocketFrameScanner.swift).
-        .target(name: "CBenchZlib", linkerSettings: [.linkedLibrary("z")]),
 
         // lws on libev's epoll loop (a foreign loop), shared by the broker and the client runtime.
         .target(name: "RollcallEventLoop", dependencies: ["CRollcallShim"], swiftSettings: cBridgeSettings),
@@ -170,15 +167,6 @@ let package = Package(
             name: "rollcall-cli",
             dependencies: [
                 "RollcallClient", "RollcallCore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: cBridgeSettings
-        ),
-        .executableTarget(
-            name: "rollcall-bench",
-            dependencies: [
-                "RollcallClient", "RollcallCore", "RollcallProtocol", "CBenchEpoll", "CBenchZlib", "CSendBatch",
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: cBridgeSettings

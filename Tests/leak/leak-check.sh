@@ -8,7 +8,7 @@
 #   LEAK_SESSIONS  sessions kept open (default 200)
 #   LEAK_RATE      churn operations per second (default 40)
 #
-# Needs `make release` first (.build-release/release/{rollcall,rollcall-bench}). The full
+# Needs `make release` first (.build-release/release/rollcall and Benchmarks/.build/release/rollcall-bench). The full
 # valgrind report is kept in .build-release/leak-check.log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -17,7 +17,7 @@ LEAK_SECONDS=${LEAK_SECONDS:-20}
 LEAK_SESSIONS=${LEAK_SESSIONS:-200}
 LEAK_RATE=${LEAK_RATE:-40}
 BROKER=.build-release/release/rollcall
-BENCH=.build-release/release/rollcall-bench
+BENCH=Benchmarks/.build/release/rollcall-bench
 REPORT=.build-release/leak-check.log
 START_TIMEOUT=240  # valgrind starts a Swift binary slowly, more so on a busy machine
 EXIT_TIMEOUT=240   # the leak search at exit takes a while too

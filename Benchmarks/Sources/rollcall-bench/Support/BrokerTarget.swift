@@ -9,8 +9,7 @@ struct BrokerTargetOptions: ParsableArguments {
     @Option(help: "PID of the broker given with --url (its /proc entry is sampled).")
     var pid: Int32?
 
-    @Option(help: "rollcall binary to launch (default: the one next to this executable).")
-    var binary: String?
+    @OptionGroup var broker: BrokerBinaryOption
 
     func validate() throws {
         if (url == nil) != (pid == nil) { throw ValidationError("--url and --pid go together") }
@@ -22,7 +21,7 @@ struct BrokerTargetOptions: ParsableArguments {
     /// Launches a broker (with `config` merged over the bench defaults) or attaches.
     func resolve(config: [String: Any] = [:]) throws -> BrokerTarget {
         if let url, let pid { return BrokerTarget(url: url, pid: pid, launched: nil) }
-        let launched = try BrokerLauncher(binary: binary ?? BrokerLauncher.defaultBinary, config: config)
+        let launched = try BrokerLauncher(binary: broker.path, config: config)
         return BrokerTarget(url: launched.url, pid: launched.pid, launched: launched)
     }
 }

@@ -12,8 +12,7 @@ struct Cluster: ParsableCommand {
 
     @OptionGroup var report: ReportOptions
 
-    @Option(help: "rollcall binary to launch (default: the one next to this executable).")
-    var binary: String?
+    @OptionGroup var broker: BrokerBinaryOption
 
     @Option(help: "redis-server binary (a throwaway instance on a free port is started).")
     var redisServer = "/usr/bin/redis-server"
@@ -36,7 +35,7 @@ struct Cluster: ParsableCommand {
 
     func run() throws {
         setvbuf(stdout, nil, _IOLBF, 0)
-        let binary = self.binary ?? BrokerLauncher.defaultBinary
+        let binary = broker.path
         var out = ClusterReport(nodes: nodes)
         let failures = PhaseFailures()
         out.latencyMembers = latencyMembers
@@ -55,18 +54,8 @@ struct Cluster: ParsableCommand {
             let group = try NodeGroup(label: "\(nodes) nodes", count: nodes, binary: binary, redis: redis)
             defer { group.stop() }
             guard group.waitHealthy(timeout: 10) else { throw StormError("the nodes never answered /healthz 200") }
-            try phase("Redis cost, \(nodes) nodes", failures) {
-                out.costs += try OpCostRun(group: group, redis: redis, setup: "\(nodes) nodes + Redis",
-                                           sessions: costSessions, rounds: costRounds).measure()
-            }
-            try phase("cross-node latency", failures) {
-                out.clusterLatency = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
-                                                          rate: latencyRate).measure()
-            }
-            try phase("storm, \(nodes) nodes", failures) {
-                out.storms.append(try ClusterStorm(group: group, redis: redis, setup: "\(nodes) nodes + Redis",
-                                                   users: stormUsers, joinSeconds: stormSeconds).run())
-            }
+            try measure(group, redis: redis, setup: "\(nodes) nodes + Redis", into: &out, latency: \.clusterLatency, failures,
+                        phases: (cost: "Redis cost, \(nodes) nodes", latency: "cross-node latency", storm: "storm, \(nodes) nodes"))
             try phase("Redis stop", failures) {
                 out.pause = try RedisPause.run(group: group, redis: redis, members: 30, closing: 3, pauseSeconds: 3)
             }
@@ -89,24 +78,32 @@ struct Cluster: ParsableCommand {
         try phase("standalone", failures) {
             let group = try NodeGroup(label: "standalone", count: 1, binary: binary, redis: nil)
             defer { group.stop() }
-            try phase("cost, standalone", failures) {
-                out.costs += try OpCostRun(group: group, redis: nil, setup: "standalone",
-                                           sessions: costSessions, rounds: costRounds).measure()
-            }
-            try phase("latency, standalone", failures) {
-                out.standaloneLatency = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
-                                                             rate: latencyRate).measure()
-            }
-            try phase("storm, standalone", failures) {
-                out.storms.append(try ClusterStorm(group: group, redis: nil, setup: "standalone",
-                                                   users: stormUsers, joinSeconds: stormSeconds).run())
-            }
+            try measure(group, redis: nil, setup: "standalone", into: &out, latency: \.standaloneLatency, failures,
+                        phases: (cost: "cost, standalone", latency: "latency, standalone", storm: "storm, standalone"))
         }
         out.failures = failures.list
         out.notes.append("machine at end: loadavg \(Self.loadAverage())")
         out.notes.append("Scaling is measured as CPU per op: 2 cores running every node, redis-server and the load clients "
                          + "cannot show throughput scaling.")
         try out.result().finish(report)
+    }
+
+    /// The op costs, the latency (stored at `latency`) and the storm of one group of nodes, each
+    /// a phase of its own named by `phases`; `setup` names the group in the tables.
+    private func measure(_ group: NodeGroup, redis: RedisServerProcess?, setup: String, into out: inout ClusterReport,
+                         latency: WritableKeyPath<ClusterReport, [[Double]]>, _ failures: PhaseFailures,
+                         phases: (cost: String, latency: String, storm: String)) throws {
+        try phase(phases.cost, failures) {
+            out.costs += try OpCostRun(group: group, redis: redis, setup: setup, sessions: costSessions, rounds: costRounds).measure()
+        }
+        try phase(phases.latency, failures) {
+            out[keyPath: latency] = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
+                                                         rate: latencyRate).measure()
+        }
+        try phase(phases.storm, failures) {
+            out.storms.append(try ClusterStorm(group: group, redis: redis, setup: setup,
+                                               users: stormUsers, joinSeconds: stormSeconds).run())
+        }
     }
 
     /// Runs one phase; an error is reported as "not measured" and the run goes on.

@@ -8,10 +8,22 @@ final class BrokerLauncher {
         let description: String
     }
 
-    /// `rollcall` in the same directory as this bench executable.
+    /// `rollcall` in the same directory as this bench executable when there is one (a copy of
+    /// both in one folder); else the release broker of the repository the bench was built in,
+    /// `.build-release/release/rollcall` beside `Benchmarks/` (`make release` builds both).
     static var defaultBinary: String {
         let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        return me.deletingLastPathComponent().appendingPathComponent("rollcall").path
+        let besideMe = me.deletingLastPathComponent().appendingPathComponent("rollcall").path
+        if FileManager.default.isExecutableFile(atPath: besideMe) { return besideMe }
+        var folder = me.deletingLastPathComponent()
+        while folder.path != "/" {
+            if folder.lastPathComponent == "Benchmarks",
+               FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) {
+                return folder.deletingLastPathComponent().appendingPathComponent(".build-release/release/rollcall").path
+            }
+            folder = folder.deletingLastPathComponent()
+        }
+        return besideMe
     }
 
     let process = Process()

@@ -70,25 +70,18 @@ struct IdleRates {
 
 /// Runs a known number of `join`, `setState` and `publish` ops (each kind separately) from
 /// sessions spread over a group's nodes, in channels of 10 members, and measures each batch.
-final class OpCostRun {
+struct OpCostRun {
     let group: NodeGroup
     let redis: RedisServerProcess?
     let setup: String
-    let sessionCount: Int
+    /// Sessions spread over the nodes.
+    let sessions: Int
     let rounds: Int
     /// Members per channel.
     static let groupSize = 10
 
-    init(group: NodeGroup, redis: RedisServerProcess?, setup: String, sessions: Int, rounds: Int) {
-        self.group = group
-        self.redis = redis
-        self.setup = setup
-        sessionCount = sessions
-        self.rounds = rounds
-    }
-
     func measure() throws -> [OpCost] {
-        let spread = try SpreadSessions(urls: group.urls, count: sessionCount, label: "cost \(setup)", userId: { "cost-\($0)" })
+        let spread = try SpreadSessions(urls: group.urls, count: sessions, label: "cost \(setup)", userId: { "cost-\($0)" })
         defer { spread.shutdown() }
         let idle = IdleRates.measure(group, redis, seconds: 1)
         print("cluster: cost \(setup): idle broker \(fmt(idle.broker * 1000)) ms/s, redis \(fmt(idle.redis * 1000)) ms/s")
@@ -114,7 +107,7 @@ final class OpCostRun {
         let broker0 = group.cpuSeconds, redis0 = redis?.cpuSeconds ?? 0, start = MonotonicSeconds.now
         let times0 = group.cpuTimes
         var ok = 0, failed = 0
-        let all = Array(0..<sessionCount)
+        let all = Array(0..<sessions)
         for round in 0..<rounds {
             let result = spread.requestAll(op, all, timeout: 30) { arguments(round, $0) }
             ok += result.ok

@@ -24,20 +24,12 @@ struct ClusterStormOutcome: Codable {
 
 /// `users` sessions spread over a group's nodes join one channel, paced over `joinSeconds`
 /// (StormClient keeps each roster); measures CPU and convergence.
-final class ClusterStorm {
+struct ClusterStorm {
     let group: NodeGroup
     let redis: RedisServerProcess?
     let setup: String
     let users: Int
     let joinSeconds: Double
-
-    init(group: NodeGroup, redis: RedisServerProcess?, setup: String, users: Int, joinSeconds: Double) {
-        self.group = group
-        self.redis = redis
-        self.setup = setup
-        self.users = users
-        self.joinSeconds = joinSeconds
-    }
 
     func run() throws -> ClusterStormOutcome {
         let channel = "storm:\(users):\(getpid())"
