@@ -68,8 +68,8 @@ extension BrokerServer {
     private func apply(_ actions: [Action]) {
         for action in actions {
             switch action {
-            case .send(let connection, let bytes):
-                enqueue(bytes, for: connection)
+            case .send(let connection, let bytes, let kind):
+                enqueue(bytes, for: connection, awaited: kind == .reply)
             case .close(let connection, let code, let reason):
                 guard let record = records[connection] else { continue }
                 perform(record.lifecycle.coreClosed(code, reason: reason), for: record)
@@ -92,7 +92,7 @@ extension BrokerServer {
     /// still share a frame), or a full frame (`limits.maxBatchBytes`) is waiting, which is
     /// written at once. The connection is cut as a slow consumer only when its socket refuses
     /// bytes and what it left untaken is over `limits.maxOutboundBytes`.
-    private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
+    private func enqueue(_ bytes: [UInt8], for connection: ConnectionID, awaited: Bool) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
         let queuedBefore = record.outbound.byteCount
         record.outbound.append(bytes)
@@ -100,7 +100,7 @@ extension BrokerServer {
             queuedBefore: queuedBefore, queuedAfter: record.outbound.byteCount,
             socketRefusesBytes: { socketRefusesBytes(record) },
             isBusy: { coalescer?.isBusy(lastFrameAt: record.lastFrameAt) ?? false },
-            isAwaited: connection == requester || OutboundObject.isReply(bytes))
+            isAwaited: awaited || connection == requester)
         switch placement {
         case .writeAfterEvent: directWrites.append(record)
         case .writeAtEndOfTurn: coalescer?.writeAtEndOfTurn(record.id)
