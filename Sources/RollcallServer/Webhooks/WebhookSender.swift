@@ -377,7 +377,7 @@ let rollcallWebhookCallback: @convention(c) (
 ) -> Int32 = { wsi, reason, _, input, length in
     guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else { return 0 }
     let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
-    guard let sender = server.webhookSender else { return 0 }
+    guard let sender = server.services.webhookSender else { return 0 }
     return sender.handleCallback(wsi, reason, input, length)
 }
 
