@@ -37,6 +37,7 @@ public final class BrokerServer {
     var records = ConnectionTable()
     /// What the transport is feeding the core (``feed(_:)``).
     var feeding = CoreFeed()
+    /// The transport's counters for `/metrics`.
     var metrics = TransportMetrics()
     /// The WebSocket writer's state: buffer, coalescer, direct and batched sends.
     var output: WebSocketOutput
