@@ -9,21 +9,21 @@ extension BrokerServer {
     /// every action is applied, the quiet connections that got output are written at once
     /// (``writeDirectly(_:)``), so everything one event produced for a connection shares a frame.
     func feed(_ event: InboundEvent) {
-        guard phase != .stopped else { return }
-        pendingEvents.append(event)
-        guard !isFeeding else { return }
-        isFeeding = true
+        guard loop.phase != .stopped else { return }
+        feeding.pending.append(event)
+        guard !feeding.isFeeding else { return }
+        feeding.isFeeding = true
         var index = 0
-        while index < pendingEvents.count {
-            let next = pendingEvents[index]
+        while index < feeding.pending.count {
+            let next = feeding.pending[index]
             index += 1
-            if case .received(let connection, _) = next { requester = connection } else { requester = nil }
+            if case .received(let connection, _) = next { feeding.requester = connection } else { feeding.requester = nil }
             apply(broker.handle(next))
-            requester = nil
-            if index == pendingEvents.count { writeDirectWrites() }
+            feeding.requester = nil
+            if index == feeding.pending.count { writeDirectWrites() }
         }
-        pendingEvents.removeAll(keepingCapacity: true)
-        isFeeding = false
+        feeding.pending.removeAll(keepingCapacity: true)
+        feeding.isFeeding = false
         armTimer()
     }
 
@@ -38,15 +38,15 @@ extension BrokerServer {
     /// those frames and sends them in one submission (session 10). Any other connection is
     /// written as before.
     private func writeDirectWrites() {
-        guard !directWrites.isEmpty else { return }
+        guard !output.directWrites.isEmpty else { return }
         var due: [ConnectionRecord] = []
-        swap(&due, &directWrites)
+        swap(&due, &output.directWrites)
         var sentAlone: [ConnectionRecord] = []
-        swap(&sentAlone, &sentAloneScratch)
+        swap(&sentAlone, &output.sentAloneScratch)
         // The records themselves, not ids to look up again (a hash lookup per recipient of a
         // broadcast). One whose socket lws closed meanwhile is skipped: its wsi is gone.
         for record in due where record.lifecycle.state != .closed {
-            if let batchedSends, let object = loneObjectToWriteDirectly(record) {
+            if let batchedSends = output.batchedSends, let object = loneObjectToWriteDirectly(record) {
                 batchedSends.add(record, object: object, socket: lws_get_socket_fd(record.wsi))
                 if batchedSends.isFull { sendBatched(batchedSends) { sentAlone.append($0) } }
                 continue
@@ -57,26 +57,26 @@ extension BrokerServer {
             case .failed: break
             }
         }
-        if let batchedSends, !batchedSends.isEmpty { sendBatched(batchedSends) { sentAlone.append($0) } }
+        if let batchedSends = output.batchedSends, !batchedSends.isEmpty { sendBatched(batchedSends) { sentAlone.append($0) } }
         settleSentAlone(sentAlone)
         sentAlone.removeAll(keepingCapacity: true)
-        swap(&sentAlone, &sentAloneScratch)
+        swap(&sentAlone, &output.sentAloneScratch)
         due.removeAll(keepingCapacity: true)
-        if directWrites.isEmpty { swap(&due, &directWrites) }
+        if output.directWrites.isEmpty { swap(&due, &output.directWrites) }
     }
 
     private func apply(_ actions: [Action]) {
         for action in actions {
             switch action {
-            case .send(let connection, let bytes):
-                enqueue(bytes, for: connection)
+            case .send(let connection, let bytes, let kind):
+                enqueue(bytes, for: connection, awaited: kind == .reply)
             case .close(let connection, let code, let reason):
                 guard let record = records[connection] else { continue }
                 perform(record.lifecycle.coreClosed(code, reason: reason), for: record)
             case .store, .listen, .unlisten:
-                clusterLink?.perform(action)
+                services.clusterLink?.perform(action)
             case .notifyBackend(let event):
-                webhookSender?.enqueue(event)
+                services.webhookSender?.enqueue(event)
             case .respond(let id, let status, let body):
                 answerAPIRequest(id, status: status, body: body)
             }
@@ -92,21 +92,21 @@ extension BrokerServer {
     /// still share a frame), or a full frame (`limits.maxBatchBytes`) is waiting, which is
     /// written at once. The connection is cut as a slow consumer only when its socket refuses
     /// bytes and what it left untaken is over `limits.maxOutboundBytes`.
-    private func enqueue(_ bytes: [UInt8], for connection: ConnectionID) {
+    private func enqueue(_ bytes: [UInt8], for connection: ConnectionID, awaited: Bool) {
         guard let record = records[connection], record.lifecycle.acceptsOutput else { return }
         let queuedBefore = record.outbound.byteCount
         record.outbound.append(bytes)
-        let placement = outboundPolicy.placement(
+        let placement = output.policy.placement(
             queuedBefore: queuedBefore, queuedAfter: record.outbound.byteCount,
             socketRefusesBytes: { socketRefusesBytes(record) },
-            isBusy: { coalescer?.isBusy(lastFrameAt: record.lastFrameAt) ?? false },
-            isAwaited: connection == requester || OutboundObject.isReply(bytes))
+            isBusy: { output.coalescer?.isBusy(lastFrameAt: record.lastFrameAt) ?? false },
+            isAwaited: awaited || connection == feeding.requester)
         switch placement {
-        case .writeAfterEvent: directWrites.append(record)
-        case .writeAtEndOfTurn: coalescer?.writeAtEndOfTurn(record.id)
+        case .writeAfterEvent: output.directWrites.append(record)
+        case .writeAtEndOfTurn: output.coalescer?.writeAtEndOfTurn(record.id)
         case .holdForWindow:
             metrics.writesCoalesced += 1
-            coalescer?.hold(record.id)
+            output.coalescer?.hold(record.id)
         case .alreadyDue: break
         case .cutSlowConsumer: cutSlowConsumer(record)
         }
@@ -143,12 +143,12 @@ extension BrokerServer {
     func flushHeld(_ ids: [ConnectionID]) {
         for id in ids {
             guard let record = records[id], !record.outbound.isEmpty else { continue }
-            if let batchedSends, addWholeQueue(of: record, to: batchedSends) {
+            if let batchedSends = output.batchedSends, addWholeQueue(of: record, to: batchedSends) {
                 if batchedSends.isFull { sendBatched(batchedSends) { _ in } }
                 continue
             }
             writeDirectly(record)
         }
-        if let batchedSends, !batchedSends.isEmpty { sendBatched(batchedSends) { _ in } }
+        if let batchedSends = output.batchedSends, !batchedSends.isEmpty { sendBatched(batchedSends) { _ in } }
     }
 }

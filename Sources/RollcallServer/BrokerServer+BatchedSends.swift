@@ -12,7 +12,7 @@ extension BrokerServer {
         }
         switch BatchedSends.make() {
         case .success(let batch):
-            batchedSends = batch
+            output.batchedSends = batch
             metrics.batchedSendsEnabled = true
             logger.info("batched sends on: a broadcast's frames go out in one io_uring submission")
         case .failure(let unavailable):
@@ -50,11 +50,11 @@ extension BrokerServer {
         } catch {
             logger.error("batched sends off: every frame goes through lws_write from now on", metadata: ["error": "\(error)"])
             metrics.batchedSendFailures += 1
-            batchedSends = nil
+            output.batchedSends = nil
             metrics.batchedSendsEnabled = false
         }
         metrics.lastFrameWrittenAt = WallClock.milliseconds
-        if batchedSends?.firstUnfinishedSend() == true {
+        if output.batchedSends?.firstUnfinishedSend() == true {
             logger.warning("io_uring left sends to full sockets in flight despite MSG_DONTWAIT; they are cancelled and sent by lws instead")
         }
         for record in failed { dropAfterFailedDirectWrite(record) }
@@ -64,8 +64,8 @@ extension BrokerServer {
     /// can and keeps the rest ahead of anything else on the connection. False when lws failed.
     private func handTailToLWS(_ tail: UnsafeBufferPointer<UInt8>, of record: ConnectionRecord) -> Bool {
         guard let base = tail.baseAddress else { return true }
-        writer.reserve(tail.count)
-        writer.payload.update(from: base, count: tail.count)
-        return lws_write(record.wsi, writer.payload, tail.count, rollcall_lws_write_raw) >= 0
+        output.writer.reserve(tail.count)
+        output.writer.payload.update(from: base, count: tail.count)
+        return lws_write(record.wsi, output.writer.payload, tail.count, rollcall_lws_write_raw) >= 0
     }
 }

@@ -11,8 +11,7 @@ import RollcallRedisEngine
 extension BrokerServer {
     func createContext() -> Result<Int, ServerError> {
         let host = configuration.listen.host == "localhost" ? "127.0.0.1" : configuration.listen.host
-        let protocolList = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
-        protocolList.initialize(repeating: lws_protocols(), count: 2)
+        let protocolList = loop.memory.protocols(count: 2)
         protocolList[0].name = UnsafePointer(cString("rollcall.v1"))
         protocolList[0].callback = rollcallLWSCallback
         protocolList[0].per_session_data_size = MemoryLayout<rollcall_pss_t>.size
@@ -20,7 +19,6 @@ extension BrokerServer {
         // Without it lws caps every send() at rx_buffer_size and drains the rest of a frame
         // one such chunk per service turn — each turn a poll() of every descriptor (storm bench).
         protocolList[0].tx_packet_size = Int(Self.socketSendBufferBytes)
-        protocols = protocolList
 
         var info = lws_context_creation_info()
         info.port = Int32(configuration.listen.port)
@@ -40,12 +38,9 @@ extension BrokerServer {
         // No lws validity timer: lws' default policy (ping after 300 s) arms a per-connection
         // timer in its sorted timer list at every establishment and pong, an O(n) insertion
         // that callgrind showed as ~9% of the broker's instructions at 3,000 logins.
-        let policy = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
-        policy.initialize(to: lws_retry_bo_t())
-        idlePolicy = policy
-        info.retry_and_idle_policy = UnsafePointer(policy)
+        info.retry_and_idle_policy = UnsafePointer(loop.memory.noIdlePolicy())
         // lws sizes its descriptor table from the soft limit, so raise it first.
-        connectionCap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
+        gate.cap = ConnectionCap(descriptorLimit: ConnectionCap.raiseDescriptorLimit())
         let tls = configuration.tls
         let clientURLs = [configuration.webhooks.url, configuration.auth.mode == .jwt ? configuration.auth.jwksUrl : nil]
         if clientURLs.contains(where: { url in url.flatMap { try? WebhookURL($0) }?.secure == true }) {
@@ -63,7 +58,7 @@ extension BrokerServer {
 
         LWSLogBridge.recentErrors = []
         let creation = EventLoop.createContext(info, onLibev: EventLoop.isRequested)
-        eventLoop = creation.loop
+        loop.eventLoop = creation.loop
         if creation.fellBackToPoll, creation.context != nil {
             logger.warning("libwebsockets' libev loop is unavailable; using its poll loop")
         }
@@ -77,65 +72,65 @@ extension BrokerServer {
             }
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)\(cause)"))
         }
-        context = created
+        loop.context = created
         guard let vhost = lws_get_vhost_by_name(created, "default") else {
-            lws_context_destroy(created)
-            context = nil
+            destroy(created)
             return .failure(ServerError(.listenFailed, "libwebsockets created no vhost"))
         }
         let bound = Int(lws_get_vhost_listen_port(vhost))
         guard bound > 0 else {
-            lws_context_destroy(created)
-            context = nil
+            destroy(created)
             return .failure(ServerError(.listenFailed, "cannot listen on \(host):\(configuration.listen.port)"))
         }
-        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-        if let eventLoop, configuration.http.coalesceWindowSeconds > 0 {
-            coalescer = WriteCoalescer(loop: eventLoop, windowSeconds: configuration.http.coalesceWindowSeconds,
+        loop.timer.attach(ServiceTimer(context: created) { [unowned self] in timerFired() })
+        if let eventLoop = loop.eventLoop, configuration.http.coalesceWindowSeconds > 0 {
+            output.coalescer = WriteCoalescer(loop: eventLoop, windowSeconds: configuration.http.coalesceWindowSeconds,
                                        busySeconds: configuration.http.coalesceBusySeconds) { [unowned self] id in flushHeld(id) }
         }
         startBatchedSends()
         if configuration.cluster.isEnabled {
-            guard let eventLoop else {
-                lws_context_destroy(created)
-                context = nil
+            guard let eventLoop = loop.eventLoop else {
+                destroy(created)
                 return .failure(ServerError(.listenFailed, "cluster mode needs libwebsockets' libev loop (unset ROLLCALL_EVENT_LOOP)"))
             }
             do {
                 let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: clusterEpoch, loop: eventLoop, logger: logger)
                 link.deliver = { [unowned self] event in feed(event) }
                 link.start()
-                clusterLink = link
+                services.clusterLink = link
             } catch {
-                lws_context_destroy(created)
-                context = nil
+                destroy(created)
                 return .failure(ServerError(.listenFailed, "\(error)"))
             }
         }
         do throws(ServerError) {
-            webhookSender = try makeWebhookSender(context: created)
-            keySets = try makeKeySets(context: created)
+            services.webhookSender = try makeWebhookSender(context: created)
+            services.keySets = try makeKeySets(context: created)
         } catch {
-            lws_context_destroy(created)
-            context = nil
+            destroy(created)
             return .failure(error)
         }
         logger.info("listening", metadata: [
             "host": "\(host)", "port": "\(bound)", "tls": "\(tls.certFile != nil)",
-            "connectionCap": "\(connectionCap.limit)", "descriptorLimit": "\(connectionCap.descriptorLimit)",
+            "connectionCap": "\(gate.cap.limit)", "descriptorLimit": "\(gate.cap.descriptorLimit)",
         ])
-        if connectionCap.descriptorLimit < 4 * ConnectionCap.reserve {
-            logger.warning("the open-file limit is low: at most \(connectionCap.limit) connections (raise ulimit -n)")
+        if gate.cap.descriptorLimit < 4 * ConnectionCap.reserve {
+            logger.warning("the open-file limit is low: at most \(gate.cap.limit) connections (raise ulimit -n)")
         }
-        keySets?.start()
+        services.keySets?.start()
         armTimer()
         return .success(bound)
     }
 
     func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
-        let pointer = strdup(string)!
-        cStrings.append(pointer)
-        return pointer
+        loop.memory.cString(string)
+    }
+
+    /// Destroys a context whose set-up failed, with the timer that was already on it.
+    private func destroy(_ created: OpaquePointer) {
+        loop.timer.detach()
+        lws_context_destroy(created)
+        loop.context = nil
     }
 
     private static func isIPv4(_ host: String) -> Bool {

@@ -16,19 +16,19 @@ import Darwin
 extension BrokerServer {
     /// The routes of this server (built once, on first use, on the service thread).
     func makeRouter() -> HTTPRouter {
-        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request.path, from: staticFiles) })
+        let router = HTTPRouter(fallback: { [unowned self] request in staticFile(request.path, from: http.staticFiles) })
         router.add(HTTPRoute(.exact("/livez"), methods: [.get]) { _ in HealthCheck.liveResponse })
         for path in ["/readyz", "/healthz"] {
             router.add(HTTPRoute(.exact(path), methods: [.get]) { [unowned self] _ in
-                healthCheck.response(accepting: phase == .accepting)
+                http.healthCheck.response(accepting: loop.phase == .accepting)
             })
         }
         router.add(HTTPRoute(.exact("/metrics"), methods: [.get]) { [unowned self] _ in
             HTTPResponse(status: 200, contentType: MetricsExposition.contentType, body: .bytes(metricsPage()))
         })
-        router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes, keys: apiKeys))
-        if adminFiles.root != nil {
-            for route in AdminConsoleRoute.routes(serve: { [unowned self] path in staticFile(path, from: adminFiles) }) {
+        router.add(ServerAPIRoute.route(bodyLimit: configuration.limits.maxFrameBytes, keys: http.apiKeys))
+        if http.adminFiles.root != nil {
+            for route in AdminConsoleRoute.routes(serve: { [unowned self] path in staticFile(path, from: http.adminFiles) }) {
                 router.add(route)
             }
         }
@@ -38,18 +38,18 @@ extension BrokerServer {
     /// The `/metrics` page now.
     func metricsPage() -> [UInt8] {
         var snapshot = MetricsSnapshot(
-            broker: broker, transport: metrics, connections: records.count, accepting: phase == .accepting,
-            connectionCap: connectionCap.limit, descriptorsInUse: descriptorsInUse)
-        if let clusterLink { snapshot.cluster = (clusterLink.liveNodes, clusterLink.isConnected) }
-        if let webhookSender {
+            broker: broker, transport: metrics, connections: records.count, accepting: loop.phase == .accepting,
+            connectionCap: gate.cap.limit, descriptorsInUse: gate.descriptorsInUse)
+        if let clusterLink = services.clusterLink { snapshot.cluster = (clusterLink.liveNodes, clusterLink.isConnected) }
+        if let webhookSender = services.webhookSender {
             snapshot.webhooks = WebhookMetrics(counters: webhookSender.counters, waitingEvents: webhookSender.waitingEvents)
         }
-        snapshot.keySets = keySets?.metrics ?? []
-        return exposition.render(snapshot)
+        snapshot.keySets = services.keySets?.metrics ?? []
+        return http.exposition.render(snapshot)
     }
 
     private func staticFile(_ path: String, from files: StaticFiles) -> HTTPResponse {
-        if refusesForConnectionCap() { return .text(503, ConnectionCapPolicy.refusalBody) }
+        if gate.refusesForCap(&metrics) { return .text(503, ConnectionGate.refusalBody) }
         guard let file = files.file(for: path) else { return HTTPRefusal.notFound.plainResponse }
         return .file(file)
     }
@@ -76,13 +76,12 @@ extension BrokerServer {
             guard let pss else { return -1 }
             return httpWritable(wsi, pss)
         case LWS_CALLBACK_HTTP_FILE_COMPLETION:
-            fileTransfers.remove(wsi)
+            gate.fileEnded(wsi)
             return completeTransaction(wsi)
         case LWS_CALLBACK_CLOSED_HTTP:
             if let pss, pss.pointee.key != 0 {
                 // A client that hung up before the core answered: its answer will be dropped.
-                if case .awaitingAnswer(let id)? = httpExchanges[pss.pointee.key] { apiExchanges[id] = nil }
-                httpExchanges[pss.pointee.key] = nil
+                http.exchanges.connectionClosed(key: pss.pointee.key)
             }
             return 0
         default:
@@ -99,14 +98,14 @@ extension BrokerServer {
         // bytes left behind a keep-alive answer could make lws re-deliver BODY_COMPLETION in a
         // busy loop (found by schemathesis: OPTIONS with a body, then a POST).
         let unreadBody = (declared ?? 0) > 0 || chunked
-        if (declared ?? 0) > 0, isPipelined(wsi) {
+        if (declared ?? 0) > 0, http.exchanges.isPipelined(wsi, bytesRead: rollcall_socket_bytes_read(wsi)) {
             // lws 4.1 would loop for ever on this request (see docs/transport.md, "Pipelined
             // requests"): no answer, the connection closes. The answers before it are out.
             logger.debug("pipelined HTTP request with a body: connection closed", metadata: ["path": "\(path)"])
             rollcall_drain_and_half_close(wsi)
             return -1
         }
-        switch router.begin(method: method, path: path, contentLength: declared ?? (chunked ? nil : 0)) {
+        switch http.router.begin(method: method, path: path, contentLength: declared ?? (chunked ? nil : 0)) {
         case .respond(let response):
             return send(response, wsi, pss, headOnly: method == .head, closeAfter: unreadBody)
         case .handOff(let request):
@@ -116,10 +115,10 @@ extension BrokerServer {
                 method: method, path: path, authorization: Self.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
                 contentType: Self.header(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE))
             guard let declared, declared > 0 else {
-                return deliver(router.finish(request, on: route), wsi, pss)
+                return deliver(http.router.finish(request, on: route), wsi, pss)
             }
-            pss.pointee.key = newExchangeKey()
-            httpExchanges[pss.pointee.key] = .readingBody(request: request, route: route, reader: HTTPBodyReader(limit: limit))
+            pss.pointee.key = records.newKey()
+            http.exchanges[pss.pointee.key] = .readingBody(request: request, route: route, reader: HTTPBodyReader(limit: limit))
             return 0
         }
     }
@@ -128,10 +127,10 @@ extension BrokerServer {
     /// the rest of the body is read and dropped; the 413 goes out once it has ended.
     private func httpBody(_ pss: UnsafeMutablePointer<rollcall_pss_t>, _ chunk: UnsafeRawBufferPointer) -> Int32 {
         let key = pss.pointee.key
-        guard case .readingBody(let request, let route, var reader)? = httpExchanges[key] else { return 0 }
-        httpExchanges[key] = nil  // keeps the reader's buffer uniquely referenced while it grows
+        guard case .readingBody(let request, let route, var reader)? = http.exchanges[key] else { return 0 }
+        http.exchanges[key] = nil  // keeps the reader's buffer uniquely referenced while it grows
         reader.append(chunk)
-        httpExchanges[key] = .readingBody(request: request, route: route, reader: reader)
+        http.exchanges[key] = .readingBody(request: request, route: route, reader: reader)
         return 0
     }
 
@@ -139,14 +138,14 @@ extension BrokerServer {
     /// an answer that left the body unread, the connection was closing: close it now.
     private func httpBodyComplete(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
         let key = pss.pointee.key
-        switch httpExchanges[key] {
+        switch http.exchanges[key] {
         case .readingBody(var request, let route, let reader)?:
-            httpExchanges[key] = nil
+            http.exchanges[key] = nil
             guard let body = reader.body else {
-                return send(router.refuseBody(on: route), wsi, pss, headOnly: false, closeAfter: false)
+                return send(http.router.refuseBody(on: route), wsi, pss, headOnly: false, closeAfter: false)
             }
             request.body = body
-            return deliver(router.finish(request, on: route), wsi, pss)
+            return deliver(http.router.finish(request, on: route), wsi, pss)
         case .discardingBody?:
             return -1
         default:
@@ -166,11 +165,8 @@ extension BrokerServer {
     /// waits for its `.respond` (``answerAPIRequest(_:status:body:)``), which a single broker
     /// gives during this very feed.
     private func handOff(_ request: HTTPRequest, _ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
-        nextAPIRequestNumber += 1
-        let id = APIRequestID(nextAPIRequestNumber)
-        if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
-        httpExchanges[pss.pointee.key] = .awaitingAnswer(id)
-        apiExchanges[id] = PendingAPIExchange(wsi: wsi, key: pss.pointee.key)
+        if pss.pointee.key == 0 { pss.pointee.key = records.newKey() }
+        let id = http.exchanges.handOff(key: pss.pointee.key, wsi: wsi)
         feed(.api(id, op: ServerAPIRoute.op(of: request), body: request.body))
         return 0
     }
@@ -178,11 +174,9 @@ extension BrokerServer {
     /// The core's `.respond`: queues the answer on its exchange and asks for a writable
     /// callback. Dropped when the client hung up meanwhile (the exchange is gone).
     func answerAPIRequest(_ id: APIRequestID, status: Int, body: [UInt8]) {
-        guard let pending = apiExchanges.removeValue(forKey: id),
-              case .awaitingAnswer(id)? = httpExchanges[pending.key] else { return }
         let response = ServerAPIRoute.response(ServerAPIAnswer(status: status, body: body))
-        httpExchanges[pending.key] = .answering(response)
-        lws_callback_on_writable(pending.wsi)
+        guard let wsi = http.exchanges.answer(id, with: response) else { return }
+        lws_callback_on_writable(wsi)
     }
 
     /// Writes the headers now and keeps the body for the writable callback.
@@ -196,20 +190,20 @@ extension BrokerServer {
             // lws' own HEAD handling of a file confuses the next request on the connection.
             guard let size = StaticFiles.size(of: path) else { return -1 }
             if Self.writeHeaders(of: response, length: size, to: wsi) != 0 { return -1 }
-            if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
-            httpExchanges[pss.pointee.key] = .writing(body: [], closeAfter: closeAfter)
+            if pss.pointee.key == 0 { pss.pointee.key = records.newKey() }
+            http.exchanges[pss.pointee.key] = .writing(body: [], closeAfter: closeAfter)
             lws_callback_on_writable(wsi)
             return 0
         case .file(let path):
             let result = rollcall_http_serve_file(wsi, path, response.contentType)
             if result < 0 { return -1 }
-            if result == 0 { fileTransfers.insert(wsi) }
+            if result == 0 { gate.fileStarted(wsi) }
             if result > 0 { return completeTransaction(wsi) }
             return 0
         case .bytes(let bytes):
             if Self.writeHeaders(of: response, length: bytes.count, to: wsi) != 0 { return -1 }
-            if pss.pointee.key == 0 { pss.pointee.key = newExchangeKey() }
-            httpExchanges[pss.pointee.key] = .writing(body: headOnly ? [] : bytes, closeAfter: closeAfter)
+            if pss.pointee.key == 0 { pss.pointee.key = records.newKey() }
+            http.exchanges[pss.pointee.key] = .writing(body: headOnly ? [] : bytes, closeAfter: closeAfter)
             lws_callback_on_writable(wsi)
             return 0
         }
@@ -217,16 +211,17 @@ extension BrokerServer {
 
     private func httpWritable(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
         let key = pss.pointee.key
-        if case .answering(let response)? = httpExchanges[key] {
+        if case .answering(let response)? = http.exchanges[key] {
             guard case .bytes(let bytes) = response.body else { return -1 }
             metrics.httpResponses[response.status, default: 0] += 1
             if Self.writeHeaders(of: response, length: bytes.count, to: wsi) != 0 { return -1 }
-            httpExchanges[key] = .writing(body: bytes, closeAfter: false)
+            http.exchanges[key] = .writing(body: bytes, closeAfter: false)
             lws_callback_on_writable(wsi)
             return 0
         }
-        guard case .writing(let body, let closeAfter)? = httpExchanges[key] else { return 0 }
+        guard case .writing(let body, let closeAfter)? = http.exchanges[key] else { return 0 }
         if !body.isEmpty {
+            let writer = output.writer
             writer.reserve(body.count)
             body.withUnsafeBufferPointer { source in
                 if let base = source.baseAddress { writer.payload.update(from: base, count: source.count) }
@@ -236,16 +231,16 @@ extension BrokerServer {
         if closeAfter {
             if lws_send_pipe_choked(wsi) != 0 {
                 // lws holds the tail of the answer: half-close only once it is out.
-                httpExchanges[key] = .writing(body: [], closeAfter: true)
+                http.exchanges[key] = .writing(body: [], closeAfter: true)
                 lws_callback_on_writable(wsi)
                 return 0
             }
-            httpExchanges[key] = .discardingBody
+            http.exchanges[key] = .discardingBody
             if rollcall_half_close(wsi) != 0 { return -1 }
             lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, ConnectionLifecycle.lingerSeconds)
             return 0
         }
-        httpExchanges[key] = nil
+        http.exchanges[key] = nil
         pss.pointee.key = 0
         return completeTransaction(wsi)
     }
@@ -263,25 +258,10 @@ extension BrokerServer {
     }
 
     /// Ends the transaction (HTTP keep-alive: the connection waits for the next request) and
-    /// notes how much lws has read from the socket by now, for ``isPipelined(_:)``.
+    /// notes how much lws has read from the socket by now, for ``HTTPExchanges/isPipelined(_:bytesRead:)``.
     func completeTransaction(_ wsi: OpaquePointer) -> Int32 {
-        keptAliveReads[wsi] = rollcall_socket_bytes_read(wsi)
+        http.exchanges.transactionCompleted(wsi, bytesRead: rollcall_socket_bytes_read(wsi))
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
-    }
-
-    /// True for a request head lws parsed from input it had already buffered when the previous
-    /// transaction on the connection completed: the client sent it before that answer
-    /// (HTTP/1.1 pipelining). lws reads the socket only once its buffer is empty, so nothing read
-    /// since that completion means the head came from the buffer. The first request of a
-    /// connection never does.
-    private func isPipelined(_ wsi: OpaquePointer) -> Bool {
-        guard let mark = keptAliveReads[wsi], mark >= 0 else { return false }
-        return rollcall_socket_bytes_read(wsi) == mark
-    }
-
-    private func newExchangeKey() -> UInt64 {
-        nextKey += 1
-        return nextKey
     }
 
     // MARK: - Request head

@@ -9,8 +9,8 @@ extension BrokerServer {
     /// while accepting. A refusal answers with a complete HTTP/1.1 response (404, 403, 503)
     /// and hangs up.
     func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
-        guard phase == .accepting else { return refuseUpgrade(wsi, status: 503) }
-        guard !refusesForConnectionCap() else { return refuseUpgrade(wsi, status: 503, body: ConnectionCapPolicy.refusalBody) }
+        guard loop.phase == .accepting else { return refuseUpgrade(wsi, status: 503) }
+        guard !gate.refusesForCap(&metrics) else { return refuseUpgrade(wsi, status: 503, body: ConnectionGate.refusalBody) }
         let path = header(wsi, WSI_TOKEN_GET_URI) ?? ""
         guard path == "/v1" || path == "/ws" else { return refuseUpgrade(wsi, status: 404) }
         if let origin = header(wsi, WSI_TOKEN_ORIGIN), !isAllowed(origin: origin) {
@@ -49,9 +49,9 @@ extension BrokerServer {
     // MARK: - Open
 
     func established(_ wsi: OpaquePointer, _ pss: UnsafeMutablePointer<rollcall_pss_t>) -> Int32 {
-        nextKey += 1
-        let id = ConnectionID(nextKey)
-        pss.pointee.key = nextKey
+        let key = records.newKey()
+        let id = ConnectionID(key)
+        pss.pointee.key = key
         let now = MonotonicClock.now
         let record = ConnectionRecord(id: id, wsi: wsi, now: now)
         metrics.connectionsTotal += 1
@@ -60,9 +60,9 @@ extension BrokerServer {
         // lws accepts permessage-deflate from a client that offers it: such a connection is
         // only written from the writable callback (see ``writeDirectly(_:)``).
         if configuration.http.permessageDeflate, header(wsi, WSI_TOKEN_EXTENSIONS) != nil {
-            compressingConnections.insert(id)
+            output.compressingConnections.insert(id)
         }
-        records.insert(record, firstHeartbeatCheckAt: record.lifecycle.nextHeartbeatCheck(heartbeat))
+        records.insert(record, firstHeartbeatCheckAt: record.lifecycle.nextHeartbeatCheck(loop.heartbeat))
         feed(.opened(id))
         return 0
     }
@@ -107,7 +107,7 @@ extension BrokerServer {
     /// The connection is gone (`LWS_CALLBACK_CLOSED`). Tells the core how, unless it already knows.
     func closed(_ record: ConnectionRecord) {
         records.remove(record.id)
-        compressingConnections.remove(record.id)
+        output.compressingConnections.remove(record.id)
         let actions = record.lifecycle.socketClosed()
         if let kind = record.lifecycle.endKind {
             metrics.connectionEnds[kind.rawValue, default: 0] += 1

@@ -14,19 +14,11 @@ extension BrokerServer {
         } catch {
             throw ServerError(.webhookSetupFailed, "webhooks.url: \(error.message)")
         }
-        let secrets = webhooks.signingSecrets(environment: environment)
+        let secrets = webhooks.signingSecrets(environment: services.environment)
         guard !secrets.isEmpty else {
             throw ServerError(.webhookSetupFailed, "webhooks.url needs webhooks.secret or the environment variable named by webhooks.secretEnv")
         }
         let settings = WebhookSender.Settings(webhooks: webhooks, url: url, secrets: secrets, node: nodeId)
         return try WebhookSender(settings: settings, context: context, logger: logger)
-    }
-
-    /// True once shutdown need not wait for webhooks any more: nothing waits, or the
-    /// webhook grace period is over (always true while not shutting down without a sender).
-    func webhooksSettled(now: Int64) -> Bool {
-        guard let webhookSender, !webhookSender.isIdle else { return true }
-        guard let deadline = webhookDrainDeadline else { return true }
-        return now >= deadline
     }
 }

@@ -40,7 +40,7 @@ extension BrokerServer {
     /// no extension that drains from the writable callback.
     private func isSafeToWriteDirectly(_ record: ConnectionRecord) -> Bool {
         record.lifecycle.state == .open(pingDue: false) && lws_partial_buffered(record.wsi) == 0
-            && (compressingConnections.isEmpty || !compressingConnections.contains(record.id))
+            && output.isUncompressed(record.id)
     }
 
     /// A write outside the callback failed: lws cannot be told with -1, so the lifecycle drops
@@ -67,9 +67,9 @@ extension BrokerServer {
     /// at the queue (lws calls nothing back from inside `lws_write`).
     func sendAlone(_ record: ConnectionRecord) -> SendAloneOutcome {
         guard let object = loneObjectToWriteDirectly(record) else { return .notAlone }
-        writer.reserve(object.count)
+        output.writer.reserve(object.count)
         let length = copy(object, at: 0)
-        guard lws_write(record.wsi, writer.payload, length, LWS_WRITE_TEXT) >= 0 else {
+        guard lws_write(record.wsi, output.writer.payload, length, LWS_WRITE_TEXT) >= 0 else {
             dropAfterFailedDirectWrite(record)
             return .failed
         }
@@ -93,8 +93,8 @@ extension BrokerServer {
         let length = record.outbound.byteCount + objects - 1
         guard objects > 0, objects == 1 || length <= configuration.limits.maxBatchBytes,
               isSafeToWriteDirectly(record) else { return false }
-        exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
-        record.lastFrameAt = coalescer?.now ?? 0
+        output.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
+        record.lastFrameAt = output.now
         batch.add(record, socket: lws_get_socket_fd(record.wsi), payloadLength: length) { payload in
             _ = moveBatch(from: record, to: payload, limit: length)  // the whole queue: it fits
         }
@@ -110,10 +110,10 @@ extension BrokerServer {
     /// crash would be the price of being wrong) is skipped.
     func settleSentAlone(_ records: [ConnectionRecord]) {
         guard !records.isEmpty else { return }
-        let now = coalescer?.now ?? 0
+        let now = output.now
         for record in records where !record.outbound.isEmpty {
             let length = record.outbound.removeFirst().count
-            exposition.histograms.queuedBytesAtWrite.record(Double(length))
+            output.histograms.queuedBytesAtWrite.record(Double(length))
             countFrame(length: length, objects: 1)
             record.lastFrameAt = now
             metrics.directWrites += 1
@@ -127,13 +127,13 @@ extension BrokerServer {
         guard !record.outbound.isEmpty else {
             return carryOut(record.lifecycle.queueFlushed(pipeChoked: lws_send_pipe_choked(wsi) != 0), for: record) == .hangUp ? -1 : 0
         }
-        exposition.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
-        record.lastFrameAt = coalescer?.now ?? 0
+        output.histograms.queuedBytesAtWrite.record(Double(record.outbound.byteCount))
+        record.lastFrameAt = output.now
         // When the last byte of the last frame left (lws may keep an unsent tail: then a little later).
         defer { metrics.lastFrameWrittenAt = WallClock.milliseconds }
         while !record.outbound.isEmpty {
             let (length, objects) = fillBatch(from: record)
-            if lws_write(wsi, writer.payload, length, LWS_WRITE_TEXT) < 0 { return -1 }
+            if lws_write(wsi, output.writer.payload, length, LWS_WRITE_TEXT) < 0 { return -1 }
             countFrame(length: length, objects: objects)
             // Nothing more to write in this callback: skip the choke test, which is a poll()
             // syscall per frame (lws keeps any unsent tail and flushes it before the next
@@ -143,7 +143,7 @@ extension BrokerServer {
         }
         if !record.outbound.isEmpty {
             // The socket refused more: what is left is a slow consumer's backlog.
-            if outboundPolicy.isSlowConsumer(afterRefusedWriteLeaving: record.outbound.byteCount) {
+            if output.policy.isSlowConsumer(afterRefusedWriteLeaving: record.outbound.byteCount) {
                 cutSlowConsumer(record)
                 return 0
             }
@@ -159,16 +159,16 @@ extension BrokerServer {
         metrics.framesOut += 1
         metrics.objectsOut += objects
         metrics.bytesOut += length
-        exposition.histograms.frameBytes.record(Double(length))
+        output.histograms.frameBytes.record(Double(length))
     }
 
     /// Writes a heartbeat ping. lws 4.1 raises `LWS_CALLBACK_RECEIVE_PONG` only for a pong
     /// with a payload, so the ping carries four bytes (the pong echoes them) for silence
     /// tracking to see it.
     func writePing(_ wsi: OpaquePointer) -> Int32 {
-        let payload = UnsafeMutableRawPointer(writer.payload)
+        let payload = UnsafeMutableRawPointer(output.writer.payload)
         for (offset, byte) in "ping".utf8.enumerated() { payload.storeBytes(of: byte, toByteOffset: offset, as: UInt8.self) }
-        return lws_write(wsi, writer.payload, 4, LWS_WRITE_PING)
+        return lws_write(wsi, output.writer.payload, 4, LWS_WRITE_PING)
     }
 
     /// Sends a close frame (2-byte big-endian `code`, then at most 123 bytes of `reason`).
@@ -176,19 +176,19 @@ extension BrokerServer {
     /// closes the socket right behind the frame.
     func writeCloseFrame(_ wsi: OpaquePointer, code: UInt16, reason: String) -> Int32 {
         let reasonBytes = Array(reason.utf8.prefix(123))
-        writer.reserve(2 + reasonBytes.count)
-        writer.payload[0] = UInt8(code >> 8)
-        writer.payload[1] = UInt8(code & 0xFF)
+        output.writer.reserve(2 + reasonBytes.count)
+        output.writer.payload[0] = UInt8(code >> 8)
+        output.writer.payload[1] = UInt8(code & 0xFF)
         let length = 2 + copy(reasonBytes, at: 2)
-        return lws_write(wsi, writer.payload, length, rollcall_lws_write_close)
+        return lws_write(wsi, output.writer.payload, length, rollcall_lws_write_close)
     }
 
     /// Moves the next batch from the queue into the write buffer; returns its length and
     /// how many objects it holds.
     private func fillBatch(from record: ConnectionRecord) -> (Int, Int) {
         let limit = configuration.limits.maxBatchBytes
-        writer.reserve(max(record.outbound.first?.count ?? 0, limit))
-        return moveBatch(from: record, to: writer.payload, limit: limit)
+        output.writer.reserve(max(record.outbound.first?.count ?? 0, limit))
+        return moveBatch(from: record, to: output.writer.payload, limit: limit)
     }
 
     /// Moves queued objects to `destination`, joined with `\n`: the first always, then each
@@ -208,7 +208,7 @@ extension BrokerServer {
     }
 
     private func copy(_ bytes: [UInt8], at offset: Int) -> Int {
-        bytes.copy(to: writer.payload + offset)
+        bytes.copy(to: output.writer.payload + offset)
     }
 }
 

@@ -13,12 +13,6 @@ let rollcallLWSCallback: @convention(c) (
     return server.handleCallback(wsi, reason, user?.assumingMemoryBound(to: rollcall_pss_t.self), input, length)
 }
 
-/// Fires the server's one sorted-usec-list timer.
-let rollcallTimerFired: @convention(c) (UnsafeMutablePointer<lws_sorted_usec_list_t>?) -> Void = { sul in
-    guard let sul, let owner = rollcall_timer_from_sul(sul).pointee.owner else { return }
-    Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue().timerFired()
-}
-
 extension BrokerServer {
     func handleCallback(
         _ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ pss: UnsafeMutablePointer<rollcall_pss_t>?,
@@ -49,18 +43,17 @@ extension BrokerServer {
              LWS_CALLBACK_HTTP_FILE_COMPLETION, LWS_CALLBACK_CLOSED_HTTP:
             return httpCallback(wsi, reason, pss, input, length)
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
-            return admitsNewSocket() ? 0 : 1
+            return gate.admitsNewSocket(&metrics) ? 0 : 1
         case LWS_CALLBACK_WSI_CREATE:
-            openSockets.insert(wsi)
+            gate.socketCreated(wsi)
             return 0
         case LWS_CALLBACK_WSI_DESTROY:
-            openSockets.remove(wsi)
-            fileTransfers.remove(wsi)
-            keptAliveReads[wsi] = nil
+            gate.socketDestroyed(wsi)
+            http.exchanges.socketDestroyed(wsi)
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-            if rollcall_stop_requested(stopFlag) != 0 { beginShutdown() }
-            keySets?.serviceWoken()
+            if lifecycle.stopRequested { beginShutdown() }
+            services.keySets?.serviceWoken()
             return 0
         default:
             return lws_callback_http_dummy(wsi, reason, pss.map { UnsafeMutableRawPointer($0) }, input, length)

@@ -134,6 +134,17 @@ struct Session {
         try Self.request(connection, options) { () throws(ClientError) -> Reply in try connection.request(op, args, timeout: options.replyTimeout) }
     }
 
+    /// Sends one request of the protocol's ``Op`` vocabulary and waits for its reply; exits on a
+    /// transport failure.
+    func request(_ op: Op, _ args: JSON = [:]) throws -> Reply {
+        try request(op.rawValue, args)
+    }
+
+    /// ``call(_:_:)-(String,_)`` for an op of the protocol.
+    func call(_ op: Op, _ args: JSON = [:]) throws -> Reply {
+        try call(op.rawValue, args)
+    }
+
     /// Sends one request and returns its result; on an error reply logs out (so the user is
     /// not left online through a held session) and exits with the error code.
     func call(_ op: String, _ args: JSON = [:]) throws -> Reply {
@@ -155,7 +166,7 @@ struct Session {
 
     /// Logs out politely (best effort) before the process exits.
     func finish() {
-        _ = try? connection.request("logout", timeout: .seconds(2))
+        _ = try? connection.request(Op.logout.rawValue, timeout: .seconds(2))
         _ = try? connection.waitForClose(timeout: .seconds(2))
     }
 }

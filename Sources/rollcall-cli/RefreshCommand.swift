@@ -16,7 +16,7 @@ struct Refresh: ParsableCommand {
     func run() throws {
         let session = try Session.open(global)
         let before = session.loginReply.result["expiresAt"]?.numberValue?.intValue
-        let reply = try session.request("refresh", ["token": .string(newToken)])
+        let reply = try session.request(.refresh, ["token": .string(newToken)])
         if global.json {
             Output.line(reply.description)
         } else if reply.ok {

@@ -31,7 +31,7 @@ struct Ping: ParsableCommand {
     func run() throws {
         let session = try Session.open(global)
         let started = ContinuousClock.now
-        let reply = try session.call("ping")
+        let reply = try session.call(.ping)
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
         if global.json {
@@ -56,9 +56,9 @@ struct Raw: ParsableCommand {
         do { args = try JSONParser.parse(arguments) } catch { throw ValidationError("JSON-ARGS is not valid JSON: \(error)") }
         guard case .object = args else { throw ValidationError("JSON-ARGS must be a JSON object") }
         let session = try Session.open(global)
-        let reply = op == "login" ? session.loginReply : try session.request(op, args)
+        let reply = op == Op.login.rawValue ? session.loginReply : try session.request(op, args)
         Output.line(reply.description)
-        if op != "logout" { session.finish() }
+        if op != Op.logout.rawValue { session.finish() }
         if !reply.ok { Output.fail("\(reply.errorCodeText ?? "UNKNOWN"): \(reply.errorMessage ?? "")", code: 1) }
     }
 }
@@ -80,7 +80,7 @@ struct Join: ParsableCommand {
         // Catch Ctrl-C before anything is printed, so a quick interrupt still leaves politely.
         let interrupted = InterruptFlag()
         let session = try Session.open(global)
-        let reply = try session.call("join", .object(args))
+        let reply = try session.call(.join, .object(args))
         if global.json {
             Output.line(reply.description)
         } else {
@@ -142,7 +142,7 @@ struct Who: ParsableCommand {
             args["includeState"] = .bool(state)
             args["pageSize"] = .int(pageSize)
             if case .string = page { args["page"] = page }
-            let reply = try session.call("getOnlineUsers", .object(args))
+            let reply = try session.call(.getOnlineUsers, .object(args))
             total = reply["totalOccupancy"]?.numberValue?.intValue ?? total
             if global.json {
                 Output.line(reply.description)
@@ -168,7 +168,7 @@ struct Where: ParsableCommand {
 
     func run() throws {
         let session = try Session.open(global)
-        let reply = try session.call("getUserChannels", ["userId": .string(userId)])
+        let reply = try session.call(.getUserChannels, ["userId": .string(userId)])
         if global.json {
             Output.line(reply.description)
         } else {
@@ -196,7 +196,7 @@ struct StateCommand: ParsableCommand {
 
         func run() throws {
             let session = try Session.open(global)
-            let reply = try session.call("setState", [
+            let reply = try session.call(.setState, [
                 "channel": .string(channel), "channelType": channelType(stream), "state": try parseAssignments(entries),
             ])
             Output.line(global.json ? reply.description
@@ -216,7 +216,7 @@ struct StateCommand: ParsableCommand {
 
         func run() throws {
             let session = try Session.open(global)
-            let reply = try session.call("removeState", [
+            let reply = try session.call(.removeState, [
                 "channel": .string(channel), "channelType": channelType(stream), "keys": .array(keys.map { .string($0) }),
             ])
             Output.line(global.json ? reply.description : "state in \(channel): \(Output.state(reply["state"]))")
@@ -233,7 +233,7 @@ struct StateCommand: ParsableCommand {
 
         func run() throws {
             let session = try Session.open(global)
-            let reply = try session.call("getState", [
+            let reply = try session.call(.getState, [
                 "channel": .string(channel), "channelType": channelType(stream), "userId": .string(userId),
             ])
             Output.line(global.json ? reply.description : "\(userId) in \(channel): \(Output.state(reply["state"]))")
@@ -252,7 +252,7 @@ struct Publish: ParsableCommand {
     func run() throws {
         let payload: JSON = (try? JSONParser.parse(message)) ?? .string(message)
         let session = try Session.open(global)
-        let reply = try session.call("publish", ["channel": .string(channel), "channelType": channelType(stream), "message": payload])
+        let reply = try session.call(.publish, ["channel": .string(channel), "channelType": channelType(stream), "message": payload])
         Output.line(global.json ? reply.description : "published to \(channel): \(reply["recipients"]?.compactString ?? "?") recipient(s)")
         session.finish()
     }

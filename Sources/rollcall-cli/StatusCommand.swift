@@ -22,7 +22,7 @@ struct StatusCommand: ParsableCommand {
 
         func run() throws {
             let session = try Session.open(global)
-            let reply = try session.call("getUserStatus", ["userIds": .array(userIds.map { .string($0) })])
+            let reply = try session.call(.getUserStatus, ["userIds": .array(userIds.map { .string($0) })])
             if global.json {
                 Output.line(reply.description)
             } else {
@@ -42,7 +42,7 @@ struct StatusCommand: ParsableCommand {
 
         func run() throws {
             let session = try Session.open(global)
-            let reply = try session.call("setCustomStatus", ["customStatus": .string(text)])
+            let reply = try session.call(.setCustomStatus, ["customStatus": .string(text)])
             Output.line(global.json ? reply.description : StatusText.customStatusLine(reply["status"], user: global.userId))
             session.finish()
         }
@@ -54,7 +54,7 @@ struct StatusCommand: ParsableCommand {
 
         func run() throws {
             let session = try Session.open(global)
-            let reply = try session.call("setCustomStatus", ["customStatus": .null])
+            let reply = try session.call(.setCustomStatus, ["customStatus": .null])
             Output.line(global.json ? reply.description : StatusText.customStatusLine(reply["status"], user: global.userId))
             session.finish()
         }
@@ -83,12 +83,12 @@ struct StatusCommand: ParsableCommand {
             let interrupted = InterruptFlag()
             let session = try Session.open(global)
             let ids: JSON = .array(userIds.map { .string($0) })
-            let before = try session.call("getSubscriptions", ["userIds": ids])
+            let before = try session.call(.getSubscriptions, ["userIds": ids])
             let alreadyFollowed = Swift.Set((before["subscriptions"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue })
 
             var args = JSONObject([("userIds", ids)])
             if let duration { args["duration"] = .int(duration) }
-            let reply = try session.call("subscribeUserStatus", .object(args))
+            let reply = try session.call(.subscribeUserStatus, .object(args))
             let watched = (reply["statuses"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue }
             if global.json {
                 Output.line(reply.description)
@@ -117,7 +117,7 @@ struct StatusCommand: ParsableCommand {
             }
             let added = watched.filter { !alreadyFollowed.contains($0) }
             if !keep, !added.isEmpty {
-                _ = try? session.connection.request("unsubscribeUserStatus", ["userIds": .array(added.map { .string($0) })], timeout: .seconds(2))
+                _ = try? session.connection.request(Op.unsubscribeUserStatus.rawValue, ["userIds": .array(added.map { .string($0) })], timeout: .seconds(2))
             }
             if !global.json { Output.line("stopped watching") }
             session.finish()
@@ -137,7 +137,7 @@ struct StatusCommand: ParsableCommand {
             repeat {
                 var args = JSONObject([("pageSize", .int(pageSize))])
                 if case .string = page { args["page"] = page }
-                let reply = try session.call("getSubscriptions", .object(args))
+                let reply = try session.call(.getSubscriptions, .object(args))
                 if global.json { Output.line(reply.description) }
                 entries += reply["subscriptions"]?.arrayValue ?? []
                 page = reply["nextPage"] ?? .null

@@ -77,7 +77,7 @@ struct Watch: ParsableCommand {
             while outcome != .applied {
                 var read: JSONObject = ["channel": .string(channel), "channelType": channelType(stream), "includeState": true, "pageSize": 1000]
                 if case .fetchPage(let page) = outcome { read["page"] = .string(page) }
-                let users = try session.call("getOnlineUsers", .object(read))
+                let users = try session.call(.getOnlineUsers, .object(read))
                 let list = users["users"]?.arrayValue ?? [], next = users["nextPage"]?.stringValue
                 if case .needsResync = outcome {
                     outcome = model.resync(users: list, seq: users["seq"]?.numberValue?.intValue, nextPage: next)
@@ -108,7 +108,7 @@ struct Watch: ParsableCommand {
 extension Watch {
     /// Joins the watched channel with presence events on and messages off.
     func join(on session: Session) throws -> Reply {
-        try session.call("join", [
+        try session.call(.join, [
             "channel": .string(channel), "channelType": channelType(stream), "presence": true, "messages": false,
         ])
     }

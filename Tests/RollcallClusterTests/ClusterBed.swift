@@ -118,7 +118,7 @@ final class ClusterBed {
 
     private func perform(_ action: Action, on index: Int) {
         switch action {
-        case .send(let connection, let bytes):
+        case .send(let connection, let bytes, _):
             guard let client = clients[connection] else { return }
             guard let value = try? JSONParser.parse(bytes) else { return }
             if let id = value["id"]?.numberValue?.intValue, value["ok"] != nil {

@@ -26,7 +26,7 @@ struct AuthBrokerTests {
     private func expectUnauthorizedThenClose(_ actions: [Action], on connection: ConnectionID,
                                              sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
         try #require(actions.count == 2, "expected a reply and a close, got \(actions)", sourceLocation: sourceLocation)
-        guard case .send(let to, let bytes) = actions[0], to == connection else {
+        guard case .send(let to, let bytes, _) = actions[0], to == connection else {
             Issue.record("first action is not the reply: \(actions[0])", sourceLocation: sourceLocation)
             return ""
         }
@@ -94,13 +94,13 @@ struct AuthBrokerTests {
         let connection = ConnectionID(902)
         let actions = rawLogin(harness, on: connection, ["userId": "alice", "token": 42])
         #expect(actions.count == 1)
-        guard case .send(_, let bytes) = actions.first else { Issue.record("no reply"); return }
+        guard case .send(_, let bytes, _) = actions.first else { Issue.record("no reply"); return }
         #expect(try JSONParser.parse(bytes)["error"]?["code"] == "INVALID_REQUEST")
         // The same connection may then log in properly.
         let retry = harness.broker.handle(.received(connection, JSON.object(JSONObject([
             ("id", 2), ("op", "login"), ("userId", "alice"), ("token", .string(F.token())),
         ])).encoded()))
-        guard case .send(_, let ok) = retry.first else { Issue.record("no reply"); return }
+        guard case .send(_, let ok, _) = retry.first else { Issue.record("no reply"); return }
         #expect(try JSONParser.parse(ok)["ok"] == true)
     }
 

@@ -8,7 +8,7 @@ struct InstrumentationTests {
     final class Recorder: BrokerInstrumentation {
         var requests: [String] = []
         var fanOuts: [Int] = []
-        func requestHandled(op: String, nanoseconds: UInt64) { requests.append(op) }
+        func requestHandled(_ request: RequestLabel, nanoseconds: UInt64) { requests.append(request.text) }
         func eventFannedOut(recipients: Int) { fanOuts.append(recipients) }
     }
 

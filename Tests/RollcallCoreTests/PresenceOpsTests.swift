@@ -9,7 +9,7 @@ import Testing
         let alice = try harness.login("alice")
         let actions = harness.broker.handle(.received(alice.connection, Array(#"{"id":1,"op":"join","channel":"lobby","state":{"mood":"ok"}}"#.utf8)))
         #expect(actions.count == 2)
-        guard actions.count == 2, case .send(_, let first) = actions[0], case .send(_, let second) = actions[1] else { return }
+        guard actions.count == 2, case .send(_, let first, _) = actions[0], case .send(_, let second, _) = actions[1] else { return }
         let reply = try JSONParser.parse(first)
         #expect(reply == ["id": 1, "ok": true, "result": ["occupancy": 1, "mode": "announce"]])
         let snapshot = try JSONParser.parse(second)

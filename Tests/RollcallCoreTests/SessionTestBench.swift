@@ -76,7 +76,7 @@ final class SessionTestBench {
     func apply(_ actions: [Action]) {
         for action in actions {
             switch action {
-            case .send(let connection, let bytes):
+            case .send(let connection, let bytes, _):
                 // Every object must be compact JSON without raw newlines (batching relies on it).
                 precondition(!bytes.contains(0x0A), "raw newline in an outbound object")
                 let value = (try? JSONParser.parse(bytes)) ?? .string("<unparseable>")

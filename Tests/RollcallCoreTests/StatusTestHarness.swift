@@ -47,7 +47,7 @@ final class StatusHarness {
     func run(_ event: InboundEvent) {
         for action in broker.handle(event) {
             switch action {
-            case .send(let connection, let bytes):
+            case .send(let connection, let bytes, _):
                 sends.append((connection, bytes))
                 let value: JSON
                 do { value = try JSONParser.parse(bytes) } catch {

@@ -57,4 +57,11 @@ struct ConnectionTableTests {
         #expect(table.isEmpty)
         #expect(table.nextHeartbeatCheck() == nil)
     }
+
+    @Test func keysAreNeverHandedOutTwice() {
+        var table = ConnectionTable()
+        let keys = (0..<100).map { _ in table.newKey() }
+        #expect(Set(keys).count == 100)
+        #expect(!keys.contains(0))  // 0 is lws' "no key yet"
+    }
 }

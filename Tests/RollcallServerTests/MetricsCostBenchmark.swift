@@ -47,7 +47,7 @@ struct MetricsCostBenchmark {
                 for index in 0..<Self.records { plain.bytesOut &+= index & 0xFFFF }
             }
             let requests = Self.nanoseconds {
-                for index in 0..<Self.records { exposition.histograms.requestHandled(op: "join", nanoseconds: UInt64(index & 0xFFF)) }
+                for index in 0..<Self.records { exposition.histograms.requestHandled(.op(.join), nanoseconds: UInt64(index & 0xFFF)) }
             }
             print("round \(round): ValueHistogram.record \(Double(recorded) / Double(Self.records)) ns, "
                 + "through swift-metrics' Recorder \(Double(directly) / Double(Self.records)) ns, "

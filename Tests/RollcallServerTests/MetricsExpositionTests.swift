@@ -62,7 +62,7 @@ struct MetricsExpositionTests {
         exposition.histograms.frameBytes.record(Double(300))
         exposition.histograms.queuedBytesAtWrite.record(Double(5000))
         exposition.histograms.eventRecipients.record(Double(3))
-        exposition.histograms.requestHandled(op: "join", nanoseconds: 3_000)
+        exposition.histograms.requestHandled(.op(.join), nanoseconds: 3_000)
         let page = try ExpositionPage(render(exposition, sampleSnapshot()))
         for name in [ServerHistograms.frameBytesName, ServerHistograms.queuedBytesName, ServerHistograms.recipientsName,
                      ServerHistograms.requestDurationName] {
@@ -83,20 +83,22 @@ struct MetricsExpositionTests {
         #expect(page.value("rollcall_request_duration_seconds_bucket{op=\"join\",le=\"+Inf\"}") == 1)
     }
 
-    @Test("op labels: the core's (an Op, invalid, unknown) kept, any other name shares op=\"other\"")
+    @Test("op labels: an Op by its name, invalid, unknown, api.<op> and api.unknown")
     func requestOpLabels() throws {
         let exposition = MetricsExposition()
-        exposition.histograms.requestHandled(op: "made-up-1", nanoseconds: 1)
-        exposition.histograms.requestHandled(op: "made-up-2", nanoseconds: 1)
-        exposition.histograms.requestHandled(op: "invalid", nanoseconds: 1)
-        exposition.histograms.requestHandled(op: "unknown", nanoseconds: 1)
-        exposition.histograms.requestHandled(op: "getOnlineUsers", nanoseconds: 1)
+        exposition.histograms.requestHandled(.invalid, nanoseconds: 1)
+        exposition.histograms.requestHandled(.unknown, nanoseconds: 1)
+        exposition.histograms.requestHandled(.op(.getOnlineUsers), nanoseconds: 1)
+        exposition.histograms.requestHandled(.op(.getOnlineUsers), nanoseconds: 1)
+        exposition.histograms.requestHandled(.api(.getInfo), nanoseconds: 1)
+        exposition.histograms.requestHandled(.api(nil), nanoseconds: 1)
         let page = try ExpositionPage(render(exposition, MetricsSnapshot()))
-        #expect(page.value("rollcall_request_duration_seconds_count{op=\"other\"}") == 2)
         #expect(page.value("rollcall_request_duration_seconds_count{op=\"invalid\"}") == 1)
         #expect(page.value("rollcall_request_duration_seconds_count{op=\"unknown\"}") == 1)
-        #expect(page.value("rollcall_request_duration_seconds_count{op=\"getOnlineUsers\"}") == 1)
-        #expect(!page.text.contains("made-up"))
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"getOnlineUsers\"}") == 2)
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"api.getInfo\"}") == 1)
+        #expect(page.value("rollcall_request_duration_seconds_count{op=\"api.unknown\"}") == 1)
+        #expect(Op.allCases.map { RequestLabel.op($0).text } == Op.allCases.map(\.rawValue))
     }
 
     @Test("counters follow the running totals across scrapes; gauges follow the state")

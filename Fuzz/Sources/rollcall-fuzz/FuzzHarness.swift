@@ -97,7 +97,7 @@ struct BrokerDrive {
         var closed: Set<ConnectionID> = []
         for action in actions {
             switch action {
-            case .send(let connection, let bytes):
+            case .send(let connection, let bytes, _):
                 precondition(!closed.contains(connection), "send after close")
                 precondition(!bytes.contains(0x0A) && !bytes.contains(0x0D), "raw newline in an outbound object")
                 guard case .object(let object)? = try? JSONParser.parse(bytes) else {

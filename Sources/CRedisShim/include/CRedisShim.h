@@ -23,19 +23,4 @@ void rollcall_redis_quiesce(redisAsyncContext *ac);
 /// `ac->data` (the owner given to `rollcall_redis_connect`).
 void *rollcall_redis_owner(const redisAsyncContext *ac);
 
-/// A one-shot libev timer on a given loop calling `fire(owner)`.
-typedef struct rollcall_redis_timer rollcall_redis_timer;
-typedef void (*rollcall_redis_timer_fn)(void *owner);
-
-rollcall_redis_timer *rollcall_redis_timer_create(void *loop, rollcall_redis_timer_fn fire, void *owner);
-/// (Re)arms the timer `seconds` from the loop's current time; replaces any earlier schedule.
-void rollcall_redis_timer_schedule(rollcall_redis_timer *timer, double seconds);
-void rollcall_redis_timer_cancel(rollcall_redis_timer *timer);
-int rollcall_redis_timer_is_scheduled(const rollcall_redis_timer *timer);
-/// Cancels and frees the timer.
-void rollcall_redis_timer_destroy(rollcall_redis_timer *timer);
-
-/// The loop's time (`ev_now`): the time timers are measured against, in seconds.
-double rollcall_redis_loop_now(void *loop);
-
 #endif

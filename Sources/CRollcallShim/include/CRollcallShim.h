@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "CRollcallClientShim.h"
+#include "CRollcallLoopTimer.h"
 #include "CRollcallTLS.h"
 #include "CRollcallWebhook.h"
 

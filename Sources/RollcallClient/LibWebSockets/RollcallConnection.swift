@@ -335,13 +335,13 @@ public final class RollcallConnection: @unchecked Sendable {
         if let customStatus { args["customStatus"] = .string(customStatus) }
         if let presenceTimeout { args["presenceTimeout"] = .number(JSONNumber(presenceTimeout)) }
         if let resumeToken { args["resumeToken"] = .string(resumeToken) }
-        return try request("login", .object(args), timeout: timeout)
+        return try request(Op.login.rawValue, .object(args), timeout: timeout)
     }
 
     /// `refresh {token}` (PROTOCOL §3, 1.1): a fresh token for the logged-in user. Returns the
     /// reply (`result.expiresAt`, or `UNAUTHORIZED` with the connection left open).
     public func refresh(token: String, timeout: Duration = .seconds(5)) throws(ClientError) -> Reply {
-        try request("refresh", ["token": .string(token)], timeout: timeout)
+        try request(Op.refresh.rawValue, ["token": .string(token)], timeout: timeout)
     }
 
     // MARK: Closing

@@ -187,10 +187,10 @@ public final class Broker {
         }
         metrics.requests += 1
         let started = instrumentation == nil ? 0 : clock.monotonicNanoseconds
-        var opLabel = "invalid"
+        var label = RequestLabel.invalid
         defer {
             if let instrumentation {
-                instrumentation.requestHandled(op: opLabel, nanoseconds: clock.monotonicNanoseconds &- started)
+                instrumentation.requestHandled(label, nanoseconds: clock.monotonicNanoseconds &- started)
             }
         }
         let mark = outbox.actions.count
@@ -211,7 +211,7 @@ public final class Broker {
             }
             return
         }
-        opLabel = request.op?.rawValue ?? "unknown"
+        label = request.op.map(RequestLabel.op) ?? .unknown
         if case .failure(let retry) = admitted {
             reply(to: connection, id: request.id, .failure(.rateLimited("too many requests", retry)), at: mark)
             return
@@ -248,7 +248,7 @@ public final class Broker {
             metrics.errors[error.code, default: 0] += 1
             bytes = Frames.failure(id: id, code: error.code, message: error.message, retryAfterMs: error.retryAfterMs)
         }
-        outbox.insert(.send(connection, bytes), at: position)
+        outbox.insert(.send(connection, bytes, .reply), at: position)
     }
 
     /// The request's result, or nil when it waits for an engine's store (the reply follows

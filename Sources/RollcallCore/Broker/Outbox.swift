@@ -31,7 +31,7 @@ package final class Outbox {
     /// (a resumed session is rebuilt from fresh snapshots).
     package func send(_ bytes: [UInt8], to session: Session) {
         guard let connection = session.connection else { return }
-        actions.append(.send(connection, bytes))
+        actions.append(.send(connection, bytes, .event))
         eventsQueued += 1
     }
 
@@ -61,7 +61,7 @@ package final class Outbox {
 
     /// Queues `bytes` for a connection.
     func send(_ bytes: [UInt8], to connection: ConnectionID) {
-        actions.append(.send(connection, bytes))
+        actions.append(.send(connection, bytes, .event))
     }
 
     /// Asks the transport to close a connection.

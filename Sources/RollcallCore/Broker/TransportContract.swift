@@ -67,11 +67,21 @@ public enum InboundEvent: Sendable {
     case keySet(JWKSetSource, JWKSet)
 }
 
+/// What an object the core sends is to its client (``Action/send(_:_:_:)``).
+public enum SendKind: Sendable, Equatable {
+    /// The reply to one of the client's requests (`{"id":…,"ok":…}`, PROTOCOL §2): the client
+    /// waits for it, so the transport writes it without holding it for the coalescing window.
+    case reply
+    /// An event (`{"event":…}`) or a frame that follows a reply (a snapshot).
+    case event
+}
+
 /// What the core asks the transport to do, in order.
 public enum Action: Sendable, Equatable {
     /// Queue these bytes (one compact JSON object) for the connection. The same array is
-    /// shared by every recipient of an event: it is encoded once.
-    case send(ConnectionID, [UInt8])
+    /// shared by every recipient of an event: it is encoded once. The kind says whether the
+    /// client waits for it (a reply) or not (an event), so the transport need not read it.
+    case send(ConnectionID, [UInt8], SendKind)
     /// Flush what is queued, then close with this code. The core has already ended the
     /// session; the transport's later `.ended` for it is ignored.
     case close(ConnectionID, CloseCode, reason: String)

@@ -19,8 +19,7 @@ extension Broker {
         let started = instrumentation == nil ? 0 : clock.monotonicNanoseconds
         defer {
             if let instrumentation {
-                let label = op.map { "api.\($0.rawValue)" } ?? "api.unknown"
-                instrumentation.requestHandled(op: label, nanoseconds: clock.monotonicNanoseconds &- started)
+                instrumentation.requestHandled(.api(op), nanoseconds: clock.monotonicNanoseconds &- started)
             }
         }
         let answer: (Result<JSON, BrokerError>) -> Void = { [self] outcome in

@@ -21,6 +21,8 @@ struct ConnectionTable {
     }
 
     private var records: [ConnectionID: ConnectionRecord] = [:]
+    /// The last key handed out by ``newKey()``.
+    private var lastKey: UInt64 = 0
     private var heartbeatChecks = Heap<Check>()
 
     /// Open connections.
@@ -34,6 +36,14 @@ struct ConnectionTable {
     subscript(id: ConnectionID) -> ConnectionRecord? { records[id] }
 
     /// Adds a just-established connection, its first heartbeat check at `firstCheck`.
+    /// A key for lws' per-connection space, never handed out before: a WebSocket connection's
+    /// ``ConnectionID`` and an HTTP exchange's key come from this one sequence, so a key names
+    /// one connection only, whichever kind it is.
+    mutating func newKey() -> UInt64 {
+        lastKey += 1
+        return lastKey
+    }
+
     mutating func insert(_ record: ConnectionRecord, firstHeartbeatCheckAt firstCheck: Int64) {
         records[record.id] = record
         arm(record, at: firstCheck)

@@ -17,7 +17,7 @@ final class ServerHistograms: BrokerInstrumentation {
     /// Sessions each event was queued for.
     let eventRecipients: ValueHistogram
     private let registry: PrometheusCollectorRegistry
-    private var requestDurations: [String: DurationHistogram] = [:]
+    private var requestDurations: [RequestLabel: DurationHistogram] = [:]
 
     static let frameBytesName = "rollcall_frame_out_bytes"
     static let queuedBytesName = "rollcall_outbound_queue_at_write_bytes"
@@ -51,33 +51,22 @@ final class ServerHistograms: BrokerInstrumentation {
             buckets: Self.recipientBuckets)
     }
 
-    /// The handling-time series of `op`: the core names an ``Op``, `invalid` (not decodable),
-    /// `unknown` (an op the protocol does not name), or a server API op as `api.<op>`
-    /// (`api.unknown` for a name the API does not have); anything else shares `op="other"`,
-    /// so the page cannot grow with made-up names.
-    private func requestDuration(_ op: String) -> DurationHistogram {
-        if let histogram = requestDurations[op] { return histogram }  // one hash on the usual path
-        let known = op == "invalid" || op == "unknown" || Op(rawValue: op) != nil || Self.isServerAPILabel(op)
-        let label = known ? op : "other"
-        if let histogram = requestDurations[label] { return histogram }
+    /// The handling-time series of a request, labelled `op` with ``RequestLabel/text``: an
+    /// ``Op``, `invalid`, `unknown`, `api.<op>` or `api.unknown` (a closed set: made-up names
+    /// cannot grow the page).
+    private func requestDuration(_ request: RequestLabel) -> DurationHistogram {
+        if let histogram = requestDurations[request] { return histogram }  // one hash on the usual path
         let histogram = registry.makeDurationHistogram(
             descriptor: .named(Self.requestDurationName, help: "Time the core took to handle a request, by op"),
-            labels: [("op", label)], buckets: Self.durationBuckets)
-        requestDurations[label] = histogram
+            labels: [("op", request.text)], buckets: Self.durationBuckets)
+        requestDurations[request] = histogram
         return histogram
-    }
-
-    /// `api.<op>` for a ``ServerAPIOp``, or `api.unknown`.
-    private static func isServerAPILabel(_ op: String) -> Bool {
-        guard op.hasPrefix("api.") else { return false }
-        let name = String(op.dropFirst(4))
-        return name == "unknown" || ServerAPIOp(rawValue: name) != nil
     }
 
     // MARK: BrokerInstrumentation
 
-    func requestHandled(op: String, nanoseconds: UInt64) {
-        requestDuration(op).recordNanoseconds(Int64(clamping: nanoseconds))
+    func requestHandled(_ request: RequestLabel, nanoseconds: UInt64) {
+        requestDuration(request).recordNanoseconds(Int64(clamping: nanoseconds))
     }
 
     func eventFannedOut(recipients: Int) {

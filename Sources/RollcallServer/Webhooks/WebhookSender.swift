@@ -34,12 +34,14 @@ final class WebhookSender {
     private let logger: Logger
     private let context: OpaquePointer
     private var vhost: OpaquePointer?
-    private let protocols: UnsafeMutablePointer<lws_protocols>
-    private var cStrings: [UnsafeMutablePointer<CChar>] = []
+    /// The client vhost's protocol list and strings.
+    private let memory = ContextMemory()
+    /// The client protocol's name (each POST names it).
+    private let protocolName: UnsafePointer<CChar>
     /// The address connected to (the host resolved once at start when it is a name).
     private let connectAddress: String
-    let timer: UnsafeMutablePointer<rollcall_timer_t>
-    private var armedAt: Int64?
+    /// Armed for the machine's next deadline.
+    private var timer = DeadlineTimer()
     /// The POST under way (nil between attempts).
     private var attempt: Attempt?
     private var inputs: [Input] = []
@@ -51,6 +53,8 @@ final class WebhookSender {
 
     /// Body bytes written per writable callback.
     static let bodyChunkBytes = 16 * 1024
+    /// Bytes of the answer's body read (and dropped) at a time.
+    static let answerChunkBytes = 1024
     /// Seconds a connection may linger after its answer was read (draining the answer's body).
     static let lingerSeconds: Int32 = 2
 
@@ -82,11 +86,9 @@ final class WebhookSender {
         if let caFile = settings.webhooks.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ServerError(.webhookSetupFailed, "webhooks.caFile \(caFile) cannot be read")
         }
-        timer = .allocate(capacity: 1)
-        timer.initialize(to: rollcall_timer_t())
-        protocols = .allocate(capacity: 2)
-        protocols.initialize(repeating: lws_protocols(), count: 2)
-        protocols[0].name = UnsafePointer(keep("rollcall-webhook"))
+        protocolName = UnsafePointer(memory.cString("rollcall-webhook"))
+        let protocols = memory.protocols(count: 2)
+        protocols[0].name = protocolName
         protocols[0].callback = rollcallWebhookCallback
         protocols[0].per_session_data_size = 0
         protocols[0].rx_buffer_size = 0
@@ -103,18 +105,12 @@ final class WebhookSender {
             throw ServerError(.webhookSetupFailed, "libwebsockets created no client vhost for webhooks.url \(settings.url)")
         }
         vhost = created
-        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        timer.attach(ServiceTimer(context: context) { [unowned self] in timerFired() })
         if connectAddress == settings.url.host, AddressResolver.isName(settings.url.host) {
             logger.warning("webhooks.url host \(settings.url.host) did not resolve at start; libwebsockets resolves it at each POST (synchronously)")
         }
         logger.info("webhooks on", metadata: ["url": "\(settings.url)", "node": "\(settings.node)",
                                               "events": "\(settings.webhooks.events.joined(separator: ","))"])
-    }
-
-    deinit {
-        timer.deallocate()
-        protocols.deallocate()
-        for string in cStrings { free(string) }
     }
 
     // MARK: - Inputs from the server
@@ -136,13 +132,12 @@ final class WebhookSender {
     /// destroyed, closing any connection still open: no retry may start then).
     func stop() {
         isStopped = true
-        lws_sul_cancel(&timer.pointee.sul)
-        armedAt = nil
+        timer.detach()
     }
 
     /// The timer fired.
     func timerFired() {
-        armedAt = nil
+        timer.fired()
         submit(.tick)
     }
 
@@ -203,14 +198,7 @@ final class WebhookSender {
     }
 
     private func armTimer() {
-        guard let deadline = machine.nextDeadline else {
-            if armedAt != nil { lws_sul_cancel(&timer.pointee.sul); armedAt = nil }
-            return
-        }
-        guard armedAt != deadline else { return }
-        armedAt = deadline
-        let delay = max(0, deadline - MonotonicClock.now)
-        lws_sul_schedule(context, 0, &timer.pointee.sul, rollcallWebhookTimerFired, lws_usec_t(delay) * 1000)
+        timer.arm(at: machine.nextDeadline, now: MonotonicClock.now)
     }
 
     // MARK: - One POST
@@ -234,8 +222,8 @@ final class WebhookSender {
         info.host = UnsafePointer(strings[2])
         info.method = UnsafePointer(strings[3])
         info.alpn = UnsafePointer(strings[4])
-        info.local_protocol_name = protocols[0].name
-        info.protocol = protocols[0].name
+        info.local_protocol_name = protocolName
+        info.protocol = protocolName
         var flags = LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue
         if url.secure { flags |= LCCSCF_USE_SSL.rawValue }
         info.ssl_connection = Int32(bitPattern: flags)
@@ -289,7 +277,7 @@ final class WebhookSender {
             submit(.answered(number, status: status))
             return 0
         case LWS_CALLBACK_RECEIVE_CLIENT_HTTP:
-            return drainAnswer(wsi)
+            return HTTPClientRead.readAvailable(wsi, chunkBytes: Self.answerChunkBytes)
         case LWS_CALLBACK_COMPLETED_CLIENT_HTTP:
             return -1
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
@@ -341,24 +329,10 @@ final class WebhookSender {
         return 0
     }
 
-    /// Reads (and discards) what the answer's body holds so far.
-    private func drainAnswer(_ wsi: OpaquePointer) -> Int32 {
-        let pre = Int(rollcall_lws_pre)
-        var buffer = [UInt8](repeating: 0, count: pre + 1024)
-        return buffer.withUnsafeMutableBufferPointer { storage -> Int32 in
-            var start: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(storage.baseAddress! + pre)
-                .assumingMemoryBound(to: CChar.self)
-            var room = Int32(1024)
-            return lws_http_client_read(wsi, &start, &room) < 0 ? -1 : 0
-        }
-    }
-
     // MARK: - Helpers
 
     private func keep(_ text: String) -> UnsafeMutablePointer<CChar> {
-        let pointer = strdup(text)!
-        cStrings.append(pointer)
-        return pointer
+        memory.cString(text)
     }
 
     /// 12 random hex digits: event and batch ids start with it, so ids stay unique across restarts.
@@ -377,12 +351,6 @@ let rollcallWebhookCallback: @convention(c) (
 ) -> Int32 = { wsi, reason, _, input, length in
     guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else { return 0 }
     let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
-    guard let sender = server.webhookSender else { return 0 }
+    guard let sender = server.services.webhookSender else { return 0 }
     return sender.handleCallback(wsi, reason, input, length)
-}
-
-/// Fires the webhook sender's timer.
-let rollcallWebhookTimerFired: @convention(c) (UnsafeMutablePointer<lws_sorted_usec_list_t>?) -> Void = { sul in
-    guard let sul, let owner = rollcall_timer_from_sul(sul).pointee.owner else { return }
-    Unmanaged<WebhookSender>.fromOpaque(owner).takeUnretainedValue().timerFired()
 }

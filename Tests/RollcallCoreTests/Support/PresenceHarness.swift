@@ -42,7 +42,7 @@ final class PresenceHarness {
     func run(_ event: InboundEvent) {
         for action in broker.handle(event) {
             switch action {
-            case .send(let connection, let bytes):
+            case .send(let connection, let bytes, _):
                 let value: JSON
                 do { value = try JSONParser.parse(bytes) } catch {
                     Issue.record("broker sent invalid JSON: \(error)")

@@ -57,7 +57,7 @@ struct ClusterStorm {
         for index in 0..<users {
             let due = start + joinSeconds * Double(index) / Double(users)
             while MonotonicSeconds.now < due { usleep(UInt32(max(100, min(5000, (due - MonotonicSeconds.now) * 1e6)))) }
-            spread.sessions[index].send("join", ["channel": .string(channel), "presence": true, "messages": false]) { reply in
+            spread.sessions[index].send(Op.join.rawValue, ["channel": .string(channel), "presence": true, "messages": false]) { reply in
                 counters.add(reply.ok ? "ok" : "failed")
             }
             lastSent = MonotonicSeconds.now
@@ -78,7 +78,7 @@ struct ClusterStorm {
         outcome.joinsOK = counters["ok"]
         outcome.joinsFailed = counters["failed"]
         outcome.finalRosters = clients.filter(\.isFinal).count
-        if let page = try? spread.sessions[0].call("getOnlineUsers", ["channel": .string(channel), "pageSize": 1000],
+        if let page = try? spread.sessions[0].call(Op.getOnlineUsers.rawValue, ["channel": .string(channel), "pageSize": 1000],
                                                     timeout: .seconds(10)) {
             outcome.onlineUsers = page["users"]?.arrayValue?.count ?? 0
         }

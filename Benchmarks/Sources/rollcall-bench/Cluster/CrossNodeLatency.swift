@@ -55,7 +55,7 @@ final class CrossNodeLatency {
             let due = start + Double(sequence) / rate
             while MonotonicSeconds.now < due { usleep(UInt32(max(100, min(5000, (due - MonotonicSeconds.now) * 1e6)))) }
             clock.stamp(sequence)
-            prober.send("setState", ["channel": .string(channel), "state": ["probe": .string(String(sequence))]])
+            prober.send(Op.setState.rawValue, ["channel": .string(channel), "state": ["probe": .string(String(sequence))]])
         }
         // Every probe reaches members − 1 receivers; wait (bounded) for the last ones.
         let expected = probes * (members - 1)

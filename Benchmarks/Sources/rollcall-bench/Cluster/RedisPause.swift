@@ -75,7 +75,7 @@ enum RedisPause {
         }
         if outcome.truthAfterResume == nil {
             for (index, roster) in rosters.enumerated() {
-                let page = try? watchers.sessions[index].call("getOnlineUsers", ["channel": .string(channel), "pageSize": 1000],
+                let page = try? watchers.sessions[index].call(Op.getOnlineUsers.rawValue, ["channel": .string(channel), "pageSize": 1000],
                                                                timeout: .seconds(2))
                 let listed = Set((page?["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue })
                 let mine = roster.userIds
@@ -98,7 +98,7 @@ enum RedisPause {
                                      expected: Set<String>?) -> Bool {
         for (index, roster) in rosters.enumerated() {
             guard expected == nil || roster.userIds == expected,
-                  let page = try? watchers.sessions[index].call("getOnlineUsers", ["channel": .string(channel), "pageSize": 1000],
+                  let page = try? watchers.sessions[index].call(Op.getOnlineUsers.rawValue, ["channel": .string(channel), "pageSize": 1000],
                                                                 timeout: .seconds(1)) else { return false }
             let listed = Set((page["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue })
             if listed != roster.userIds { return false }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RollcallClient
+import RollcallProtocol
 
 /// `rollcall-bench connect`: logins per second in one burst, then more sessions in steps
 /// until one broker process holds `--max` sessions (or failures appear).
@@ -143,7 +144,7 @@ struct Connect: ParsableCommand {
     private func ping(_ session: RollcallConnection?) -> Double? {
         guard let session else { return nil }
         let begin = MonotonicSeconds.now
-        guard (try? session.request("ping", timeout: .seconds(5)))?.ok == true else { return nil }
+        guard (try? session.request(Op.ping.rawValue, timeout: .seconds(5)))?.ok == true else { return nil }
         return (MonotonicSeconds.now - begin) * 1000
     }
 }

@@ -38,7 +38,7 @@ final class LoginWave {
             let login: JSON = ["userId": .string("connect-\(firstIndex + offset)"), "platform": "cli"]
             connection.onOpen = { [weak self, weak connection] in
                 guard let connection else { return }
-                connection.send("login", login) { reply in
+                connection.send(Op.login.rawValue, login) { reply in
                     guard let self else { return }
                     if reply.ok {
                         fresh[offset] = connection

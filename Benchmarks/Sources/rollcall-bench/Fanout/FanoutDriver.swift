@@ -75,7 +75,7 @@ final class FanoutDriver {
         receivers = sessions.compactMap { $0 }
         print("fanout: \(receivers.count)/\(count) receivers logged in in \(String(format: "%.1f", seconds)) s; joining")
         for receiver in receivers {
-            receiver.send("join", ["channel": .string(Self.channel), "presence": false, "messages": true]) { reply in
+            receiver.send(Op.join.rawValue, ["channel": .string(Self.channel), "presence": false, "messages": true]) { reply in
                 counters.add(reply.ok ? "joined" : "joinFailed")
             }
         }
@@ -154,7 +154,7 @@ final class FanoutDriver {
         let arguments: JSON = ["channel": .string(Self.channel), "message": message]
         for _ in 0..<count {
             counters.add("published")
-            publisher.send("publish", arguments) { reply in
+            publisher.send(Op.publish.rawValue, arguments) { reply in
                 if reply.ok, let recipients = reply["recipients"]?.numberValue?.intValue {
                     counters.add("acked")
                     counters.add("expectedDeliveries", recipients)

@@ -23,7 +23,7 @@ final class ChannelJoiner {
         let start = MonotonicSeconds.now
         for (index, session) in sessions.enumerated() {
             let args: JSON = ["channel": .string(channelName(index)), "presence": true]
-            session.send("join", args) { reply in counters.add(reply.ok ? "joined" : "joinFailed") }
+            session.send(Op.join.rawValue, args) { reply in counters.add(reply.ok ? "joined" : "joinFailed") }
         }
         let deadline = start + timeout
         var lastPrint = start

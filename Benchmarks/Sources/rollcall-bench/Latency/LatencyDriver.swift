@@ -92,14 +92,14 @@ final class LatencyDriver {
         prober = members.first
 
         for member in members {
-            member.send("join", ["channel": .string(Self.channel), "presence": true, "messages": false]) { reply in
+            member.send(Op.join.rawValue, ["channel": .string(Self.channel), "presence": true, "messages": false]) { reply in
                 counters.add(reply.ok ? "joined" : "joinFailed")
                 if reply["mode"]?.stringValue == "interval" { counters.add("intervalModeReplies") }
                 if let occupancy = reply["occupancy"]?.numberValue?.intValue { counters.add("occupancySum", occupancy) }
             }
         }
         for receiver in backgroundReceivers {
-            receiver.send("join", ["channel": .string(Self.backgroundChannel), "presence": false, "messages": true]) { reply in
+            receiver.send(Op.join.rawValue, ["channel": .string(Self.backgroundChannel), "presence": false, "messages": true]) { reply in
                 counters.add(reply.ok ? "joined" : "joinFailed")
             }
         }
@@ -229,7 +229,7 @@ final class LatencyDriver {
         guard let prober else { return }
         let counters = self.counters
         clock.stamp(sequence)
-        prober.send("setState", ["channel": .string(Self.channel), "state": ["probe": .string(String(sequence))]]) { reply in
+        prober.send(Op.setState.rawValue, ["channel": .string(Self.channel), "state": ["probe": .string(String(sequence))]]) { reply in
             counters.add(reply.ok ? "probeAcks" : "probeErrors")
         }
     }
@@ -241,7 +241,7 @@ final class LatencyDriver {
         let arguments: JSON = ["channel": .string(Self.backgroundChannel), "message": message]
         for _ in 0..<count {
             counters.add("published")
-            publisher.send("publish", arguments) { reply in
+            publisher.send(Op.publish.rawValue, arguments) { reply in
                 counters.add("publishReplies")
                 if reply.ok, let recipients = reply["recipients"]?.numberValue?.intValue {
                     counters.add("backgroundExpected", recipients)

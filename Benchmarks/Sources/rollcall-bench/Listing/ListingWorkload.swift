@@ -104,7 +104,7 @@ final class ListingWorkload {
         var reply: [UInt8] = []
         recipients = 0
         for action in handle(request, on: prober) {
-            guard case .send(let target, let bytes) = action else { continue }
+            guard case .send(let target, let bytes, _) = action else { continue }
             if target == prober { reply = bytes } else { recipients += 1 }
         }
         return reply
@@ -168,7 +168,7 @@ final class ListingWorkload {
     /// Sends one request (an `id` is added) and returns the bytes of its reply.
     private func send(_ request: String, on connection: ConnectionID) -> [UInt8] {
         for action in handle(request, on: connection) {
-            if case .send(let target, let bytes) = action, target == connection, bytes.starts(with: Array(#"{"id":"#.utf8)) {
+            if case .send(let target, let bytes, _) = action, target == connection, bytes.starts(with: Array(#"{"id":"#.utf8)) {
                 return bytes
             }
         }

@@ -105,11 +105,11 @@ final class SoakDriver {
         connection.onClose = { info in if !info.closedByServer { return }; counters.add("serverCloses") }
         connection.onOpen = { [weak connection] in
             guard let connection else { return }
-            connection.send("login", ["userId": .string(userId), "platform": "cli", "presenceTimeout": 2]) { reply in
+            connection.send(Op.login.rawValue, ["userId": .string(userId), "platform": "cli", "presenceTimeout": 2]) { reply in
                 counters.add(reply.ok ? "logins" : "loginErrors")
                 guard reply.ok else { return }
                 for channel in Set(firstChannels) {
-                    connection.send("join", ["channel": .string("soak:\(channel)")]) { reply in
+                    connection.send(Op.join.rawValue, ["channel": .string("soak:\(channel)")]) { reply in
                         counters.add("replies")
                         if !reply.ok { counters.add("errorReplies"); counters.add("error.\(reply.errorCodeText ?? "?")") }
                     }

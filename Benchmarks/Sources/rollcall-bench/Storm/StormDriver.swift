@@ -196,7 +196,7 @@ final class StormDriver {
             if rawClients {
                 rawSessions[index].send(text: rawJoin)
             } else {
-                sessions[index].send("join", arguments) { reply in counters.add(reply.ok ? "joinOK" : "joinFailed") }
+                sessions[index].send(Op.join.rawValue, arguments) { reply in counters.add(reply.ok ? "joinOK" : "joinFailed") }
             }
         }
         print("\(label): last join sent at \(format(outcome.lastJoinAt)) s")
@@ -211,7 +211,7 @@ final class StormDriver {
             if rawClients {
                 rawSessions[leavers[index]].send(text: rawLeave)
             } else {
-                sessions[leavers[index]].send("leave", arguments) { reply in counters.add(reply.ok ? "leaveOK" : "leaveFailed") }
+                sessions[leavers[index]].send(Op.leave.rawValue, arguments) { reply in counters.add(reply.ok ? "leaveOK" : "leaveFailed") }
             }
         }
         outcome.lastLeaveAt = leavers.isEmpty ? outcome.lastJoinAt : sent
@@ -304,7 +304,7 @@ final class StormDriver {
             var arguments: JSONObject = ["channel": .string(plan.channel), "pageSize": 1000]
             if !page.isNull { arguments["page"] = page }
             // A generous timeout: after a big storm the client threads may still be busy.
-            guard let result = try? observer.call("getOnlineUsers", .object(arguments), timeout: .seconds(30)) else {
+            guard let result = try? observer.call(Op.getOnlineUsers.rawValue, .object(arguments), timeout: .seconds(30)) else {
                 print("\(label): getOnlineUsers got no reply")
                 break
             }

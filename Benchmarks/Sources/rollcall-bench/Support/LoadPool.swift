@@ -48,7 +48,7 @@ final class LoadPool {
             let login = JSON.object(JSONObject(arguments.map { ($0.key, $0.value) }))
             connection.onOpen = { [weak connection] in
                 guard let connection else { return }
-                connection.send("login", login) { reply in
+                connection.send(Op.login.rawValue, login) { reply in
                     if reply.ok { results[index] = connection; counters.add("ok") } else { counters.add("failed") }
                 }
             }
