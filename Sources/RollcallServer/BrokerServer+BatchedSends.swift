@@ -1,4 +1,5 @@
 import CRollcallShim
+import RollcallEventLoop
 
 extension BrokerServer {
     /// Opens the io_uring of ``BatchedSends`` when `http.batchedSends` is on and the port

@@ -4,9 +4,6 @@ import RollcallCore
 /// JWK Sets (PROTOCOL §3, 1.2): ``KeySetService`` lives on the service thread beside the
 /// connections and hands every set that loads to the core (``InboundEvent/keySet(_:_:)``).
 extension BrokerServer {
-    /// The key sets (``LoopServices/keySets``), where the key set client's lws callback finds them.
-    var keySets: KeySetService? { services.keySets }
-
     /// The key sets of jwt mode, or nil when neither `auth.jwksFile` nor `auth.jwksUrl` is set
     /// (or `auth.mode` is `none`). Reads the file now; throws, naming the key, when it cannot
     /// be used. Service thread, once the context exists.

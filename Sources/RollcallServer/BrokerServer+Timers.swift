@@ -1,5 +1,6 @@
 import CRollcallShim
 import RollcallCore
+import RollcallEventLoop
 
 /// One lws sorted-usec-list timer drives everything time-based: the core's
 /// ``Broker/nextDeadline`` (login timeouts, held sessions, presence intervals, ...), the

@@ -1,6 +1,7 @@
 import CRollcallShim
 import RollcallCore
 import RollcallProtocol
+import RollcallEventLoop
 
 extension BrokerServer {
     // MARK: - Upgrade

@@ -1,5 +1,6 @@
 import CRollcallShim
 import RollcallCore
+import RollcallEventLoop
 
 extension BrokerServer {
     /// `LWS_CALLBACK_SERVER_WRITEABLE`: what the lifecycle asks first (a due heartbeat ping,

@@ -1,5 +1,6 @@
 import CRollcallShim
 import RollcallCore
+import RollcallEventLoop
 
 /// The protocol callback lws calls for every WebSocket and HTTP event of the vhost. It finds
 /// the server through the context's user pointer and dispatches; it never throws across C.

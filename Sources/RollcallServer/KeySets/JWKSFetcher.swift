@@ -1,6 +1,7 @@
 import CRollcallShim
 import Foundation
 import RollcallCore
+import RollcallEventLoop
 
 /// `auth.jwksUrl` (PROTOCOL §3, 1.2): a GET of the JWK Set at start and every
 /// `auth.jwksRefreshSeconds`, with libwebsockets' HTTP client on the broker's own context and
@@ -29,7 +30,8 @@ final class JWKSFetcher {
     private let context: OpaquePointer
     private var vhost: OpaquePointer?
     private let protocols: UnsafeMutablePointer<lws_protocols>
-    private var cStrings: [UnsafeMutablePointer<CChar>] = []
+    /// The C strings and protocol list the client vhost reads for its life.
+    private let memory = ContextMemory()
     private let resolver: BackgroundResolver
     private var timer: ServiceTimer?
     private var attempt: Attempt?
@@ -59,28 +61,22 @@ final class JWKSFetcher {
         refreshMs = Int64((refreshSeconds * 1000).rounded())
         tracker = KeySetTracker(source: .url, location: url.description)
         resolver = BackgroundResolver(context: context)
-        protocols = .allocate(capacity: 2)
-        protocols.initialize(repeating: lws_protocols(), count: 2)
-        protocols[0].name = UnsafePointer(keep("rollcall-jwks"))
+        protocols = memory.protocols(count: 2)
+        protocols[0].name = UnsafePointer(memory.cString("rollcall-jwks"))
         protocols[0].callback = rollcallJWKSCallback
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
-        info.vhost_name = UnsafePointer(keep("rollcall-jwks"))
+        info.vhost_name = UnsafePointer(memory.cString("rollcall-jwks"))
         info.protocols = UnsafePointer(protocols)
         if url.secure {
             info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-            if let caFile { info.client_ssl_ca_filepath = UnsafePointer(keep(caFile)) }
+            if let caFile { info.client_ssl_ca_filepath = UnsafePointer(memory.cString(caFile)) }
         }
         guard let created = lws_create_vhost(context, &info) else {
             throw ServerError(.keySetUnavailable, "auth.jwksUrl \(url): libwebsockets created no client vhost")
         }
         vhost = created
         timer = ServiceTimer(context: context) { [unowned self] in timerFired() }
-    }
-
-    deinit {
-        protocols.deallocate()
-        for string in cStrings { free(string) }
     }
 
     /// The first fetch, now.
@@ -122,26 +118,8 @@ final class JWKSFetcher {
 
     private func connect(to address: String) {
         guard let number = attempt?.number else { return }
-        // lws copies these strings into the connection's own storage during the call.
-        let texts = [address, url.path, url.hostHeader, "GET", "http/1.1"]
-        let strings = texts.map { strdup($0)! }
-        defer { strings.forEach { free($0) } }
-        var info = lws_client_connect_info()
-        info.context = context
-        info.vhost = vhost
-        info.address = UnsafePointer(strings[0])
-        info.port = Int32(url.port)
-        info.path = UnsafePointer(strings[1])
-        info.host = UnsafePointer(strings[2])
-        info.method = UnsafePointer(strings[3])
-        info.alpn = UnsafePointer(strings[4])
-        info.local_protocol_name = protocols[0].name
-        info.protocol = protocols[0].name
-        var flags = LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue
-        if url.secure { flags |= LCCSCF_USE_SSL.rawValue }
-        info.ssl_connection = Int32(bitPattern: flags)
-        info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(number))
-        if let wsi = lws_client_connect_via_info(&info) {
+        if let wsi = HTTPClientConnect.open(context: context, vhost: vhost, address: address, url: url, method: "GET",
+                                            protocolName: protocols[0].name, ticket: number) {
             if attempt?.number == number { attempt?.wsi = wsi }
         } else if attempt?.number == number {
             finish(failed: "cannot connect to \(url.hostHeader)")
@@ -212,7 +190,7 @@ final class JWKSFetcher {
             }
             return 0
         case LWS_CALLBACK_RECEIVE_CLIENT_HTTP:
-            return drain(wsi)
+            return HTTPClientRead.readAvailable(wsi, chunkBytes: 4096)
         case LWS_CALLBACK_RECEIVE_CLIENT_HTTP_READ:
             guard isCurrent, let input else { return -1 }
             attempt?.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
@@ -241,25 +219,6 @@ final class JWKSFetcher {
             return 0
         }
     }
-
-    /// Has lws read what the socket holds of the body (`LWS_CALLBACK_RECEIVE_CLIENT_HTTP_READ`
-    /// gets it, without chunked framing).
-    private func drain(_ wsi: OpaquePointer) -> Int32 {
-        let pre = Int(rollcall_lws_pre)
-        var buffer = [UInt8](repeating: 0, count: pre + 4096)
-        return buffer.withUnsafeMutableBufferPointer { storage -> Int32 in
-            var start: UnsafeMutablePointer<CChar>? = UnsafeMutableRawPointer(storage.baseAddress! + pre)
-                .assumingMemoryBound(to: CChar.self)
-            var room = Int32(4096)
-            return lws_http_client_read(wsi, &start, &room) < 0 ? -1 : 0
-        }
-    }
-
-    private func keep(_ text: String) -> UnsafeMutablePointer<CChar> {
-        let pointer = strdup(text)!
-        cStrings.append(pointer)
-        return pointer
-    }
 }
 
 /// The lws protocol callback of the key set client vhost: finds the server through the
@@ -269,6 +228,6 @@ let rollcallJWKSCallback: @convention(c) (
 ) -> Int32 = { wsi, reason, _, input, length in
     guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else { return 0 }
     let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
-    guard let fetcher = server.keySets?.fetcher else { return 0 }
+    guard let fetcher = server.services.keySets?.fetcher else { return 0 }
     return fetcher.handleCallback(wsi, reason, input, length)
 }

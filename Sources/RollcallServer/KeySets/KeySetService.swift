@@ -1,5 +1,6 @@
 import Logging
 import RollcallCore
+import RollcallEventLoop
 
 /// The broker's JWK Sets on the service thread (PROTOCOL §3, 1.2): `auth.jwksFile`, read at
 /// start and polled every second (``KeyFileWatcher``), and `auth.jwksUrl`, fetched at start

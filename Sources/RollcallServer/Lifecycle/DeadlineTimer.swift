@@ -1,3 +1,5 @@
+import RollcallEventLoop
+
 /// The server's one lws timer, which drives everything time-based: the core's
 /// ``RollcallCore/Broker/nextDeadline`` (login timeouts, held sessions, presence intervals, …),
 /// the transport's heartbeat checks and the shutdown grace periods. ``target(now:coreDeadline:heartbeatCheck:heartbeatSlackMs:drainDeadline:webhookDeadline:)``

@@ -2,6 +2,7 @@ import CRollcallShim
 import Foundation
 import Logging
 import RollcallCore
+import RollcallEventLoop
 
 /// Delivers webhook batches (PROTOCOL §11) with libwebsockets' own HTTP client, on the
 /// broker's lws context and service thread: no thread of its own, nothing blocks.
@@ -209,26 +210,8 @@ final class WebhookSender {
         let signature = WebhookSignature.header(secrets: settings.secrets, sentAt: sentAt, body: body)
         attempt = Attempt(number: number, batchId: batch.id, body: body, signature: signature)
         let url = settings.url
-        // lws copies these strings into the connection's own storage during the call.
-        let texts: [String] = [connectAddress, url.path, url.hostHeader, "POST", "http/1.1"]
-        let strings = texts.map { strdup($0)! }
-        defer { strings.forEach { free($0) } }
-        var info = lws_client_connect_info()
-        info.context = context
-        info.vhost = vhost
-        info.address = UnsafePointer(strings[0])
-        info.port = Int32(url.port)
-        info.path = UnsafePointer(strings[1])
-        info.host = UnsafePointer(strings[2])
-        info.method = UnsafePointer(strings[3])
-        info.alpn = UnsafePointer(strings[4])
-        info.local_protocol_name = protocolName
-        info.protocol = protocolName
-        var flags = LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue
-        if url.secure { flags |= LCCSCF_USE_SSL.rawValue }
-        info.ssl_connection = Int32(bitPattern: flags)
-        info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(number))
-        if let wsi = lws_client_connect_via_info(&info) {
+        if let wsi = HTTPClientConnect.open(context: context, vhost: vhost, address: connectAddress, url: url, method: "POST",
+                                            protocolName: protocolName, ticket: number) {
             if attempt?.number == number { attempt?.wsi = wsi }
         } else if attempt?.number == number {
             attempt = nil

@@ -6,12 +6,12 @@ import Darwin
 
 /// Milliseconds on the monotonic clock: the transport's heartbeats and timer arming
 /// (the core keeps its own wall clock for protocol timestamps and deadlines).
-enum MonotonicClock {
+package enum MonotonicClock {
     /// Now, in milliseconds since an arbitrary start.
-    static var now: Int64 { milliseconds(on: CLOCK_MONOTONIC) }
+    package static var now: Int64 { milliseconds(on: CLOCK_MONOTONIC) }
 
     /// Now, in seconds since the same start, to the nanosecond (write coalescing's busy test).
-    static var seconds: Double {
+    package static var seconds: Double {
         let spec = reading(CLOCK_MONOTONIC)
         return Double(spec.tv_sec) + Double(spec.tv_nsec) * 1e-9
     }
@@ -19,8 +19,8 @@ enum MonotonicClock {
 
 /// The wall clock in Unix milliseconds, for figures other processes compare with their own
 /// clock (`rollcall_last_frame_written_timestamp_seconds`). vDSO: no system call.
-enum WallClock {
-    static var milliseconds: Int64 { RollcallServer.milliseconds(on: CLOCK_REALTIME) }
+package enum WallClock {
+    package static var milliseconds: Int64 { RollcallEventLoop.milliseconds(on: CLOCK_REALTIME) }
 }
 
 private func milliseconds(on clock: clockid_t) -> Int64 {

@@ -3,13 +3,13 @@ import CRollcallShim
 /// One lws sorted-usec-list timer on the service thread that calls a closure when it fires
 /// (the key set file's polls, the key set URL's fetches and deadlines). Service thread only;
 /// ``cancel()`` before the context is destroyed.
-final class ServiceTimer {
+package final class ServiceTimer {
     private let timer: UnsafeMutablePointer<rollcall_timer_t>
     private let context: OpaquePointer
     private let fire: () -> Void
 
     /// A timer on `context` that runs `fire` each time it expires.
-    init(context: OpaquePointer, fire: @escaping () -> Void) {
+    package init(context: OpaquePointer, fire: @escaping () -> Void) {
         self.context = context
         self.fire = fire
         timer = .allocate(capacity: 1)
@@ -23,12 +23,12 @@ final class ServiceTimer {
     }
 
     /// Fires once, `milliseconds` from now (replacing an earlier schedule).
-    func schedule(inMilliseconds milliseconds: Int64) {
+    package func schedule(inMilliseconds milliseconds: Int64) {
         lws_sul_schedule(context, 0, &timer.pointee.sul, rollcallServiceTimerFired, lws_usec_t(max(0, milliseconds)) * 1000)
     }
 
     /// Stops a pending schedule.
-    func cancel() {
+    package func cancel() {
         lws_sul_cancel(&timer.pointee.sul)
     }
 
