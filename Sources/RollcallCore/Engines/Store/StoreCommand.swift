@@ -61,23 +61,15 @@ public indirect enum StoreReply: Sendable, Equatable {
     }
 }
 
-/// Why a store call failed as a whole: Redis unreachable, a watchdog timeout, a lost link.
-public struct StoreFailure: Error, Sendable, Equatable {
-    /// What the core answers: `UNAVAILABLE` for an unreachable store, `INTERNAL` otherwise.
-    public let code: ErrorCode
-    /// Human text.
-    public let message: String
-    /// When to retry, for `UNAVAILABLE`.
-    public let retryAfterMs: Int?
+/// Why a store call failed as a whole (Redis unreachable, a watchdog timeout, a lost link):
+/// the error a request that needed the store is answered with — `UNAVAILABLE` with
+/// `retryAfterMs` for an unreachable store, `INTERNAL` otherwise. One type with
+/// ``BrokerError``, so a failure goes to the client as it is.
+public typealias StoreFailure = BrokerError
 
-    public init(_ code: ErrorCode, _ message: String, retryAfterMs: Int? = nil) {
-        self.code = code
-        self.message = message
-        self.retryAfterMs = retryAfterMs
-    }
-
-    /// The error a request that needed the store is answered with.
-    package var brokerError: BrokerError { BrokerError(code, message, retryAfterMs: retryAfterMs) }
+extension BrokerError {
+    /// The error a request that needed the store is answered with: the failure itself.
+    package var brokerError: BrokerError { self }
 }
 
 /// Names one store call, so that its replies find their way back to what asked for them.
