@@ -18,12 +18,16 @@ struct ServerLifecycleTests {
             prepare: {}, create: { (.success(4242), nil) },
             serve: {
                 names.thread = pthread_self()
+                // The calling thread's name as the system shows it (`top -H`, `ps -L`).
+                names.serving = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
+                    .trimmingCharacters(in: .newlines)
                 served.signal()
                 release.wait()
             })
         #expect(port == 4242)
         served.wait()
         #expect(names.thread.map { pthread_equal($0, pthread_self()) == 0 } == true)  // a thread of its own
+        #expect(names.serving == ServerLifecycle.threadName, "the name the system shows")
         #expect(throws: ServerError.self) {
             try lifecycle.startServiceThread(prepare: {}, create: { (.success(1), nil) }, serve: {})
         }

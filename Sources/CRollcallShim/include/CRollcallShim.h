@@ -98,4 +98,8 @@ int rollcall_stop_requested(const rollcall_stop_flag_t *flag);
 /// to detach (restores the default handlers).
 void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_flag_t *flag);
 
+/* Names the calling thread as `top -H`, `ps -L` and debuggers show it (at most 15 bytes;
+ * Foundation's Thread.name does not reach the system on Linux). 0, or an errno. */
+int rollcall_name_this_thread(const char *name);
+
 #endif

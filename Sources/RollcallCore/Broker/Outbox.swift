@@ -5,7 +5,7 @@ package final class Outbox {
     /// The actions so far.
     public internal(set) var actions: [Action] = []
     /// Counts events handed out, for metrics.
-    internal(set) var eventsQueued = 0
+    var eventsQueued = 0
     /// Where fan-out sizes go (the broker's ``Broker/instrumentation``).
     weak var instrumentation: (any BrokerInstrumentation)?
     /// Webhooks want `presence` events (`webhooks.url` set and the kind listed).

@@ -26,7 +26,7 @@ public final class Session {
     /// The live connection; nil while held.
     public internal(set) var connection: ConnectionID?
     /// When it was dropped abnormally; nil while live.
-    internal(set) var heldSince: Timestamp?
+    var heldSince: Timestamp?
     /// What its token allows.
     package var grant = Grant.unlimited
     /// Device family.

@@ -22,8 +22,9 @@ final class ServerLifecycle: @unchecked Sendable {
     /// Why the first fetch of `auth.jwksUrl` cannot start the broker (set before ``keySetFetched``).
     private var keySetError: ServerError?
 
-    /// The name of the service thread.
-    static let threadName = "rollcall-service"
+    /// The name of the service thread, as `top -H`, `ps -L` and a debugger show it. Linux takes
+    /// at most 15 bytes (a longer name is refused and the thread keeps the process's name).
+    static let threadName = "rollcall-loop"
 
     init() {
         stopFlag = .allocate(capacity: 1)
@@ -51,6 +52,7 @@ final class ServerLifecycle: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
         let outcome = StartOutcome()
         let thread = Thread { [self] in
+            _ = rollcall_name_this_thread(Self.threadName)
             let (result, context) = create()
             outcome.result = result
             if case .success = result {
@@ -63,7 +65,6 @@ final class ServerLifecycle: @unchecked Sendable {
             }
             finished.signal()
         }
-        thread.name = Self.threadName
         thread.start()
         ready.wait()
         return try outcome.result.get()

@@ -84,9 +84,8 @@ enum ChaosRun {
             }
         }
 
-        var timeline: [String] = []
-        let timelineLock = NSLock()
-        func mark(_ text: String) { timelineLock.withLock { timeline.append("\(clock.stamp()) \(text)") } }
+        let log = ChaosRunLog()
+        let mark: @Sendable (String) -> Void = { text in log.mark("\(clock.stamp()) \(text)") }
         let group = DispatchGroup()
         for client in clients {
             group.enter()
@@ -95,7 +94,6 @@ enum ChaosRun {
                 group.leave()
             }.start()
         }
-        var faultError: Error?
         group.enter()
         Thread {
             defer { group.leave() }
@@ -108,7 +106,7 @@ enum ChaosRun {
                     try cluster.heal(fault)
                     mark("healed \(fault.kind.rawValue) \(fault.node.map { "n\($0 + 1)" } ?? "redis")")
                 } catch {
-                    faultError = error
+                    log.faultFailed(error)
                     mark("fault \(fault) failed: \(error)")
                     break
                 }
@@ -173,14 +171,14 @@ enum ChaosRun {
             violations += client.violations
             stats.add(client.stats)
         }
-        if let faultError {
+        if let faultError = log.faultError {
             violations.append(ChaosViolation(invariant: "harness", subject: "faults", detail: "\(faultError)", users: []))
         }
         let checkCount = channels.count * 3 * 2 + clients.count * channels.count + clients.count * 3
             + (options.checkWebhooks ? channels.count : 0) + (options.checkMessages ? clients.count : 0)
         let report = Self.report(seed: seed, intervalMode: intervalMode, schedule: schedule, options: options,
                                  violations: violations, webhookViolations: webhookViolations, clients: clients,
-                                 timeline: timeline, cluster: cluster)
+                                 timeline: log.timeline, cluster: cluster)
         return ChaosResult(seed: seed, intervalMode: intervalMode, schedule: schedule, violations: violations,
                            webhookViolations: webhookViolations, stats: stats, checks: checkCount,
                            seconds: Date().timeIntervalSince(began), report: report)
@@ -251,4 +249,17 @@ enum ChaosRun {
         }
         return lines.joined(separator: "\n")
     }
+}
+
+/// What the fault thread and the clients write during a run, read once they are done: the
+/// timeline of marks and the first fault that could not be injected or healed.
+private final class ChaosRunLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var marks: [String] = []
+    private var firstFaultError: Error?
+
+    func mark(_ line: String) { lock.withLock { marks.append(line) } }
+    func faultFailed(_ error: Error) { lock.withLock { if firstFaultError == nil { firstFaultError = error } } }
+    var timeline: [String] { lock.withLock { marks } }
+    var faultError: Error? { lock.withLock { firstFaultError } }
 }
