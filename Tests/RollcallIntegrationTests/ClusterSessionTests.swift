@@ -263,4 +263,36 @@ struct ClusterSessionTests {
         #expect(try bob.channelOp("publish", "lobby", ["message": "welcome back"])["recipients"]?.numberValue?.intValue == 1)
         #expect(try second.messageEvent(channel: "lobby")["message"] == "welcome back")
     }
+
+    @Test("a node paused until it is declared dead does not deliver the pub/sub backlog it finds on waking: its held session gets the message once, at the resume")
+    func pausedNodeDoesNotDeliverItsBacklog() throws {
+        let cluster = try ClusterProcess(config: ["presence": ["timeoutSeconds": 60]])
+        let bob = try cluster.session("bob", node: 1)
+        #expect(try bob.join("lobby").ok)
+        let first = try cluster.connect(node: 0)
+        let token = try #require(try first.login(userId: "alice")["resumeToken"]?.stringValue)
+        #expect(try first.join("lobby").ok)
+        _ = try first.eventsAfterBarrier()
+
+        // n1 stops; the others declare it dead and its sessions are handed over, held in Redis.
+        cluster.kill(node: 0, signal: SIGSTOP)
+        #expect(eventually(timeout: 10) { (cluster.heldSessionsInRedis() ?? 0) == 1 }, "alice's session is held")
+        let published = try bob.channelOp("publish", "lobby", ["message": "while n1 slept"])
+        #expect(published["recipients"]?.numberValue?.intValue == 0, "a held session is not a recipient: \(published)")
+
+        // n1 wakes with the message in its pub/sub buffer: it must learn it was declared dead
+        // before it delivers anything, and close its connections so that they resume elsewhere.
+        cluster.kill(node: 0, signal: SIGCONT)
+        let close = try first.waitForClose(timeout: .seconds(10))
+        #expect(close.code == 1001, "\(close)")
+        let onTheOldLink = first.drainEvents().filter { $0.name == "message" }
+        #expect(onTheOldLink.isEmpty, "n1 delivered what the held session keeps in Redis: \(onTheOldLink)")
+
+        let second = try cluster.connect(node: 2)
+        let resumed = try second.login(userId: "alice", resumeToken: token)
+        #expect(resumed["resumed"]?.boolValue == true, "\(resumed)")
+        _ = try second.presenceEvent("snapshot", channel: "lobby")
+        let kept = try second.eventsAfterBarrier().filter { $0.name == "message" }
+        #expect(kept.map { $0["message"] } == ["while n1 slept"], "delivered once, at the resume")
+    }
 }

@@ -28,6 +28,8 @@ public final class ClusterLink {
     let commands: RedisConnection
     let subscriber: RedisSubscriber
     let heartbeat: NodeHeartbeat
+    /// Pub/sub messages held back while this node may have been declared dead.
+    private var heldBack = HeldBackMessages()
     private var scripts: [StoreScript: RedisScript] = [:]
     private var subscribedOnce = false
     private var hadOutage = false
@@ -102,7 +104,7 @@ public final class ClusterLink {
         }
         subscriber.subscribe(configuration.cluster.keyPrefix + "n:" + nodeId)
         subscriber.onMessage = { [weak self] channel, payload in
-            self?.deliver?(.storeMessage(channel: channel, payload: payload))
+            self?.received(channel: channel, payload: payload)
         }
         subscriber.onResubscribed = { [weak self] in
             guard let self else { return }
@@ -116,13 +118,46 @@ public final class ClusterLink {
             guard let self else { return }
             liveNodes = count
             if epoch != self.epoch {
+                heldBack.discard()
                 dataLost()
             } else if declaredDead {
                 logger.error("cluster: the other nodes declared this node dead (it was silent too long); its sessions were handed over")
                 deliver?(.storeFenced)
+                let dropped = heldBack.discard()
+                if dropped > 0 { logger.warning("cluster: \(dropped) pub/sub message(s) held back while this node may have been dead were dropped: its sessions were handed over (held ones keep their messages in Redis)") }
+            } else {
+                releaseHeldBack()
             }
         }
         heartbeat.start(on: commands)
+    }
+
+    /// A pub/sub message from Redis. While this node may have been declared dead (no beat of
+    /// it was taken for `nodeTimeoutSeconds`: it was paused, or its command link stalled), it
+    /// is held back and a beat is sent at once: when the beat says the node was declared dead,
+    /// its sessions were handed over (a held one keeps its messages in Redis and gets them at
+    /// its resume), so what was held back is dropped rather than delivered twice; otherwise it
+    /// is delivered, in order.
+    private func received(channel: [UInt8], payload: [UInt8]) {
+        if heldBack.isEmpty, !heartbeat.mayBeDeclaredDead(now: MonotonicClock.now) {
+            deliver?(.storeMessage(channel: channel, payload: payload))
+            return
+        }
+        if heldBack.isEmpty {
+            logger.warning("cluster: no heartbeat of this node reached Redis for nodeTimeoutSeconds; pub/sub messages wait until a beat says whether it was declared dead")
+            heartbeat.beatNow()
+        }
+        heldBack.append(channel: channel, payload: payload)
+    }
+
+    /// The beat said this node is alive: what was held back goes out, in order. When more
+    /// arrived than the holding bound, the node resubscribes' way (each channel's `seq`
+    /// compared, snapshots where they differ) stands in for the dropped presence events.
+    private func releaseHeldBack() {
+        guard !heldBack.isEmpty else { return }
+        let (messages, overflowed) = heldBack.take()
+        for (channel, payload) in messages { deliver?(.storeMessage(channel: channel, payload: payload)) }
+        if overflowed { deliver?(.storeResubscribed) }
     }
 
     /// Carries out one of the core's cluster actions; other actions are not this link's.

@@ -19,6 +19,9 @@ final class NodeHeartbeat {
     private(set) var answeredError: String?
     private var timer: LoopTimer!
     private var beats = 0
+    /// When (monotonic ms) the latest beat Redis took was sent: the others cannot declare this
+    /// node dead before that moment plus the timeout.
+    private var lastTakenBeatSentAt: Int64?
     private weak var connection: RedisConnection?
 
     /// Writes the beat and counts live nodes, in one step with Redis' clock.
@@ -50,9 +53,22 @@ final class NodeHeartbeat {
 
     func stop() { timer.cancel() }
 
+    /// Whether the other nodes may have declared this node dead: no beat that Redis took was
+    /// sent within the last `nodeTimeoutSeconds` (the node was paused, or its link to Redis
+    /// stalled). False before the first beat is taken.
+    func mayBeDeclaredDead(now: Int64) -> Bool {
+        guard let sentAt = lastTakenBeatSentAt else { return false }
+        return now - sentAt >= timeoutMs
+    }
+
+    /// Beats now rather than at the next interval (the node wants to know whether it is still
+    /// alive: ``onBeat`` says so).
+    func beatNow() { fire() }
+
     private func fire() {
         timer.schedule(after: intervalSeconds)
         guard let connection, connection.state.isConnected else { return }
+        let sentAt = MonotonicClock.now
         let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs), keyPrefix + "meta"]
         Self.beat.run(on: connection, keys: [], arguments: arguments) { [weak self] result in
             guard let self else { return }
@@ -60,6 +76,7 @@ final class NodeHeartbeat {
             guard case .success(let reply) = result, let elements = reply.elements,
                   let count = elements.first?.integer else { return }
             answeredError = nil
+            lastTakenBeatSentAt = max(lastTakenBeatSentAt ?? sentAt, sentAt)
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1
             onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded)
