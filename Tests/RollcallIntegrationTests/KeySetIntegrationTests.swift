@@ -186,7 +186,6 @@ struct KeySetIntegrationTests {
         notFound.answer { _ in .status(404) }
         let unusable = try KeyFile([])
         try unusable.write(#"{"keys":[{"kty":"EC","crv":"P-384","kid":"big","x":"AA","y":"AA"}]}"#)
-        let base: [String: Any] = ["listen": ["host": "127.0.0.1"], "storage": ["path": NSNull()]]
         let cases: [([String: Any], String)] = [
             (["mode": "jwt", "jwksFile": "/nonexistent/jwks.json"], "auth.jwksFile /nonexistent/jwks.json: cannot be opened"),
             (["mode": "jwt", "jwksFile": unusable.path], #"auth.jwksFile \#(unusable.path): no usable key: key "big" (EC P-384)"#),
@@ -195,13 +194,18 @@ struct KeySetIntegrationTests {
             (["mode": "jwt", "jwksUrl": "ftp://keys.example/jwks"], "auth.jwksUrl"),
             (["mode": "jwt", "secretEnv": NSNull()], "auth.jwksFile, auth.jwksUrl"),
         ]
-        for (auth, mentions) in cases {
-            var config = base
-            config["auth"] = auth
-            let result = try ExternalCommand.runBroker(config: config, timeout: 20)
-            #expect(result.status == 1, "\(auth): \(result.stderr)")
-            #expect(result.stderr.contains(mentions), "\(auth): \(result.stderr)")
-            #expect(!result.stdout.contains("listening on"), "\(auth)")
-        }
+        for (auth, mentions) in cases { _ = try Self.expectStartRefused(auth: auth, mentioning: mentions) }
+    }
+
+    /// Starts the broker (loopback, no storage) with the `auth` section and expects it to refuse:
+    /// exit status 1, `mentions` on stderr, never `listening on`. Returns stderr.
+    static func expectStartRefused(auth: [String: Any], mentioning mentions: String,
+                                   sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let config: [String: Any] = ["listen": ["host": "127.0.0.1"], "storage": ["path": NSNull()], "auth": auth]
+        let result = try ExternalCommand.runBroker(config: config, timeout: 20)
+        #expect(result.status == 1, "\(auth): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(mentions), "\(auth): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(!result.stdout.contains("listening on"), "\(auth)", sourceLocation: sourceLocation)
+        return result.stderr
     }
 }

@@ -55,7 +55,6 @@ struct KeySetTLSTests {
     @Test("a certificate the broker cannot verify stops the start, naming auth.jwksUrl: not in the system's store; at an address it does not name; an unreadable CA file")
     func unverifiedRefusals() throws {
         let server = try KeySetServer()
-        let base: [String: Any] = ["listen": ["host": "127.0.0.1"], "storage": ["path": NSNull()]]
         let byName = "https://localhost:\(server.port)/jwks"
         let byAddress = "https://127.0.0.1:\(server.port)/jwks"
         let cases: [([String: Any], String)] = [
@@ -64,14 +63,9 @@ struct KeySetTLSTests {
             (["mode": "jwt", "jwksUrl": byName, "jwksCaFile": "/nonexistent/ca.pem"], "auth.jwksCaFile /nonexistent/ca.pem cannot be read"),
         ]
         for (auth, mentions) in cases {
-            var config = base
-            config["auth"] = auth
-            let result = try ExternalCommand.runBroker(config: config, timeout: 20)
-            #expect(result.status == 1, "\(auth): \(result.stderr)")
-            #expect(result.stderr.contains(mentions), "\(auth): \(result.stderr)")
-            #expect(!result.stdout.contains("listening on"), "\(auth)")
+            let stderr = try KeySetIntegrationTests.expectStartRefused(auth: auth, mentioning: mentions)
             if auth["jwksCaFile"] as? String != "/nonexistent/ca.pem" {
-                #expect(result.stderr.contains("the TLS handshake failed"), "the failure says where to look: \(result.stderr)")
+                #expect(stderr.contains("the TLS handshake failed"), "the failure says where to look: \(stderr)")
             }
         }
         #expect(server.requests == 0, "no key set was handed to a broker that could not verify the server")
