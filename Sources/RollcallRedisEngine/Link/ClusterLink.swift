@@ -125,7 +125,9 @@ public final class ClusterLink {
                 deliver?(.storeFenced)
                 let dropped = heldBack.discard()
                 if dropped > 0 { logger.warning("cluster: \(dropped) pub/sub message(s) held back while this node may have been dead were dropped: its sessions were handed over (held ones keep their messages in Redis)") }
-            } else {
+            } else if !heartbeat.mayBeDeclaredDead(now: MonotonicClock.now) {
+                // Only a beat sent since the node woke says it is alive: the answer to one sent
+                // before it stopped may wait in the socket, and says nothing about now.
                 releaseHeldBack()
             }
         }
