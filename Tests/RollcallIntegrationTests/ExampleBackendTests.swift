@@ -28,8 +28,7 @@ import Testing
                             "ROLLCALL_URL=\(brokerURL)", "ROLLCALL_API_KEY=\(apiKey)", "BANNED_WORDS=spam",
                             "python3", "examples/backend/backend.py"],
                 directory: BrokerProcess.packageRoot.path)
-            guard let line = process.output.waitForStdoutLine(prefix: "backend listening on ", timeout: 15),
-                  let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
+            guard let port = process.output.waitForListeningPort(prefix: "backend listening on ", timeout: 15) else {
                 process.send(SIGKILL)
                 throw HarnessError("the example backend did not start: \(process.output.stderrText)")
             }

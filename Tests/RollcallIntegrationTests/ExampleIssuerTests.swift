@@ -111,8 +111,7 @@ struct ExampleIssuerTests {
             process.send(SIGKILL)
             _ = process.waitForExit(timeout: 5)
         }
-        let line = try #require(process.output.waitForStdoutLine(prefix: "issuer listening on ", timeout: 15), "\(process.output.stderrText)")
-        let port = try #require(line.split(separator: ":").last.flatMap { Int($0) })
+        let port = try #require(process.output.waitForListeningPort(prefix: "issuer listening on ", timeout: 15), "\(process.output.stderrText)")
         let served = try RawHTTP.get(port: port, path: "/.well-known/jwks.json")
         #expect(served.status == 200)
         #expect(try JSONParser.parse(served.body)["keys"]?.arrayValue?.count == 2)
@@ -145,8 +144,7 @@ struct ExampleIssuerTests {
             _ = process.waitForExit(timeout: 5)
         }
         let output = process.output
-        let line = try #require(output.waitForStdoutLine(prefix: "issuer listening on ", timeout: 15), "\(output.stderrText)")
-        let port = try #require(line.split(separator: ":").last.flatMap { Int($0) })
+        let port = try #require(output.waitForListeningPort(prefix: "issuer listening on ", timeout: 15), "\(output.stderrText)")
         let response = try RawHTTP.get(port: port, path: "/token?user=bob")
         #expect(response.status == 200)
         let body = try JSONParser.parse(response.body)

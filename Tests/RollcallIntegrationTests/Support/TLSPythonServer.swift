@@ -42,8 +42,7 @@ final class TLSPythonServer {
         try Data(source.utf8).write(to: script)
         process = try ChildProcess(executable: "/usr/bin/env", arguments: ["python3", script.path, certificate, key] + arguments,
                                    directory: BrokerProcess.packageRoot.path)
-        guard let line = process.output.waitForStdoutLine(prefix: "listening on ", timeout: 15),
-              let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
+        guard let port = process.output.waitForListeningPort(prefix: "listening on ", timeout: 15) else {
             process.send(SIGKILL)
             throw HarnessError("the https server did not start: \(process.output.stderrText)")
         }

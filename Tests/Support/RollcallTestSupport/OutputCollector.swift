@@ -105,4 +105,10 @@ public final class OutputCollector: @unchecked Sendable {
             if !cond.wait(until: deadline) { return nil }
         }
     }
+
+    /// Waits for the stdout line `<prefix>…:<port>` a server prints once it listens; the port,
+    /// or nil as ``waitForStdoutLine(prefix:timeout:)`` is (or when the line ends in no number).
+    public func waitForListeningPort(prefix: String, timeout: TimeInterval) -> Int? {
+        waitForStdoutLine(prefix: prefix, timeout: timeout)?.split(separator: ":").last.flatMap { Int($0) }
+    }
 }
