@@ -176,6 +176,16 @@ public final class ClusterLink {
         }
     }
 
+    /// Opens a grace window in `meta` when no node has beaten for `silenceMs`; answers 1 when it did.
+    private static let graceScript = LuaScript("cluster.markGrace", parameters: [.text("meta"), .number("silenceMs")], body: """
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
+        if now - last < silenceMs then return 0 end
+        redis.call('HSET', meta, 'grace', now)
+        return 1
+        """)
+
     /// Back after an outage of Redis itself: every node gets a full `nodeTimeoutSeconds` to
     /// heartbeat again before anyone is declared dead (the reaper measures from `P meta`
     /// `grace`). Only when no node has beaten for 1.5 × `heartbeatSeconds` (`P meta lastBeat`):
@@ -183,16 +193,9 @@ public final class ClusterLink {
     /// others kept beating, grants none (PROTOCOL §9, 1.2): a flapping node would otherwise
     /// pause dead-node detection for the whole cluster.
     private func markGrace() {
-        let script = RedisScript("""
-            local clock = redis.call('TIME')
-            local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-            local last = tonumber(redis.call('HGET', ARGV[1], 'lastBeat') or '0')
-            if now - last < tonumber(ARGV[2]) then return 0 end
-            redis.call('HSET', ARGV[1], 'grace', now)
-            return 1
-            """)
-        let silenceMs = String(Int64((configuration.cluster.heartbeatSeconds * 1500).rounded()))
-        script.run(on: commands, keys: [], arguments: [configuration.cluster.keyPrefix + "meta", silenceMs]) { [logger] result in
+        let silenceMs = Int64((configuration.cluster.heartbeatSeconds * 1500).rounded())
+        let arguments = Self.graceScript.arguments(["meta": configuration.cluster.keyPrefix + "meta", "silenceMs": silenceMs])
+        Self.graceScript.redis.run(on: commands, arguments: arguments) { [logger] result in
             if case .success(.integer(1)) = result { logger.info("cluster: no node beat while Redis was out of reach; every node gets a grace window") }
         }
     }

@@ -15,11 +15,11 @@ public enum ClusterStartCheck {
     static let format = "rollcall-1"
 
     /// Claims the prefix, compares sections with live nodes, registers the node.
-    /// Arguments: prefix, format, new epoch, node id, timeout ms, then name/value pairs of sections.
-    /// The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
+    /// The rest of the arguments: name/value pairs of sections. The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
     /// run's sessions are held exactly as when a node is declared dead.
-    static let register = RedisScript(SessionScripts.library + """
-        local format, epoch, node, timeoutMs = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+    static let register = LuaScript("cluster.register", parameters: [
+        .text("prefix"), .text("format"), .text("epoch"), .text("node"), .number("timeoutMs"),
+    ], rest: "sectionsFrom", library: SessionScripts.library, body: """
         local meta = prefix .. 'meta'
         local found = redis.call('HGET', meta, 'format')
         if not found then
@@ -50,7 +50,7 @@ public enum ClusterStartCheck {
         local live = redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeoutMs, '+inf')
         for _, other in ipairs(live) do
           if other ~= node then
-            for i = 6, #ARGV, 2 do
+            for i = sectionsFrom, #ARGV, 2 do
               local theirs = redis.call('HGET', prefix .. 'node:' .. other, 'section:' .. ARGV[i])
               if theirs and theirs ~= ARGV[i + 1] then return {'mismatch', ARGV[i], other} end
             end
@@ -63,27 +63,26 @@ public enum ClusterStartCheck {
         local key = prefix .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)
-        for i = 6, #ARGV, 2 do redis.call('HSET', key, 'section:' .. ARGV[i], ARGV[i + 1]) end
+        for i = sectionsFrom, #ARGV, 2 do redis.call('HSET', key, 'section:' .. ARGV[i], ARGV[i + 1]) end
         redis.call('ZADD', prefix .. 'nodes', now, node)
         return {'ok', redis.call('HGET', meta, 'epoch')}
         """)
 
     /// The register script's arguments for this node.
-    static func arguments(configuration: Configuration, nodeId: String) -> [String] {
-        var arguments = [
-            configuration.cluster.keyPrefix, format, UUID().uuidString.lowercased(), nodeId,
-            String(Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded())),
-        ]
-        for name in Configuration.sharedClusterSections {
-            arguments += [name, configuration.canonicalSection(name) ?? ""]
+    static func arguments(configuration: Configuration, nodeId: String) -> [[UInt8]] {
+        let sections = Configuration.sharedClusterSections.flatMap { name in
+            [Array(name.utf8), Array((configuration.canonicalSection(name) ?? "").utf8)]
         }
-        return arguments
+        return register.arguments([
+            "prefix": configuration.cluster.keyPrefix, "format": format, "epoch": UUID().uuidString.lowercased(), "node": nodeId,
+            "timeoutMs": Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()),
+        ], rest: sections)
     }
 
     /// After Redis lost the data: registers the node again on a running link.
     static func registerAgain(configuration: Configuration, nodeId: String, on connection: RedisConnection,
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
-        register.run(on: connection, keys: [], arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+        register.redis.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
             done(interpret(result, configuration: configuration))
         }
     }
@@ -113,7 +112,7 @@ public enum ClusterStartCheck {
         while outcome == nil, Date() < deadline {
             if !sent, connection.state.isConnected {
                 sent = true
-                register.run(on: connection, keys: [], arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
+                register.redis.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
             }
             tick.schedule(after: 0.01)
             loop.runOnce()

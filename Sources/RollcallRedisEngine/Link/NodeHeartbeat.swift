@@ -25,17 +25,19 @@ final class NodeHeartbeat {
     private weak var connection: RedisConnection?
 
     /// Writes the beat and counts live nodes, in one step with Redis' clock.
-    static let beat = RedisScript("""
+    static let beat = LuaScript("cluster.beat", parameters: [
+        .text("nodes"), .text("node"), .text("nodeKey"), .number("timeoutMs"), .text("meta"),
+    ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         -- Every node silent for the timeout means Redis was out of reach (or stopped), not that
         -- nodes died: the first beat after such a silence opens a grace window (PROTOCOL §9).
-        local last = tonumber(redis.call('HGET', ARGV[5], 'lastBeat') or '0')
-        if last > 0 and now - last >= tonumber(ARGV[4]) then redis.call('HSET', ARGV[5], 'grace', now) end
-        redis.call('HSET', ARGV[5], 'lastBeat', now)
-        local added = redis.call('ZADD', ARGV[1], now, ARGV[2])
-        redis.call('HSET', ARGV[3], 'lastHeartbeat', now)
-        return {redis.call('ZCOUNT', ARGV[1], now - tonumber(ARGV[4]), '+inf'), redis.call('HGET', ARGV[5], 'epoch') or false, added}
+        local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
+        if last > 0 and now - last >= timeoutMs then redis.call('HSET', meta, 'grace', now) end
+        redis.call('HSET', meta, 'lastBeat', now)
+        local added = redis.call('ZADD', nodes, now, node)
+        redis.call('HSET', nodeKey, 'lastHeartbeat', now)
+        return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), redis.call('HGET', meta, 'epoch') or false, added}
         """)
 
     init(configuration: Configuration, nodeId: String, loop: EventLoop) {
@@ -69,8 +71,11 @@ final class NodeHeartbeat {
         timer.schedule(after: intervalSeconds)
         guard let connection, connection.state.isConnected else { return }
         let sentAt = MonotonicClock.now
-        let arguments = [keyPrefix + "nodes", nodeId, keyPrefix + "node:" + nodeId, String(timeoutMs), keyPrefix + "meta"]
-        Self.beat.run(on: connection, keys: [], arguments: arguments) { [weak self] result in
+        let arguments = Self.beat.arguments([
+            "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "timeoutMs": timeoutMs,
+            "meta": keyPrefix + "meta",
+        ])
+        Self.beat.redis.run(on: connection, arguments: arguments) { [weak self] result in
             guard let self else { return }
             if case .failure(let error) = result, error.code == .errorReply { answeredError = error.message }
             guard case .success(let reply) = result, let elements = reply.elements,

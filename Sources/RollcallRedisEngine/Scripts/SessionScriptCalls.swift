@@ -1,8 +1,7 @@
 import RollcallCore
 
-/// The session scripts (``SessionScripts``) as Swift calls: each function names a script's
-/// arguments and lays them out in the order its Lua reads them (`ARGV[1]` is always the key
-/// prefix). Their replies are decoded in `SessionScriptReplies.swift`.
+/// The session scripts (``SessionScripts``) as Swift calls: each function passes a script's
+/// arguments by the names its parameter list gives them (`prefix` first). Their replies are decoded in `SessionScriptReplies.swift`.
 extension SessionScripts {
     /// What a session's end does to its channel memberships (`session.end`'s `kind`).
     enum EndKind: String {
@@ -16,41 +15,42 @@ extension SessionScripts {
     /// and resume token hash, ending the user's oldest sessions over `maxSessionsPerUser`.
     static func start(prefix: String, id: String, user: Name, platform: String, node: String, presenceTimeoutMs: Int64,
                       tokenHash: String, maxSessionsPerUser: Int) -> StoreCommand {
-        .script(start, arguments: [
-            prefix, id, user.string, platform, node, String(presenceTimeoutMs), tokenHash, String(maxSessionsPerUser),
-        ].map(storeArgument))
+        start.command([
+            "prefix": prefix, "id": id, "user": user.string, "platform": platform, "node": node, "timeout": presenceTimeoutMs,
+            "token": tokenHash, "max": maxSessionsPerUser,
+        ])
     }
 
     /// `session.hold`: `node`'s session `id` lost its connection and is held.
     static func hold(prefix: String, id: String, node: String) -> StoreCommand {
-        .script(hold, arguments: [prefix, id, node].map(storeArgument))
+        hold.command(["prefix": prefix, "id": id, "node": node])
     }
 
     /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
     /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`.
     static func claim(prefix: String, tokenHash: String, user: Name, node: String, newTokenHash: String, staleMs: Int64) -> StoreCommand {
-        .script(claim, arguments: [prefix, tokenHash, user.string, node, newTokenHash, String(staleMs)].map(storeArgument))
+        claim.command(["prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash, "staleMs": staleMs])
     }
 
     /// `session.release`: a claim this node made is given back (its login did not go on).
     static func release(prefix: String, id: String, node: String) -> StoreCommand {
-        .script(release, arguments: [prefix, id, node].map(storeArgument))
+        release.command(["prefix": prefix, "id": id, "node": node])
     }
 
     /// `session.end`: session `id` (owned by `node`) ends for good, `kind` for its channels;
     /// `loggedOut` says whether the user logged out (else the connection closed).
     static func end(prefix: String, id: String, node: String, kind: EndKind, loggedOut: Bool) -> StoreCommand {
-        .script(end, arguments: [prefix, id, node, kind.rawValue, loggedOut ? "logout" : "closed"].map(storeArgument))
+        end.command(["prefix": prefix, "id": id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed"])
     }
 
     /// `session.reap`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead and ends
     /// up to `batch` sessions whose hold ran out.
     static func reap(prefix: String, node: String, nodeTimeoutMs: Int64, batch: Int) -> StoreCommand {
-        .script(reap, arguments: [prefix, node, String(nodeTimeoutMs), String(batch)].map(storeArgument))
+        reap.command(["prefix": prefix, "self": node, "timeout": nodeTimeoutMs, "limit": batch])
     }
 
     /// `session.handOver`: every session of `node` becomes held with no node.
     static func handOver(prefix: String, node: String) -> StoreCommand {
-        .script(handOver, arguments: [prefix, node].map(storeArgument))
+        handOver.command(["prefix": prefix, "node": node])
     }
 }

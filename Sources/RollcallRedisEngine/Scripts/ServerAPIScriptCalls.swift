@@ -1,24 +1,24 @@
 import RollcallCore
 
-/// The server API's scripts (``ServerAPIScripts``) as Swift calls: named arguments laid out in
-/// the order the Lua reads them, and replies decoded once into Swift values. Nowhere else on
+/// The server API's scripts (``ServerAPIScripts``) as Swift calls: arguments passed by the
+/// names the scripts' parameter lists give them, and replies decoded once into Swift values. Nowhere else on
 /// the Swift side is one of these scripts' arguments or replies read by position.
 extension ServerAPIScripts {
     /// `api.channels`: a page of up to `pageSize` channels whose name starts with
     /// `namePrefix`, after the entry `after` (`m<name>` / `s<name>`, or nil for the first page).
     static func channels(prefix: String, after: ChannelKey?, namePrefix: String, pageSize: Int) -> StoreCommand {
         let entry = after.map { ($0.type == .message ? "m" : "s") + $0.name.string } ?? ""
-        return .script(channels, arguments: [prefix, entry, namePrefix, String(pageSize)].map(storeArgument))
+        return channels.command(["prefix": prefix, "after": entry, "namePrefix": namePrefix, "limit": pageSize])
     }
 
     /// `api.info`: the nodes that beat within `liveNodeTimeoutMs`, with their sessions.
     static func info(prefix: String, liveNodeTimeoutMs: Int64) -> StoreCommand {
-        .script(info, arguments: [prefix, String(liveNodeTimeoutMs)].map(storeArgument))
+        info.command(["prefix": prefix, "timeout": liveNodeTimeoutMs])
     }
 
     /// `api.sessionsOfUser`: the sessions of `user`, each with its node.
     static func sessionsOfUser(prefix: String, user: Name) -> StoreCommand {
-        .script(sessionsOfUser, arguments: [prefix, user.string].map(storeArgument))
+        sessionsOfUser.command(["prefix": prefix, "user": user.string])
     }
 
     // MARK: - Replies

@@ -1,11 +1,11 @@
 import RollcallCore
 
-/// The presence scripts (``PresenceScripts``) as Swift calls: each function names a script's
-/// arguments and lays them out in the order its Lua reads them — the channel's eight
-/// (``Channel``), then the script's own, then any state-key deadlines
-/// (``ClusterPresence/TTLOperation``). Their replies are decoded in `PresenceScriptReplies.swift`.
+/// The presence scripts (``PresenceScripts``) as Swift calls: each function passes a script's
+/// arguments by the names its parameter list gives them — the channel's eight (``Channel``),
+/// then the script's own — and any state-key deadlines (``ClusterPresence/TTLOperation``) as
+/// the rest. Their replies are decoded in `PresenceScriptReplies.swift`.
 extension PresenceScripts {
-    /// Arguments 1–8 of every channel script, read by the library as `ch`.
+    /// The arguments every channel script takes first, read by the library as `ch`.
     struct Channel {
         /// The channel's hash key, its id and its pub/sub channel.
         let base: String, id: String, events: String
@@ -16,9 +16,14 @@ extension PresenceScripts {
         /// The head of the channel's `interval` events (empty: not needed by this call).
         let intervalHead: [UInt8]
 
-        var arguments: [[UInt8]] {
-            [storeArgument(base), storeArgument(id), storeArgument(events), storeArgument(dueFlushes),
-             storeArgument(String(maxInstantEvents)), storeArgument(String(hysteresis)), storeArgument(String(intervalMs)), intervalHead]
+        static let parameters: [LuaParameter] = [
+            .text("channelBase"), .text("channelId"), .text("channelEvents"), .text("channelDue"),
+            .number("maxInstantEvents"), .number("hysteresis"), .number("intervalMs"), .text("intervalHead"),
+        ]
+
+        var arguments: KeyValuePairs<String, any LuaArgument> {
+            ["channelBase": base, "channelId": id, "channelEvents": events, "channelDue": dueFlushes,
+             "maxInstantEvents": maxInstantEvents, "hysteresis": hysteresis, "intervalMs": intervalMs, "intervalHead": intervalHead]
         }
     }
 
@@ -28,7 +33,11 @@ extension PresenceScripts {
         /// session's channels.
         let userChannels: String, allChannels: String, channelEntry: String, sessionChannels: String
 
-        var arguments: [[UInt8]] { [userChannels, allChannels, channelEntry, sessionChannels].map(storeArgument) }
+        static let parameters: [LuaParameter] = [.text("userChannels"), .text("allChannels"), .text("channelEntry"), .text("sessionChannels")]
+
+        var arguments: KeyValuePairs<String, any LuaArgument> {
+            ["userChannels": userChannels, "allChannels": allChannels, "channelEntry": channelEntry, "sessionChannels": sessionChannels]
+        }
     }
 
     /// How a session leaves (`presence.leave`'s `kind`).
@@ -50,10 +59,11 @@ extension PresenceScripts {
                      joinHead: [UInt8], changedHead: [UInt8], encodedName: [UInt8], snapshotLimit: Int,
                      indexes: MembershipIndexes, info: [UInt8]?, sessionRecord: String, node: String,
                      ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
-        .script(join, arguments: channel.arguments + [
-            storeArgument(user.string), storeArgument(session), storeArgument(flags), expected.map { [UInt8(ascii: "=")] + $0 } ?? [],
-            newState, joinHead, changedHead, encodedName, storeArgument(String(snapshotLimit)),
-        ] + indexes.arguments + [info ?? [], storeArgument(sessionRecord), storeArgument(node)] + ClusterPresence.ttlOperations(ttl))
+        join.command(channel.arguments, [
+            "user": user.string, "session": session, "flags": flags, "expected": expected.map { [UInt8(ascii: "=")] + $0 } ?? [],
+            "newState": newState, "headJoin": joinHead, "headChanged": changedHead, "enc": encodedName, "limit": snapshotLimit,
+        ], indexes.arguments, ["info": info ?? [], "sessionRecord": sessionRecord, "node": node],
+        rest: ClusterPresence.ttlOperations(ttl))
     }
 
     /// `presence.leave`: `session` of `user` leaves, shown as `kind` with the event `head`;
@@ -61,16 +71,17 @@ extension PresenceScripts {
     /// leave, nil for an end whose record is gone.
     static func leave(_ channel: Channel, user: Name, session: String, kind: LeaveKind, head: [UInt8], encodedName: [UInt8],
                       indexes: MembershipIndexes, owner: (sessionRecord: String, node: String)?) -> StoreCommand {
-        .script(leave, arguments: channel.arguments + [
-            storeArgument(user.string), storeArgument(session), storeArgument(kind.rawValue), head, encodedName,
-        ] + indexes.arguments + [storeArgument(owner?.sessionRecord ?? ""), storeArgument(owner?.node ?? "")])
+        leave.command(channel.arguments, [
+            "user": user.string, "session": session, "kind": kind.rawValue, "head": head, "enc": encodedName,
+        ], indexes.arguments, ["sessionRecord": owner?.sessionRecord ?? "", "node": owner?.node ?? ""])
     }
 
     /// `presence.setState`: `user`'s state becomes `newState` if it is still `expected`.
     static func setState(_ channel: Channel, user: Name, expected: [UInt8], newState: [UInt8], head: [UInt8], encodedName: [UInt8],
                          ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
-        .script(setState, arguments: channel.arguments + [storeArgument(user.string), expected, newState, head, encodedName]
-            + ClusterPresence.ttlOperations(ttl))
+        setState.command(channel.arguments, [
+            "user": user.string, "expected": expected, "newState": newState, "head": head, "enc": encodedName,
+        ], rest: ClusterPresence.ttlOperations(ttl))
     }
 
     /// `presence.publish`: the message `event` from `session`, for every message session
@@ -78,44 +89,44 @@ extension PresenceScripts {
     /// publisher must be a member.
     static func publish(_ channel: Channel, session: String, requiredMember: Name?, event: [UInt8], prefix: String,
                         heldMessageBytes: Int) -> StoreCommand {
-        .script(publish, arguments: channel.arguments + [
-            storeArgument(session), storeArgument(requiredMember?.string ?? ""), storeArgument(requiredMember != nil ? "1" : "0"),
-            event, storeArgument(prefix), storeArgument(String(heldMessageBytes)),
+        publish.command(channel.arguments, [
+            "session": session, "user": requiredMember?.string ?? "", "requireMember": requiredMember != nil,
+            "payload": event, "prefix": prefix, "heldLimit": heldMessageBytes,
         ])
     }
 
     /// `presence.onlineUsers`: a page of `pageSize` members after `after`, as `viewer` sees it.
     static func onlineUsers(_ channel: Channel, after: Name?, pageSize: Int, includeState: Bool, includeUserId: Bool,
                             viewer: Name?) -> StoreCommand {
-        .script(onlineUsers, arguments: channel.arguments + [
-            storeArgument(after?.string ?? ""), storeArgument(String(pageSize)), storeArgument(includeState ? "1" : "0"),
-            storeArgument(includeUserId ? "1" : "0"), storeArgument(viewer?.string ?? ""),
+        onlineUsers.command(channel.arguments, [
+            "after": after?.string ?? "", "pageSize": pageSize, "includeState": includeState,
+            "includeUserId": includeUserId, "viewer": viewer?.string ?? "",
         ])
     }
 
     /// `presence.readExpiries`: `user`'s state and its keys' deadlines, with Redis' time.
     static func readExpiries(_ channel: Channel, user: Name) -> StoreCommand {
-        .script(readExpiries, arguments: channel.arguments + [storeArgument(user.string)])
+        readExpiries.command(channel.arguments, ["user": user.string])
     }
 
     /// `presence.snapshot`: one roster of up to `limit` members for `viewers` (the first one's
     /// entry spliced in when it joined since the last event, the others' entries apart).
     static func snapshot(_ channel: Channel, limit: Int, viewers: [Name]) -> StoreCommand {
-        .script(snapshot, arguments: channel.arguments + [storeArgument(String(limit))] + viewers.map { storeArgument($0.string) })
+        snapshot.command(channel.arguments, ["limit": limit], rest: viewers.map { Array($0.string.utf8) })
     }
 
     /// `presence.flush`: the channel's due `interval` event, once, whoever runs it.
     static func flush(_ channel: Channel) -> StoreCommand {
-        .script(flush, arguments: channel.arguments)
+        flush.command(channel.arguments)
     }
 
     /// `presence.overdueExpiries`: up to `limit` members of `set` whose keys are a second overdue.
     static func overdueExpiries(set: String, limit: Int) -> StoreCommand {
-        .script(overdueExpiries, arguments: [set, String(limit)].map(storeArgument))
+        overdueExpiries.command(["dueSet": set, "limit": limit])
     }
 
     /// `presence.overdue`: up to `limit` channels of `set` whose flush is `slackMs` overdue.
     static func overdueFlushes(set: String, slackMs: Int64, limit: Int) -> StoreCommand {
-        .script(overdueFlushes, arguments: [set, String(slackMs), String(limit)].map(storeArgument))
+        overdueFlushes.command(["dueSet": set, "slackMs": slackMs, "limit": limit])
     }
 }

@@ -7,8 +7,9 @@ extension PresenceScripts {
     /// and infos as of that event (from `:pend` / `:pinfo` for users changed since), plus the
     /// reader's current state and info when it joined since (else ''). A channel without
     /// `:lm` (created before it existed) is listed as its members now.
-    static let onlineUsers = StoreScript(name: "presence.onlineUsers", source: library + """
-        local after, pageSize, includeState, includeUserId, viewer = ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13] or ''
+    static let onlineUsers = LuaScript("presence.onlineUsers", parameters: Channel.parameters + [
+        .text("after"), .number("pageSize"), .text("includeState"), .text("includeUserId"), .text("viewer"),
+    ], library: library, body: """
         local seq = tonumber(redis.call('HGET', ch.base, 'seq') or '0')
         local listed = ch.listed
         if redis.call('EXISTS', listed) == 0 then listed = ch.members end
@@ -56,41 +57,44 @@ extension PresenceScripts {
         """)
 
     /// What a TTL expiry needs: Redis' time, the member's state and its keys' deadlines
-    /// (flat key, deadline). Arguments 9: the user.
-    static let readExpiries = StoreScript(name: "presence.readExpiries", source: library + """
-        local user = ARGV[9]
+    /// (flat key, deadline).
+    static let readExpiries = LuaScript("presence.readExpiries", parameters: Channel.parameters + [.text("user")],
+                                        library: library, body: """
         return {now, redis.call('HGET', ch.st, user) or '', redis.call('HGETALL', ttlKey(user))}
         """)
 
     /// Members with TTL keys overdue by more than a second (their node stopped): channel id
-    /// and user, for any node to expire. Arguments: the cluster's TTL due set, most entries.
-    static let overdueExpiries = StoreScript(name: "presence.overdueExpiries", source: """
+    /// and user, for any node to expire.
+    static let overdueExpiries = LuaScript("presence.overdueExpiries", parameters: [.text("dueSet"), .number("limit")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-        return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - 1000, 'LIMIT', 0, tonumber(ARGV[2]))
+        return redis.call('ZRANGEBYSCORE', dueSet, '-inf', now - 1000, 'LIMIT', 0, limit)
         """)
 
     /// The channels whose interval flush is overdue by `slackMs` (`P due`, Redis' clock): the
     /// node that scheduled them died or is cut off, so any node's reaper flushes them.
-    /// Arguments: the due set, slack ms, most channels. Returns channel ids.
-    static let overdueFlushes = StoreScript(name: "presence.overdue", source: """
+    /// Returns channel ids.
+    static let overdueFlushes = LuaScript("presence.overdue", parameters: [.text("dueSet"), .number("slackMs"), .number("limit")],
+                                          body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-        return redis.call('ZRANGEBYSCORE', ARGV[1], '-inf', now - tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
+        return redis.call('ZRANGEBYSCORE', dueSet, '-inf', now - slackMs, 'LIMIT', 0, limit)
         """)
 
-    static let snapshot = StoreScript(name: "presence.snapshot", source: library + """
-        local limit = tonumber(ARGV[9])
+    /// One roster of up to `limit` members for the viewers (the rest: user names).
+    static let snapshot = LuaScript("presence.snapshot", parameters: Channel.parameters + [.number("limit")], rest: "viewersFrom",
+                                    library: library, body: """
         -- One roster for every viewer; only a viewer who joined since the last (interval) event
         -- sees its own entry added, so each further viewer gets that entry alone.
-        local roster = rosterAtLastEvent(limit, ARGV[10])
+        local roster = rosterAtLastEvent(limit, ARGV[viewersFrom])
         local others = {}
-        for i = 11, #ARGV do
+        for i = viewersFrom + 1, #ARGV do
+          local viewer = ARGV[i]
           local state, info = '', ''
-          local raw = redis.call('HGET', ch.pending, ARGV[i])
+          local raw = redis.call('HGET', ch.pending, viewer)
           if raw and not parsePending(raw).was then
-            state = redis.call('HGET', ch.st, ARGV[i]) or ''
-            info = redis.call('HGET', ch.info, ARGV[i]) or ''
+            state = redis.call('HGET', ch.st, viewer) or ''
+            info = redis.call('HGET', ch.info, viewer) or ''
           end
           others[#others + 1] = state
           others[#others + 1] = info

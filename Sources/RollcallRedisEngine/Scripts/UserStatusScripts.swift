@@ -21,13 +21,13 @@ import RollcallCore
 /// so every record has the same bytes as on one node. Platforms come from the user's sessions
 /// in Redis (`P us:`, `P s:<id>` `platform`), live and held.
 enum UserStatusScripts {
-    /// A new session (run right after `session.start`, in the same call). Arguments: prefix,
-    /// user, session id, login custom status (`-` none, `=text`), custom status TTL ms.
-    /// Returns the catch-up records: subscribed targets changed after the user's latest
+    /// A new session (run right after `session.start`, in the same call), with the login's
+    /// custom status (`custom`: `-` none, `=text`) and its TTL. Returns the catch-up records: subscribed targets changed after the user's latest
     /// session end (none when no session of the user ever ended); nothing, and no change, when
     /// `session.start` recorded no session (the node was fenced).
-    static let started = StoreScript(name: "status.started", source: library + """
-        local user, session, custom, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+    static let started = LuaScript("status.started", parameters: [
+        .text("prefix"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+    ], library: library, body: """
         -- `session.start` refused a fenced node: no session, so no change to the user either.
         if redis.call('EXISTS', prefix .. 's:' .. session) == 0 then return {{}, {}} end
         expireCustom(user)
@@ -57,11 +57,11 @@ enum UserStatusScripts {
         return {catchUp, announced}
         """)
 
-    /// A held session resumed (here or on another node). Arguments: prefix, user, session id,
-    /// login custom status (`-`, `=text`), TTL ms, catch-up window ms. Returns the catch-up
-    /// records (targets changed within the window).
-    static let resumed = StoreScript(name: "status.resumed", source: library + """
-        local user, session, custom, ttl, window = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+    /// A held session resumed (here or on another node), with the login's custom status and
+    /// its TTL. Returns the catch-up records (targets changed within `window` ms).
+    static let resumed = LuaScript("status.resumed", parameters: [
+        .text("prefix"), .text("user"), .text("session"), .text("custom"), .number("ttl"), .number("window"),
+    ], library: library, body: """
         expireCustom(user)
         local key = stKey(user)
         local text = string.sub(custom, 2)
@@ -74,12 +74,12 @@ enum UserStatusScripts {
         """)
 
     /// A session ended (after `session.end` or the reaper forgot it; a session still in Redis
-    /// was taken over, and nothing changes). Arguments: prefix, user, session id, `logout` or
-    /// `closed`, clearCustomStatusOnOffline (`1`/`0`). The last session: `loggedOut` after
+    /// was taken over, and nothing changes). `how`: `logout` or `closed`; `clear`:
+    /// clearCustomStatusOnOffline (`1`/`0`). The last session: `loggedOut` after
     /// logout, else `offline`; otherwise the platforms may change. The end is finished: it
     /// leaves `P ending` (`SessionScripts.end`).
-    static let ended = StoreScript(name: "status.ended", source: library + """
-        local user, session, how, clear = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+    static let ended = LuaScript("status.ended", parameters: [.text("prefix"), .text("user"), .text("session"), .text("how"), .text("clear")],
+                                 library: library, body: """
         if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return {'live', announced} end
         redis.call('ZREM', prefix .. 'ending', session)
         redis.call('DEL', prefix .. 'end:' .. session)
@@ -112,10 +112,11 @@ enum UserStatusScripts {
         return {'ok', announced}
         """)
 
-    /// `setCustomStatus`. Arguments: prefix, user, session id, `-` (clear) or `=text`, TTL ms.
-    /// Setting the current value again changes nothing. Returns the user's record.
-    static let setCustomStatus = StoreScript(name: "status.setCustom", source: library + """
-        local user, session, custom, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+    /// `setCustomStatus`: `custom` is `-` (clear) or `=text`, for `ttl` ms. Setting the
+    /// current value again changes nothing. Returns the user's record.
+    static let setCustomStatus = LuaScript("status.setCustom", parameters: [
+        .text("prefix"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+    ], library: library, body: """
         expireCustom(user)
         local key = stKey(user)
         local wanted = string.sub(custom, 2)
@@ -129,24 +130,25 @@ enum UserStatusScripts {
         return {record(user), announced}
         """)
 
-    /// `getUserStatus` (and the records of `getSubscriptions`). Arguments: prefix, users….
+    /// `getUserStatus` (and the records of `getSubscriptions`), for the users (the rest).
     /// Returns one record per user, in order.
-    static let records = StoreScript(name: "status.records", source: library + """
+    static let records = LuaScript("status.records", parameters: [.text("prefix")], rest: "usersFrom", library: library, body: """
         local out = {}
-        for i = 2, #ARGV do out[#out + 1] = current(ARGV[i]) end
+        for i = usersFrom, #ARGV do out[#out + 1] = current(ARGV[i]) end
         return {out, announced}
         """)
 
-    /// `subscribeUserStatus`. Arguments: prefix, subscriber, duration ms,
-    /// maxSubscriptionsPerUser, maxSubscribersPerUser, targets… (never the subscriber).
-    /// Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
+    /// `subscribeUserStatus`: subscriber `me`, for `duration` ms, within
+    /// maxSubscriptionsPerUser and maxSubscribersPerUser, to the targets (the rest; never the
+    /// subscriber). Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
     /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
-    static let subscribe = StoreScript(name: "status.subscribe", source: library + """
-        local me, duration, maxSubs, maxSubscribers = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+    static let subscribe = LuaScript("status.subscribe", parameters: [
+        .text("prefix"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
+    ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
         local codes, records, evicted = {}, {}, {}
-        for i = 6, #ARGV do
+        for i = targetsFrom, #ARGV do
           local target = ARGV[i]
           if redis.call('ZSCORE', subKey(me), target) then
             track(me, target, expiresAt)
@@ -176,16 +178,16 @@ enum UserStatusScripts {
         return {{codes, records, evicted}, announced}
         """)
 
-    /// `unsubscribeUserStatus`. Arguments: prefix, subscriber, `1` for all (else `0`),
-    /// targets…. Returns the targets that were subscribed and are not any more.
-    static let unsubscribe = StoreScript(name: "status.unsubscribe", source: library + """
-        local me, all = ARGV[2], ARGV[3] == '1'
+    /// `unsubscribeUserStatus`: subscriber `me`, every subscription when `all` is `1`, else the
+    /// targets (the rest). Returns the targets that were subscribed and are not any more.
+    static let unsubscribe = LuaScript("status.unsubscribe", parameters: [.text("prefix"), .text("me"), .text("all")],
+                                       rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local targets = {}
-        if all then
+        if all == '1' then
           targets = redis.call('ZRANGE', subKey(me), 0, -1)
         else
-          for i = 4, #ARGV do targets[#targets + 1] = ARGV[i] end
+          for i = targetsFrom, #ARGV do targets[#targets + 1] = ARGV[i] end
         end
         local removed = {}
         for _, target in ipairs(targets) do
@@ -197,20 +199,21 @@ enum UserStatusScripts {
         return removed
         """)
 
-    /// `getSubscriptions`, first step. Arguments: prefix, subscriber. Returns the live
+    /// `getSubscriptions`, first step, for subscriber `me`. Returns the live
     /// subscriptions as target, expiresAt, target, expiresAt….
-    static let subscriptions = StoreScript(name: "status.subscriptions", source: library + """
-        return redis.call('ZRANGEBYSCORE', subxKey(ARGV[2]), '(' .. now, '+inf', 'WITHSCORES')
+    static let subscriptions = LuaScript("status.subscriptions", parameters: [.text("prefix"), .text("me")], library: library, body: """
+        return redis.call('ZRANGEBYSCORE', subxKey(me), '(' .. now, '+inf', 'WITHSCORES')
         """)
 
     /// After this node's pub/sub link came back (inbox messages may have been lost): per user,
-    /// the records a session of the user may have missed. Arguments: prefix, window ms,
-    /// users…. Returns per user the user's own record if it changed within the window, then
+    /// the records a session of the user may have missed in the last `window` ms, for the users
+    /// (the rest). Returns per user the user's own record if it changed within the window, then
     /// the subscribed targets that did.
-    static let resync = StoreScript(name: "status.resync", source: library + """
-        local since = now - tonumber(ARGV[2])
+    static let resync = LuaScript("status.resync", parameters: [.text("prefix"), .number("window")], rest: "usersFrom",
+                                  library: library, body: """
+        local since = now - window
         local out = {}
-        for i = 3, #ARGV do
+        for i = usersFrom, #ARGV do
           local user = ARGV[i]
           expireCustom(user)
           local records = {}
@@ -223,10 +226,9 @@ enum UserStatusScripts {
 
     /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
     /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
-    /// Arguments: prefix, most of each to handle. Returns the subscriptions of the whole
+    /// `limit`: the most of each to handle. Returns the subscriptions of the whole
     /// cluster not expired yet (`rollcall_subscriptions`).
-    static let sweep = StoreScript(name: "status.sweep", source: library + """
-        local limit = tonumber(ARGV[2])
+    static let sweep = LuaScript("status.sweep", parameters: [.text("prefix"), .number("limit")], library: library, body: """
         for _, user in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
           expireCustom(user)
         end
@@ -246,7 +248,6 @@ enum UserStatusScripts {
         """)
 
     static let library = """
-        local prefix = ARGV[1]
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 

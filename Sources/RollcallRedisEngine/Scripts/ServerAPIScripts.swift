@@ -1,14 +1,14 @@
 import RollcallCore
 
 /// The Lua scripts the server API needs in cluster mode (PROTOCOL §10): listings of the
-/// whole cluster. Argument 1 is always `cluster.keyPrefix`.
+/// whole cluster. Each script's first parameter is `prefix`, `cluster.keyPrefix`.
 enum ServerAPIScripts {
     /// `getChannels`: channels with members whose name starts with a prefix, message before
-    /// stream, byte order, after a cursor. Arguments: prefix, after (`m<name>`/`s<name>`, or
-    /// ''), name prefix, page size, live-node timeout ms (unused here). Returns flat
+    /// stream, byte order, after a cursor (`after`: `m<name>`/`s<name>`, or ''), at most `limit`.
+    /// Returns flat
     /// (entry, occupancy, mode, seq) and whether more follow.
-    static let channels = StoreScript(name: "api.channels", source: """
-        local prefix, after, namePrefix, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+    static let channels = LuaScript("api.channels", parameters: [.text("prefix"), .text("after"), .text("namePrefix"), .number("limit")],
+                                    body: """
         local function lessBytes(a, b)
           local n = math.min(#a, #b)
           for i = 1, n do
@@ -40,9 +40,8 @@ enum ServerAPIScripts {
         """)
 
     /// `getInfo`: live nodes with their session counts, channels with members, every session
-    /// (live and held). Arguments: prefix, live-node timeout ms.
-    static let info = StoreScript(name: "api.info", source: """
-        local prefix, timeout = ARGV[1], tonumber(ARGV[2])
+    /// (live and held); a node is live when it beat within `timeout` ms.
+    static let info = LuaScript("api.info", parameters: [.text("prefix"), .number("timeout")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         local nodes, total = {}, 0
@@ -60,9 +59,7 @@ enum ServerAPIScripts {
         """)
 
     /// `disconnectUser`: the user's sessions, each with its node ('' while held with no node).
-    /// Arguments: prefix, user.
-    static let sessionsOfUser = StoreScript(name: "api.sessionsOfUser", source: """
-        local prefix, user = ARGV[1], ARGV[2]
+    static let sessionsOfUser = LuaScript("api.sessionsOfUser", parameters: [.text("prefix"), .text("user")], body: """
         local out = {}
         for _, id in ipairs(redis.call('ZRANGE', prefix .. 'us:' .. #user .. ':' .. user, 0, -1)) do
           out[#out + 1] = id

@@ -1,8 +1,8 @@
 import RollcallCore
 
-/// The user-status scripts (``UserStatusScripts``) as Swift calls: each function names a
-/// script's arguments and lays them out in the order its Lua reads them (`ARGV[1]` is always
-/// the key prefix), and each reply type names the positions of its answer. Nowhere else on the
+/// The user-status scripts (``UserStatusScripts``) as Swift calls: each function passes a
+/// script's arguments by the names its parameter list gives them (`prefix` first), and each
+/// reply type names the positions of its answer. Nowhere else on the
 /// Swift side is a user-status script's argument or reply read by position.
 extension UserStatusScripts {
     /// How a session that ended for good left (`status.ended`'s `how`).
@@ -16,78 +16,70 @@ extension UserStatusScripts {
     /// `status.started`: the user goes online with `session`; `customStatus` (nil: unchanged)
     /// lives `ttlMs`. Answers ``Changed`` whose result is the catch-up records.
     static func started(prefix: String, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
-        .script(started, arguments: [
-            storeArgument(prefix), storeArgument(user.string), storeArgument(session), customArgument(customStatus),
-            storeArgument(String(ttlMs)),
-        ])
+        started.command(["prefix": prefix, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs])
     }
 
     /// `status.resumed`: as ``started(prefix:user:session:customStatus:ttlMs:)`` for a resumed
     /// session; the catch-up covers the records changed in the last `windowMs`.
     static func resumed(prefix: String, user: Name, session: String, customStatus: String?, ttlMs: Int64,
                         windowMs: Int64) -> StoreCommand {
-        .script(resumed, arguments: [
-            storeArgument(prefix), storeArgument(user.string), storeArgument(session), customArgument(customStatus),
-            storeArgument(String(ttlMs)), storeArgument(String(windowMs)),
+        resumed.command([
+            "prefix": prefix, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+            "window": windowMs,
         ])
     }
 
     /// `status.ended`: `session` (already gone from Redis) ended `how`; `clearCustomStatus`
     /// is `userStatus.clearCustomStatusOnOffline`.
     static func ended(prefix: String, user: Name, session: String, how: EndKind, clearCustomStatus: Bool) -> StoreCommand {
-        .script(ended, arguments: [
-            storeArgument(prefix), storeArgument(user.string), storeArgument(session), storeArgument(how.rawValue),
-            storeArgument(clearCustomStatus ? "1" : "0"),
-        ])
+        ended.command(["prefix": prefix, "user": user.string, "session": session, "how": how.rawValue, "clear": clearCustomStatus])
     }
 
     /// `status.setCustom`: the user's custom status (nil: cleared) for `ttlMs`. Answers
     /// ``Changed`` whose result is the user's record.
     static func setCustomStatus(prefix: String, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
-        .script(setCustomStatus, arguments: [
-            storeArgument(prefix), storeArgument(user.string), storeArgument(session), customArgument(customStatus),
-            storeArgument(String(ttlMs)),
+        setCustomStatus.command([
+            "prefix": prefix, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
         ])
     }
 
     /// `status.records`: the records of `users`, in order. Answers ``Changed`` whose result
     /// is one record (or nil) per user.
     static func records(prefix: String, users: [Name]) -> StoreCommand {
-        .script(records, arguments: [storeArgument(prefix)] + users.map { storeArgument($0.string) })
+        records.command(["prefix": prefix], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.subscribe`: `subscriber` subscribes to `targets` (never itself) for
     /// `durationMs`, within the two caps. Answers ``Changed`` whose result is a ``Subscribed``.
     static func subscribe(prefix: String, subscriber: Name, durationMs: Int64, maxSubscriptions: Int, maxSubscribers: Int,
                           targets: [Name]) -> StoreCommand {
-        .script(subscribe, arguments: [
-            storeArgument(prefix), storeArgument(subscriber.string), storeArgument(String(durationMs)),
-            storeArgument(String(maxSubscriptions)), storeArgument(String(maxSubscribers)),
-        ] + targets.map { storeArgument($0.string) })
+        subscribe.command([
+            "prefix": prefix, "me": subscriber.string, "duration": durationMs, "maxSubs": maxSubscriptions,
+            "maxSubscribers": maxSubscribers,
+        ], rest: targets.map { Array($0.string.utf8) })
     }
 
     /// `status.unsubscribe`: `targets`, or every subscription when `all`. Answers the targets
     /// that were subscribed and are not any more (``removedTargets(_:)``).
     static func unsubscribe(prefix: String, subscriber: Name, all: Bool, targets: [Name]) -> StoreCommand {
-        .script(unsubscribe, arguments: [storeArgument(prefix), storeArgument(subscriber.string), storeArgument(all ? "1" : "0")]
-            + targets.map { storeArgument($0.string) })
+        unsubscribe.command(["prefix": prefix, "me": subscriber.string, "all": all], rest: targets.map { Array($0.string.utf8) })
     }
 
     /// `status.subscriptions`: the live subscriptions of `subscriber` (``subscriptionExpiries(_:)``).
     static func subscriptions(prefix: String, subscriber: Name) -> StoreCommand {
-        .script(subscriptions, arguments: [storeArgument(prefix), storeArgument(subscriber.string)])
+        subscriptions.command(["prefix": prefix, "me": subscriber.string])
     }
 
     /// `status.resync`: per user of `users`, the records changed in the last `windowMs`.
     /// Answers ``Changed`` whose result holds one catch-up list per user.
     static func resync(prefix: String, windowMs: Int64, users: [Name]) -> StoreCommand {
-        .script(resync, arguments: [storeArgument(prefix), storeArgument(String(windowMs))] + users.map { storeArgument($0.string) })
+        resync.command(["prefix": prefix, "window": windowMs], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired
     /// subscriptions. Answers ``Changed`` whose result is the cluster's subscription count.
     static func sweep(prefix: String, limit: Int) -> StoreCommand {
-        .script(sweep, arguments: [storeArgument(prefix), storeArgument(String(limit))])
+        sweep.command(["prefix": prefix, "limit": limit])
     }
 
     /// A custom status as a script argument: `-` for none, else `=` and the text.

@@ -4,14 +4,14 @@ import RollcallCore
 /// is `P s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), listed in
 /// `P us:<n>:<user>` (by start time, for `maxSessionsPerUser`), `P tok:<hash>` (resume
 /// token → id), `P ns:<node>` (a node's sessions) and, while held, `P held` (by deadline).
-/// Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
+/// Each script's first parameter is `prefix`, `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
 package enum SessionScripts {
-    /// A new session. Arguments: prefix, id, user, platform, node, timeout ms, token hash,
-    /// maxSessionsPerUser. Returns `{'ok', over}`, `over` the user's sessions over the limit,
+    /// A new session. Returns `{'ok', over}`, `over` the user's sessions over the limit,
     /// oldest first, each as id and node (`''` while held with no node); or `{'fenced'}` when
     /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat).
-    static let start = StoreScript(name: "session.start", source: library + """
-        local id, user, platform, node, timeout, token, max = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
+    static let start = LuaScript("session.start", parameters: [
+        .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"), .number("max"),
+    ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
         redis.call('HSET', prefix .. 's:' .. id, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
@@ -32,9 +32,7 @@ package enum SessionScripts {
         """)
 
     /// A local session dropped abnormally: held until now + its timeout, still owned by its node.
-    /// Arguments: prefix, id, node.
-    static let hold = StoreScript(name: "session.hold", source: library + """
-        local id, node = ARGV[2], ARGV[3]
+    static let hold = LuaScript("session.hold", parameters: [.text("prefix"), .text("id"), .text("node")], library: library, body: """
         local key = prefix .. 's:' .. id
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
@@ -45,11 +43,11 @@ package enum SessionScripts {
         """)
 
     /// A resume: takes a held session over by its token, on any node — or a live one whose
-    /// node has stopped beating for `staleMs`. Arguments: prefix, token hash, user, node, new
-    /// token hash, staleMs. Returns `none`, `fenced` (as `session.start`), or `ok`, id, platform, previous node,
+    /// node has stopped beating for `staleMs`. Returns `none`, `fenced` (as `session.start`), or `ok`, id, platform, previous node,
     /// timeout ms, channel ids, their join flags. The previous node, if alive, hears `adopted <id>`.
-    static let claim = StoreScript(name: "session.claim", source: library + """
-        local token, user, node, newToken, staleMs = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+    static let claim = LuaScript("session.claim", parameters: [
+        .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"),
+    ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
         local id = redis.call('GET', prefix .. 'tok:' .. token)
         if not id then return {'none'} end
@@ -82,12 +80,12 @@ package enum SessionScripts {
         """)
 
     /// A session ends for good, on the node that owns it (or any node for one with no node).
-    /// Arguments: prefix, id, node, how its members leave (`l` leave, `t` timeout), how it
-    /// ended (`logout` or `closed`). Returns `ok` (its channels are left by the caller, then
+    /// `kind`: how its members leave (`l` leave, `t` timeout); `how`: how it ended (`logout` or
+    /// `closed`). Returns `ok` (its channels are left by the caller, then
     /// `status.ended`; until then the end is listed in `P ending`), `gone` when it ended
     /// already, or `moved` when another node took it over.
-    package static let end = StoreScript(name: "session.end", source: library + """
-        local id, node, kind, how = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+    package static let end = LuaScript("session.end", parameters: [.text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how")],
+                                       library: library, body: """
         local key = prefix .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'node', 'token')
         if not f[1] then return 'gone' end
@@ -100,13 +98,13 @@ package enum SessionScripts {
     /// Every node, every heartbeat: declares nodes silent for the timeout dead (their sessions
     /// become held from now, with no node), then claims held sessions with no node whose hold
     /// ended, then the ends some node began and did not finish within the timeout (it died
-    /// between `session.end` and `status.ended`). Arguments: prefix, this node, timeout ms, most
+    /// between `session.end` and `status.ended`). `self` is this node, `limit` the most
     /// sessions of each kind. Returns the dead nodes, the ended sessions and the unfinished
     /// ends, each end as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids
     /// not left yet. An unfinished end is due again one timeout later (should this node die as
     /// well); `status.ended` takes it off the list.
-    static let reap = StoreScript(name: "session.reap", source: library + """
-        local self, timeout, limit = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+    static let reap = LuaScript("session.reap", parameters: [.text("prefix"), .text("self"), .number("timeout"), .number("limit")],
+                                library: library, body: """
         local dead = {}
         -- Commands a node sent before Redis stopped may run only once it is back, after every
         -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
@@ -152,9 +150,8 @@ package enum SessionScripts {
         """)
 
     /// A claimed session whose new connection closed before the claim came back: held again,
-    /// with no node (the reaper times it out). Arguments: prefix, id, node.
-    static let release = StoreScript(name: "session.release", source: library + """
-        local id, node = ARGV[2], ARGV[3]
+    /// with no node (the reaper times it out).
+    static let release = LuaScript("session.release", parameters: [.text("prefix"), .text("id"), .text("node")], library: library, body: """
         local key = prefix .. 's:' .. id
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
@@ -166,16 +163,16 @@ package enum SessionScripts {
         """)
 
     /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
-    /// becomes held with no node, resumable anywhere. Arguments: prefix, node.
-    static let handOver = StoreScript(name: "session.handOver", source: library + """
-        orphan(ARGV[2])
+    /// becomes held with no node, resumable anywhere.
+    static let handOver = LuaScript("session.handOver", parameters: [.text("prefix"), .text("node")], library: library, body: """
+        orphan(node)
         return 'ok'
         """)
 
-    /// The helpers every session script starts with (`prefix`, `now`, `markHeld`, `markLive`,
-    /// `forget`, `orphan`); the start check (`ClusterStartCheck`) uses them too.
+    /// The helpers every session script runs after its parameters (`now`, `markHeld`,
+    /// `markLive`, `forget`, `orphan`; the script's first parameter is `prefix`); the start
+    /// check (`ClusterStartCheck`) uses them too.
     package static let library = """
-        local prefix = ARGV[1]
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 

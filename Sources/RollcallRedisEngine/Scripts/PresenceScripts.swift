@@ -6,19 +6,20 @@ import RollcallCore
 /// read is still true (else they answer `retry`), store, count, append the event's last four
 /// members (`occupancy`, `mode`, `seq`, `timestamp` from Redis' clock) and publish.
 ///
-/// Arguments 1–8 are the channel's (``ClusterKeys/ChannelKeys``): its hash key, its id, its
-/// pub/sub channel, the key of the cluster's due-flush set, `maxInstantEvents`,
-/// `hysteresis`, `intervalSeconds` in ms and the head of its `interval` events. Each script's
-/// own arguments follow from 9.
+/// Each script names its arguments once (``LuaScript``): the channel's come first
+/// (``Channel/parameters``: its hash key, its id, its pub/sub channel, the key of the
+/// cluster's due-flush set, `maxInstantEvents`, `hysteresis`, `intervalSeconds` in ms and the
+/// head of its `interval` events), then the script's own; the calls are in
+/// `PresenceScriptCalls.swift`.
 ///
 /// A published presence event is `P<seq>\n<subject user>\n<event bytes>`; a message event
 /// `M<publishing session>\n<event bytes>`.
 enum PresenceScripts {
-    static let join = StoreScript(name: "presence.join", source: library + """
-        local user, session, flags, expected, newState = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
-        local headJoin, headChanged, enc, limit = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[17])
-        local userChannels, allChannels, channelEntry, sessionChannels = ARGV[18], ARGV[19], ARGV[20], ARGV[21]
-        local info, sessionRecord, node = ARGV[22], ARGV[23], ARGV[24]
+    static let join = LuaScript("presence.join", parameters: Channel.parameters + [
+        .text("user"), .text("session"), .text("flags"), .text("expected"), .text("newState"),
+        .text("headJoin"), .text("headChanged"), .text("enc"), .number("limit"),
+    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node")],
+    rest: "ttlFrom", library: library, body: """
         -- Fencing: only the node that owns the session joins for it (a node cut off, or declared
         -- dead, may not know yet that the session was resumed elsewhere or handed over).
         if redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
@@ -26,7 +27,7 @@ enum PresenceScripts {
         if (expected == '' and current) or (expected ~= '' and current ~= string.sub(expected, 2)) then
           return {'retry'}
         end
-        if not checkExpiries(user, 25) then return {'retry'} end
+        if not checkExpiries(user, ttlFrom) then return {'retry'} end
         local oldFlags = redis.call('HGET', ch.sessions, session)
         redis.call('HSET', ch.sessions, session, flags)
         if countsForMessages(oldFlags) ~= countsForMessages(flags) then
@@ -48,18 +49,17 @@ enum PresenceScripts {
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, headChanged)
         end
-        local earliest = applyTTL(user, 25)
+        local earliest = applyTTL(user, ttlFrom)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
           tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest, produced}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
         return reply
         """)
 
-    static let leave = StoreScript(name: "presence.leave", source: library + """
-        local user, session, kind, head, enc = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
-        local userChannels, allChannels, channelEntry, sessionChannels = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+    static let leave = LuaScript("presence.leave", parameters: Channel.parameters + [
+        .text("user"), .text("session"), .text("kind"), .text("head"), .text("enc"),
+    ] + MembershipIndexes.parameters + [.text("sessionRecord"), .text("node")], library: library, body: """
         -- Fencing, for a client's own `leave` (not for an end: its record is gone by then).
-        local sessionRecord, node = ARGV[18], ARGV[19]
         if sessionRecord ~= '' and redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
         local flags = redis.call('HGET', ch.sessions, session)
         if not flags then return {'notin'} end
@@ -93,19 +93,20 @@ enum PresenceScripts {
         return {'ok', dueAndNow(), produced}
         """)
 
-    static let setState = StoreScript(name: "presence.setState", source: library + """
-        local user, expected, newState, head, enc = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+    static let setState = LuaScript("presence.setState", parameters: Channel.parameters + [
+        .text("user"), .text("expected"), .text("newState"), .text("head"), .text("enc"),
+    ], rest: "ttlFrom", library: library, body: """
         local current = redis.call('HGET', ch.st, user)
         if not current then return {'notmember'} end
-        if current ~= expected or not checkExpiries(user, 14) then return {'retry'} end
+        if current ~= expected or not checkExpiries(user, ttlFrom) then return {'retry'} end
         if current ~= newState then
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, head)
         end
-        return {'ok', dueAndNow(), applyTTL(user, 14), produced}
+        return {'ok', dueAndNow(), applyTTL(user, ttlFrom), produced}
         """)
 
-    static let flush = StoreScript(name: "presence.flush", source: library + """
+    static let flush = LuaScript("presence.flush", parameters: Channel.parameters, library: library, body: """
         local due = redis.call('HGET', ch.base, 'due')
         if due and tonumber(due) <= now then
           flush()
@@ -114,9 +115,9 @@ enum PresenceScripts {
         return {'notdue', dueAndNow()}
         """)
 
-    static let publish = StoreScript(name: "presence.publish", source: library + """
-        local session, user, requireMember, payload = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
-        local prefix, heldLimit = ARGV[13], tonumber(ARGV[14])
+    static let publish = LuaScript("presence.publish", parameters: Channel.parameters + [
+        .text("session"), .text("user"), .text("requireMember"), .text("payload"), .text("prefix"), .number("heldLimit"),
+    ], library: library, body: """
         if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
         local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
         if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
@@ -136,18 +137,19 @@ enum PresenceScripts {
         return {'ok', live}
         """)
 
-    /// What every presence script starts with: the channel's keys, Redis' time, and the
-    /// announce/interval rules of `PresenceEngine+Changes.swift` in Lua.
+    /// What every presence script runs after its parameters (the channel's first: the
+    /// ``Channel`` arguments): the channel's keys, Redis' time, and the announce/interval
+    /// rules of `PresenceEngine+Changes.swift` in Lua.
     static let library = """
-        local ch = {base = ARGV[1], id = ARGV[2], events = ARGV[3], due = ARGV[4],
-          maxInstant = tonumber(ARGV[5]), hysteresis = tonumber(ARGV[6]), intervalMs = tonumber(ARGV[7])}
+        local ch = {base = channelBase, id = channelId, events = channelEvents, due = channelDue,
+          maxInstant = maxInstantEvents, hysteresis = hysteresis, intervalMs = intervalMs}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
         ch.sessions, ch.pending = ch.base .. ':s', ch.base .. ':pend'
         ch.info, ch.pendingInfo = ch.base .. ':info', ch.base .. ':pinfo'
         -- The roster as of the last event (listings), kept where events are emitted. A channel
         -- created before this key existed has none: its listings show the members now.
         ch.listed = ch.base .. ':lm'
-        if ARGV[8] ~= '' then redis.call('HSETNX', ch.base, 'ih', ARGV[8]) end
+        if intervalHead ~= '' then redis.call('HSETNX', ch.base, 'ih', intervalHead) end
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -179,7 +181,7 @@ enum PresenceScripts {
           return earliest or 0
         end
 
-        -- TTL operations from argument `first`: a count, then (key, op, value) triples:
+        -- TTL operations from argument `first` (the script's rest): a count, then (key, op, value) triples:
         -- `s` sets the key's deadline to now + value ms, `c` clears it, `x` clears an expired one.
         local function applyTTL(user, first)
           local count = tonumber(ARGV[first] or '0')
