@@ -107,7 +107,7 @@ let package = Package(
         .target(
             name: "RollcallRedis",
             dependencies: [
-                "CRedisShim", "RollcallEventLoop",
+                "CRedisShim", "RollcallEventLoop", "RollcallProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],

@@ -1,45 +1,33 @@
-/// Why a Redis operation failed. ``code`` is stable; ``message`` is for people.
-public struct RedisError: Error, Equatable, CustomStringConvertible {
-    /// Stable machine-readable codes.
-    public enum Code: String {
-        /// `cluster.redis` is not `redis://[:password@]host:port[/db]`.
-        case invalidEndpoint = "REDIS_INVALID_ENDPOINT"
-        /// The connection is down (or not yet up): nothing was sent. Retry after ``RedisError/retryAfterMs``.
-        case unavailable = "REDIS_UNAVAILABLE"
-        /// Redis did not answer within the configured timeout; the connection was reset.
-        case timeout = "REDIS_TIMEOUT"
-        /// The TCP connection could not be made.
-        case connectFailed = "REDIS_CONNECT_FAILED"
-        /// The connection was lost (closed by Redis, reset, killed) with the command in flight.
-        case connectionLost = "REDIS_CONNECTION_LOST"
-        /// Redis refused `AUTH` or `SELECT` at connect.
-        case handshakeRefused = "REDIS_HANDSHAKE_REFUSED"
-        /// Redis answered the command with an error reply (e.g. `NOSCRIPT`, `WRONGTYPE`).
-        case errorReply = "REDIS_ERROR_REPLY"
-        /// The subscriber's probe showed that its subscriptions are gone.
-        case subscriptionLost = "REDIS_SUBSCRIPTION_LOST"
-        /// Redis sent something this client did not expect.
-        case protocolViolation = "REDIS_PROTOCOL_VIOLATION"
-        /// The connection was closed by its owner (`close()`).
-        case closed = "REDIS_CLOSED"
-    }
+import RollcallProtocol
 
-    /// Stable machine-readable code.
-    public let code: Code
-    /// Human-readable detail (for ``Code/errorReply``: Redis' error line, e.g. `NOSCRIPT ...`).
-    public let message: String
-    /// For ``Code/unavailable``: milliseconds until the next reconnect attempt, the hint for
-    /// an `UNAVAILABLE` answer's `retryAfterMs`.
-    public let retryAfterMs: Int?
+/// Why a Redis operation failed. ``CodedError/code`` is stable; ``CodedError/message`` is for
+/// people (for ``RedisErrorCode/errorReply``: Redis' error line, e.g. `NOSCRIPT ...`); for
+/// ``RedisErrorCode/unavailable``, ``CodedError/retryAfterMs`` is the time until the next
+/// reconnect attempt, the hint for an `UNAVAILABLE` answer's `retryAfterMs`.
+public typealias RedisError = CodedError<RedisErrorCode>
 
-    /// An error with `code` and `message`.
-    public init(_ code: Code, _ message: String, retryAfterMs: Int? = nil) {
-        self.code = code
-        self.message = message
-        self.retryAfterMs = retryAfterMs
-    }
-
-    public var description: String { "\(code.rawValue): \(message)" }
+/// The stable codes of a ``RedisError``.
+public enum RedisErrorCode: String, StableErrorCode {
+    /// `cluster.redis` is not `redis://[:password@]host:port[/db]`.
+    case invalidEndpoint = "REDIS_INVALID_ENDPOINT"
+    /// The connection is down (or not yet up): nothing was sent. Retry after ``RedisError/retryAfterMs``.
+    case unavailable = "REDIS_UNAVAILABLE"
+    /// Redis did not answer within the configured timeout; the connection was reset.
+    case timeout = "REDIS_TIMEOUT"
+    /// The TCP connection could not be made.
+    case connectFailed = "REDIS_CONNECT_FAILED"
+    /// The connection was lost (closed by Redis, reset, killed) with the command in flight.
+    case connectionLost = "REDIS_CONNECTION_LOST"
+    /// Redis refused `AUTH` or `SELECT` at connect.
+    case handshakeRefused = "REDIS_HANDSHAKE_REFUSED"
+    /// Redis answered the command with an error reply (e.g. `NOSCRIPT`, `WRONGTYPE`).
+    case errorReply = "REDIS_ERROR_REPLY"
+    /// The subscriber's probe showed that its subscriptions are gone.
+    case subscriptionLost = "REDIS_SUBSCRIPTION_LOST"
+    /// Redis sent something this client did not expect.
+    case protocolViolation = "REDIS_PROTOCOL_VIOLATION"
+    /// The connection was closed by its owner (`close()`).
+    case closed = "REDIS_CLOSED"
 }
 
 extension RedisError {

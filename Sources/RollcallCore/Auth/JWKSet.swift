@@ -48,29 +48,21 @@ public struct JWKSet: Sendable {
     }
 }
 
-/// Why a JWK Set document was refused. ``code`` is stable; ``message`` is for people.
-public struct JWKSetError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The stable reasons.
-    public enum Code: String, Sendable {
-        /// The bytes are not JSON.
-        case notJSON = "not_json"
-        /// JSON, but not an object with a `keys` array (or a member named twice).
-        case notAKeySet = "not_a_key_set"
-        /// A key set with no key that verifies RS256, ES256 or EdDSA.
-        case noUsableKey = "no_usable_key"
-    }
+/// Why a JWK Set document was refused. ``CodedError/code`` is stable; the description is the
+/// message alone.
+public typealias JWKSetError = CodedError<JWKSetErrorCode>
 
-    /// Stable code.
-    public let code: Code
-    /// What is wrong.
-    public let message: String
+/// The stable reasons a JWK Set is refused.
+public enum JWKSetErrorCode: String, StableErrorCode {
+    /// The bytes are not JSON.
+    case notJSON = "not_json"
+    /// JSON, but not an object with a `keys` array (or a member named twice).
+    case notAKeySet = "not_a_key_set"
+    /// A key set with no key that verifies RS256, ES256 or EdDSA.
+    case noUsableKey = "no_usable_key"
 
-    init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
+    /// The message says what is wrong.
+    public static var descriptionStartsWithCode: Bool { false }
 }
 
 /// Where a JWK Set comes from (PROTOCOL §3, 1.2). The broker keeps one set per source and
