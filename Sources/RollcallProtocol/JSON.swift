@@ -85,6 +85,19 @@ public struct JSONObject: Sendable, Equatable {
 }
 
 extension JSON {
+    /// The kind of value in words (`a string`, `an object`), for error messages.
+    public var kindName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        case .encoded: "encoded JSON"
+        }
+    }
+
     /// The string payload, or nil for other kinds.
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
     /// The object payload, or nil for other kinds.

@@ -164,6 +164,15 @@ struct Session {
         }
     }
 
+    /// The one-request commands: logs in, calls `op` (an error reply exits with its code),
+    /// prints the reply (its JSON with `--json`, else `text(reply)`), and logs out.
+    static func callOnce(_ options: GlobalOptions, _ op: Op, _ args: JSON, printing text: (Reply) -> String) throws {
+        let session = try open(options)
+        let reply = try session.call(op, args)
+        Output.line(options.json ? reply.description : text(reply))
+        session.finish()
+    }
+
     /// Logs out politely (best effort) before the process exits.
     func finish() {
         _ = try? connection.request(Op.logout.rawValue, timeout: .seconds(2))

@@ -195,15 +195,14 @@ struct StateCommand: ParsableCommand {
         @Flag(help: "Use the stream channel type.") var stream = false
 
         func run() throws {
-            let session = try Session.open(global)
-            let reply = try session.call(.setState, [
+            let user = global.userId
+            try Session.callOnce(global, .setState, [
                 "channel": .string(channel), "channelType": channelType(stream), "state": try parseAssignments(entries),
-            ])
-            Output.line(global.json ? reply.description
-                : "state in \(channel): \(Output.state(reply["state"]))" + (reply["pending"]?.boolValue == true
-                    ? " (pending: \(global.userId) is not in \(channel), and state held for a later join ends with this command; join first, e.g. in another terminal)"
-                    : ""))
-            session.finish()
+            ]) { reply in
+                "state in \(channel): \(Output.state(reply["state"]))" + (reply["pending"]?.boolValue == true
+                    ? " (pending: \(user) is not in \(channel), and state held for a later join ends with this command; join first, e.g. in another terminal)"
+                    : "")
+            }
         }
     }
 
@@ -215,12 +214,9 @@ struct StateCommand: ParsableCommand {
         @Flag(help: "Use the stream channel type.") var stream = false
 
         func run() throws {
-            let session = try Session.open(global)
-            let reply = try session.call(.removeState, [
+            try Session.callOnce(global, .removeState, [
                 "channel": .string(channel), "channelType": channelType(stream), "keys": .array(keys.map { .string($0) }),
-            ])
-            Output.line(global.json ? reply.description : "state in \(channel): \(Output.state(reply["state"]))")
-            session.finish()
+            ]) { "state in \(channel): \(Output.state($0["state"]))" }
         }
     }
 
@@ -232,12 +228,9 @@ struct StateCommand: ParsableCommand {
         @Flag(help: "Use the stream channel type.") var stream = false
 
         func run() throws {
-            let session = try Session.open(global)
-            let reply = try session.call(.getState, [
+            try Session.callOnce(global, .getState, [
                 "channel": .string(channel), "channelType": channelType(stream), "userId": .string(userId),
-            ])
-            Output.line(global.json ? reply.description : "\(userId) in \(channel): \(Output.state(reply["state"]))")
-            session.finish()
+            ]) { "\(userId) in \(channel): \(Output.state($0["state"]))" }
         }
     }
 }
@@ -251,9 +244,8 @@ struct Publish: ParsableCommand {
 
     func run() throws {
         let payload: JSON = (try? JSONParser.parse(message)) ?? .string(message)
-        let session = try Session.open(global)
-        let reply = try session.call(.publish, ["channel": .string(channel), "channelType": channelType(stream), "message": payload])
-        Output.line(global.json ? reply.description : "published to \(channel): \(reply["recipients"]?.compactString ?? "?") recipient(s)")
-        session.finish()
+        try Session.callOnce(global, .publish, ["channel": .string(channel), "channelType": channelType(stream), "message": payload]) {
+            "published to \(channel): \($0["recipients"]?.compactString ?? "?") recipient(s)"
+        }
     }
 }

@@ -41,10 +41,9 @@ struct StatusCommand: ParsableCommand {
         @Argument(help: "The custom status, e.g. 'In a meeting' (an empty string clears).") var text: String
 
         func run() throws {
-            let session = try Session.open(global)
-            let reply = try session.call(.setCustomStatus, ["customStatus": .string(text)])
-            Output.line(global.json ? reply.description : StatusText.customStatusLine(reply["status"], user: global.userId))
-            session.finish()
+            try Session.callOnce(global, .setCustomStatus, ["customStatus": .string(text)]) {
+                StatusText.customStatusLine($0["status"], user: global.userId)
+            }
         }
     }
 
@@ -53,10 +52,9 @@ struct StatusCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            let session = try Session.open(global)
-            let reply = try session.call(.setCustomStatus, ["customStatus": .null])
-            Output.line(global.json ? reply.description : StatusText.customStatusLine(reply["status"], user: global.userId))
-            session.finish()
+            try Session.callOnce(global, .setCustomStatus, ["customStatus": .null]) {
+                StatusText.customStatusLine($0["status"], user: global.userId)
+            }
         }
     }
 

@@ -50,20 +50,6 @@ struct JSONTreeDecoder: Decoder {
     }
 }
 
-extension JSON {
-    /// The kind of value, for error messages.
-    var kindName: String {
-        switch self {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        case .encoded: "encoded JSON"
-        }
-    }
-}
 
 private struct IndexKey: CodingKey {
     let intValue: Int?

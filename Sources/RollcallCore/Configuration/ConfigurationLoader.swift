@@ -77,7 +77,7 @@ public enum ConfigurationLoader {
                 try store(value, in: first, to: &configuration)
             } else {
                 guard let section = value.objectValue else {
-                    throw ConfigurationError(.wrongType, keyPath: path, message: "expected an object, got \(kind(of: value))")
+                    throw ConfigurationError(.wrongType, keyPath: path, message: "expected an object, got \(value.kindName)")
                 }
                 try apply(section, prefix: prefix + [Substring(name)], keys: below, to: &configuration)
             }
@@ -90,7 +90,7 @@ public enum ConfigurationLoader {
         case .stored:
             return
         case .wrongType:
-            throw ConfigurationError(.wrongType, keyPath: key.path, message: "expected \(key.expected), got \(kind(of: value))")
+            throw ConfigurationError(.wrongType, keyPath: key.path, message: "expected \(key.expected), got \(value.kindName)")
         case .notAllowed(let got):
             throw ConfigurationError(.outOfRange, keyPath: key.path, message: "must be \(key.allowed ?? key.expected) (got \(got))")
         }
@@ -108,16 +108,4 @@ public enum ConfigurationLoader {
         return ConfigurationError(.unknownKey, keyPath: path, message: message, suggestion: suggestion)
     }
 
-    /// The JSON type of `value`, in words.
-    private static func kind(of value: JSON) -> String {
-        switch value {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        case .encoded: "an encoded value"
-        }
-    }
 }

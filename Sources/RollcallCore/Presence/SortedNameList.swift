@@ -90,23 +90,21 @@ package struct SortedNameList {
     /// Calls `body` with each name greater than `cursor` (every name when nil) in byte
     /// order, until it returns false. The seek is O(log n); each step O(1).
     func forEach(after cursor: Name?, _ body: (Name) -> Bool) {
-        var (chunkIndex, index) = cursor.map(firstPosition(after:)) ?? (0, 0)
-        while chunkIndex < chunks.count {
-            let chunk = chunks[chunkIndex]
-            while index < chunk.count {
-                guard body(chunk[index]) else { return }
-                index += 1
-            }
-            chunkIndex += 1
-            index = 0
-        }
+        let (chunkIndex, index) = cursor.map(firstPosition(after:)) ?? (0, 0)
+        forEach(from: chunkIndex, index, body)
     }
 
     /// Calls `body` with each name greater than or equal to `floor` in byte order, until it
     /// returns false. The seek is O(log n); each step O(1).
     func forEach(notBefore floor: Name, _ body: (Name) -> Bool) {
-        var chunkIndex = firstChunk(withLastAtLeast: floor)
-        var index = chunkIndex < chunks.count ? Self.lowerBound(of: floor, in: chunks[chunkIndex]) : 0
+        let chunkIndex = firstChunk(withLastAtLeast: floor)
+        forEach(from: chunkIndex, chunkIndex < chunks.count ? Self.lowerBound(of: floor, in: chunks[chunkIndex]) : 0, body)
+    }
+
+    /// Calls `body` with each name from position (`chunkIndex`, `index`) on, until it returns false.
+    private func forEach(from chunkIndex: Int, _ index: Int, _ body: (Name) -> Bool) {
+        var chunkIndex = chunkIndex
+        var index = index
         while chunkIndex < chunks.count {
             let chunk = chunks[chunkIndex]
             while index < chunk.count {

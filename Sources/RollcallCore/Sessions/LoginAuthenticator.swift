@@ -58,11 +58,6 @@ public struct TokenRefusal: Error, Sendable, Equatable {
     public let reason: String
     /// The `UNAUTHORIZED` error.
     public let error: BrokerError
-
-    public init(reason: String, error: BrokerError) {
-        self.reason = reason
-        self.error = error
-    }
 }
 
 /// `auth.mode: none`: every user id is accepted, with no channel limit.

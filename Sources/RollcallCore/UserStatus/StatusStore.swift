@@ -236,12 +236,7 @@ public final class DiscardingStatusStore: StatusStore {
 /// `(subscriber, target)`, the identity of a subscription.
 package struct SubscriptionKey: Hashable, Sendable {
     /// Who subscribed.
-    public let subscriber: Name
+    package let subscriber: Name
     /// Whose status they follow.
-    public let target: Name
-
-    public init(subscriber: Name, target: Name) {
-        self.subscriber = subscriber
-        self.target = target
-    }
+    package let target: Name
 }

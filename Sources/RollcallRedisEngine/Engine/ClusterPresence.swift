@@ -48,13 +48,11 @@ final class ClusterPresence {
     /// This node's id: a session's changes run only on the node that owns it (fencing).
     let nodeId: String
 
-    init(configuration: Configuration, keys: ClusterKeys, nodeId: String, clock: BrokerClock, outbox: Outbox, store: any StoreCaller) {
-        self.configuration = configuration
-        self.nodeId = nodeId
+    /// The presence engine of `broker`'s node, on the Redis keys `keys`.
+    init(of broker: Broker, keys: ClusterKeys) {
+        (configuration, nodeId, clock, outbox) = (broker.configuration, broker.nodeId, broker.clock, broker.outbox)
         self.keys = keys
-        self.clock = clock
-        self.outbox = outbox
-        self.store = store
+        store = broker
     }
 
     // MARK: - Ops

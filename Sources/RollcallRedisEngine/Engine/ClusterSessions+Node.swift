@@ -203,12 +203,9 @@ extension BrokerEngines {
     /// The Redis engines (cluster mode): presence, user status and sessions on Redis. A
     /// broker made with them runs as a node of the cluster `configuration.cluster` names.
     package static func onRedis(_ broker: Broker) -> BrokerEngines {
-        let configuration = broker.configuration
-        let keys = ClusterKeys(prefix: configuration.cluster.keyPrefix)
-        let presence = ClusterPresence(configuration: configuration, keys: keys, nodeId: broker.nodeId, clock: broker.clock,
-                                       outbox: broker.outbox, store: broker)
-        let userStatus = ClusterUserStatus(configuration: configuration, keys: keys, clock: broker.clock, outbox: broker.outbox,
-                                           directory: broker.directory, store: broker)
+        let keys = ClusterKeys(prefix: broker.configuration.cluster.keyPrefix)
+        let presence = ClusterPresence(of: broker, keys: keys)
+        let userStatus = ClusterUserStatus(of: broker, keys: keys)
         broker.directory.indexesIds = true
         return BrokerEngines(presence: presence, userStatuses: userStatus,
                              sessions: ClusterSessions(broker: broker, presence: presence, userStatus: userStatus))

@@ -33,14 +33,11 @@ final class ClusterUserStatus {
     /// `status.ended` commands Redis did not answer, sent again at the next reaper tick.
     var unansweredEnds: [StoreCommand] = []
 
-    init(configuration: Configuration, keys: ClusterKeys, clock: BrokerClock, outbox: Outbox, directory: SessionDirectory,
-         store: any StoreCaller) {
-        self.configuration = configuration
+    /// The user-status engine of `broker`'s node, on the Redis keys `keys`.
+    init(of broker: Broker, keys: ClusterKeys) {
+        (configuration, clock, outbox, directory) = (broker.configuration, broker.clock, broker.outbox, broker.directory)
         self.keys = keys
-        self.clock = clock
-        self.outbox = outbox
-        self.directory = directory
-        self.store = store
+        store = broker
     }
 
     // MARK: - setCustomStatus
@@ -92,43 +89,37 @@ final class ClusterUserStatus {
         let command = UserStatusScripts.subscribe(prefix: keys.prefix, subscriber: me, durationMs: request.durationSeconds.milliseconds,
                                                   maxSubscriptions: limits.maxSubscriptionsPerUser,
                                                   maxSubscribers: limits.maxSubscribersPerUser, targets: targets)
-        store.call([command]) { [self] result in
-            switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                if case .error = replies.first ?? .null { return done(.failure(ClusterPresence.unexpected(replies.first ?? .null))) }
-                let reply = UserStatusScripts.Subscribed(unwrapped(replies.first ?? .null))
-                var outcomes = reply.outcomes.makeIterator()
-                var failed = batch.failed
-                var statuses: [JSON] = []
-                var added: [Name] = []
-                for target in batch.valid {
-                    if target == me {
-                        failed.append(UserStatusEngine.failure(target.string, .cannotSubscribeSelf))
-                        continue
-                    }
-                    guard let (outcome, record) = outcomes.next() else { break }
-                    switch outcome {
-                    case .targetSubscriberLimit:
-                        failed.append(UserStatusEngine.failure(target.string, .targetSubscriberLimit))
-                    case .added, .renewed:
-                        if outcome == .added { added.append(target) }
-                        statuses.append((record ?? .neverSeen(target)).json)
-                    }
+        callScript(command, failed: { done(.failure($0)) }) { [self] answer in
+            let reply = UserStatusScripts.Subscribed(unwrapped(answer))
+            var outcomes = reply.outcomes.makeIterator()
+            var failed = batch.failed
+            var statuses: [JSON] = []
+            var added: [Name] = []
+            for target in batch.valid {
+                if target == me {
+                    failed.append(UserStatusEngine.failure(target.string, .cannotSubscribeSelf))
+                    continue
                 }
-                let evicted = reply.evicted
-                if evicted.isEmpty {
-                    if !added.isEmpty { tell(me, StatusEvents.subscriptions(added: added, removed: []), except: session.sessionId) }
-                } else {
-                    // A subscription made and dropped within this call was never visible to anyone.
-                    let evictedSet = Set(evicted)
-                    let addedSet = Set(added)
-                    tell(me, StatusEvents.subscriptions(added: added.filter { !evictedSet.contains($0) },
-                                                        removed: evicted.filter { !addedSet.contains($0) }), except: "")
+                guard let (outcome, record) = outcomes.next() else { break }
+                switch outcome {
+                case .targetSubscriberLimit:
+                    failed.append(UserStatusEngine.failure(target.string, .targetSubscriberLimit))
+                case .added, .renewed:
+                    if outcome == .added { added.append(target) }
+                    statuses.append((record ?? .neverSeen(target)).json)
                 }
-                done(.success(ClusterPresence.Answer(result: .object(["statuses": .array(statuses), "failed": .array(failed)]))))
             }
+            let evicted = reply.evicted
+            if evicted.isEmpty {
+                if !added.isEmpty { tell(me, StatusEvents.subscriptions(added: added, removed: []), except: session.sessionId) }
+            } else {
+                // A subscription made and dropped within this call was never visible to anyone.
+                let evictedSet = Set(evicted)
+                let addedSet = Set(added)
+                tell(me, StatusEvents.subscriptions(added: added.filter { !evictedSet.contains($0) },
+                                                    removed: evicted.filter { !addedSet.contains($0) }), except: "")
+            }
+            done(.success(ClusterPresence.Answer(result: .object(["statuses": .array(statuses), "failed": .array(failed)]))))
         }
     }
 
@@ -140,18 +131,11 @@ final class ClusterUserStatus {
         let me = session.userId
         try takeQueryToken(me)
         let command = UserStatusScripts.unsubscribe(prefix: keys.prefix, subscriber: me, all: batch.isEmpty, targets: batch.valid)
-        store.call([command]) { [self] result in
-            switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                let reply = replies.first ?? .null
-                if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
-                var removed = UserStatusScripts.removedTargets(reply)
-                if batch.isEmpty { removed.sort() }
-                if !removed.isEmpty { tell(me, StatusEvents.subscriptions(added: [], removed: removed), except: session.sessionId) }
-                done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
-            }
+        callScript(command, failed: { done(.failure($0)) }) { [self] reply in
+            var removed = UserStatusScripts.removedTargets(reply)
+            if batch.isEmpty { removed.sort() }
+            if !removed.isEmpty { tell(me, StatusEvents.subscriptions(added: [], removed: removed), except: session.sessionId) }
+            done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
         }
     }
 
@@ -207,24 +191,32 @@ final class ClusterUserStatus {
 
     /// The records of `users`, in order (never-seen users read `loggedOut`).
     func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
-        store.call([UserStatusScripts.records(prefix: keys.prefix, users: users)]) { [self] result in
-            switch result {
-            case .failure(let failure):
-                done(.failure(failure.brokerError))
-            case .success(let replies):
-                let reply = replies.first ?? .null
-                if case .error = reply { return done(.failure(ClusterPresence.unexpected(reply))) }
-                let elements = unwrapped(reply).elements ?? []
-                done(.success(users.enumerated().map { index, user in
-                    (index < elements.count ? UserStatusScripts.record(elements[index]) : nil) ?? .neverSeen(user)
-                }))
-            }
+        callScript(UserStatusScripts.records(prefix: keys.prefix, users: users), failed: { done(.failure($0)) }) { [self] reply in
+            let elements = unwrapped(reply).elements ?? []
+            done(.success(users.enumerated().map { index, user in
+                (index < elements.count ? UserStatusScripts.record(elements[index]) : nil) ?? .neverSeen(user)
+            }))
         }
     }
 
     /// The answer of a script that can change records, `{result, announced records}`: the
     /// records go to the backend (webhooks) from this node, the one whose script changed them,
     /// so each change is sent once in the cluster; returns the result.
+    /// Runs one script: `use` gets its reply; `failed` gets the store's failure, or Redis' error
+    /// reply as `INTERNAL`.
+    private func callScript(_ command: StoreCommand, failed: @escaping (BrokerError) -> Void, then use: @escaping (StoreReply) -> Void) {
+        store.call([command]) { result in
+            switch result {
+            case .failure(let failure):
+                failed(failure.brokerError)
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                if case .error = reply { return failed(ClusterPresence.unexpected(reply)) }
+                use(reply)
+            }
+        }
+    }
+
     func unwrapped(_ reply: StoreReply) -> StoreReply {
         let changed = UserStatusScripts.Changed(reply)
         if outbox.notifiesUserStatus {

@@ -88,4 +88,18 @@ package struct LuaScript {
         if let rest { lines.append("local \(rest) = \(parameters.count + 1)") }
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// `lessBytes(a, b)`: whether `a` sorts before `b` in byte order, the order of
+    /// `ZRANGEBYLEX`, for the scripts that page by name.
+    static let lessBytes = """
+        local function lessBytes(a, b)
+          local n = math.min(#a, #b)
+          for i = 1, n do
+            local x, y = string.byte(a, i), string.byte(b, i)
+            if x ~= y then return x < y end
+          end
+          return #a < #b
+        end
+
+        """
 }

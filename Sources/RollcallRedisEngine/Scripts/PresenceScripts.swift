@@ -140,7 +140,7 @@ enum PresenceScripts {
     /// What every presence script runs after its parameters (the channel's first: the
     /// ``Channel`` arguments): the channel's keys, Redis' time, and the announce/interval
     /// rules of `PresenceEngine+Changes.swift` in Lua.
-    static let library = """
+    static let library = LuaScript.lessBytes + """
         local ch = {base = channelBase, id = channelId, events = channelEvents, due = channelDue,
           maxInstant = maxInstantEvents, hysteresis = hysteresis, intervalMs = intervalMs}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
@@ -153,14 +153,6 @@ enum PresenceScripts {
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
-        local function lessBytes(a, b)
-          local n = math.min(#a, #b)
-          for i = 1, n do
-            local x, y = string.byte(a, i), string.byte(b, i)
-            if x ~= y then return x < y end
-          end
-          return #a < #b
-        end
 
         -- Per-key TTLs (1.1): `P c:<id>:ttl:<n>:<user>` holds key -> deadline; the cluster's
         -- due set (`P due:ttl`) holds `<channel id>\\n<user>` by the member's earliest deadline.

@@ -8,15 +8,7 @@ enum ServerAPIScripts {
     /// Returns flat
     /// (entry, occupancy, mode, seq) and whether more follow.
     static let channels = LuaScript("api.channels", parameters: [.text("prefix"), .text("after"), .text("namePrefix"), .number("limit")],
-                                    body: """
-        local function lessBytes(a, b)
-          local n = math.min(#a, #b)
-          for i = 1, n do
-            local x, y = string.byte(a, i), string.byte(b, i)
-            if x ~= y then return x < y end
-          end
-          return #a < #b
-        end
+                                    library: LuaScript.lessBytes, body: """
         local out, more = {}, 0
         for _, t in ipairs({'m', 's'}) do
           local low, high = t .. namePrefix, t .. namePrefix .. '\\255'

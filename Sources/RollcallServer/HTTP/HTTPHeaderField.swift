@@ -6,12 +6,6 @@ public struct HTTPHeaderField: Sendable, Equatable {
     /// The field value.
     public var value: String
 
-    /// A field `name: value`.
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
-
     /// `Allow` listing `methods` in a fixed order, HEAD wherever GET is (RFC 9110 §10.2.1:
     /// a 405 must carry it).
     public static func allow(_ methods: Set<HTTPMethod>) -> HTTPHeaderField {
