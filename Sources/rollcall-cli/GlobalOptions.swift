@@ -175,7 +175,7 @@ struct Session {
 
     /// Logs out politely (best effort) before the process exits.
     func finish() {
-        _ = try? connection.request(Op.logout.rawValue, timeout: .seconds(2))
+        _ = try? connection.request(.logout, timeout: .seconds(2))
         _ = try? connection.waitForClose(timeout: .seconds(2))
     }
 }

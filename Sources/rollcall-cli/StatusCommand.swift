@@ -115,7 +115,7 @@ struct StatusCommand: ParsableCommand {
             }
             let added = watched.filter { !alreadyFollowed.contains($0) }
             if !keep, !added.isEmpty {
-                _ = try? session.connection.request(Op.unsubscribeUserStatus.rawValue, ["userIds": .array(added.map { .string($0) })], timeout: .seconds(2))
+                _ = try? session.connection.request(.unsubscribeUserStatus, ["userIds": .array(added.map { .string($0) })], timeout: .seconds(2))
             }
             if !global.json { Output.line("stopped watching") }
             session.finish()

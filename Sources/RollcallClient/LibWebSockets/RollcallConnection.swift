@@ -265,6 +265,12 @@ public final class RollcallConnection: @unchecked Sendable {
         return requestID
     }
 
+    /// Sends a request of the protocol's vocabulary and waits for its reply, as the
+    /// `String` form does (which also sends ops outside it, as a raw client may).
+    public func request(_ op: Op, _ args: JSON = [:], id: JSON? = nil, timeout: Duration = .seconds(5)) throws(ClientError) -> Reply {
+        try request(op.rawValue, args, id: id, timeout: timeout)
+    }
+
     /// Sends a request and waits for its reply. Error replies are returned, not thrown;
     /// throws only when no reply arrives (``ClientError/timeout(_:)``, ``ClientError/closed(_:)``).
     public func request(_ op: String, _ args: JSON = [:], id: JSON? = nil, timeout: Duration = .seconds(5)) throws(ClientError) -> Reply {
@@ -335,13 +341,13 @@ public final class RollcallConnection: @unchecked Sendable {
         if let customStatus { args["customStatus"] = .string(customStatus) }
         if let presenceTimeout { args["presenceTimeout"] = .number(JSONNumber(presenceTimeout)) }
         if let resumeToken { args["resumeToken"] = .string(resumeToken) }
-        return try request(Op.login.rawValue, .object(args), timeout: timeout)
+        return try request(.login, .object(args), timeout: timeout)
     }
 
     /// `refresh {token}` (PROTOCOL §3, 1.1): a fresh token for the logged-in user. Returns the
     /// reply (`result.expiresAt`, or `UNAUTHORIZED` with the connection left open).
     public func refresh(token: String, timeout: Duration = .seconds(5)) throws(ClientError) -> Reply {
-        try request(Op.refresh.rawValue, ["token": .string(token)], timeout: timeout)
+        try request(.refresh, ["token": .string(token)], timeout: timeout)
     }
 
     // MARK: Closing

@@ -4,8 +4,8 @@ import RollcallProtocol
 public protocol RollcallRequest: Sendable {
     /// What the reply's `result` decodes to.
     associatedtype Result: Decodable & Sendable
-    /// The `op` on the wire.
-    static var op: String { get }
+    /// The `op` on the wire, from the protocol's one vocabulary.
+    static var op: Op { get }
     /// The members after `id` and `op`.
     var arguments: JSONObject { get }
     /// Decodes the `result` of a success reply; throws when it has the wrong shape. The

@@ -30,7 +30,7 @@ extension RollcallSession {
     /// Sends a request on `link`; `completion` runs on the link's thread, in order with its events.
     func request<Request: RollcallRequest>(_ request: Request, on link: SessionLink, timeout: Double? = nil,
                                            completion: @escaping @Sendable (Result<Request.Result, RollcallError>) -> Void) {
-        link.request(Request.op, request.arguments, timeout: timeout ?? requestTimeout) { outcome in
+        link.request(Request.op.rawValue, request.arguments, timeout: timeout ?? requestTimeout) { outcome in
             completion(Self.typed(outcome, Request.self))
         }
     }
@@ -45,7 +45,7 @@ extension RollcallSession {
             do {
                 return .success(try Request.decode(reply.result))
             } catch {
-                return .failure(.unexpectedResult(op: Request.op, result: reply.result.compactString))
+                return .failure(.unexpectedResult(op: Request.op.rawValue, result: reply.result.compactString))
             }
         }
     }
