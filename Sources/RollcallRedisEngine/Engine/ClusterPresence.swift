@@ -27,6 +27,12 @@ final class ClusterPresence {
     /// State-key expiries this node runs (it set the keys), by channel and user.
     var expiries = TimerQueue<ExpiringMember>()
 
+    /// Publishes of local sessions answered `UNAVAILABLE`, by session id: sent again, each
+    /// goes with its first token and event (``ClusterPresence/UncertainPublish``).
+    var uncertainPublishes: [String: UncertainPublish] = [:]
+    /// The number in this node's next publish token.
+    var nextPublishToken: UInt64 = 0
+
     /// Snapshots to read again, once the store answers (a session waiting for one).
     var snapshotRetries = TimerQueue<SnapshotRetry>()
 
@@ -164,6 +170,7 @@ final class ClusterPresence {
     func forgetLocally(_ session: Session) -> [ChannelKey] {
         let joined = session.presence.joined.keys.sorted()
         for key in joined { removeLocally(session, from: key) }
+        uncertainPublishes[session.sessionId] = nil
         session.presence = SessionPresence()
         return joined
     }
@@ -218,52 +225,6 @@ final class ClusterPresence {
     static func fenced(_ configuration: Configuration) -> BrokerError {
         BrokerError(.unavailable, "this node is rejoining the cluster; try again",
                     retryAfterMs: max(100, Int(configuration.cluster.heartbeatSeconds * 1000)))
-    }
-
-    /// `publish`: delivered by every node to its message-enabled sessions but the publisher's.
-    func publish(_ request: PublishRequest, from session: Session, grant: Grant, then done: @escaping Completion) throws(BrokerError) {
-        let key = request.channel
-        try grant.checkAccess(to: key)
-        let encoded = request.encodedMessage
-        guard encoded.count <= configuration.limits.maxMessageBytes else {
-            throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
-        }
-        let bytes = PresenceEvents.message(channel: key, publisher: session.userId, encodedMessage: encoded, timestamp: clock.now)
-        publish(bytes, to: key, from: session.sessionId, requiringMember: key.type == .stream ? session.userId : nil, then: done)
-    }
-
-    /// The server API's `publish` (PROTOCOL §10): to every message-enabled session, as
-    /// `publisher`; no membership needed, stream channels too.
-    func publishFromServer(_ request: ServerPublishRequest, then done: @escaping Completion) throws(BrokerError) {
-        let key = request.publish.channel
-        let encoded = request.publish.encodedMessage
-        guard encoded.count <= configuration.limits.maxMessageBytes else {
-            throw BrokerError(.messageTooLarge, "message is \(encoded.count) bytes encoded; at most \(configuration.limits.maxMessageBytes)")
-        }
-        let bytes = PresenceEvents.message(channel: key, publisher: request.publisher, encodedMessage: encoded, timestamp: clock.now)
-        publish(bytes, to: key, from: "", requiringMember: nil, then: done)
-    }
-
-    /// Publishes a message event through the publish script: `recipients` counts the live
-    /// message sessions of the cluster but the publishing one; held ones keep it in Redis.
-    private func publish(_ bytes: [UInt8], to key: ChannelKey, from sessionId: String, requiringMember member: Name?,
-                         then done: @escaping Completion) {
-        let channelKeys = keys.channel(key)
-        let publish = PresenceScripts.publish(channelArguments(key, channelKeys, intervalHead: false), session: sessionId,
-                                              requiredMember: member, event: bytes, prefix: keys.prefix,
-                                              heldMessageBytes: configuration.limits.heldMessageBytes)
-        runScript(publish) { result in
-            switch result {
-            case .failure(let error): done(.failure(error))
-            case .success(let reply):
-                let decoded = PublishScriptReply(reply)
-                switch decoded.outcome {
-                case .ok: done(.success(Answer(result: .object(["recipients": .int(decoded.recipients)]))))
-                case .notMember: done(.failure(BrokerError(.notInChannel, "publishing to a stream channel requires joining it")))
-                default: done(.failure(Self.unexpected(reply)))
-                }
-            }
-        }
     }
 
     /// `getState`: `USER_NOT_PRESENT` when the user is not a member anywhere in the cluster.

@@ -86,11 +86,12 @@ extension PresenceScripts {
 
     /// `presence.publish`: the message `event` from `session`, for every message session
     /// (held ones keep it, up to `heldMessageBytes`); `requiredMember`: a stream channel's
-    /// publisher must be a member.
-    static func publish(_ channel: Channel, session: String, requiredMember: Name?, event: [UInt8], prefix: String,
+    /// publisher must be a member. A `token` the session's last publish here already carried
+    /// publishes nothing (a retry of a publish whose answer was lost); '' : no check.
+    static func publish(_ channel: Channel, session: String, token: String, requiredMember: Name?, event: [UInt8], prefix: String,
                         heldMessageBytes: Int) -> StoreCommand {
         publish.command(channel.arguments, [
-            "session": session, "user": requiredMember?.string ?? "", "requireMember": requiredMember != nil,
+            "session": session, "token": token, "user": requiredMember?.string ?? "", "requireMember": requiredMember != nil,
             "payload": event, "prefix": prefix, "heldLimit": heldMessageBytes,
         ])
     }

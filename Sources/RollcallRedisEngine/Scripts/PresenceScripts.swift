@@ -87,7 +87,7 @@ enum PresenceScripts {
         if redis.call('ZCARD', ch.members) == 0 then
           redis.call('ZREM', allChannels, channelEntry)
           redis.call('ZREM', ch.due, ch.id)
-          redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo, ch.listed)
+          redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo, ch.listed, ch.base .. ':lp')
           produced[#produced + 1] = 'v'
         end
         return {'ok', dueAndNow(), produced}
@@ -116,11 +116,20 @@ enum PresenceScripts {
         """)
 
     static let publish = LuaScript("presence.publish", parameters: Channel.parameters + [
-        .text("session"), .text("user"), .text("requireMember"), .text("payload"), .text("prefix"), .number("heldLimit"),
+        .text("session"), .text("token"), .text("user"), .text("requireMember"), .text("payload"), .text("prefix"), .number("heldLimit"),
     ], library: library, body: """
         if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
         local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
         if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
+        -- The session's last publish token here (kept while the channel has members, so that
+        -- nobody could receive a message twice): the same token again is a retry of a publish
+        -- that ran, and publishes nothing.
+        if token ~= '' and redis.call('ZCARD', ch.members) > 0 then
+          local tokens = ch.base .. ':lp'
+          if redis.call('HGET', tokens, session) == token then return {'ok', live} end
+          if redis.call('HLEN', tokens) >= 4096 then redis.call('DEL', tokens) end
+          redis.call('HSET', tokens, session, token)
+        end
         redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. payload)
         -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
         for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
