@@ -70,10 +70,14 @@ public final class ClusterLink {
     }
 
     /// The Redis client's timings for a cluster section: an outage is noticed within
-    /// `nodeTimeoutSeconds` (watchdog plus subscriber probe, docs/cluster.md).
+    /// `nodeTimeoutSeconds` (watchdog plus subscriber probe, docs/cluster.md), and a node is
+    /// back within a quarter of `nodeTimeoutSeconds` (at most 2 s) of Redis answering again —
+    /// of a new master being named, after a Sentinel failover — so it beats well inside the
+    /// grace window the first node back opens (PROTOCOL §9).
     static func timings(_ cluster: Configuration.Cluster) -> RedisTimings {
         let probe = max(0.05, min(1, cluster.nodeTimeoutSeconds / 4))
-        return RedisTimings(timeoutSeconds: max(0.1, cluster.nodeTimeoutSeconds - probe), probeIntervalSeconds: probe)
+        return RedisTimings(timeoutSeconds: max(0.1, cluster.nodeTimeoutSeconds - probe),
+                            maxBackoffSeconds: min(2, max(0.05, cluster.nodeTimeoutSeconds / 4)), probeIntervalSeconds: probe)
     }
 
     /// True while both connections are up.
