@@ -96,4 +96,25 @@ struct ClusterSentinelTests {
             #expect(online["users"]?.arrayValue?.compactMap { $0["userId"]?.stringValue }.sorted() == ["alice", "bob", "carol"], "n\(node + 1): \(online)")
         }
     }
+
+    @Test("--check-config and the start refuse a malformed redis+sentinel:// URL, rediss:// and redis+cluster://, naming cluster.redis and never the password", arguments: [
+        ("redis+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
+        ("redis+sentinel://:hunter2@127.0.0.1:0/m", "port"),
+        ("rediss://:hunter2@127.0.0.1:6380", "TLS to Redis is not supported yet"),
+        ("rediss+sentinel://:hunter2@127.0.0.1:26379/m", "TLS to Redis is not supported yet"),
+        ("redis+cluster://127.0.0.1:7000", "Redis Cluster is not supported yet"),
+    ])
+    func refusesWhatItCannotUse(url: String, reason: String) throws {
+        let config = BrokerProcess.merge(BrokerProcess.baseConfig, ["cluster": ["redis": url]])
+        let configURL = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-url-\(UUID().uuidString).json")
+        try JSONSerialization.data(withJSONObject: config).write(to: configURL)
+        defer { try? FileManager.default.removeItem(at: configURL) }
+        for arguments in [["--config", configURL.path, "--check-config"], ["--config", configURL.path, "--port", "0"]] {
+            let result = try ExternalCommand.run(BrokerProcess.binary, arguments, timeout: 20)
+            #expect(result.status == 1, "\(arguments.last!): exit \(result.status); stderr: \(result.stderr)")
+            #expect(!result.stdout.contains("listening on") && !result.stdout.contains("configuration OK"))
+            #expect(result.stderr.contains("cluster.redis") && result.stderr.contains(reason), "\(arguments.last!): \(result.stderr)")
+            #expect(!result.stderr.contains("hunter2"), "the password never shows: \(result.stderr)")
+        }
+    }
 }
