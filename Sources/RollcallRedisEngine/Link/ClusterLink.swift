@@ -22,6 +22,11 @@ public final class ClusterLink {
     public var deliver: ((InboundEvent) -> Void)?
     /// Nodes seen alive at the last heartbeat, this one included (`rollcall_cluster_nodes`).
     public private(set) var liveNodes = 0
+    /// Times the command link came back at another address than before: a Sentinel failover,
+    /// or a host name that now resolves elsewhere (`rollcall_redis_master_changes_total`).
+    public private(set) var redisAddressChanges = 0
+    /// The address the command link was last connected to.
+    private var lastAddress: RedisHostPort?
 
     let configuration: Configuration
     let logger: Logger
@@ -101,7 +106,13 @@ public final class ClusterLink {
             guard let self else { return }
             switch state {
             case .connected:
-                logger.info("cluster: Redis connected", metadata: ["redis": "\(target)", "address": "\(commands.address.map { "\($0.address)" } ?? "?")"])
+                let address = commands.address?.address
+                logger.info("cluster: Redis connected", metadata: ["redis": "\(target)", "address": "\(address.map { "\($0)" } ?? "?")"])
+                if let lastAddress, let address, address != lastAddress {
+                    redisAddressChanges += 1
+                    logger.warning("cluster: Redis is now at another address", metadata: ["from": "\(lastAddress)", "to": "\(address)"])
+                }
+                lastAddress = address ?? lastAddress
                 if subscriber.state.isConnected { connectedOnce = true }
                 if hadOutage { markGrace() }
             case .disconnected(let error):
