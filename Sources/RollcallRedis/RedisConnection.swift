@@ -163,8 +163,11 @@ public final class RedisConnection {
         }
         if locator.checksRole {
             enqueue([Array("ROLE".utf8)]) { [unowned self] result in
+                // An ACL user without ROLE (NOPERM) cannot tell: a READONLY reply still will.
+                if case .failure(let error) = result, error.message.hasPrefix("NOPERM") { return }
                 guard link === self.link else { return }
-                let role = (try? result.get())?.elements?.first?.text
+                let reply = try? result.get()
+                let role = reply?.elements?.first?.text
                 guard role != "master" else { return }
                 locator.masterRefused()
                 drop(RedisError(.notMaster, "\(endpoint.address), named by the sentinels, answers ROLE as \(role ?? "nothing"), not master"))

@@ -208,6 +208,12 @@ public final class RedisSubscriber {
 extension RedisSubscriber: RedisLinkDelegate {
     func link(_ link: RedisLink, received reply: RedisReply) {
         guard link === self.link else { return }
+        if awaitingRole, case .error(let line) = reply, line.hasPrefix("NOPERM") {
+            // An ACL user without ROLE: the check cannot be made (the probe, published on the
+            // master, still tells a link to another server).
+            awaitingRole = false
+            return
+        }
         if awaitingRole, case .array(let answer) = reply {
             // ROLE's answer comes before any subscription's: the sentinels' address must be the master.
             awaitingRole = false
