@@ -4,8 +4,12 @@ import RollcallEventLoop
 /// The command connection: pipelined commands on one hiredis context driven by the broker's
 /// libev loop, with a watchdog and reconnects. Use it on the loop's thread only.
 ///
-/// - At connect `AUTH` and `SELECT` (from the endpoint) and a `PING` go first; the connection
-///   is ``RedisConnectionState/connected`` once the `PING` answers.
+/// - Before each connect the address is found without blocking the loop (``RedisLocator``: a
+///   host name resolved on a thread; with Sentinel, the master the sentinels name now).
+/// - At connect `AUTH` and `SELECT` (from the target), with Sentinel a `ROLE` that must answer
+///   `master`, and a `PING` go first; the connection is ``RedisConnectionState/connected``
+///   once the `PING` answers. With Sentinel a `READONLY` reply (the master was demoted) takes
+///   the link down, and the next connect asks the sentinels again.
 /// - Replies complete in the order commands were sent.
 /// - Watchdog: when the oldest command has waited ``RedisTimings/timeoutSeconds`` the link is
 ///   declared down, every pending completion fails with ``RedisError/Code/timeout``, and a new
@@ -17,8 +21,10 @@ public final class RedisConnection {
     /// ``RedisError/Code/errorReply`` with Redis' line as the message).
     public typealias Completion = (Result<RedisReply, RedisError>) -> Void
 
-    /// Where this connection goes.
-    public let endpoint: RedisEndpoint
+    /// What this connection goes to (`cluster.redis`).
+    public var target: RedisTarget { locator.target }
+    /// The numeric endpoint of the current (or latest) link, nil before the first one.
+    public private(set) var address: RedisEndpoint?
     /// Timeout and backoff.
     public let timings: RedisTimings
     /// Called on each change between connected and disconnected (not for every failed retry).
@@ -32,6 +38,10 @@ public final class RedisConnection {
     }
 
     private let loop: EventLoop
+    /// Where each link connects; shared with the subscriber that probes through this connection.
+    let locator: RedisLocator
+    /// Bumped at each connect and at close: a late answer of ``locator`` is ignored.
+    private var attempt: UInt64 = 0
     private var link: RedisLink?
     private let reconnector: RedisReconnector
     private var pending = Deque<Pending>()
@@ -43,17 +53,22 @@ public final class RedisConnection {
     /// The name each link gives itself (`CLIENT SETNAME`), so an operator finds it in `CLIENT LIST`.
     public let clientName: String?
 
-    /// A connection to `endpoint` on `loop`, naming its links `clientName` (letters, digits and
+    /// A connection to `target` on `loop`, naming its links `clientName` (letters, digits and
     /// punctuation; spaces become `_`); nothing happens until ``start()``.
-    public init(endpoint: RedisEndpoint, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil) {
+    public init(target: RedisTarget, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil) {
         self.clientName = clientName.map { String($0.map { $0.isWhitespace ? "_" : $0 }) }
-        self.endpoint = endpoint
+        locator = RedisLocator(target: target, loop: loop, timeoutSeconds: timings.timeoutSeconds)
         self.loop = loop
         self.timings = timings
         reconnector = RedisReconnector(loop: loop, timings: timings)
         watchdog = LoopTimer(loop: loop) { [unowned self] in self.watchdogFired() }
         reconnector.bringUp = { [unowned self] in connect() }
         reconnector.notify = { [unowned self] state in onStateChange?(state) }
+    }
+
+    /// A connection to one server at `endpoint` (``RedisTarget/server(_:)``).
+    public convenience init(endpoint: RedisEndpoint, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil) {
+        self.init(target: .server(endpoint), loop: loop, timings: timings, clientName: clientName)
     }
 
     /// Starts the first connect (set the handlers first).
@@ -96,7 +111,9 @@ public final class RedisConnection {
         guard !reconnector.isClosed else { return }
         let error = RedisError(.closed, "the connection was closed")
         let orphans = takeDownLink()
+        attempt += 1
         reconnector.close(error)
+        locator.close()
         for orphan in orphans { orphan.completion(.failure(error)) }
     }
 
@@ -110,13 +127,32 @@ public final class RedisConnection {
     private var unavailableError: RedisError {
         let why: String
         if case .disconnected(let reason) = state { why = reason.message } else { why = "connecting" }
-        return RedisError(.unavailable, "Redis at \(endpoint) is unavailable (\(why))", retryAfterMs: retryAfterMs)
+        return RedisError(.unavailable, "Redis at \(target) is unavailable (\(why))", retryAfterMs: retryAfterMs)
+    }
+
+    /// Where the link goes: the target, and the address of the latest link when it differs.
+    private var whereabouts: String {
+        guard let address, address.description != target.description else { return "\(target)" }
+        return "\(target) at \(address.address)"
     }
 
     private func connect() {
+        attempt += 1
+        let attempt = self.attempt
+        locator.locate { [weak self] result in
+            guard let self, attempt == self.attempt, reconnector.isConnecting else { return }
+            switch result {
+            case .success(let endpoint): open(endpoint)
+            case .failure(let error): reconnector.lost(error)
+            }
+        }
+    }
+
+    private func open(_ endpoint: RedisEndpoint) {
         guard let link = reconnector.makeLink(to: endpoint) else { return }
         link.delegate = self
         self.link = link
+        address = endpoint
         loadedScripts.removeAll()
         if let password = endpoint.password {
             let words = ["AUTH"] + (endpoint.user.map { [$0] } ?? []) + [password]
@@ -124,6 +160,18 @@ public final class RedisConnection {
         }
         if endpoint.database != 0 {
             handshake(["SELECT", String(endpoint.database)], on: link, step: "SELECT \(endpoint.database)")
+        }
+        if locator.checksRole {
+            enqueue([Array("ROLE".utf8)]) { [unowned self] result in
+                // An ACL user without ROLE (NOPERM) cannot tell: a READONLY reply still will.
+                if case .failure(let error) = result, error.message.hasPrefix("NOPERM") { return }
+                guard link === self.link else { return }
+                let reply = try? result.get()
+                let role = reply?.elements?.first?.text
+                guard role != "master" else { return }
+                locator.masterRefused()
+                drop(RedisError(.notMaster, "\(endpoint.address), named by the sentinels, answers ROLE as \(role ?? "nothing"), not master"))
+            }
         }
         if let clientName {
             handshake(["CLIENT", "SETNAME", clientName], on: link, step: "CLIENT SETNAME")
@@ -163,7 +211,7 @@ public final class RedisConnection {
             watchdog.schedule(after: oldest.deadline - now)
             return
         }
-        drop(RedisError(.timeout, "Redis at \(endpoint) did not answer within \(timings.timeoutSeconds) s"))
+        drop(RedisError(.timeout, "Redis at \(whereabouts) did not answer within \(timings.timeoutSeconds) s"))
     }
 
     /// Takes the current link down: fails every pending completion with `error`, reports the
@@ -196,6 +244,11 @@ extension RedisConnection: RedisLinkDelegate {
         }
         if case .error(let line) = reply {
             oldest.completion(.failure(RedisError(.errorReply, line)))
+            // A master the sentinels named was demoted while this link stayed up: ask again.
+            if locator.checksRole, line.hasPrefix("READONLY"), link === self.link {
+                locator.masterRefused()
+                drop(RedisError(.notMaster, "\(whereabouts) answered READONLY: it is no longer the master"))
+            }
         } else {
             oldest.completion(.success(reply))
         }

@@ -8,8 +8,19 @@ public typealias RedisError = CodedError<RedisErrorCode>
 
 /// The stable codes of a ``RedisError``.
 public enum RedisErrorCode: String, StableErrorCode {
-    /// `cluster.redis` is not `redis://[:password@]host:port[/db]`.
+    /// `cluster.redis` is not a `redis://` or `redis+sentinel://` URL (``RedisTarget``).
     case invalidEndpoint = "REDIS_INVALID_ENDPOINT"
+    /// `cluster.redis` names a kind of Redis this build does not speak yet (`rediss://`: TLS;
+    /// `redis+cluster://`).
+    case unsupportedEndpoint = "REDIS_UNSUPPORTED_ENDPOINT"
+    /// A host name did not resolve (or not within the timeout). Retried at the next reconnect.
+    case unresolved = "REDIS_UNRESOLVED"
+    /// No sentinel named the master (each was unreachable, did not answer in time, or does
+    /// not know the master's name). Asked again after a backoff.
+    case masterNotFound = "REDIS_MASTER_NOT_FOUND"
+    /// The address the sentinels named does not answer as master (`ROLE`), or answered
+    /// `READONLY`: it was demoted. The sentinels are asked again after a backoff.
+    case notMaster = "REDIS_NOT_MASTER"
     /// The connection is down (or not yet up): nothing was sent. Retry after ``RedisError/retryAfterMs``.
     case unavailable = "REDIS_UNAVAILABLE"
     /// Redis did not answer within the configured timeout; the connection was reset.

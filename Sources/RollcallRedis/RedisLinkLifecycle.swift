@@ -48,6 +48,8 @@ struct RedisLinkLifecycle {
     var isReady: Bool { phase == .ready }
     /// True once closed.
     var isClosed: Bool { phase == .closed }
+    /// True while a link is being made (the owner is still looking for where, or handshaking).
+    var isConnecting: Bool { phase == .connecting }
 
     /// `start()`: the first connect; nothing once started or closed.
     mutating func start() -> [Step] {

@@ -26,6 +26,8 @@ final class RedisReconnector {
     var isReady: Bool { lifecycle.isReady }
     /// True once closed.
     var isClosed: Bool { lifecycle.isClosed }
+    /// True while a link is being made.
+    var isConnecting: Bool { lifecycle.isConnecting }
     /// The `retryAfterMs` hint of an `UNAVAILABLE` answer.
     var retryAfterMs: Int { lifecycle.retryAfterMs(now: loop.now) }
 

@@ -3,6 +3,9 @@ import RollcallEventLoop
 /// The pub/sub connection: its own hiredis context in subscribed mode, on the same loop.
 /// Use it on the loop's thread only.
 ///
+/// - It goes where its ``publisher`` goes, found again at every connect (the publisher's
+///   ``RedisLocator``: a resolved host name; with Sentinel, the master the sentinels name
+///   now, checked with `ROLE` before subscribing).
 /// - ``subscribe(_:)`` / ``unsubscribe(_:)`` change the channel set (binary names); the set
 ///   outlives links: after any loss a new link subscribes every channel again, then
 ///   ``onResubscribed`` runs (compare what may have been missed then).
@@ -24,8 +27,8 @@ public final class RedisSubscriber {
     /// The current state.
     public var state: RedisConnectionState { reconnector.state }
 
-    /// Where this subscriber goes.
-    public let endpoint: RedisEndpoint
+    /// What this subscriber goes to: its publisher's target.
+    public var target: RedisTarget { publisher.target }
     /// Timeout, backoff and probe interval.
     public let timings: RedisTimings
     /// The connection probes are published through.
@@ -33,6 +36,11 @@ public final class RedisSubscriber {
 
     private let loop: EventLoop
     private let probePrefix: [UInt8]
+    private var locator: RedisLocator { publisher.locator }
+    /// Bumped at each connect and at close: a late answer of the locator is ignored.
+    private var attempt: UInt64 = 0
+    /// True from sending `ROLE` on a new link until its answer (Sentinel).
+    private var awaitingRole = false
     private var link: RedisLink?
     private let reconnector: RedisReconnector
     private var probeChannel: [UInt8] = []
@@ -43,12 +51,11 @@ public final class RedisSubscriber {
     /// Channels per `SUBSCRIBE` command when a link subscribes the whole set.
     private static let channelsPerCommand = 512
 
-    /// A subscriber to `endpoint` on `loop` that probes through `publisher` (a connection to
-    /// the same Redis); probe channels are named `probeChannelPrefix` + a random id per link
-    /// (put the cluster's `keyPrefix` in it). Nothing happens until ``start()``.
-    public init(endpoint: RedisEndpoint, loop: EventLoop, publisher: RedisConnection,
+    /// A subscriber on `loop` to the Redis `publisher` goes to, probing through it; probe
+    /// channels are named `probeChannelPrefix` + a random id per link (put the cluster's
+    /// `keyPrefix` in it). Nothing happens until ``start()``.
+    public init(loop: EventLoop, publisher: RedisConnection,
                 probeChannelPrefix: String = "rollcall:probe:", timings: RedisTimings = RedisTimings()) {
-        self.endpoint = endpoint
         self.loop = loop
         self.publisher = publisher
         self.timings = timings
@@ -86,6 +93,7 @@ public final class RedisSubscriber {
     public func close() {
         guard !reconnector.isClosed else { return }
         takeDownLink()
+        attempt += 1
         reconnector.close(RedisError(.closed, "the subscriber was closed"))
     }
 
@@ -104,6 +112,18 @@ public final class RedisSubscriber {
     // MARK: Link management
 
     private func connect() {
+        attempt += 1
+        let attempt = self.attempt
+        locator.locate { [weak self] result in
+            guard let self, attempt == self.attempt, reconnector.isConnecting else { return }
+            switch result {
+            case .success(let endpoint): open(endpoint)
+            case .failure(let error): reconnector.lost(error)
+            }
+        }
+    }
+
+    private func open(_ endpoint: RedisEndpoint) {
         guard let link = reconnector.makeLink(to: endpoint) else { return }
         link.delegate = self
         self.link = link
@@ -112,6 +132,8 @@ public final class RedisSubscriber {
         if let password = endpoint.password {
             link.send([Array("AUTH".utf8)] + (endpoint.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
         }
+        awaitingRole = locator.checksRole
+        if awaitingRole { link.send([Array("ROLE".utf8)]) }
         var batch: [[UInt8]] = []
         for channel in channels {
             batch.append(channel)
@@ -135,7 +157,7 @@ public final class RedisSubscriber {
     private func probeTimerFired() {
         guard let link else { return }
         guard reconnector.isReady else {
-            drop(RedisError(.timeout, "subscribing at \(endpoint) took longer than \(timings.timeoutSeconds) s"))
+            drop(RedisError(.timeout, "subscribing at \(target) took longer than \(timings.timeoutSeconds) s"))
             return
         }
         if outstandingProbe != nil {
@@ -186,6 +208,22 @@ public final class RedisSubscriber {
 extension RedisSubscriber: RedisLinkDelegate {
     func link(_ link: RedisLink, received reply: RedisReply) {
         guard link === self.link else { return }
+        if awaitingRole, case .error(let line) = reply, line.hasPrefix("NOPERM") {
+            // An ACL user without ROLE: the check cannot be made (the probe, published on the
+            // master, still tells a link to another server).
+            awaitingRole = false
+            return
+        }
+        if awaitingRole, case .array(let answer) = reply {
+            // ROLE's answer comes before any subscription's: the sentinels' address must be the master.
+            awaitingRole = false
+            let role = answer.first?.text
+            if role != "master" {
+                locator.masterRefused()
+                drop(RedisError(.notMaster, "the address the sentinels named answers ROLE as \(role ?? "nothing"), not master"))
+            }
+            return
+        }
         guard let elements = reply.elements, elements.count >= 3,
               case .bulk(let kindBytes) = elements[0], case .bulk(let channel) = elements[1]
         else {

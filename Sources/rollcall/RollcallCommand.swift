@@ -41,6 +41,7 @@ struct RollcallCommand: ParsableCommand {
         do {
             try TLSFiles.check(configuration.tls)
             try KeySetFiles.check(configuration.auth)
+            if configuration.cluster.isEnabled { _ = try ClusterLink.target(of: configuration) }
         } catch {
             logFormat.report("configuration error: \(error)")
             throw ExitCode(1)

@@ -52,7 +52,7 @@ import Testing
         let timings = RedisTimings(timeoutSeconds: 1, initialBackoffSeconds: 0.05, maxBackoffSeconds: 0.3, probeIntervalSeconds: 0.2)
         try EventLoop.withTestLoop { loop in
             let connection = try connectedConnection(redis.endpoint(), on: loop, timings: timings)
-            let probe = SubscriberProbe(redis.endpoint(), on: loop, publisher: connection, timings: timings)
+            let probe = SubscriberProbe(on: loop, publisher: connection, timings: timings)
             probe.subscriber.subscribe("room")
             probe.subscriber.start()
             #expect(loop.run(until: { probe.resubscriptions == 1 }, timeout: patience))

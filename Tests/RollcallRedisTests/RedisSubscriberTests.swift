@@ -11,8 +11,9 @@ final class SubscriberProbe {
     var states: [RedisConnectionState] = []
     var resubscriptions = 0
 
-    init(_ endpoint: RedisEndpoint, on loop: EventLoop, publisher: RedisConnection, timings: RedisTimings) {
-        subscriber = RedisSubscriber(endpoint: endpoint, loop: loop, publisher: publisher, probeChannelPrefix: "test:probe:", timings: timings)
+    /// A subscriber to the Redis `publisher` goes to.
+    init(on loop: EventLoop, publisher: RedisConnection, timings: RedisTimings) {
+        subscriber = RedisSubscriber(loop: loop, publisher: publisher, probeChannelPrefix: "test:probe:", timings: timings)
         subscriber.onMessage = { [unowned self] in messages.append(($0, $1)) }
         subscriber.onStateChange = { [unowned self] in states.append($0) }
         subscriber.onResubscribed = { [unowned self] in resubscriptions += 1 }
@@ -41,7 +42,7 @@ func publishUntilReceived(_ payload: String, on channel: String, via connection:
         let redis = try RedisServer(password: "pw")
         try EventLoop.withTestLoop { loop in
             let connection = try connectedConnection(redis.endpoint(), on: loop)
-            let probe = SubscriberProbe(redis.endpoint(), on: loop, publisher: connection, timings: Self.timings)
+            let probe = SubscriberProbe(on: loop, publisher: connection, timings: Self.timings)
             let binary: [UInt8] = [0x00, 0xff, 0x0a]
             probe.subscriber.subscribe("news")
             probe.subscriber.subscribe(binary)
@@ -74,7 +75,7 @@ func publishUntilReceived(_ payload: String, on channel: String, via connection:
         let redis = try RedisServer()
         try EventLoop.withTestLoop { loop in
             let connection = try connectedConnection(redis.endpoint(), on: loop)
-            let probe = SubscriberProbe(redis.endpoint(), on: loop, publisher: connection, timings: Self.timings)
+            let probe = SubscriberProbe(on: loop, publisher: connection, timings: Self.timings)
             probe.subscriber.subscribe("room")
             probe.subscriber.start()
             #expect(loop.run(until: { probe.resubscriptions == 1 }, timeout: patience))
@@ -92,7 +93,7 @@ func publishUntilReceived(_ payload: String, on channel: String, via connection:
         let redis = try RedisServer()
         try EventLoop.withTestLoop { loop in
             let connection = try connectedConnection(redis.endpoint(), on: loop)
-            let probe = SubscriberProbe(redis.endpoint(), on: loop, publisher: connection, timings: Self.timings)
+            let probe = SubscriberProbe(on: loop, publisher: connection, timings: Self.timings)
             probe.subscriber.subscribe("room")
             probe.subscriber.start()
             #expect(loop.run(until: { probe.resubscriptions == 1 }, timeout: patience))

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include "CRollcallClientShim.h"
 #include "CRollcallLoopTimer.h"
+#include "CRollcallLoopWakeup.h"
 #include "CRollcallTLS.h"
 #include "CRollcallWebhook.h"
 

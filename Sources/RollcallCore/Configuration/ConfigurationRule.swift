@@ -55,9 +55,12 @@ package struct ConfigurationRule {
                 return "\"none\" on the non-loopback listen.host \(configuration.listen.host) needs auth.allowInsecure: true"
             },
             ConfigurationRule(path: "cluster.redis") { configuration, _ in
+                // The scheme here; the rest (hosts, ports, master name, database) when the node
+                // parses it (RollcallRedis' RedisTarget), which --check-config runs too.
                 guard let url = configuration.cluster.redis else { return nil }
-                return url.hasPrefix("redis://") && url.count > "redis://".count ? nil
-                    : "must be a redis://[:password@]host:port[/db] URL (got \(JSON.string(url).compactString))"
+                let schemes = ["redis://", "redis+sentinel://", "rediss://", "rediss+sentinel://", "redis+cluster://", "rediss+cluster://"]
+                return schemes.contains { url.lowercased().hasPrefix($0) && url.count > $0.count } ? nil
+                    : "must be a redis://[user:password@]host:port[/db] or redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] URL (got \(JSON.string(url).compactString))"
             },
             ConfigurationRule(path: "cluster.keyPrefix") { configuration, _ in
                 ClusterNames.problem(withKeyPrefix: configuration.cluster.keyPrefix)

@@ -14,14 +14,19 @@ import RollcallRedis
 /// link.perform(action)                                  // .store / .listen / .unlisten
 /// ```
 public final class ClusterLink {
-    /// The Redis the cluster shares (`cluster.redis`).
-    public let endpoint: RedisEndpoint
+    /// The Redis the cluster shares (`cluster.redis`): one server, or the master behind Sentinel.
+    public let target: RedisTarget
     /// This node's id.
     public let nodeId: String
     /// Where replies and pub/sub messages go, as the core's events.
     public var deliver: ((InboundEvent) -> Void)?
     /// Nodes seen alive at the last heartbeat, this one included (`rollcall_cluster_nodes`).
     public private(set) var liveNodes = 0
+    /// Times the command link came back at another address than before: a Sentinel failover,
+    /// or a host name that now resolves elsewhere (`rollcall_redis_master_changes_total`).
+    public private(set) var redisAddressChanges = 0
+    /// The address the command link was last connected to.
+    private var lastAddress: RedisHostPort?
 
     let configuration: Configuration
     let logger: Logger
@@ -45,28 +50,39 @@ public final class ClusterLink {
 
     public init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
         self.epoch = epoch
-        guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
-        do {
-            endpoint = try RedisEndpoint(parsing: url)
-        } catch {
-            throw ClusterError(.invalidConfiguration, "cluster.redis: \(error)")
-        }
+        target = try Self.target(of: configuration)
         self.configuration = configuration
         self.nodeId = nodeId
         self.logger = logger
         let timings = ClusterLink.timings(configuration.cluster)
-        commands = RedisConnection(endpoint: endpoint, loop: loop, timings: timings, clientName: "rollcall:" + nodeId)
+        commands = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId)
         subscriber = RedisSubscriber(
-            endpoint: endpoint, loop: loop, publisher: commands,
+            loop: loop, publisher: commands,
             probeChannelPrefix: configuration.cluster.keyPrefix + "probe:", timings: timings)
         heartbeat = NodeHeartbeat(configuration: configuration, nodeId: nodeId, loop: loop)
     }
 
+    /// What `cluster.redis` names; throws ``ClusterError`` (``ClusterError/Code/invalidConfiguration``)
+    /// naming `cluster.redis` when it is null, malformed, or a kind this build does not speak
+    /// (`rediss://`, `redis+cluster://`). `rollcall --check-config` runs it too.
+    public static func target(of configuration: Configuration) throws(ClusterError) -> RedisTarget {
+        guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
+        do {
+            return try RedisTarget(parsing: url)
+        } catch {
+            throw ClusterError(.invalidConfiguration, "cluster.redis: \((error as? RedisError)?.message ?? "\(error)")")
+        }
+    }
+
     /// The Redis client's timings for a cluster section: an outage is noticed within
-    /// `nodeTimeoutSeconds` (watchdog plus subscriber probe, docs/cluster.md).
+    /// `nodeTimeoutSeconds` (watchdog plus subscriber probe, docs/cluster.md), and a node is
+    /// back within a quarter of `nodeTimeoutSeconds` (at most 2 s) of Redis answering again —
+    /// of a new master being named, after a Sentinel failover — so it beats well inside the
+    /// grace window the first node back opens (PROTOCOL §9).
     static func timings(_ cluster: Configuration.Cluster) -> RedisTimings {
         let probe = max(0.05, min(1, cluster.nodeTimeoutSeconds / 4))
-        return RedisTimings(timeoutSeconds: max(0.1, cluster.nodeTimeoutSeconds - probe), probeIntervalSeconds: probe)
+        return RedisTimings(timeoutSeconds: max(0.1, cluster.nodeTimeoutSeconds - probe),
+                            maxBackoffSeconds: min(2, max(0.05, cluster.nodeTimeoutSeconds / 4)), probeIntervalSeconds: probe)
     }
 
     /// True while both connections are up.
@@ -76,7 +92,7 @@ public final class ClusterLink {
     /// not joined yet (its links never connected), Redis unreachable, Redis answering the
     /// heartbeat with an error, or joining again after Redis lost the cluster's data.
     public var healthProblem: String? {
-        if !connectedOnce { return "cluster: not joined yet (connecting to Redis at \(endpoint))" }
+        if !connectedOnce { return "cluster: not joined yet (connecting to Redis at \(target))" }
         if case .disconnected(let error) = commands.state { return "cluster: Redis unreachable (\(error))" }
         if case .disconnected(let error) = subscriber.state { return "cluster: Redis pub/sub unreachable (\(error))" }
         if let error = heartbeat.answeredError { return "cluster: Redis answers errors (\(error))" }
@@ -90,7 +106,13 @@ public final class ClusterLink {
             guard let self else { return }
             switch state {
             case .connected:
-                logger.info("cluster: Redis connected", metadata: ["redis": "\(endpoint)"])
+                let address = commands.address?.address
+                logger.info("cluster: Redis connected", metadata: ["redis": "\(target)", "address": "\(address.map { "\($0)" } ?? "?")"])
+                if let lastAddress, let address, address != lastAddress {
+                    redisAddressChanges += 1
+                    logger.warning("cluster: Redis is now at another address", metadata: ["from": "\(lastAddress)", "to": "\(address)"])
+                }
+                lastAddress = address ?? lastAddress
                 if subscriber.state.isConnected { connectedOnce = true }
                 if hadOutage { markGrace() }
             case .disconnected(let error):

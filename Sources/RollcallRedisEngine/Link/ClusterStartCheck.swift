@@ -92,17 +92,11 @@ public enum ClusterStartCheck {
     /// section, or an unreachable Redis. Returns the cluster's epoch.
     @discardableResult
     public static func run(configuration: Configuration, nodeId: String) throws(ClusterError) -> String {
-        guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
-        let endpoint: RedisEndpoint
-        do {
-            endpoint = try RedisEndpoint(parsing: url)
-        } catch {
-            throw ClusterError(.invalidConfiguration, "cluster.redis: \(error)")
-        }
+        let target = try ClusterLink.target(of: configuration)
         guard let loop = EventLoop() else { throw ClusterError(.unreachable, "cluster mode needs libev (libev4), which could not be loaded") }
         defer { loop.destroy() }
         let timeout = configuration.cluster.nodeTimeoutSeconds
-        let connection = RedisConnection(endpoint: endpoint, loop: loop, timings: RedisTimings(timeoutSeconds: timeout))
+        let connection = RedisConnection(target: target, loop: loop, timings: RedisTimings(timeoutSeconds: timeout))
         defer { connection.close() }
         connection.start()
         var outcome: Result<RedisReply, RedisError>?
@@ -119,7 +113,8 @@ public enum ClusterStartCheck {
             loop.runOnce()
         }
         guard let outcome else {
-            throw ClusterError(.unreachable, "cluster.redis: no answer from \(endpoint) within \(timeout) s (cluster.nodeTimeoutSeconds)")
+            let why = if case .disconnected(let error) = connection.state { " (\(error))" } else { "" }
+            throw ClusterError(.unreachable, "cluster.redis: no answer from \(target) within \(timeout) s (cluster.nodeTimeoutSeconds)\(why)")
         }
         return try interpret(outcome, configuration: configuration).get()
     }

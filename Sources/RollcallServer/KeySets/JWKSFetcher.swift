@@ -60,7 +60,7 @@ final class JWKSFetcher {
         self.deliver = deliver
         refreshMs = Int64((refreshSeconds * 1000).rounded())
         tracker = KeySetTracker(source: .url, location: url.description)
-        resolver = BackgroundResolver(context: context)
+        resolver = BackgroundResolver { lws_cancel_service(context) }
         protocols = memory.protocols(count: 2)
         protocols[0].name = UnsafePointer(memory.cString("rollcall-jwks"))
         protocols[0].callback = rollcallJWKSCallback

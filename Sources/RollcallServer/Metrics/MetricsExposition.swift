@@ -148,6 +148,9 @@ final class MetricsExposition {
         if let cluster = s.cluster {
             series.gauge("rollcall_cluster_nodes", "Live nodes of the cluster this node sees, itself included", cluster.nodes)
             series.gauge("rollcall_redis_connected", "1 while this node reaches the cluster's Redis, else 0", cluster.redisConnected ? 1 : 0)
+            series.counter("rollcall_redis_master_changes_total",
+                           "Times this node's Redis link came back at another address (a Sentinel failover, or a host name that moved)",
+                           total: cluster.redisAddressChanges)
             series.counter("rollcall_cluster_ends_finished_total",
                            "Session ends a node began and did not finish (it died), finished by this node's reaper",
                            total: core.clusterEndsFinished)

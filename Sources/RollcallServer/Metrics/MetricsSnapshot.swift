@@ -31,8 +31,9 @@ struct MetricsSnapshot {
     /// The connection cap (``ConnectionCap``) and the descriptors the connections hold now.
     var connectionCap = 0
     var descriptorsInUse = 0
-    /// Cluster mode: nodes seen alive (this one included) and whether Redis is connected; nil on one node.
-    var cluster: (nodes: Int, redisConnected: Bool)?
+    /// Cluster mode: nodes seen alive (this one included), whether Redis is connected, and how
+    /// often its link came back at another address (a failover); nil on one node.
+    var cluster: (nodes: Int, redisConnected: Bool, redisAddressChanges: Int)?
     /// The webhook sender's totals; nil while webhooks are off.
     var webhooks: WebhookMetrics?
     /// True when logins need a token (jwt mode): the refusal counters are shown then.

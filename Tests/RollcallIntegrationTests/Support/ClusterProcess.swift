@@ -39,16 +39,18 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     ///
     /// `redis` is a server the caller started (e.g. with the append-only file on); nil starts a
     /// throwaway one. `redisPortForNode` gives the port node `index` reaches Redis on (a proxy in
-    /// front of it that a test can cut); nil points every node at Redis itself.
+    /// front of it that a test can cut); nil points every node at Redis itself. `redisURL` is
+    /// the nodes' `cluster.redis` when they should not name `redis` directly (a
+    /// `redis+sentinel://` URL whose sentinels watch it).
     init(config: [String: Any] = [:], routing: Routing = .direct, nodeCount: Int = 3, formTimeout: TimeInterval = 15,
-         redis givenRedis: RedisServer? = nil, redisPortForNode: (@Sendable (Int) -> Int)? = nil) throws {
+         redis givenRedis: RedisServer? = nil, redisURL: String? = nil, redisPortForNode: (@Sendable (Int) -> Int)? = nil) throws {
         self.routing = routing
         redis = try givenRedis ?? Self.retried { try RedisServer() }
         self.redisPortForNode = redisPortForNode
         keyPrefix = "t" + UUID().uuidString.prefix(8).lowercased() + ":"
         // Fast heartbeats unless the test says otherwise; Redis and the prefix are the harness's.
         let timing: [String: Any] = ["cluster": ["heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1]]
-        sharedConfig = BrokerProcess.merge(BrokerProcess.merge(timing, config), ["cluster": ["redis": redis.url(), "keyPrefix": keyPrefix]])
+        sharedConfig = BrokerProcess.merge(BrokerProcess.merge(timing, config), ["cluster": ["redis": redisURL ?? redis.url(), "keyPrefix": keyPrefix]])
         nodeProcesses = try Self.startInParallel(count: nodeCount) { [sharedConfig, redisPortForNode] index in
             try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index, redisPort: redisPortForNode?(index)))
         }

@@ -20,6 +20,8 @@ public final class RedisServer: @unchecked Sendable {
     /// True when it runs with `appendonly yes` (`appendfsync everysec`): a `SHUTDOWN` then
     /// ``startAgainAfterShutdown(timeout:)`` keeps every write.
     public let appendOnly: Bool
+    /// Further `redis-server` arguments (e.g. `--replicaof 127.0.0.1 PORT`).
+    public let extraArguments: [String]
     private let directory: URL
     private var process: ChildProcess?
 
@@ -34,11 +36,12 @@ public final class RedisServer: @unchecked Sendable {
         return nil
     }
 
-    /// Starts `redis-server` (with `requirepass` when `password` is set, and with the append-only
-    /// file when `appendOnly`) and waits until it answers.
-    public init(password: String? = nil, appendOnly: Bool = false, startTimeout: TimeInterval = 10) throws {
+    /// Starts `redis-server` (with `requirepass` when `password` is set, with the append-only
+    /// file when `appendOnly`, and with `arguments` after the harness's own) and waits until it answers.
+    public init(password: String? = nil, appendOnly: Bool = false, arguments: [String] = [], startTimeout: TimeInterval = 10) throws {
         self.password = password
         self.appendOnly = appendOnly
+        extraArguments = arguments
         port = try Self.freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -109,7 +112,8 @@ public final class RedisServer: @unchecked Sendable {
             "--appendfsync", "everysec",
             "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
         ]
-        if let password { arguments += ["--requirepass", password] }
+        if let password { arguments += ["--requirepass", password, "--masterauth", password] }
+        arguments += extraArguments
         // ChildProcess, not Foundation's Process: no dispatch or run-loop source of Process
         // watches a descriptor of this process (docs/testing.md, "Descriptors"). It logs to
         // `--logfile`; its empty stdout and stderr are read to EOF by ChildProcess's readers.

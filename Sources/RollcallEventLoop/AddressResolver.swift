@@ -1,17 +1,19 @@
 import Foundation
 
-/// Turns `webhooks.url`'s host into a numeric address once, at start: libwebsockets 4.1
-/// resolves a name with a blocking `getaddrinfo` at every connection, on the service thread.
-enum AddressResolver {
+/// Turns a host name into a numeric address with the system's blocking `getaddrinfo`: on a
+/// thread that may wait (``BackgroundResolver``'s, or once at start for `webhooks.url`, which
+/// libwebsockets 4.1 would otherwise resolve synchronously at every connection), never on a
+/// service loop.
+public enum AddressResolver {
     /// True when `host` is not an IPv4 or IPv6 literal.
-    static func isName(_ host: String) -> Bool {
+    public static func isName(_ host: String) -> Bool {
         var v4 = in_addr(), v6 = in6_addr()
         return inet_pton(AF_INET, host, &v4) != 1 && inet_pton(AF_INET6, host, &v6) != 1
     }
 
     /// `host` itself when it is a literal, else its first address (IPv4 preferred); nil when it
     /// does not resolve.
-    static func numericAddress(for host: String) -> String? {
+    public static func numericAddress(for host: String) -> String? {
         guard isName(host) else { return host }
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

@@ -1,0 +1,116 @@
+/// Which Redis `cluster.redis` names (PROTOCOL §9, "Which Redis"), parsed once at start:
+///
+/// - `redis://[user:password@]host:port[/db]`: one server (``RedisEndpoint``);
+/// - `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the master that
+///   the sentinels name (``RedisSentinelSet``), found again after every loss.
+///
+/// `rediss://` and `rediss+sentinel://` (TLS) and `redis+cluster://` are refused with
+/// ``RedisError/Code/unsupportedEndpoint``: this build does not speak them yet.
+public enum RedisTarget: Equatable, CustomStringConvertible {
+    /// One Redis server.
+    case server(RedisEndpoint)
+    /// Redis with Sentinel: the master of `masterName` as the sentinels announce it.
+    case sentinel(RedisSentinelSet)
+
+    /// Parses `cluster.redis`; throws ``RedisError`` (``RedisError/Code/invalidEndpoint`` or
+    /// ``RedisError/Code/unsupportedEndpoint``) naming what is wrong, never the password.
+    public init(parsing url: String) throws {
+        let lowered = url.lowercased()
+        if lowered.hasPrefix(RedisSentinelSet.scheme) {
+            self = .sentinel(try RedisSentinelSet(parsing: url))
+        } else if lowered.hasPrefix("redis://") {
+            self = .server(try RedisEndpoint(parsing: url))
+        } else if let scheme = Self.unsupportedSchemes.first(where: { lowered.hasPrefix($0.scheme) }) {
+            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis:// or redis+sentinel://")
+        } else {
+            throw RedisError(.invalidEndpoint, "the scheme is not redis:// or redis+sentinel:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
+        }
+    }
+
+    /// True for ``sentinel(_:)``: a link checks that the address answers `ROLE` as master,
+    /// and a `READONLY` reply sends it back to the sentinels.
+    public var isSentinel: Bool {
+        if case .sentinel = self { return true }
+        return false
+    }
+
+    /// The URL with the password replaced by `***` (for logs).
+    public var description: String {
+        switch self {
+        case .server(let endpoint): endpoint.description
+        case .sentinel(let set): set.description
+        }
+    }
+
+    /// Schemes PROTOCOL §9 names that this build refuses, each with why.
+    private static let unsupportedSchemes: [(scheme: String, why: String)] = [
+        ("rediss+sentinel://", "TLS to Redis is not supported yet"),
+        ("rediss+cluster://", "TLS to Redis is not supported yet"),
+        ("rediss://", "TLS to Redis is not supported yet"),
+        ("redis+cluster://", "Redis Cluster is not supported yet"),
+    ]
+}
+
+/// `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the sentinels to
+/// ask (port 26379 when left out) for the master of `masterName`, and how to log in to it.
+/// The credentials and the database are the master's; the sentinels are asked without `AUTH`
+/// (docs/configuration.md).
+public struct RedisSentinelSet: Equatable, CustomStringConvertible {
+    /// The sentinels, in the URL's order (asked in turn, starting with the last that answered).
+    public var sentinels: [RedisHostPort]
+    /// The master's name in the sentinels' configuration (`sentinel monitor <name> …`).
+    public var masterName: String
+    /// ACL user for the master's `AUTH user password`; nil: `AUTH password`.
+    public var user: String?
+    /// The master's password; nil: no `AUTH`.
+    public var password: String?
+    /// Database selected on the master.
+    public var database: Int
+
+    /// The scheme.
+    static let scheme = "redis+sentinel://"
+    /// A sentinel's port when the URL gives none.
+    public static let defaultPort = 26379
+
+    /// A set from its parts.
+    public init(sentinels: [RedisHostPort], masterName: String, user: String? = nil, password: String? = nil, database: Int = 0) {
+        self.sentinels = sentinels
+        self.masterName = masterName
+        self.user = user
+        self.password = password
+        self.database = database
+    }
+
+    /// Parses the URL; throws ``RedisError/Code/invalidEndpoint`` naming what is wrong.
+    public init(parsing url: String) throws {
+        func invalid(_ failure: RedisURLSyntax.Failure) -> RedisError {
+            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db])")
+        }
+        guard url.lowercased().hasPrefix(Self.scheme) else { throw invalid(.init("the scheme is not redis+sentinel://")) }
+        var rest = Substring(url.dropFirst(Self.scheme.count))
+        let credentials = try RedisURLSyntax.takeCredentials(from: &rest).mapError(invalid).get()
+        guard let slash = rest.firstIndex(of: "/") else { throw invalid(.init("no /masterName")) }
+        let hosts = rest[..<slash]
+        let path = rest[rest.index(after: slash)...].split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        var sentinels: [RedisHostPort] = []
+        for text in hosts.split(separator: ",", omittingEmptySubsequences: false) {
+            sentinels.append(try RedisURLSyntax.hostPort(text, defaultPort: Self.defaultPort).mapError(invalid).get())
+        }
+        guard let nameText = path.first, !nameText.isEmpty else { throw invalid(.init("no master name")) }
+        guard let name = RedisURLSyntax.percentDecoded(nameText) else { throw invalid(.init("a bad percent escape in the master name")) }
+        guard !name.contains(where: { $0.isWhitespace || $0.isNewline }) else { throw invalid(.init("a space in the master name")) }
+        let database = try RedisURLSyntax.database(path.count > 1 ? path[1] : nil).mapError(invalid).get()
+        self.init(sentinels: sentinels, masterName: name, user: credentials.user, password: credentials.password, database: database)
+    }
+
+    /// The master's endpoint at `address` (as the sentinels name it): this set's credentials and database.
+    public func master(at address: RedisHostPort) -> RedisEndpoint {
+        RedisEndpoint(host: address.host, port: address.port, user: user, password: password, database: database)
+    }
+
+    /// The URL with the password replaced by `***` (for logs).
+    public var description: String {
+        Self.scheme + RedisURLSyntax.credentialsText(user: user, password: password)
+            + sentinels.map(\.description).joined(separator: ",") + "/\(masterName)" + (database == 0 ? "" : "/\(database)")
+    }
+}
