@@ -20,7 +20,8 @@ struct ClusterFencedLoginTests {
     func aFencedNodeStartsNoSession() throws {
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "fence:")
         var armed = true
-        bed.beforeStoreCall = { node, commands in
+        // Unowned: the bed holds this closure, and a strong capture would leak it and its redis-server.
+        bed.beforeStoreCall = { [unowned bed] node, commands in
             guard armed, node == 0,
                   commands.contains(where: { if case .script(let script, _) = $0 { script.name == "session.start" } else { false } })
             else { return }

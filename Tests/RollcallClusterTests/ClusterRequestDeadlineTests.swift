@@ -16,7 +16,9 @@ struct ClusterRequestDeadlineTests {
         let alice = try bed.login("alice", on: 0)
         let stateKey = "deadline:c:m:4:room:st"
         var joinScripts = 0
-        bed.beforeStoreCall = { node, commands in
+        // The bed holds this closure: capturing it strongly would keep the bed, and its
+        // redis-server, alive after the test.
+        bed.beforeStoreCall = { [unowned bed] node, commands in
             guard node == 0 else { return }
             for command in commands {
                 switch command {
