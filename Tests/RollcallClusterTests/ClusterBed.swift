@@ -46,6 +46,10 @@ final class ClusterBed {
     /// node gets a failure, as when the link drops after Redis ran it).
     var losesStoreReply: ((Int, [StoreCommand]) -> Bool)?
     private var lostReplies: Set<StoreTicket> = []
+    /// Faults: a pub/sub message this returns true for (node index, payload) waits until
+    /// ``releaseHeldMessages(node:)``, as when a node's subscriber link lags its command link.
+    var delaysStoreMessage: ((Int, [UInt8]) -> Bool)?
+    private var delayedMessages: [Int: [InboundEvent]] = [:]
     /// Called with each store call a node makes, before its link sends it (the loop is not
     /// running then: a blocking command to Redis from here runs before the call does).
     var beforeStoreCall: ((Int, [StoreCommand]) -> Void)?
@@ -102,6 +106,10 @@ final class ClusterBed {
     /// Hands `event` to node `index` and carries out its actions (never re-entering a broker).
     func feed(_ index: Int, _ event: InboundEvent) {
         guard !stopped.contains(index) else { return }
+        if case .storeMessage(_, let payload) = event, delaysStoreMessage?(index, payload) == true {
+            delayedMessages[index, default: []].append(event)
+            return
+        }
         if case .storeReplied(let ticket, _) = event, lostReplies.remove(ticket) != nil {
             queued[index].append(.storeReplied(ticket, .failure(StoreFailure(.unavailable, "answer lost by the test", retryAfterMs: 100))))
         } else {
@@ -142,6 +150,15 @@ final class ClusterBed {
         case .notifyBackend:
             break
         }
+    }
+
+    /// Hands node `node` the pub/sub messages ``delaysStoreMessage`` held back, in order.
+    func releaseHeldMessages(node: Int) {
+        let waiting = delayedMessages.removeValue(forKey: node) ?? []
+        let delays = delaysStoreMessage
+        delaysStoreMessage = nil
+        for event in waiting { feed(node, event) }
+        delaysStoreMessage = delays
     }
 
     /// Turns the loop (and every node's timers) until `condition` holds; throws after `timeout`.

@@ -47,4 +47,26 @@ struct ClusterUnavailablePublishTests {
         #expect(try bed.request(bob, "ping")["ok"]?.boolValue == true)
         #expect(messages(bob) == ["hello", "again", "hello"], "each message once, in order: \(messages(bob))")
     }
+
+    @Test("a held session that resumes before its node hears a message Redis kept for it gets the message once, with its resume")
+    func aMessageKeptForAHeldSessionIsNotDeliveredAgainAfterItsResume() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "keptmsg:")
+        let alice = try bed.login("alice", on: 0)
+        let bob = try bed.login("bob", on: 1)
+        #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        #expect(try bed.request(bob, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+
+        // Alice's connection drops: her session is held, and Redis keeps messages for her.
+        bed.disconnect(alice, abnormally: true)
+        try bed.pump(until: { (try? bed.redis.command(["SISMEMBER", "keptmsg:c:m:4:room:hm", alice.sessionId])) == ":1" },
+                     what: "alice's hold recorded in Redis")
+        // Node 1's subscriber link lags: it hears bob's message only after alice resumed there.
+        bed.delaysStoreMessage = { node, payload in node == 0 && payload.first == UInt8(ascii: "M") }
+        #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("while away")])["ok"]?.boolValue == true)
+        let back = try bed.login("alice", on: 0, ["resumeToken": .string(alice.resumeToken)])
+        #expect(back.resumed, "alice resumed")
+        bed.releaseHeldMessages(node: 0)
+        #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
+        #expect(messages(back) == ["while away"], "once, with the resume: \(messages(back))")
+    }
 }

@@ -42,23 +42,25 @@ extension ClusterPresence {
         guard name.starts(with: prefix),
               let key = ClusterKeys.channel(fromId: String(decoding: name[prefix.count...], as: UTF8.self)),
               let channel = local[key], let kind = payload.first else { return }
-        var fields = payload.split(separator: UInt8(ascii: "\n"), maxSplits: kind == UInt8(ascii: "P") ? 2 : 1,
-                                   omittingEmptySubsequences: false)
+        var fields = payload.split(separator: UInt8(ascii: "\n"), maxSplits: 2, omittingEmptySubsequences: false)
         switch kind {
         case UInt8(ascii: "P"):
             guard fields.count == 3, let seq = Int(String(decoding: fields[0].dropFirst(), as: UTF8.self)) else { return }
             let subject = fields[1].isEmpty ? nil : Name(unchecked: String(decoding: fields[1], as: UTF8.self))
             receive(LocalChannel.Event(seq: seq, subject: subject, bytes: Array(fields[2])), in: channel, key: key)
         case UInt8(ascii: "M"):
-            guard fields.count == 2 else { return }
+            guard fields.count == 3 else { return }
             let publisher = String(decoding: fields[0].dropFirst(), as: UTF8.self)
             let bytes = Array(fields.removeLast())
             // Held sessions keep their messages in Redis (the publish script), for a resume on
-            // any node; until their hold is recorded there, here.
+            // any node; until their hold is recorded there, here. One that Redis kept it for and
+            // that has resumed here since got it with its resume.
+            let keptInStore = fields[1].isEmpty ? [] : Set(fields[1].split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) })
             let heldLimit = configuration.limits.heldMessageBytes
             outbox.fanOut {
                 for member in channel.members.values
-                where member.flags.messages && member.session.sessionId != publisher && !member.session.messagesKeptInStore {
+                where member.flags.messages && member.session.sessionId != publisher && !member.session.messagesKeptInStore
+                    && (keptInStore.isEmpty || !keptInStore.contains(member.session.sessionId)) {
                     outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
                 }
             }

@@ -13,7 +13,7 @@ import RollcallCore
 /// `PresenceScriptCalls.swift`.
 ///
 /// A published presence event is `P<seq>\n<subject user>\n<event bytes>`; a message event
-/// `M<publishing session>\n<event bytes>`.
+/// `M<publishing session>\n<held sessions that keep it, comma-separated>\n<event bytes>`.
 enum PresenceScripts {
     static let join = LuaScript("presence.join", parameters: Channel.parameters + [
         .text("user"), .text("session"), .text("flags"), .text("expected"), .text("newState"),
@@ -130,19 +130,23 @@ enum PresenceScripts {
           if redis.call('HLEN', tokens) >= 4096 then redis.call('DEL', tokens) end
           redis.call('HSET', tokens, session, token)
         end
-        redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. payload)
         -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
+        -- The event names them (`kept`), so that a node where one of them has resumed by the
+        -- time the event arrives does not deliver it again: the resume handed it over.
+        local kept = {}
         for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
           if held ~= session then
             local used = tonumber(redis.call('GET', prefix .. 'hmb:' .. held) or '0')
             if used + #payload <= heldLimit then
               redis.call('RPUSH', prefix .. 'hm:' .. held, payload)
               redis.call('INCRBY', prefix .. 'hmb:' .. held, #payload)
+              kept[#kept + 1] = held
             else
               redis.call('INCR', prefix .. 'hmd:' .. held)
             end
           end
         end
+        redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)
         return {'ok', live}
         """)
 
