@@ -60,7 +60,6 @@ public enum ClusterStartCheck {
         -- declared it dead): held now with no node, never resurrected. Like a death, they stop
         -- counting as live message recipients and keep their messages until resumed.
         orphan(node)
-        redis.call('DEL', prefix .. 'dead:' .. node)
         local key = prefix .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)
