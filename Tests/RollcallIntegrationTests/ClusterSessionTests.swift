@@ -295,4 +295,38 @@ struct ClusterSessionTests {
         let kept = try second.eventsAfterBarrier().filter { $0.name == "message" }
         #expect(kept.map { $0["message"] } == ["while n1 slept"], "delivered once, at the resume")
     }
+
+    @Test("a beat of a node declared dead that reaches Redis late (sent before the node was cut off) does not make it live again: the node still learns it was declared dead and closes its connections with 1001")
+    func lateBeatOfADeadNode() throws {
+        let cluster = try ClusterProcess(config: ["presence": ["timeoutSeconds": 60]])
+        let bob = try cluster.session("bob", node: 1)
+        #expect(try bob.join("lobby").ok)
+        let alice = try cluster.connect(node: 0)
+        #expect(try alice.login(userId: "alice").ok)
+        #expect(try alice.join("lobby").ok)
+        _ = try alice.eventsAfterBarrier()
+
+        // n1 stops; the others declare it dead and hand its session over (held in Redis).
+        cluster.kill(node: 0, signal: SIGSTOP)
+        #expect(eventually(timeout: 10) { (cluster.heldSessionsInRedis() ?? 0) == 1 }, "alice's session is held")
+        // A beat n1 sent before it stopped, held up in the network (a frozen proxy, the kernel's
+        // buffer of a closed socket), reaches Redis now (white-box: the script with n1's arguments).
+        let prefix = cluster.keyPrefix
+        let stale = NodeHeartbeat.beat.arguments([
+            "nodes": prefix + "nodes", "node": "n1", "nodeKey": prefix + "node:n1", "timeoutMs": 1000, "meta": prefix + "meta",
+            "deadMark": prefix + "dead:n1",
+        ]).map { String(decoding: $0, as: UTF8.self) }
+        _ = try RedisWire.command(port: cluster.redisPort, ["EVAL", NodeHeartbeat.beat.source, "0"] + stale)
+        #expect(try RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "nodes", "n1"]).hasPrefix("$-1"),
+                "the late beat did not put n1 back among the live nodes")
+
+        // n1 wakes: its own beat tells it that it was declared dead.
+        cluster.kill(node: 0, signal: SIGCONT)
+        let close = try alice.waitForClose(timeout: .seconds(10))
+        #expect(close.code == 1001, "\(close)")
+        #expect(eventually(timeout: 5) {
+            (try? RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "nodes", "n1"]).hasPrefix("$-1")) == false
+        }, "once fenced, n1 is live again")
+        #expect(try cluster.session("carol", node: 0).join("lobby").ok, "and serves new sessions")
+    }
 }

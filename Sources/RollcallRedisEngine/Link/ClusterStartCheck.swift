@@ -60,11 +60,16 @@ public enum ClusterStartCheck {
         -- declared it dead): held now with no node, never resurrected. Like a death, they stop
         -- counting as live message recipients and keep their messages until resumed.
         orphan(node)
+        redis.call('DEL', prefix .. 'dead:' .. node)
         local key = prefix .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)
         for i = sectionsFrom, #ARGV, 2 do redis.call('HSET', key, 'section:' .. ARGV[i], ARGV[i + 1]) end
         redis.call('ZADD', prefix .. 'nodes', now, node)
+        -- Registering is the node's first beat: should Redis stop before any node beat, the
+        -- silence is measured from here and opens a grace window like any other (a node
+        -- registered but not yet beating would otherwise be declared dead when Redis is back).
+        redis.call('HSET', meta, 'lastBeat', now)
         return {'ok', redis.call('HGET', meta, 'epoch')}
         """)
 

@@ -4,7 +4,7 @@ import RollcallRedis
 
 /// A node's heartbeat (PROTOCOL §9): every `cluster.heartbeatSeconds` it writes Redis' time
 /// into the cluster's node set and counts the nodes heard within `nodeTimeoutSeconds`.
-final class NodeHeartbeat {
+package final class NodeHeartbeat {
     let nodeId: String
     let keyPrefix: String
     let intervalSeconds: Double
@@ -24,9 +24,13 @@ final class NodeHeartbeat {
     private var lastTakenBeatSentAt: Int64?
     private weak var connection: RedisConnection?
 
-    /// Writes the beat and counts live nodes, in one step with Redis' clock.
-    static let beat = LuaScript("cluster.beat", parameters: [
-        .text("nodes"), .text("node"), .text("nodeKey"), .number("timeoutMs"), .text("meta"),
+    /// Writes the beat and counts live nodes, in one step with Redis' clock. Answers the
+    /// count, the epoch, and 1 when the beat put the node back among the live nodes, 2 when
+    /// the node is marked dead (`P dead:<id>`, by the reaper that declared it dead): then it
+    /// stays out until it has fenced itself and ``revive`` runs, however many of its beats
+    /// arrive late.
+    package static let beat = LuaScript("cluster.beat", parameters: [
+        .text("nodes"), .text("node"), .text("nodeKey"), .number("timeoutMs"), .text("meta"), .text("deadMark"),
     ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -35,9 +39,25 @@ final class NodeHeartbeat {
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
         if last > 0 and now - last >= timeoutMs then redis.call('HSET', meta, 'grace', now) end
         redis.call('HSET', meta, 'lastBeat', now)
+        if redis.call('EXISTS', deadMark) == 1 then
+          return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), redis.call('HGET', meta, 'epoch') or false, 2}
+        end
         local added = redis.call('ZADD', nodes, now, node)
         redis.call('HSET', nodeKey, 'lastHeartbeat', now)
         return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), redis.call('HGET', meta, 'epoch') or false, added}
+        """)
+
+    /// After the node learned that it was declared dead and fenced itself (its connections
+    /// closed, its sessions handed over): it lives again, with no session.
+    static let revive = LuaScript("cluster.revive", parameters: [
+        .text("nodes"), .text("node"), .text("nodeKey"), .text("deadMark"),
+    ], body: """
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        redis.call('DEL', deadMark)
+        redis.call('ZADD', nodes, now, node)
+        redis.call('HSET', nodeKey, 'lastHeartbeat', now)
+        return 'ok'
         """)
 
     init(configuration: Configuration, nodeId: String, loop: EventLoop) {
@@ -73,7 +93,7 @@ final class NodeHeartbeat {
         let sentAt = MonotonicClock.now
         let arguments = Self.beat.arguments([
             "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "timeoutMs": timeoutMs,
-            "meta": keyPrefix + "meta",
+            "meta": keyPrefix + "meta", "deadMark": keyPrefix + "dead:" + nodeId,
         ])
         Self.beat.redis.run(on: connection, arguments: arguments) { [weak self] result in
             guard let self else { return }
@@ -82,9 +102,21 @@ final class NodeHeartbeat {
                   let count = elements.first?.integer else { return }
             answeredError = nil
             lastTakenBeatSentAt = max(lastTakenBeatSentAt ?? sentAt, sentAt)
+            let markedDead = elements.count > 2 && elements[2].integer == 2
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1
-            onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded)
+            onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded || markedDead)
+            if markedDead { revive(on: connection) }
         }
+    }
+
+    /// Puts the node back among the live nodes once ``onBeat`` has told it that it was
+    /// declared dead (and it fenced itself there).
+    private func revive(on connection: RedisConnection) {
+        let arguments = Self.revive.arguments([
+            "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "deadMark": keyPrefix + "dead:" + nodeId,
+        ])
+        // Should this fail, the next beat answers "dead" again and the node revives then.
+        Self.revive.redis.run(on: connection, arguments: arguments) { _ in }
     }
 }

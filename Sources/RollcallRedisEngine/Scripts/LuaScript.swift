@@ -57,7 +57,7 @@ package struct LuaScript {
     }
 
     /// The arguments, in the script's order: each named group in turn, then `rest`.
-    func arguments(_ named: KeyValuePairs<String, any LuaArgument>..., rest: [[UInt8]] = []) -> [[UInt8]] {
+    package func arguments(_ named: KeyValuePairs<String, any LuaArgument>..., rest: [[UInt8]] = []) -> [[UInt8]] {
         arguments(named, rest: rest)
     }
 

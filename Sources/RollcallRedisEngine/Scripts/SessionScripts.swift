@@ -116,6 +116,10 @@ package enum SessionScripts {
           for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', '-inf', now - timeout)) do
             if node ~= self then
               redis.call('ZREM', prefix .. 'nodes', node)
+              -- Marked dead, so that a beat of it that arrives late (sent before it was cut
+              -- off, delivered when the link came back) cannot put it back among the live
+              -- nodes before it has learned that its sessions were handed over.
+              redis.call('SET', prefix .. 'dead:' .. node, now, 'PX', math.max(60000, 10 * timeout))
               orphan(node)
               redis.call('DEL', prefix .. 'node:' .. node)
               dead[#dead + 1] = node
