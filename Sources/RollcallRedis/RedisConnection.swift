@@ -41,7 +41,6 @@ public final class RedisConnection {
     /// Where each link connects; shared with the subscriber that probes through this connection.
     let locator: RedisLocator
     /// Bumped at each connect and at close: a late answer of ``locator`` is ignored.
-    private var attempt: UInt64 = 0
     private var link: RedisLink?
     private let reconnector: RedisReconnector
     private var pending = Deque<Pending>()
@@ -111,7 +110,6 @@ public final class RedisConnection {
         guard !reconnector.isClosed else { return }
         let error = RedisError(.closed, "the connection was closed")
         let orphans = takeDownLink()
-        attempt += 1
         reconnector.close(error)
         locator.close()
         for orphan in orphans { orphan.completion(.failure(error)) }
@@ -137,15 +135,7 @@ public final class RedisConnection {
     }
 
     private func connect() {
-        attempt += 1
-        let attempt = self.attempt
-        locator.locate { [weak self] result in
-            guard let self, attempt == self.attempt, reconnector.isConnecting else { return }
-            switch result {
-            case .success(let endpoint): open(endpoint)
-            case .failure(let error): reconnector.lost(error)
-            }
-        }
+        reconnector.locate(with: locator) { [weak self] endpoint in self?.open(endpoint) }
     }
 
     private func open(_ endpoint: RedisEndpoint) {

@@ -10,6 +10,8 @@ final class RedisReconnector {
     var notify: (RedisConnectionState) -> Void = { _ in }
 
     private var lifecycle: RedisLinkLifecycle
+    /// Numbers the lookups of ``locate(with:then:)``: only the latest may open a link.
+    private var attempt: UInt64 = 0
     private let loop: EventLoop
     private var timer: LoopTimer!
 
@@ -38,7 +40,25 @@ final class RedisReconnector {
     /// The link, or the attempt to make one, failed: back off and try again.
     func lost(_ error: RedisError) { carryOut(lifecycle.lost(error, now: loop.now)) }
     /// No more attempts.
-    func close(_ error: RedisError) { carryOut(lifecycle.close(error)) }
+    func close(_ error: RedisError) {
+        attempt += 1
+        carryOut(lifecycle.close(error))
+    }
+
+    /// Asks `locator` where the next link goes; `open` runs with the answer unless this
+    /// reconnector stopped connecting or began a newer attempt meanwhile. A failed lookup
+    /// counts as a lost link (backoff, then the next attempt).
+    func locate(with locator: RedisLocator, then open: @escaping (RedisEndpoint) -> Void) {
+        attempt += 1
+        let attempt = self.attempt
+        locator.locate { [weak self] result in
+            guard let self, attempt == self.attempt, isConnecting else { return }
+            switch result {
+            case .success(let endpoint): open(endpoint)
+            case .failure(let error): lost(error)
+            }
+        }
+    }
 
     /// A new link to `endpoint`, or nil when it could not be made (then counted as lost).
     func makeLink(to endpoint: RedisEndpoint) -> RedisLink? {

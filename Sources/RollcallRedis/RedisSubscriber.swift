@@ -38,7 +38,6 @@ public final class RedisSubscriber {
     private let probePrefix: [UInt8]
     private var locator: RedisLocator { publisher.locator }
     /// Bumped at each connect and at close: a late answer of the locator is ignored.
-    private var attempt: UInt64 = 0
     /// True from sending `ROLE` on a new link until its answer (Sentinel).
     private var awaitingRole = false
     private var link: RedisLink?
@@ -93,7 +92,6 @@ public final class RedisSubscriber {
     public func close() {
         guard !reconnector.isClosed else { return }
         takeDownLink()
-        attempt += 1
         reconnector.close(RedisError(.closed, "the subscriber was closed"))
     }
 
@@ -112,15 +110,7 @@ public final class RedisSubscriber {
     // MARK: Link management
 
     private func connect() {
-        attempt += 1
-        let attempt = self.attempt
-        locator.locate { [weak self] result in
-            guard let self, attempt == self.attempt, reconnector.isConnecting else { return }
-            switch result {
-            case .success(let endpoint): open(endpoint)
-            case .failure(let error): reconnector.lost(error)
-            }
-        }
+        reconnector.locate(with: locator) { [weak self] endpoint in self?.open(endpoint) }
     }
 
     private func open(_ endpoint: RedisEndpoint) {
