@@ -152,6 +152,21 @@ final class ClusterBed {
         }
     }
 
+    /// Faults: the first store call of node `node` that runs the script named `script` fails
+    /// as a whole — dropped before it reaches Redis, or, with `answerLost`, run in Redis with
+    /// its answer lost. Later calls go through.
+    func failFirstCall(running script: String, on node: Int, answerLost: Bool) {
+        var failed = false
+        let fault: (Int, [StoreCommand]) -> Bool = { index, commands in
+            guard !failed, index == node,
+                  commands.contains(where: { if case .script(let called, _) = $0 { called.name == script } else { false } })
+            else { return false }
+            failed = true
+            return true
+        }
+        if answerLost { losesStoreReply = fault } else { dropsStoreCall = fault }
+    }
+
     /// Hands node `node` the pub/sub messages ``delaysStoreMessage`` held back, in order.
     func releaseHeldMessages(node: Int) {
         let waiting = delayedMessages.removeValue(forKey: node) ?? []

@@ -11,10 +11,6 @@ import Testing
 /// answered; a retry after a lost answer finds the session gone there and answers `ok`.
 @Suite("Cluster: a leave answered UNAVAILABLE is completed by its retry")
 struct ClusterUnavailableLeaveTests {
-    private func isLeave(_ commands: [StoreCommand]) -> Bool {
-        commands.contains { if case .script(let script, _) = $0 { script.name == "presence.leave" } else { false } }
-    }
-
     @Test("a leave answered UNAVAILABLE (never run, or run with its answer lost) is completed by its retry", arguments: [false, true])
     func theRetryCompletesTheLeave(answerLost: Bool) throws {
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "unavail\(answerLost ? "l" : "d"):")
@@ -23,13 +19,7 @@ struct ClusterUnavailableLeaveTests {
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         #expect(try bed.request(bob, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
 
-        var faults = 0
-        let fault: (Int, [StoreCommand]) -> Bool = { [self] node, commands in
-            guard node == 0, isLeave(commands), faults == 0 else { return false }
-            faults += 1
-            return true
-        }
-        if answerLost { bed.losesStoreReply = fault } else { bed.dropsStoreCall = fault }
+        bed.failFirstCall(running: "presence.leave", on: 0, answerLost: answerLost)
         let first = try bed.request(alice, "leave", ["channel": .string("room")])
         #expect(first["error"]?.string("code") == "UNAVAILABLE", "\(first.compactString)")
         let retry = try bed.request(alice, "leave", ["channel": .string("room")])

@@ -10,10 +10,6 @@ import Testing
 /// not repeat it (docs/protocol.md 45).
 @Suite("Cluster: a publish answered UNAVAILABLE is completed by its retry, never delivered twice")
 struct ClusterUnavailablePublishTests {
-    private func isPublish(_ commands: [StoreCommand]) -> Bool {
-        commands.contains { if case .script(let script, _) = $0 { script.name == "presence.publish" } else { false } }
-    }
-
     private func messages(_ client: ClusterBed.Client) -> [JSON] {
         client.events.filter { $0.string("event") == "message" }.compactMap { $0["message"] }
     }
@@ -27,13 +23,7 @@ struct ClusterUnavailablePublishTests {
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         #expect(try bed.request(bob, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
 
-        var faults = 0
-        let fault: (Int, [StoreCommand]) -> Bool = { [self] node, commands in
-            guard node == 0, isPublish(commands), faults == 0 else { return false }
-            faults += 1
-            return true
-        }
-        if answerLost { bed.losesStoreReply = fault } else { bed.dropsStoreCall = fault }
+        bed.failFirstCall(running: "presence.publish", on: 0, answerLost: answerLost)
         let first = try bed.request(alice, "publish", ["channel": .string("room"), "message": .string("hello")])
         #expect(first["error"]?.string("code") == "UNAVAILABLE", "\(first.compactString)")
         let retry = try bed.request(alice, "publish", ["channel": .string("room"), "message": .string("hello")])
