@@ -83,10 +83,14 @@ extension ClusterPresence {
         }
         channel.delivered = event.seq
         channel.remember(event)
-        let recipients = channel.members.values.lazy.filter { member in
-            member.flags.presence && (member.baseline.map { $0 < event.seq } ?? false) && member.session.userId != event.subject
-        }.map(\.session)
-        outbox.broadcast(event.bytes, to: recipients)
+        // A loop over concrete types: the core's generic `broadcast(_:to:)` is not specialized
+        // across the module boundary and looked up metadata at run time for every event.
+        outbox.fanOut {
+            for member in channel.members.values
+            where member.flags.presence && (member.baseline.map { $0 < event.seq } ?? false) && member.session.userId != event.subject {
+                outbox.send(event.bytes, to: member.session)
+            }
+        }
     }
 
     /// Delivers the events that waited for a snapshot (in order, while they follow on).

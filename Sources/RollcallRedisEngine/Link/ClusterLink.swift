@@ -35,7 +35,9 @@ public final class ClusterLink {
     let heartbeat: NodeHeartbeat
     /// Pub/sub messages held back while this node may have been declared dead.
     private var heldBack = HeldBackMessages()
-    private var scripts: [StoreScript: RedisScript] = [:]
+    /// The scripts run so far, by name (unique: LuaScriptTests): hashing a name is cheap, hashing
+    /// a whole Lua source on every call cost a tenth of a node's CPU per op (BENCHMARKS.md, issue 28).
+    private var scripts: [String: RedisScript] = [:]
     private var subscribedOnce = false
     private var hadOutage = false
     /// True once both links have been connected at least once (the node has joined).
@@ -293,9 +295,12 @@ public final class ClusterLink {
     /// The script with its SHA-1, made once per script (the connection loads it on each new
     /// link before its first `EVALSHA`: ``RedisConnection/load(_:)``).
     private func redisScript(_ script: StoreScript) -> RedisScript {
-        if let cached = scripts[script] { return cached }
+        if let cached = scripts[script.name] {
+            assert(cached.source == script.source, "two scripts are named \(script.name)")
+            return cached
+        }
         let made = RedisScript(script.source)
-        scripts[script] = made
+        scripts[script.name] = made
         return made
     }
 }
