@@ -144,7 +144,7 @@ final class RedisLink {
             flat.append(contentsOf: argument)
         }
         flat.append(0)
-        let lengths = arguments.map(\.count)
+        let lengths = arguments.map { $0.count }  // a closure: a key path here was looked up at run time on every command
         return flat.withUnsafeBytes { bytes in
             let base = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
             var pointers: [UnsafePointer<CChar>?] = offsets.map { UnsafePointer(base + $0) }
