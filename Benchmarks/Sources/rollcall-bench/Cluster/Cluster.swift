@@ -20,6 +20,9 @@ struct Cluster: ParsableCommand {
     @Option(help: "Nodes of the cluster.")
     var nodes = 3
 
+    @Flag(help: "Measure only CPU per op (each setup's join, setState and publish batches), e.g. to profile a node.")
+    var costOnly = false
+
     func validate() throws {
         guard (2...6).contains(nodes) else { throw ValidationError("--nodes must be 2...6") }
     }
@@ -56,6 +59,7 @@ struct Cluster: ParsableCommand {
             guard group.waitHealthy(timeout: 10) else { throw StormError("the nodes never answered /healthz 200") }
             try measure(group, redis: redis, setup: "\(nodes) nodes + Redis", into: &out, latency: \.clusterLatency, failures,
                         phases: (cost: "Redis cost, \(nodes) nodes", latency: "cross-node latency", storm: "storm, \(nodes) nodes"))
+            if costOnly { return }
             try phase("Redis stop", failures) {
                 out.pause = try RedisPause.run(group: group, redis: redis, members: 30, closing: 3, pauseSeconds: 3)
             }
@@ -96,6 +100,7 @@ struct Cluster: ParsableCommand {
         try phase(phases.cost, failures) {
             out.costs += try OpCostRun(group: group, redis: redis, setup: setup, sessions: costSessions, rounds: costRounds).measure()
         }
+        if costOnly { return }
         try phase(phases.latency, failures) {
             out[keyPath: latency] = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
                                                          rate: latencyRate).measure()
