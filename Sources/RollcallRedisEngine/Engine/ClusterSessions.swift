@@ -60,11 +60,16 @@ final class ClusterSessions: SessionEngine {
         }
         // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
-        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: Self.tokenHash(oldToken), user: request.userId, node: nodeId,
-                                         newTokenHash: Self.tokenHash(newToken), staleMs: staleMs)
+        let (tokenHash, newTokenHash) = (Self.tokenHash(oldToken), Self.tokenHash(newToken))
+        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: tokenHash, user: request.userId, node: nodeId,
+                                         newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs)
         call([claim]) { [self] result in
             switch result {
             case .failure(let failure):
+                // The claim may have run (its answer lost) or may still run (queued in a paused
+                // Redis, a frozen link): either way it is made void, so the session is not left
+                // live on this node, which never serves it, and the client's retry resumes it.
+                cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash)
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
@@ -77,8 +82,9 @@ final class ClusterSessions: SessionEngine {
                     return
                 }
                 guard broker.connections[connection] != nil else {
-                    // The client went away meanwhile: the session goes back to being held.
-                    call([SessionScripts.release(prefix: keys.prefix, id: sessionId, node: nodeId)]) { _ in }
+                    // The client went away meanwhile: the session goes back to being held,
+                    // under the token the client still has.
+                    cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash)
                     return
                 }
                 let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
@@ -125,7 +131,9 @@ final class ClusterSessions: SessionEngine {
               userStatus.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
             switch result {
             case .failure(let failure):
+                // As a claim: the start may have run or still run, so it is made void.
                 userStatus.stopHearingIfUnused(request.userId)
+                cancelStart(session.sessionId)
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard broker.connections[connection] != nil else {
@@ -146,6 +154,40 @@ final class ClusterSessions: SessionEngine {
                 userStatus.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
                 for (sessionId, node) in started.overTheLimit { endOverTheLimit(sessionId, node: node) }
                 done(.success(broker.loginResult(session, resumed: false, channels: nil)), session)
+            }
+        }
+    }
+
+    /// How long a cancel's mark, and the messages a claim handed over, stay in Redis: a claim
+    /// or start this node gave up on may run that late (queued in a paused Redis, or in a link
+    /// that thaws) — ten node timeouts, at least a minute, as the mark of a node declared dead.
+    var cancelMarkMs: Int64 { max(60_000, 10 * configuration.cluster.nodeTimeoutSeconds.milliseconds) }
+
+    /// Makes void a claim this node gave up on (its answer was lost or late, or the client went
+    /// away): sent at once, and again at each reaper tick until Redis answers. If it ran, the
+    /// session is held again with no node under its old token (the client's retry resumes it,
+    /// else it times out); if not, it will find nothing (``SessionScripts/cancelClaim``).
+    func cancelClaim(tokenHash: String, newTokenHash: String) {
+        let cancel = SessionScripts.cancelClaim(prefix: keys.prefix, tokenHash: tokenHash, newTokenHash: newTokenHash, node: nodeId,
+                                                markMs: cancelMarkMs)
+        call([cancel]) { [self] result in
+            guard case .failure = result else { return }
+            unfinishedEnds.append { [self] in cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash) }
+        }
+    }
+
+    /// Makes void a `session.start` this node gave up on, as ``cancelClaim(tokenHash:newTokenHash:)``:
+    /// if it ran, the session ends as a close would (it joined nothing; the user's record
+    /// follows, `offline` after the last session); if not, it will refuse.
+    func cancelStart(_ sessionId: String) {
+        call([SessionScripts.cancelStart(prefix: keys.prefix, id: sessionId, node: nodeId, markMs: cancelMarkMs)]) { [self] result in
+            switch result {
+            case .failure:
+                unfinishedEnds.append { [self] in cancelStart(sessionId) }
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                guard reply[0].text == "ended", let user = reply[1].text else { return }
+                finishEnd(sessionId: sessionId, user: Name(unchecked: user), channels: [], kind: .leave, loggedOut: false)
             }
         }
     }
