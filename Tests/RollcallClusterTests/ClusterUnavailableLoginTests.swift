@@ -43,15 +43,20 @@ struct ClusterUnavailableLoginTests {
         try bed.request(bed.open(on: 1), "login", ["userId": .string("alice"), "resumeToken": .string(alice.resumeToken)])
     }
 
-    @Test("a resume whose claim ran but whose answer was lost: the retry resumes the same session")
+    @Test("a resume whose claim ran but whose answer was lost: the retry resumes the same session, with the messages kept for it")
     func aClaimWhoseAnswerWasLostIsUndone() throws {
         let prefix = "claimlost:"
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: prefix)
-        let (alice, _) = try heldAlice(bed, prefix: prefix)
+        let (alice, watcher) = try heldAlice(bed, prefix: prefix)
+        #expect(try bed.request(watcher, "publish", ["channel": .string("room"), "message": .string("while away")])["ok"]?.boolValue == true)
         bed.failFirstCall(running: "session.claim", on: 1, answerLost: true)
         let first = try firstAttempt(bed, alice)
         #expect(first["error"]?.string("code") == "UNAVAILABLE", "\(first.compactString)")
         try expectRetryResumes(bed, alice, prefix: prefix)
+        let back = try #require(bed.clients.values.first { $0.resumed && $0.sessionId == alice.sessionId })
+        #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
+        let messages = back.events.filter { $0.string("event") == "message" }.compactMap { $0["message"] }
+        #expect(messages == ["while away"], "the message the lost claim handed over, once: \(messages)")
     }
 
     @Test("a resume whose claim runs only after its node gave up on it: the claim finds nothing, the retry resumes")

@@ -73,6 +73,15 @@ final class ClusterSessions: SessionEngine {
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
+                if reply.mustWait {
+                    // The node that holds it is still handing over what it heard before the
+                    // hold (a moment, at most 2.5 heartbeats): asked again at the next tick.
+                    unfinishedEnds.append { [self] in
+                        guard broker.connections[connection] != nil else { return }
+                        login(request, grant: grant, on: connection, then: done)
+                    }
+                    return
+                }
                 if reply.outcome == .fenced {
                     done(.failure(fencedError), nil)
                     return
@@ -227,6 +236,45 @@ final class ClusterSessions: SessionEngine {
 
     // MARK: - Ends and holds
 
+    /// Redis ran this node's hold of `session` (`held <id>` on the control channel, which
+    /// comes after every message published before the hold): the messages this node kept for
+    /// it meanwhile — Redis did not keep them, the session was live there — go to Redis ahead
+    /// of those Redis kept since, so that a resume on any node gets them all, once, in order
+    /// (``SessionScripts/keepHeard``; a resume waits for it). Redis out of reach: tried again at
+    /// each reaper tick while the session is still held here.
+    func handOverHeard(_ session: Session) {
+        let heard = session.isHeld ? session.takeHeldMessages() : (events: [], dropped: 0)
+        keepHeard(session, events: Array(heard.events), dropped: heard.dropped)
+    }
+
+    private func keepHeard(_ session: Session, events: [[UInt8]], dropped: Int) {
+        let keep = SessionScripts.keepHeard(prefix: keys.prefix, id: session.sessionId, node: nodeId,
+                                            limit: configuration.limits.heldMessageBytes, dropped: dropped, heard: events)
+        call([keep]) { [self] result in
+            switch result {
+            case .success(let replies) where replies.first?.text == "live":
+                // Resumed here meanwhile (a resume waits only so long): late, but not lost.
+                deliverHeard(events, to: session)
+            case .success:
+                break
+            case .failure:
+                unfinishedEnds.append { [self] in
+                    guard broker.directory.session(id: session.sessionId) === session else { return }
+                    if session.isHeld {
+                        keepHeard(session, events: events, dropped: dropped)
+                    } else {
+                        deliverHeard(events, to: session)
+                    }
+                }
+            }
+        }
+    }
+
+    private func deliverHeard(_ events: [[UInt8]], to session: Session) {
+        guard session.connection != nil else { return }
+        for event in events { broker.outbox.send(event, to: session) }
+    }
+
     /// `logout`: the session ends here at once, but the reply (and close 1000) waits until
     /// Redis has the end and the user's record is stamped. A reply sent earlier would let the
     /// client's next step (on any node) be stamped before this logout: a catch-up would then
@@ -242,8 +290,8 @@ final class ClusterSessions: SessionEngine {
     func held(_ session: Session) {
         call([SessionScripts.hold(prefix: keys.prefix, id: session.sessionId, node: nodeId)]) { [self] result in
             switch result {
-            case .success(let replies):
-                if replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
+            case .success:
+                break
             case .failure:
                 unfinishedEnds.append { [self] in
                     guard session.isHeld, broker.directory.session(id: session.sessionId) === session else { return }

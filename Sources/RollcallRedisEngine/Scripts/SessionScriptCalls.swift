@@ -26,6 +26,13 @@ extension SessionScripts {
         hold.command(["prefix": prefix, "id": id, "node": node])
     }
 
+    /// `session.keepHeard`: `node` hands Redis the messages it kept for its held session `id`
+    /// before the hold ran there (oldest first; `dropped` did not fit), ahead of Redis' own,
+    /// within `limit` bytes.
+    static func keepHeard(prefix: String, id: String, node: String, limit: Int, dropped: Int, heard: [[UInt8]]) -> StoreCommand {
+        keepHeard.command(["prefix": prefix, "id": id, "node": node, "limit": limit, "dropped": dropped], rest: heard)
+    }
+
     /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
     /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`; what it
     /// hands over stays in Redis for `markMs`, should the claim be cancelled.

@@ -34,19 +34,59 @@ package enum SessionScripts {
         """)
 
     /// A local session dropped abnormally: held until now + its timeout, still owned by its node.
+    /// Messages published from now on are kept in Redis; those published before reached the
+    /// node, which kept them. `held <id>` on the node's control channel follows them all (one
+    /// pub/sub link, in publish order), and then the node hands them over (``keepHeard``);
+    /// until it has (`handing`, at most `staleMs` of ``claim``), a resume waits.
     static let hold = LuaScript("session.hold", parameters: [.text("prefix"), .text("id"), .text("node")], library: library, body: """
         local key = prefix .. 's:' .. id
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
-        redis.call('HSET', key, 'heldUntil', deadline)
+        redis.call('HSET', key, 'heldUntil', deadline, 'handing', now)
         redis.call('ZADD', prefix .. 'held', deadline, id)
         markHeld(id)
+        redis.call('PUBLISH', prefix .. 'n:' .. node, 'held ' .. id)
+        return 'ok'
+        """)
+
+    /// The node that holds session `id` hands over the messages it kept for it after its
+    /// connection dropped and before its hold ran in Redis (the `rest`, oldest first; `dropped`
+    /// did not fit there): they go ahead of those Redis kept since, up to `limit` bytes in all
+    /// (the oldest stay, the rest are counted as dropped). Returns `ok`, `live` (it was resumed
+    /// on this node meanwhile: the node delivers them itself) or `gone` (ended, or on another
+    /// node). Either way a resume no longer waits for it.
+    static let keepHeard = LuaScript("session.keepHeard", parameters: [
+        .text("prefix"), .text("id"), .text("node"), .number("limit"), .number("dropped"),
+    ], rest: "heard", library: library, body: """
+        local key = prefix .. 's:' .. id
+        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
+        redis.call('HDEL', key, 'handing')
+        if tonumber(redis.call('HGET', key, 'heldUntil') or '0') == 0 then return 'live' end
+        if heard > #ARGV and dropped == 0 then return 'ok' end
+        local list = prefix .. 'hm:' .. id
+        local later = redis.call('LRANGE', list, 0, -1)
+        redis.call('DEL', list)
+        local bytes, lost = 0, dropped
+        local function keep(message)
+          if bytes + #message <= limit then
+            redis.call('RPUSH', list, message)
+            bytes = bytes + #message
+          else
+            lost = lost + 1
+          end
+        end
+        for i = heard, #ARGV do keep(ARGV[i]) end
+        for _, message in ipairs(later) do keep(message) end
+        redis.call('SET', prefix .. 'hmb:' .. id, bytes)
+        if lost > 0 then redis.call('INCRBY', prefix .. 'hmd:' .. id, lost) end
         return 'ok'
         """)
 
     /// A resume: takes a held session over by its token, on any node — or a live one whose
     /// node has stopped beating for `staleMs`. Returns `none` (also when its node gave up on
-    /// this claim before it ran: ``cancelClaim``), `fenced` (as `session.start`), or `ok`, id,
+    /// this claim before it ran: ``cancelClaim``), `fenced` (as `session.start`), `wait` (the
+    /// node that holds it, alive, has not handed over what it heard before the hold yet:
+    /// ``hold``; asked again shortly, it changed nothing), or `ok`, id,
     /// platform, previous node, timeout ms, channel ids, their join flags, the messages kept for
     /// it and how many were dropped. The previous node, if alive, hears `adopted <id>`. The
     /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
@@ -58,17 +98,22 @@ package enum SessionScripts {
         local id = redis.call('GET', prefix .. 'tok:' .. token)
         if not id then return {'none'} end
         local key = prefix .. 's:' .. id
-        local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout')
+        local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout', 'handing')
         if not f[1] or f[1] ~= user then return {'none'} end
         if tonumber(f[4]) == 0 then
           -- Live on its node: only a node that stopped beating (killed, cut off) gives it up
           -- before it is declared dead, so a client that reconnects at once still resumes.
           local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
           if f[3] == node or (beat and now - tonumber(beat) < staleMs) then return {'none'} end
+        elseif f[6] and f[3] ~= '' and now - tonumber(f[6]) < staleMs then
+          -- Its node has not handed over what it heard before the hold: wait while it beats.
+          local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
+          if beat and now - tonumber(beat) < staleMs then return {'wait'} end
         end
         redis.call('DEL', prefix .. 'tok:' .. token)
         redis.call('SET', prefix .. 'tok:' .. newToken, id)
         redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
+        redis.call('HDEL', key, 'handing')
         redis.call('ZREM', prefix .. 'held', id)
         if f[3] ~= '' then
           redis.call('SREM', prefix .. 'ns:' .. f[3], id)
