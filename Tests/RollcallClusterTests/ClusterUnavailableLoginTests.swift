@@ -1,6 +1,7 @@
 import Foundation
 @testable import RollcallCore
 import RollcallProtocol
+import RollcallRedis
 @testable import RollcallRedisEngine
 import Testing
 
@@ -100,6 +101,14 @@ struct ClusterUnavailableLoginTests {
         let retry = try bed.login("alice", on: 0)
         #expect(try bed.redis.command(["ZCARD", prefix + "us:5:alice"]) == ":1")
         #expect(!retry.sessionId.isEmpty)
+    }
+
+    @Test("only a call the link never sent needs no cancel: Redis cannot run it later")
+    func aCallNeverSentNeedsNoCancel() {
+        #expect(!StoreFailure(RedisError(.unavailable, "link down")).mayHaveReachedRedis)
+        for code in [RedisErrorCode.timeout, .connectionLost, .closed] {
+            #expect(StoreFailure(RedisError(code, "in flight")).mayHaveReachedRedis, "\(code)")
+        }
     }
 
     @Test("a login whose session.start runs only after its node gave up on it: the start records nothing")

@@ -69,7 +69,7 @@ final class ClusterSessions: SessionEngine {
                 // The claim may have run (its answer lost) or may still run (queued in a paused
                 // Redis, a frozen link): either way it is made void, so the session is not left
                 // live on this node, which never serves it, and the client's retry resumes it.
-                cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash)
+                if failure.mayHaveReachedRedis { cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash) }
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
@@ -142,7 +142,7 @@ final class ClusterSessions: SessionEngine {
             case .failure(let failure):
                 // As a claim: the start may have run or still run, so it is made void.
                 userStatus.stopHearingIfUnused(request.userId)
-                cancelStart(session.sessionId)
+                if failure.mayHaveReachedRedis { cancelStart(session.sessionId) }
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard broker.connections[connection] != nil else {
