@@ -45,7 +45,8 @@ final class ClusterBed {
     /// Faults: a store call this returns true for runs in Redis, but its answer is lost (the
     /// node gets a failure, as when the link drops after Redis ran it).
     var losesStoreReply: ((Int, [StoreCommand]) -> Bool)?
-    private var lostReplies: Set<StoreTicket> = []
+    /// Per node: tickets are numbered by each broker, so two nodes use the same numbers.
+    private var lostReplies: [Int: Set<StoreTicket>] = [:]
     /// Faults: a pub/sub message this returns true for (node index, payload) waits until
     /// ``releaseHeldMessages(node:)``, as when a node's subscriber link lags its command link.
     var delaysStoreMessage: ((Int, [UInt8]) -> Bool)?
@@ -110,7 +111,7 @@ final class ClusterBed {
             delayedMessages[index, default: []].append(event)
             return
         }
-        if case .storeReplied(let ticket, _) = event, lostReplies.remove(ticket) != nil {
+        if case .storeReplied(let ticket, _) = event, lostReplies[index]?.remove(ticket) != nil {
             queued[index].append(.storeReplied(ticket, .failure(StoreFailure(.unavailable, "answer lost by the test", retryAfterMs: 100))))
         } else {
             queued[index].append(event)
@@ -141,7 +142,7 @@ final class ClusterBed {
             feed(index, .storeReplied(ticket, .failure(StoreFailure(.unavailable, "link dropped by the test", retryAfterMs: 100))))
         case .store(let ticket, let commands):
             beforeStoreCall?(index, commands)
-            if losesStoreReply?(index, commands) == true { lostReplies.insert(ticket) }
+            if losesStoreReply?(index, commands) == true { lostReplies[index, default: []].insert(ticket) }
             links[index].perform(action)
         case .listen, .unlisten:
             links[index].perform(action)

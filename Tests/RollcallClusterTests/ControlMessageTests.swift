@@ -12,6 +12,7 @@ struct ControlMessageTests {
     @Test func everyMessageReadsBackAsItWasWritten() {
         let messages: [ControlMessage] = [
             .adopted(sessionId: "n1.7"),
+            .held(sessionId: "n1.10"),
             .end(sessionId: "n1.8", code: .sessionLimit, reason: nil),
             .end(sessionId: "n2.9", code: .disconnectedByServer, reason: "banned for spam, see you"),
             .end(sessionId: "n2.9", code: .disconnectedByServer, reason: ""),
@@ -21,6 +22,7 @@ struct ControlMessageTests {
 
     @Test func theWireFormIsTheOneTheScriptsAndOlderNodesUse() {
         #expect(read("adopted n1.7") == .adopted(sessionId: "n1.7"), "as SessionScripts.claim publishes it")
+        #expect(read("held n1.7") == .held(sessionId: "n1.7"), "as SessionScripts.hold publishes it")
         #expect(ControlMessage.end(sessionId: "a.1", code: .sessionLimit, reason: nil).payload == "end a.1 4409")
         #expect(read("end a.1 4403 two  spaces") == .end(sessionId: "a.1", code: .disconnectedByServer, reason: "two  spaces"))
         #expect(read("end a.1") == .end(sessionId: "a.1", code: .sessionLimit, reason: nil), "no code: the session limit")

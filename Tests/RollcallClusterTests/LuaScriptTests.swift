@@ -33,8 +33,8 @@ import Testing
         let scripts: [LuaScript] = [
             PresenceScripts.join, PresenceScripts.leave, PresenceScripts.setState, PresenceScripts.flush, PresenceScripts.publish,
             PresenceScripts.onlineUsers, PresenceScripts.readExpiries, PresenceScripts.snapshot, PresenceScripts.overdueExpiries,
-            PresenceScripts.overdueFlushes, SessionScripts.start, SessionScripts.hold, SessionScripts.claim, SessionScripts.release,
-            SessionScripts.end, SessionScripts.reap, SessionScripts.handOver, UserStatusScripts.started, UserStatusScripts.resumed,
+            PresenceScripts.overdueFlushes, SessionScripts.start, SessionScripts.hold, SessionScripts.keepHeard, SessionScripts.claim, SessionScripts.cancelClaim,
+            SessionScripts.cancelStart, SessionScripts.end, SessionScripts.reap, SessionScripts.handOver, UserStatusScripts.started, UserStatusScripts.resumed,
             UserStatusScripts.ended, UserStatusScripts.setCustomStatus, UserStatusScripts.records, UserStatusScripts.subscribe,
             UserStatusScripts.unsubscribe, UserStatusScripts.subscriptions, UserStatusScripts.resync, UserStatusScripts.sweep,
             ServerAPIScripts.channels, ServerAPIScripts.info, ServerAPIScripts.sessionsOfUser, ClusterStartCheck.register,

@@ -97,10 +97,9 @@ extension Broker {
         metrics.logins += 1
         metrics.resumes += 1
         // The messages kept while it was held go right after the snapshots, in order.
-        // Cluster mode: what arrived before the hold was recorded is here, the rest in Redis
-        // (handed over by the claim).
+        // Cluster mode: what arrived before the hold was recorded and was not handed to Redis
+        // yet is here, the rest in Redis (handed over by the claim).
         var held = session.takeHeldMessages()
-        session.messagesKeptInStore = false
         if let kept {
             held.events.append(contentsOf: kept.events)
             held.dropped += kept.dropped

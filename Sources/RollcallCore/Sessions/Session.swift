@@ -33,9 +33,6 @@ public final class Session {
     public let platform: Platform
     /// The `refreshRequired` notice went out for the current token.
     var refreshNoticeSent = false
-    /// Cluster mode: Redis keeps this held session's messages now (its hold is recorded);
-    /// until then the node keeps them itself.
-    package var messagesKeptInStore = false
 
     package init(number: UInt64, userId: Name, platform: Platform,
          connection: ConnectionID, presenceTimeoutMs: Int64, token: ResumeToken, idPrefix: String = "",
@@ -60,7 +57,7 @@ public final class Session {
     }
 
     /// Hands every kept event over, oldest first, and forgets them (the drop count too).
-    func takeHeldMessages() -> (events: Deque<[UInt8]>, dropped: Int) {
+    package func takeHeldMessages() -> (events: Deque<[UInt8]>, dropped: Int) {
         defer { heldMessages = nil }
         return heldMessages?.messages.takeAll() ?? ([], 0)
     }

@@ -52,15 +52,16 @@ extension ClusterPresence {
             guard fields.count == 3 else { return }
             let publisher = String(decoding: fields[0].dropFirst(), as: UTF8.self)
             let bytes = Array(fields.removeLast())
-            // Held sessions keep their messages in Redis (the publish script), for a resume on
-            // any node; until their hold is recorded there, here. One that Redis kept it for and
-            // that has resumed here since got it with its resume.
+            // The event names the held sessions Redis kept it for (or counted as dropped): they
+            // get it, or its count, at their resume on any node — one that has resumed here
+            // since got it with its resume. A session it does not name was live in Redis when
+            // it was published: a live one gets it now; one held here whose hold had not run
+            // in Redis yet keeps it here, until the hold's `held` message hands it to Redis.
             let keptInStore = fields[1].isEmpty ? [] : Set(fields[1].split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) })
             let heldLimit = configuration.limits.heldMessageBytes
             outbox.fanOut {
                 for member in channel.members.values
-                where member.flags.messages && member.session.sessionId != publisher && !member.session.messagesKeptInStore
-                    && (keptInStore.isEmpty || !keptInStore.contains(member.session.sessionId)) {
+                where member.flags.messages && member.session.sessionId != publisher && !keptInStore.contains(member.session.sessionId) {
                     outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
                 }
             }

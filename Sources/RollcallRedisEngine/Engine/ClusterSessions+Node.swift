@@ -129,6 +129,8 @@ extension ClusterSessions {
         }
         let connection = session.connection
         switch message {
+        case .held:
+            handOverHeard(session)
         case .adopted:
             // Resumed on another node: this node's copy goes without a word (a connection it
             // still had — this node had stopped beating for a while — closes with 1001).

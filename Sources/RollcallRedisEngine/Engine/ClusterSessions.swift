@@ -60,14 +60,28 @@ final class ClusterSessions: SessionEngine {
         }
         // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
-        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: Self.tokenHash(oldToken), user: request.userId, node: nodeId,
-                                         newTokenHash: Self.tokenHash(newToken), staleMs: staleMs)
+        let (tokenHash, newTokenHash) = (Self.tokenHash(oldToken), Self.tokenHash(newToken))
+        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: tokenHash, user: request.userId, node: nodeId,
+                                         newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs)
         call([claim]) { [self] result in
             switch result {
             case .failure(let failure):
+                // The claim may have run (its answer lost) or may still run (queued in a paused
+                // Redis, a frozen link): either way it is made void, so the session is not left
+                // live on this node, which never serves it, and the client's retry resumes it.
+                if failure.mayHaveReachedRedis { cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash) }
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
+                if reply.mustWait {
+                    // The node that holds it is still handing over what it heard before the
+                    // hold (a moment, at most 2.5 heartbeats): asked again at the next tick.
+                    unfinishedEnds.append { [self] in
+                        guard broker.connections[connection] != nil else { return }
+                        login(request, grant: grant, on: connection, then: done)
+                    }
+                    return
+                }
                 if reply.outcome == .fenced {
                     done(.failure(fencedError), nil)
                     return
@@ -77,8 +91,9 @@ final class ClusterSessions: SessionEngine {
                     return
                 }
                 guard broker.connections[connection] != nil else {
-                    // The client went away meanwhile: the session goes back to being held.
-                    call([SessionScripts.release(prefix: keys.prefix, id: sessionId, node: nodeId)]) { _ in }
+                    // The client went away meanwhile: the session goes back to being held,
+                    // under the token the client still has.
+                    cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash)
                     return
                 }
                 let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
@@ -125,7 +140,9 @@ final class ClusterSessions: SessionEngine {
               userStatus.startedCommand(session, customStatus: request.customStatus)]) { [self] result in
             switch result {
             case .failure(let failure):
+                // As a claim: the start may have run or still run, so it is made void.
                 userStatus.stopHearingIfUnused(request.userId)
+                if failure.mayHaveReachedRedis { cancelStart(session.sessionId) }
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard broker.connections[connection] != nil else {
@@ -146,6 +163,40 @@ final class ClusterSessions: SessionEngine {
                 userStatus.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
                 for (sessionId, node) in started.overTheLimit { endOverTheLimit(sessionId, node: node) }
                 done(.success(broker.loginResult(session, resumed: false, channels: nil)), session)
+            }
+        }
+    }
+
+    /// How long a cancel's mark, and the messages a claim handed over, stay in Redis: a claim
+    /// or start this node gave up on may run that late (queued in a paused Redis, or in a link
+    /// that thaws) — ten node timeouts, at least a minute, as the mark of a node declared dead.
+    var cancelMarkMs: Int64 { max(60_000, 10 * configuration.cluster.nodeTimeoutSeconds.milliseconds) }
+
+    /// Makes void a claim this node gave up on (its answer was lost or late, or the client went
+    /// away): sent at once, and again at each reaper tick until Redis answers. If it ran, the
+    /// session is held again with no node under its old token (the client's retry resumes it,
+    /// else it times out); if not, it will find nothing (``SessionScripts/cancelClaim``).
+    func cancelClaim(tokenHash: String, newTokenHash: String) {
+        let cancel = SessionScripts.cancelClaim(prefix: keys.prefix, tokenHash: tokenHash, newTokenHash: newTokenHash, node: nodeId,
+                                                markMs: cancelMarkMs)
+        call([cancel]) { [self] result in
+            guard case .failure = result else { return }
+            unfinishedEnds.append { [self] in cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash) }
+        }
+    }
+
+    /// Makes void a `session.start` this node gave up on, as ``cancelClaim(tokenHash:newTokenHash:)``:
+    /// if it ran, the session ends as a close would (it joined nothing; the user's record
+    /// follows, `offline` after the last session); if not, it will refuse.
+    func cancelStart(_ sessionId: String) {
+        call([SessionScripts.cancelStart(prefix: keys.prefix, id: sessionId, node: nodeId, markMs: cancelMarkMs)]) { [self] result in
+            switch result {
+            case .failure:
+                unfinishedEnds.append { [self] in cancelStart(sessionId) }
+            case .success(let replies):
+                let reply = replies.first ?? .null
+                guard reply[0].text == "ended", let user = reply[1].text else { return }
+                finishEnd(sessionId: sessionId, user: Name(unchecked: user), channels: [], kind: .leave, loggedOut: false)
             }
         }
     }
@@ -185,6 +236,45 @@ final class ClusterSessions: SessionEngine {
 
     // MARK: - Ends and holds
 
+    /// Redis ran this node's hold of `session` (`held <id>` on the control channel, which
+    /// comes after every message published before the hold): the messages this node kept for
+    /// it meanwhile — Redis did not keep them, the session was live there — go to Redis ahead
+    /// of those Redis kept since, so that a resume on any node gets them all, once, in order
+    /// (``SessionScripts/keepHeard``; a resume waits for it). Redis out of reach: tried again at
+    /// each reaper tick while the session is still held here.
+    func handOverHeard(_ session: Session) {
+        let heard = session.isHeld ? session.takeHeldMessages() : (events: [], dropped: 0)
+        keepHeard(session, events: Array(heard.events), dropped: heard.dropped)
+    }
+
+    private func keepHeard(_ session: Session, events: [[UInt8]], dropped: Int) {
+        let keep = SessionScripts.keepHeard(prefix: keys.prefix, id: session.sessionId, node: nodeId,
+                                            limit: configuration.limits.heldMessageBytes, dropped: dropped, heard: events)
+        call([keep]) { [self] result in
+            switch result {
+            case .success(let replies) where replies.first?.text == "live":
+                // Resumed here meanwhile (a resume waits only so long): late, but not lost.
+                deliverHeard(events, to: session)
+            case .success:
+                break
+            case .failure:
+                unfinishedEnds.append { [self] in
+                    guard broker.directory.session(id: session.sessionId) === session else { return }
+                    if session.isHeld {
+                        keepHeard(session, events: events, dropped: dropped)
+                    } else {
+                        deliverHeard(events, to: session)
+                    }
+                }
+            }
+        }
+    }
+
+    private func deliverHeard(_ events: [[UInt8]], to session: Session) {
+        guard session.connection != nil else { return }
+        for event in events { broker.outbox.send(event, to: session) }
+    }
+
     /// `logout`: the session ends here at once, but the reply (and close 1000) waits until
     /// Redis has the end and the user's record is stamped. A reply sent earlier would let the
     /// client's next step (on any node) be stamped before this logout: a catch-up would then
@@ -200,8 +290,8 @@ final class ClusterSessions: SessionEngine {
     func held(_ session: Session) {
         call([SessionScripts.hold(prefix: keys.prefix, id: session.sessionId, node: nodeId)]) { [self] result in
             switch result {
-            case .success(let replies):
-                if replies.first?.text == "ok", session.isHeld { session.messagesKeptInStore = true }
+            case .success:
+                break
             case .failure:
                 unfinishedEnds.append { [self] in
                     guard session.isHeld, broker.directory.session(id: session.sessionId) === session else { return }

@@ -7,6 +7,9 @@ import RollcallProtocol
 enum ControlMessage: Equatable {
     /// `adopted <id>`: another node resumed the session; this node forgets its copy.
     case adopted(sessionId: String)
+    /// `held <id>`: Redis ran this node's hold of the session (the `session.hold` script says
+    /// so after every message published before it); the node hands over what it kept.
+    case held(sessionId: String)
     /// `end <id> <code>` or `end <id> 4403 <reason…>`: end the session here and close its
     /// connection with the code (4409 as a close frame; 4403 as `logout`, with the reason).
     case end(sessionId: String, code: CloseCode, reason: String?)
@@ -14,7 +17,7 @@ enum ControlMessage: Equatable {
     /// The session the message is about.
     var sessionId: String {
         switch self {
-        case .adopted(let id), .end(let id, _, _): id
+        case .adopted(let id), .held(let id), .end(let id, _, _): id
         }
     }
 
@@ -26,6 +29,8 @@ enum ControlMessage: Equatable {
         switch words[0] {
         case "adopted":
             self = .adopted(sessionId: words[1])
+        case "held":
+            self = .held(sessionId: words[1])
         case "end":
             let code = words.count > 2 ? UInt16(words[2]).flatMap(CloseCode.init(rawValue:)) ?? .sessionLimit : .sessionLimit
             self = .end(sessionId: words[1], code: code, reason: words.count > 3 ? words[3] : nil)
@@ -39,6 +44,8 @@ enum ControlMessage: Equatable {
         switch self {
         case .adopted(let id):
             "adopted \(id)"
+        case .held(let id):
+            "held \(id)"
         case .end(let id, let code, let reason):
             "end \(id) \(code.rawValue)" + (reason.map { " " + $0 } ?? "")
         }

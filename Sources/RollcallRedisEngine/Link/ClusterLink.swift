@@ -326,6 +326,11 @@ extension StoreFailure {
         self.init(.unavailable, "the cluster store is unreachable (\(error.code.rawValue))", retryAfterMs: error.retryAfterMs ?? 1000)
     }
 
+    /// False when the call never left this node: the link was down when it was sent
+    /// (`REDIS_UNAVAILABLE`), so Redis cannot run it later. True for every other failure — a
+    /// timeout or a link lost with the call sent may still see it run.
+    var mayHaveReachedRedis: Bool { !message.hasSuffix("(\(RedisError.Code.unavailable.rawValue))") }
+
     /// What a request is answered when Redis said "not now" (``RedisError/isNotNow``):
     /// `UNAVAILABLE`, retried after half a second, naming what Redis said.
     init(notNow error: RedisError) {

@@ -131,8 +131,9 @@ enum PresenceScripts {
           redis.call('HSET', tokens, session, token)
         end
         -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
-        -- The event names them (`kept`), so that a node where one of them has resumed by the
-        -- time the event arrives does not deliver it again: the resume handed it over.
+        -- The event names them (`kept`; those it did not fit too, their resume counts it), so
+        -- that a node where one of them has resumed by the time the event arrives does not
+        -- deliver it again, and the node that held one keeps only what Redis did not.
         local kept = {}
         for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
           if held ~= session then
@@ -140,10 +141,10 @@ enum PresenceScripts {
             if used + #payload <= heldLimit then
               redis.call('RPUSH', prefix .. 'hm:' .. held, payload)
               redis.call('INCRBY', prefix .. 'hmb:' .. held, #payload)
-              kept[#kept + 1] = held
             else
               redis.call('INCR', prefix .. 'hmd:' .. held)
             end
+            kept[#kept + 1] = held
           end
         end
         redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)

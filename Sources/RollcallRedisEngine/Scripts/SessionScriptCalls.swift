@@ -26,15 +26,32 @@ extension SessionScripts {
         hold.command(["prefix": prefix, "id": id, "node": node])
     }
 
-    /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
-    /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`.
-    static func claim(prefix: String, tokenHash: String, user: Name, node: String, newTokenHash: String, staleMs: Int64) -> StoreCommand {
-        claim.command(["prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash, "staleMs": staleMs])
+    /// `session.keepHeard`: `node` hands Redis the messages it kept for its held session `id`
+    /// before the hold ran there (oldest first; `dropped` did not fit), ahead of Redis' own,
+    /// within `limit` bytes.
+    static func keepHeard(prefix: String, id: String, node: String, limit: Int, dropped: Int, heard: [[UInt8]]) -> StoreCommand {
+        keepHeard.command(["prefix": prefix, "id": id, "node": node, "limit": limit, "dropped": dropped], rest: heard)
     }
 
-    /// `session.release`: a claim this node made is given back (its login did not go on).
-    static func release(prefix: String, id: String, node: String) -> StoreCommand {
-        release.command(["prefix": prefix, "id": id, "node": node])
+    /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
+    /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`; what it
+    /// hands over stays in Redis for `markMs`, should the claim be cancelled.
+    static func claim(prefix: String, tokenHash: String, user: Name, node: String, newTokenHash: String, staleMs: Int64,
+                      markMs: Int64) -> StoreCommand {
+        claim.command(["prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash,
+                       "staleMs": staleMs, "markMs": markMs])
+    }
+
+    /// `session.cancelClaim`: the claim `node` made with `newTokenHash` (from `tokenHash`) is
+    /// void — undone if it ran, refused for `markMs` if it runs later.
+    static func cancelClaim(prefix: String, tokenHash: String, newTokenHash: String, node: String, markMs: Int64) -> StoreCommand {
+        cancelClaim.command(["prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs])
+    }
+
+    /// `session.cancelStart`: the `session.start` of session `id` on `node` is void — the
+    /// session ended if it ran, refused for `markMs` if it runs later.
+    static func cancelStart(prefix: String, id: String, node: String, markMs: Int64) -> StoreCommand {
+        cancelStart.command(["prefix": prefix, "id": id, "node": node, "markMs": markMs])
     }
 
     /// `session.end`: session `id` (owned by `node`) ends for good, `kind` for its channels;

@@ -9,6 +9,9 @@ import RollcallCore
 struct ClaimScriptReply {
     /// `ok`, `none` (nothing to resume: read as ``ScriptOutcome/unexpected``) or `fenced`.
     let outcome: ScriptOutcome
+    /// `wait`: the node that holds the session has not handed over what it heard before the
+    /// hold yet; the claim changed nothing and is made again shortly.
+    let mustWait: Bool
     /// The session taken over; nil when there was none to resume.
     let sessionId: String?
     let platform: Platform
@@ -23,6 +26,7 @@ struct ClaimScriptReply {
 
     init(_ reply: StoreReply) {
         outcome = ScriptOutcome(reply)
+        mustWait = reply[0].text == "wait"
         sessionId = outcome == .ok ? reply[1].text : nil
         platform = Platform(rawValue: reply[2].text ?? "") ?? .other
         presenceTimeoutMs = reply[4].integer

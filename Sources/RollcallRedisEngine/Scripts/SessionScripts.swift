@@ -8,11 +8,13 @@ import RollcallCore
 package enum SessionScripts {
     /// A new session. Returns `{'ok', over}`, `over` the user's sessions over the limit,
     /// oldest first, each as id and node (`''` while held with no node); or `{'fenced'}` when
-    /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat).
+    /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat);
+    /// or `{'cancelled'}` when its node gave up on it before it ran (``cancelStart``).
     static let start = LuaScript("session.start", parameters: [
         .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"), .number("max"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
+        if redis.call('EXISTS', prefix .. 'cancel:s:' .. id) == 1 then return {'cancelled'} end
         redis.call('HSET', prefix .. 's:' .. id, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
         redis.call('ZADD', userSessions(user), now, id)
@@ -32,37 +34,86 @@ package enum SessionScripts {
         """)
 
     /// A local session dropped abnormally: held until now + its timeout, still owned by its node.
+    /// Messages published from now on are kept in Redis; those published before reached the
+    /// node, which kept them. `held <id>` on the node's control channel follows them all (one
+    /// pub/sub link, in publish order), and then the node hands them over (``keepHeard``);
+    /// until it has (`handing`, at most `staleMs` of ``claim``), a resume waits.
     static let hold = LuaScript("session.hold", parameters: [.text("prefix"), .text("id"), .text("node")], library: library, body: """
         local key = prefix .. 's:' .. id
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
-        redis.call('HSET', key, 'heldUntil', deadline)
+        redis.call('HSET', key, 'heldUntil', deadline, 'handing', now)
         redis.call('ZADD', prefix .. 'held', deadline, id)
         markHeld(id)
+        redis.call('PUBLISH', prefix .. 'n:' .. node, 'held ' .. id)
+        return 'ok'
+        """)
+
+    /// The node that holds session `id` hands over the messages it kept for it after its
+    /// connection dropped and before its hold ran in Redis (the `rest`, oldest first; `dropped`
+    /// did not fit there): they go ahead of those Redis kept since, up to `limit` bytes in all
+    /// (the oldest stay, the rest are counted as dropped). Returns `ok`, `live` (it was resumed
+    /// on this node meanwhile: the node delivers them itself) or `gone` (ended, or on another
+    /// node). Either way a resume no longer waits for it.
+    static let keepHeard = LuaScript("session.keepHeard", parameters: [
+        .text("prefix"), .text("id"), .text("node"), .number("limit"), .number("dropped"),
+    ], rest: "heard", library: library, body: """
+        local key = prefix .. 's:' .. id
+        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
+        redis.call('HDEL', key, 'handing')
+        if tonumber(redis.call('HGET', key, 'heldUntil') or '0') == 0 then return 'live' end
+        if heard > #ARGV and dropped == 0 then return 'ok' end
+        local list = prefix .. 'hm:' .. id
+        local later = redis.call('LRANGE', list, 0, -1)
+        redis.call('DEL', list)
+        local bytes, lost = 0, dropped
+        local function keep(message)
+          if bytes + #message <= limit then
+            redis.call('RPUSH', list, message)
+            bytes = bytes + #message
+          else
+            lost = lost + 1
+          end
+        end
+        for i = heard, #ARGV do keep(ARGV[i]) end
+        for _, message in ipairs(later) do keep(message) end
+        redis.call('SET', prefix .. 'hmb:' .. id, bytes)
+        if lost > 0 then redis.call('INCRBY', prefix .. 'hmd:' .. id, lost) end
         return 'ok'
         """)
 
     /// A resume: takes a held session over by its token, on any node — or a live one whose
-    /// node has stopped beating for `staleMs`. Returns `none`, `fenced` (as `session.start`), or `ok`, id, platform, previous node,
-    /// timeout ms, channel ids, their join flags. The previous node, if alive, hears `adopted <id>`.
+    /// node has stopped beating for `staleMs`. Returns `none` (also when its node gave up on
+    /// this claim before it ran: ``cancelClaim``), `fenced` (as `session.start`), `wait` (the
+    /// node that holds it, alive, has not handed over what it heard before the hold yet:
+    /// ``hold``; asked again shortly, it changed nothing), or `ok`, id,
+    /// platform, previous node, timeout ms, channel ids, their join flags, the messages kept for
+    /// it and how many were dropped. The previous node, if alive, hears `adopted <id>`. The
+    /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
     static let claim = LuaScript("session.claim", parameters: [
-        .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"),
+        .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
+        if redis.call('EXISTS', prefix .. 'cancel:t:' .. newToken) == 1 then return {'none'} end
         local id = redis.call('GET', prefix .. 'tok:' .. token)
         if not id then return {'none'} end
         local key = prefix .. 's:' .. id
-        local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout')
+        local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout', 'handing')
         if not f[1] or f[1] ~= user then return {'none'} end
         if tonumber(f[4]) == 0 then
           -- Live on its node: only a node that stopped beating (killed, cut off) gives it up
           -- before it is declared dead, so a client that reconnects at once still resumes.
           local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
           if f[3] == node or (beat and now - tonumber(beat) < staleMs) then return {'none'} end
+        elseif f[6] and f[3] ~= '' and now - tonumber(f[6]) < staleMs then
+          -- Its node has not handed over what it heard before the hold: wait while it beats.
+          local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
+          if beat and now - tonumber(beat) < staleMs then return {'wait'} end
         end
         redis.call('DEL', prefix .. 'tok:' .. token)
         redis.call('SET', prefix .. 'tok:' .. newToken, id)
         redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
+        redis.call('HDEL', key, 'handing')
         redis.call('ZREM', prefix .. 'held', id)
         if f[3] ~= '' then
           redis.call('SREM', prefix .. 'ns:' .. f[3], id)
@@ -75,8 +126,77 @@ package enum SessionScripts {
         for i, channel in ipairs(channels) do flags[i] = redis.call('HGET', prefix .. 'c:' .. channel .. ':s', id) or '--' end
         local messages = redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)
         local dropped = tonumber(redis.call('GET', prefix .. 'hmd:' .. id) or '0')
-        redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
+        -- Handed over, and kept a while in case this claim's answer is lost (`cancelClaim`).
+        -- (`P hmc:<id>`: how many were dropped, then the messages.)
+        local handed = prefix .. 'hmc:' .. id
+        redis.call('DEL', handed, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
+        if #messages > 0 then redis.call('RENAME', prefix .. 'hm:' .. id, handed) end
+        if #messages > 0 or dropped > 0 then
+          redis.call('LPUSH', handed, dropped)
+          redis.call('PEXPIRE', handed, markMs)
+        end
         return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped}
+        """)
+
+    /// A claim this node gave up on (its answer was lost or late: the client was answered
+    /// `UNAVAILABLE`, or its connection went away), made void, sent until Redis answers it.
+    /// If the claim ran, the session is held again with no node, under its old token, with the
+    /// messages the claim handed over (the hold runs from now, as after a node's death): the
+    /// client's retry resumes it, or the reaper times it out. If it has not run yet, a mark
+    /// (`P cancel:t:<newToken>`, for `markMs`) makes it find nothing when it does. Returns
+    /// `held`, `marked`, or `gone` (the session moved on: ended, or taken over again).
+    static let cancelClaim = LuaScript("session.cancelClaim", parameters: [
+        .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
+    ], library: library, body: """
+        if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return 'gone' end
+        local id = redis.call('GET', prefix .. 'tok:' .. newToken)
+        if not id then
+          redis.call('SET', prefix .. 'cancel:t:' .. newToken, '1', 'PX', markMs)
+          return 'marked'
+        end
+        local key = prefix .. 's:' .. id
+        local holder = redis.call('HGET', key, 'node')
+        if holder ~= node and holder ~= '' then return 'gone' end
+        redis.call('DEL', prefix .. 'tok:' .. newToken)
+        redis.call('SET', prefix .. 'tok:' .. token, id)
+        redis.call('HSET', key, 'token', token)
+        if holder == node then
+          local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
+          redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
+          redis.call('ZADD', prefix .. 'held', deadline, id)
+          redis.call('SREM', prefix .. 'ns:' .. node, id)
+          markHeld(id)
+        end
+        -- The messages the claim handed over come first, before any kept since.
+        local handed = redis.call('LRANGE', prefix .. 'hmc:' .. id, 0, -1)
+        redis.call('DEL', prefix .. 'hmc:' .. id)
+        if #handed > 0 then
+          for i = #handed, 2, -1 do redis.call('LPUSH', prefix .. 'hm:' .. id, handed[i]) end
+          redis.call('INCRBY', prefix .. 'hmd:' .. id, tonumber(handed[1]))
+          local bytes = 0
+          for _, message in ipairs(redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)) do bytes = bytes + #message end
+          redis.call('SET', prefix .. 'hmb:' .. id, bytes)
+        end
+        return 'held'
+        """)
+
+    /// A `session.start` this node gave up on (its answer was lost or late), made void, sent
+    /// until Redis answers it. If it ran, the session ends as a close would (`{'ended', user}`:
+    /// the node then sends `status.ended`; it joined no channel); if not, a mark
+    /// (`P cancel:s:<id>`, for `markMs`) makes it refuse when it runs (`{'marked'}`).
+    static let cancelStart = LuaScript("session.cancelStart", parameters: [
+        .text("prefix"), .text("id"), .text("node"), .number("markMs"),
+    ], library: library, body: """
+        if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return {'gone'} end
+        local f = redis.call('HMGET', prefix .. 's:' .. id, 'user', 'node', 'token')
+        if not f[1] then
+          redis.call('SET', prefix .. 'cancel:s:' .. id, '1', 'PX', markMs)
+          return {'marked'}
+        end
+        if f[2] ~= node and f[2] ~= '' then return {'gone'} end
+        forget(id, f[1], f[2], f[3])
+        markEnding(id, f[1], 'l', 'closed')
+        return {'ended', f[1]}
         """)
 
     /// A session ends for good, on the node that owns it (or any node for one with no node).
@@ -153,19 +273,6 @@ package enum SessionScripts {
         return {dead, ended, unfinished}
         """)
 
-    /// A claimed session whose new connection closed before the claim came back: held again,
-    /// with no node (the reaper times it out).
-    static let release = LuaScript("session.release", parameters: [.text("prefix"), .text("id"), .text("node")], library: library, body: """
-        local key = prefix .. 's:' .. id
-        if redis.call('HGET', key, 'node') ~= node then return 'gone' end
-        local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
-        redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
-        redis.call('ZADD', prefix .. 'held', deadline, id)
-        redis.call('SREM', prefix .. 'ns:' .. node, id)
-        markHeld(id)
-        return 'ok'
-        """)
-
     /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
     /// becomes held with no node, resumable anywhere.
     static let handOver = LuaScript("session.handOver", parameters: [.text("prefix"), .text("node")], library: library, body: """
@@ -205,7 +312,7 @@ package enum SessionScripts {
         end
 
         local function forget(id, user, node, token)
-          redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
+          redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id, prefix .. 'hmc:' .. id)
           redis.call('DEL', prefix .. 's:' .. id)
           redis.call('ZREM', userSessions(user), id)
           redis.call('DEL', prefix .. 'tok:' .. token)
