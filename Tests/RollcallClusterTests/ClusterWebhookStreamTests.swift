@@ -25,14 +25,25 @@ struct ClusterWebhookStreamTests {
     /// Every event the stream holds, as node `node` takes them (and settles them).
     private func take(_ bed: ClusterBed, node: Int) throws -> [JSON] {
         let stream = WebhookStream(link: bed.links[node], webhooks: bed.brokers[node].configuration.webhooks)
-        var turn: Result<WebhookStream.Turn, RedisError>?
-        stream.take { turn = $0 }
-        try bed.pump(until: { turn != nil }, what: "a turn at the stream")
-        let events = try #require(try turn?.get().events)
+        let events = try turn(bed, stream).events
         var settled = false
         stream.settle(events.map(\.id)) { _ in settled = true }
         try bed.pump(until: { settled }, what: "settled")
         return events.map { (try? JSONParser.parse($0.bytes)) ?? .null }
+    }
+
+    /// One turn of `stream` at the stream, without settling.
+    private func turn(_ bed: ClusterBed, _ stream: WebhookStream) throws -> WebhookStream.Turn {
+        var turn: Result<WebhookStream.Turn, RedisError>?
+        stream.take { turn = $0 }
+        try bed.pump(until: { turn != nil }, what: "a turn at the stream")
+        return try #require(try turn?.get())
+    }
+
+    /// Runs the loop for `seconds` (the nodes keep beating meanwhile).
+    private func wait(_ bed: ClusterBed, seconds: TimeInterval) throws {
+        let until = Date().addingTimeInterval(seconds)
+        try bed.pump(until: { Date() >= until }, timeout: seconds + 5, what: "\(seconds) s")
     }
 
     private func line(_ event: JSON) -> String {
@@ -80,4 +91,40 @@ struct ClusterWebhookStreamTests {
         #expect(events.map { $0["status"]?.string("customStatus") ?? "-" } == ["-", "busy", "busy", "busy"])
         #expect(events.allSatisfy { $0.objectValue?.members.map(\.key) == ["event", "version", "status"] })
     }
+
+    @Test("the stream keeps at most queueMaxEvents events: the oldest go, and the next turn reports how many")
+    func theStreamIsBoundedAndCountsItsDrops() throws {
+        var configuration = configuration(events: ["presence", "channel"])
+        configuration.webhooks.queueMaxEvents = 3
+        let bed = try ClusterBed(nodes: 1, configuration: configuration, prefix: "whbound:")
+        let alice = try bed.login("alice", on: 0)
+        for channel in ["a", "b", "c"] { #expect(try bed.request(alice, "join", ["channel": .string(channel)])["ok"]?.boolValue == true) }
+        let stream = WebhookStream(link: bed.links[0], webhooks: configuration.webhooks)
+        let first = try turn(bed, stream)
+        #expect(first.dropped == 3, "six events written, three kept")
+        #expect(first.events.compactMap { (try? JSONParser.parse($0.bytes))?.string("channel") } == ["b", "c", "c"])
+        #expect(try turn(bed, stream).dropped == 0, "each drop is reported once")
+    }
+
+    @Test("a batch its node stopped touching is taken over, same ids; one its node keeps touching is not")
+    func aBatchIsTakenOverOnlyFromANodeThatStoppedTouchingIt() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: configuration(events: ["channel"]), prefix: "whclaim:")
+        let alice = try bed.login("alice", on: 0)
+        #expect(try bed.request(alice, "join", ["channel": .string("kept")])["ok"]?.boolValue == true)
+        let first = WebhookStream(link: bed.links[0], webhooks: bed.brokers[0].configuration.webhooks)
+        let second = WebhookStream(link: bed.links[1], webhooks: bed.brokers[1].configuration.webhooks)
+        let held = try turn(bed, first).events
+        #expect(held.count == 1)
+        // The first node is alive and retrying: it touches its batch more often than claimIdleMs.
+        let touches = Int(first.claimIdleMs / 500) + 2
+        for _ in 0..<touches {
+            first.touch(held.map(\.id))
+            try wait(bed, seconds: 0.5)
+        }
+        #expect(try turn(bed, second).events.isEmpty, "a batch its node keeps touching stays its node's")
+        // It stops (killed): after claimIdleMs the other node takes the same events over.
+        try wait(bed, seconds: Double(first.claimIdleMs) / 1000 + 0.2)
+        #expect(try turn(bed, second).events == held)
+    }
 }
+

@@ -289,6 +289,8 @@ final class WebhookSender {
             stream.settle(ids) { [weak self] result in
                 if case .failure(let error) = result { self?.logStorageFailure("settled webhook events not removed from Redis", error) }
             }
+            // More may wait: the next turn at once (it runs after the settle, on the same link).
+            nextPollAt = MonotonicClock.now
         }
     }
 
