@@ -6,8 +6,10 @@ import RollcallCore
 /// §11 *(1.2)* "Nothing lost"): table `webhook_event` of the status database (``StatusSchema``
 /// v3), one row per event, numbered in the order the core produced them.
 ///
-/// ``append(_:)`` commits each event before it returns (one small WAL transaction, no fsync:
-/// `synchronous = NORMAL`), so an event the broker produced survives `kill -9` of the process.
+/// ``append(_:)`` commits the events of one inbound event before it returns (one
+/// small WAL transaction, no fsync: `synchronous = NORMAL`), and the server calls it before it
+/// writes anything that inbound event produced, so an event the broker produced survives
+/// `kill -9` of the process.
 /// At start, ``unsettled()`` lists what a previous run left; ``settle(_:)`` deletes events
 /// posted (or dropped for good). An event's id is `<journal id>-w<number>`: the journal id is
 /// random, made once per database file, so ids stay unique and stable across restarts.
@@ -51,16 +53,18 @@ public final class SQLiteWebhookJournal {
         public let bytes: [UInt8]
     }
 
-    /// Stores `bytes` (committed when this returns); answers its id.
-    public func append(_ bytes: [UInt8]) throws(StatusStoreError) -> String {
+    /// Stores `events` in one transaction (committed when this returns); answers their ids, in order.
+    public func append(_ events: [[UInt8]]) throws(StatusStoreError) -> [String] {
         do {
-            let number = try queue.write { db in
-                try db.execute(sql: "INSERT INTO webhook_event (body) VALUES (?)", arguments: [Data(bytes)])
-                return db.lastInsertedRowID
+            let numbers = try queue.write { db in
+                try events.map { bytes in
+                    try db.execute(sql: "INSERT INTO webhook_event (body) VALUES (?)", arguments: [Data(bytes)])
+                    return db.lastInsertedRowID
+                }
             }
-            return id(number)
+            return numbers.map(id)
         } catch {
-            throw StatusStoreError(.writeFailed, "\(path): webhook event not stored: \(error)")
+            throw StatusStoreError(.writeFailed, "\(path): \(events.count) webhook events not stored: \(error)")
         }
     }
 

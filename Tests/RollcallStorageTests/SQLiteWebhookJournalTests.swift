@@ -14,8 +14,9 @@ struct SQLiteWebhookJournalTests {
         let path = directory.path("rollcall.db")
         let status = try SQLiteStatusStore(path: path)
         let first = try SQLiteWebhookJournal(path: path)
-        let ids = try (1...3).map { try first.append(Array("{\"event\":\"e\($0)\"}".utf8)) }
+        let ids = try first.append((1...3).map { Array("{\"event\":\"e\($0)\"}".utf8) })
         #expect(Set(ids).count == 3)
+        #expect(ids.map { $0.hasPrefix(first.journalId + "-w") } == [true, true, true])
         try first.settle([ids[1]])
         first.close()
 
@@ -26,7 +27,7 @@ struct SQLiteWebhookJournalTests {
         #expect(left.map { String(decoding: $0.bytes, as: UTF8.self) } == [#"{"event":"e1"}"#, #"{"event":"e3"}"#])
         try second.settle(left.map(\.id) + ["another-journal-w1"])
         #expect(try second.unsettled().isEmpty)
-        let next = try second.append([])
+        let next = try second.append([[]])[0]
         #expect(!ids.contains(next), "numbers are not reused")
         second.close()
         try status.close()

@@ -73,6 +73,8 @@ final class WebhookSender {
     private var dropLog = RateLimitedLog(intervalMs: 10_000)
     private var failureLog = RateLimitedLog(intervalMs: 10_000)
     private var storageLog = RateLimitedLog(intervalMs: 10_000)
+    /// Journal mode: events of the current inbound event, committed by ``commitStored()``.
+    private var toStore: [[UInt8]] = []
     /// Stream mode: when (monotonic ms) to look at the stream next; a turn under way; set on drain.
     private var nextPollAt: Int64?
     private var taking = false
@@ -96,7 +98,7 @@ final class WebhookSender {
     }
 
     private enum Input {
-        case event([UInt8])
+        case event([UInt8], id: String?)
         case tick
         case answered(UInt64, status: Int)
         case failed(UInt64, String)
@@ -164,8 +166,27 @@ final class WebhookSender {
 
     // MARK: - Inputs from the server
 
-    /// A core event for the backend.
-    func enqueue(_ event: BackendEvent) { submit(.event(event.bytes)) }
+    /// A core event for the backend. In journal mode it waits for ``commitStored()``, which
+    /// the server calls before it writes anything the same inbound event produced.
+    func enqueue(_ event: BackendEvent) {
+        guard case .journal = settings.storage else { return submit(.event(event.bytes, id: nil)) }
+        toStore.append(event.bytes)
+    }
+
+    /// Journal mode: commits the events enqueued since the last call in one transaction, then
+    /// queues them with their ids (kept in memory only, and logged, if the commit failed).
+    func commitStored() {
+        guard case .journal(let journal) = settings.storage, !toStore.isEmpty else { return }
+        let events = toStore
+        toStore.removeAll(keepingCapacity: true)
+        var ids: [String?] = Array(repeating: nil, count: events.count)
+        do throws(StatusStoreError) {
+            ids = try journal.append(events)
+        } catch {
+            logStorageFailure("webhook events kept in memory only: storage failed", error)
+        }
+        for (bytes, id) in zip(events, ids) { submit(.event(bytes, id: id)) }
+    }
 
     /// Shutdown: send what waits at once (in stream mode, no new batch is taken: what waits in
     /// Redis is for the other nodes).
@@ -211,7 +232,7 @@ final class WebhookSender {
             let now = MonotonicClock.now
             let actions: [WebhookDeliveryAction]
             switch next {
-            case .event(let bytes): actions = machine.enqueue(bytes, id: store(bytes), now: now)
+            case .event(let bytes, let id): actions = machine.enqueue(bytes, id: id, now: now)
             case .restored(let events):
                 actions = events.flatMap { machine.enqueue($0.bytes, id: $0.id, now: now) }
             case .taken(let turn):
@@ -265,18 +286,6 @@ final class WebhookSender {
     }
 
     // MARK: - Storage
-
-    /// Journal mode: commits `bytes` and answers its id (nil: kept in memory only, after a
-    /// failure that is logged).
-    private func store(_ bytes: [UInt8]) -> String? {
-        guard case .journal(let journal) = settings.storage else { return nil }
-        do throws(StatusStoreError) {
-            return try journal.append(bytes)
-        } catch {
-            logStorageFailure("webhook event kept in memory only: storage failed", error)
-            return nil
-        }
-    }
 
     /// Stored events that left for good: storage forgets them.
     private func settle(_ ids: [String]) {
