@@ -92,6 +92,14 @@ struct ClusterWebhookStreamTests {
         #expect(events.allSatisfy { $0.objectValue?.members.map(\.key) == ["event", "version", "status"] })
     }
 
+    @Test("a turn before any event writes no key under the prefix (a register after a data loss would call it foreign)")
+    func aTurnWithoutAStreamWritesNothing() throws {
+        let bed = try ClusterBed(nodes: 1, configuration: configuration(), prefix: "whnone:")
+        let stream = WebhookStream(link: bed.links[0], webhooks: bed.brokers[0].configuration.webhooks)
+        #expect(try turn(bed, stream) == WebhookStream.Turn(events: [], dropped: 0, nextDueMs: nil))
+        #expect(try bed.redis.command(["EXISTS", "whnone:wh"]) == ":0")
+    }
+
     @Test("the stream keeps at most queueMaxEvents events: the oldest go, and the next turn reports how many")
     func theStreamIsBoundedAndCountsItsDrops() throws {
         var configuration = configuration(events: ["presence", "channel"])

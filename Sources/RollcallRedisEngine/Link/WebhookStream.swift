@@ -86,26 +86,26 @@ public final class WebhookStream {
 
     /// Removes the events `ids` from the group's pending list and from the stream.
     public func settle(_ ids: [String], _ done: @escaping (Result<Void, RedisError>) -> Void = { _ in }) {
-        run(WebhookStreamScripts.settle, ids: ids, done)
+        let entries = entryIds(ids)
+        guard !entries.isEmpty else { return done(.success(())) }
+        let script = WebhookStreamScripts.settle
+        script.redis.run(on: connection, arguments: script.arguments(["stream": stream, "group": Self.group], rest: entries)) { result in
+            done(result.map { _ in () })
+        }
     }
 
     /// Restarts the idle time of the events `ids` (the batch this node is retrying).
     public func touch(_ ids: [String]) {
-        run(WebhookStreamScripts.touch, ids: ids) { _ in }
+        let entries = entryIds(ids)
+        guard !entries.isEmpty else { return }
+        let script = WebhookStreamScripts.touch
+        let arguments = script.arguments(["stream": stream, "group": Self.group, "consumer": consumer], rest: entries)
+        script.redis.run(on: connection, arguments: arguments) { _ in }
     }
 
-    private func run(_ script: LuaScript, ids: [String], _ done: @escaping (Result<Void, RedisError>) -> Void) {
-        let entries = ids.compactMap(entryId)
-        guard !entries.isEmpty else { return done(.success(())) }
-        var named: KeyValuePairs<String, any LuaArgument> = ["stream": stream, "group": Self.group]
-        if script.parameters.count == 3 { named = ["stream": stream, "group": Self.group, "consumer": consumer] }
-        let arguments = script.arguments(named, rest: entries.map { Array($0.utf8) })
-        script.redis.run(on: connection, arguments: arguments) { result in done(result.map { _ in () }) }
-    }
-
-    /// The stream entry id of event `id` (nil: not one of this cluster's).
-    private func entryId(_ id: String) -> String? {
-        id.hasPrefix(prefix) ? String(id.dropFirst(prefix.count)) : nil
+    /// The stream entry ids of the events `ids` (events of another cluster are left out).
+    private func entryIds(_ ids: [String]) -> [[UInt8]] {
+        ids.compactMap { id in id.hasPrefix(prefix) ? Array(id.utf8.dropFirst(prefix.utf8.count)) : nil }
     }
 
     /// An entry `{id, k, b, v}` as an event: `p` and `c` carry their bytes, `u` the record's

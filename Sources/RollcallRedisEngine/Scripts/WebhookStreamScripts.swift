@@ -36,14 +36,18 @@ enum WebhookStreamScripts {
     /// oldest has waited `delayMs`. Entries trimmed away while pending are acknowledged and
     /// left out. Also forgets consumers with nothing pending that were idle past `claimIdleMs`
     /// (nodes gone for good). Returns `{entries as {id, k, b, v}, events dropped since the last
-    /// turn (overflow), ms until the oldest new entry is due (0: none waits)}`.
+    /// turn (overflow), ms until the oldest new entry is due (0: none waits)}`. Writes nothing
+    /// while the stream does not exist; creates the group on the first turn after it does.
     static let take = LuaScript("webhooks.take", parameters: [
         .text("stream"), .text("group"), .text("consumer"), .number("count"), .number("delayMs"), .number("claimIdleMs"),
     ], body: """
-        redis.pcall('XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM')
+        local dropped = tonumber(redis.call('GETDEL', stream .. ':dropped') or '0')
+        -- No stream yet (or Redis lost it): nothing to take, and no key is made here (polling
+        -- must not write under the prefix: after a data loss the next register would find it).
+        if redis.call('EXISTS', stream) == 0 then return {{}, dropped, 0} end
+        redis.pcall('XGROUP', 'CREATE', stream, group, '0')
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-        local dropped = tonumber(redis.call('GETDEL', stream .. ':dropped') or '0')
         local function live(list)
           local out, gone = {}, {}
           for _, entry in ipairs(list or {}) do
