@@ -20,7 +20,11 @@ extension BrokerServer {
             if case .received(let connection, _) = next { feeding.requester = connection } else { feeding.requester = nil }
             apply(broker.handle(next))
             feeding.requester = nil
-            if index == feeding.pending.count { writeDirectWrites() }
+            if index == feeding.pending.count {
+                // Webhook events are durable (storage.path) before any client can see their change.
+                services.webhookSender?.commitStored()
+                writeDirectWrites()
+            }
         }
         feeding.pending.removeAll(keepingCapacity: true)
         feeding.isFeeding = false

@@ -1,5 +1,7 @@
 import Foundation
 import RollcallCore
+import RollcallRedisEngine
+import RollcallStorage
 
 /// Webhooks (PROTOCOL §11): the sender lives on the service thread beside the connections;
 /// the core's ``Action/notifyBackend(_:)`` feeds it (see `BrokerServer+Actions.swift`).
@@ -18,7 +20,16 @@ extension BrokerServer {
         guard !secrets.isEmpty else {
             throw ServerError(.webhookSetupFailed, "webhooks.url needs webhooks.secret or the environment variable named by webhooks.secretEnv")
         }
-        let settings = WebhookSender.Settings(webhooks: webhooks, url: url, secrets: secrets, node: nodeId)
+        var settings = WebhookSender.Settings(webhooks: webhooks, url: url, secrets: secrets, node: nodeId)
+        if let link = services.clusterLink {
+            settings.storage = .stream(WebhookStream(link: link, webhooks: webhooks))
+        } else if let path = configuration.storage.path {
+            do throws(StatusStoreError) {
+                settings.storage = .journal(try SQLiteWebhookJournal(path: path))
+            } catch {
+                throw ServerError(.webhookSetupFailed, "\(error)")
+            }
+        }
         return try WebhookSender(settings: settings, context: context, logger: logger)
     }
 }

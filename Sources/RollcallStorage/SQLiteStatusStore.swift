@@ -248,16 +248,16 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
         case .upsertUser(let user):
             try db.execute(sql: """
                 INSERT INTO user_status (user_id, status, custom_status, custom_status_expires_at, last_update_time,
-                    last_online_status_update_time, last_custom_status_update_time, last_session_ended_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    last_online_status_update_time, last_custom_status_update_time, last_session_ended_at, version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(user_id) DO UPDATE SET status = excluded.status, custom_status = excluded.custom_status,
                     custom_status_expires_at = excluded.custom_status_expires_at, last_update_time = excluded.last_update_time,
                     last_online_status_update_time = excluded.last_online_status_update_time,
                     last_custom_status_update_time = excluded.last_custom_status_update_time,
-                    last_session_ended_at = excluded.last_session_ended_at
+                    last_session_ended_at = excluded.last_session_ended_at, version = excluded.version
                 """, arguments: [user.userId.string, user.status.rawValue, user.customStatus, user.customStatusExpiresAt,
                                  user.lastUpdateTime, user.lastOnlineStatusUpdateTime, user.lastCustomStatusUpdateTime,
-                                 user.lastSessionEndedAt])
+                                 user.lastSessionEndedAt, user.version])
         case .upsertSubscription(let subscription):
             try db.execute(sql: """
                 INSERT INTO subscription (subscriber, target, created_at, expires_at) VALUES (?, ?, ?, ?)
@@ -285,7 +285,7 @@ public final class SQLiteStatusStore: StatusStore, @unchecked Sendable {
                 customStatus: row["custom_status"], customStatusExpiresAt: row["custom_status_expires_at"],
                 lastUpdateTime: row["last_update_time"], lastOnlineStatusUpdateTime: row["last_online_status_update_time"],
                 lastCustomStatusUpdateTime: row["last_custom_status_update_time"],
-                lastSessionEndedAt: row["last_session_ended_at"]))
+                lastSessionEndedAt: row["last_session_ended_at"], version: row["version"]))
         }
         for row in try Row.fetchAll(db, sql: "SELECT * FROM subscription ORDER BY subscriber, target") {
             let rawSubscriber: String = row["subscriber"]

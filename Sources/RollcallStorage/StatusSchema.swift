@@ -34,6 +34,17 @@ enum StatusSchema {
             // Lets a backend (or an operator) list a user's subscribers without a scan.
             try db.execute(sql: "CREATE INDEX subscription_by_target ON subscription (target, subscriber)")
         }
+        migrator.registerMigration("v3: user status version, webhook events") { db in
+            // The record's version (1.2: `userStatus` webhook events carry it), and the webhook
+            // events not acknowledged yet (PROTOCOL §11 "Nothing lost"), oldest first.
+            try db.execute(sql: """
+                ALTER TABLE user_status ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE webhook_event (
+                    number INTEGER PRIMARY KEY AUTOINCREMENT,
+                    body BLOB NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

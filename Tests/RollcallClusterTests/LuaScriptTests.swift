@@ -38,7 +38,7 @@ import Testing
             UserStatusScripts.ended, UserStatusScripts.setCustomStatus, UserStatusScripts.records, UserStatusScripts.subscribe,
             UserStatusScripts.unsubscribe, UserStatusScripts.subscriptions, UserStatusScripts.resync, UserStatusScripts.sweep,
             ServerAPIScripts.channels, ServerAPIScripts.info, ServerAPIScripts.sessionsOfUser, ClusterStartCheck.register,
-            NodeHeartbeat.beat, NodeHeartbeat.revive,
+            NodeHeartbeat.beat, NodeHeartbeat.revive, WebhookStreamScripts.take, WebhookStreamScripts.settle, WebhookStreamScripts.touch,
         ]
         #expect(Set(scripts.map(\.store.name)).count == scripts.count)
         for script in scripts {

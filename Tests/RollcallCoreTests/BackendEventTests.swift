@@ -82,8 +82,10 @@ import Testing
         #expect(events.map { $0.string("type") ?? "?" } == ["occupied", "vacated"])
         #expect(events[0] == [
             "event": "channel", "type": "occupied", "channel": "room", "channelType": "stream",
-            "timestamp": .int(Int(harness.clock.now)),
+            "timestamp": .int(Int(harness.clock.now)), "seq": 1,
         ])
+        // (1.2) The seq of the presence event that vacated it: bob's leave, the channel's fourth.
+        #expect(events[1].int("seq") == 4)
     }
 
     @Test func occupiedComesBeforeTheJoinAndVacatedAfterTheLeave() throws {
@@ -94,6 +96,19 @@ import Testing
         let events = decoded(harness.backendEvents)
         #expect(events.map { "\($0.string("event") ?? "?"):\($0.string("type") ?? "?")" }
                 == ["channel:occupied", "presence:join", "presence:leave", "channel:vacated"])
+        // (1.2) Each channel event carries the seq of the presence event that occupied or vacated it.
+        #expect(events.map { $0.int("seq") ?? 0 } == [1, 1, 2, 2])
+    }
+
+    @Test func aChannelOccupiedAgainCarriesTheSeqOfItsNewJoin() throws {
+        let harness = makeHarness(events: ["channel"])
+        let alice = try harness.login("alice")
+        for _ in 0..<2 {
+            try alice.ok("join", [("channel", "room")])
+            try alice.ok("leave", [("channel", "room")])
+        }
+        #expect(decoded(harness.backendEvents).map { "\($0.string("type") ?? "?"):\($0.int("seq") ?? -1)" }
+                == ["occupied:1", "vacated:2", "occupied:1", "vacated:2"])
     }
 
     @Test func aTimeoutVacatesAfterTheHoldAndShutdownVacatesEverything() throws {
@@ -125,7 +140,26 @@ import Testing
         #expect(events.map { $0["status"]?.string("status") ?? "?" } == ["online", "online", "loggedOut"])
         #expect(events[1]["status"]?.string("customStatus") == "busy")
         #expect(events[0]["status"]?["platforms"] == ["ios"])
-        #expect(events[0].objectValue?.members.map(\.key) == ["event", "status"])
+        #expect(events[0].objectValue?.members.map(\.key) == ["event", "version", "status"])
+        // (1.2) The record's version steps by one with every change of it.
+        #expect(events.map { $0.int("version") ?? 0 } == [1, 2, 3])
+    }
+
+    @Test func theVersionOfAUserRecordSurvivesARestartOfTheEngine() throws {
+        let store = MemoryStatusStore()
+        let first = PresenceHarness(store: store) {
+            $0.webhooks.url = "http://127.0.0.1:9/hooks"
+            $0.webhooks.secret = "s"
+        }
+        let alice = try first.login("alice")
+        try alice.ok("setCustomStatus", [("customStatus", "busy")])
+        let second = PresenceHarness(store: store) {
+            $0.webhooks.url = "http://127.0.0.1:9/hooks"
+            $0.webhooks.secret = "s"
+        }
+        _ = try second.login("alice")
+        let versions = decoded(second.backendEvents).filter { $0.string("event") == "userStatus" }.map { $0.int("version") ?? 0 }
+        #expect(versions == [3])
     }
 
     @Test func theEventsFilterPicksKinds() throws {

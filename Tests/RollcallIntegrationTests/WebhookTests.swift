@@ -113,6 +113,13 @@ import Testing
         #expect(occupied["channel"]?.stringValue == "room")
         #expect(occupied["channelType"]?.stringValue == "message")
         #expect(occupied["timestamp"]?.numberValue?.intValue ?? 0 > 1_700_000_000_000)
+        // (1.2) Channel events carry the seq of the presence event that occupied or vacated the
+        // channel; user-status events the version of the user's record.
+        #expect(occupied["seq"]?.numberValue?.intValue == 1)
+        let vacated = try #require(events.last { $0["type"]?.stringValue == "vacated" })
+        #expect(vacated["seq"]?.numberValue?.intValue == 5)
+        #expect(status.objectValue?.members.map(\.key) == ["id", "event", "version", "status"])
+        #expect(status["version"]?.numberValue?.intValue == 1)
     }
 
     /// `webhooks.secrets` (PROTOCOL §11, 1.2): each batch carries one `v1` per secret, the

@@ -11,9 +11,9 @@ public struct BackendEvent: Sendable, Equatable {
         /// A presence event exactly as clients receive it (`join`, `leave`, `timeout`,
         /// `stateChanged`, `interval`; never `snapshot`).
         case presence
-        /// `{"event":"channel","type":"occupied"|"vacated","channel","channelType","timestamp"}`.
+        /// `{"event":"channel","type":"occupied"|"vacated","channel","channelType","timestamp","seq"}`.
         case channel
-        /// `{"event":"userStatus","status":record}`.
+        /// `{"event":"userStatus","version","status":record}`.
         case userStatus
     }
 
@@ -32,21 +32,41 @@ public struct BackendEvent: Sendable, Equatable {
 
 /// Encoders of the backend-only events (the `presence` kind reuses the client encoding).
 package enum BackendEvents {
-    /// `{"event":"channel","type":"occupied"|"vacated","channel","channelType","timestamp"}`.
-    package static func channel(_ type: String, channel: ChannelKey, timestamp: Timestamp) -> [UInt8] {
-        Frames.event("channel", capacity: 96 + channel.name.string.utf8.count) { w in
-            w.key("type"); w.string(type)
-            w.key("channel"); w.string(channel.name.string)
-            w.key("channelType"); w.string(channel.type.rawValue)
-            w.key("timestamp"); w.int(Int(timestamp))
-        }
+    /// `{"event":"channel","type":"occupied"|"vacated","channel","channelType","timestamp","seq"}`,
+    /// where `seq` is the channel's presence `seq` of the event that occupied or vacated it
+    /// (PROTOCOL §11, 1.2). The Redis engine's scripts write the same bytes
+    /// (``channelFields(_:)`` is their middle part).
+    package static func channel(_ type: String, channel: ChannelKey, timestamp: Timestamp, seq: Int) -> [UInt8] {
+        var bytes = Array(#"{"event":"channel","type":"#.utf8)
+        bytes += quoted(type)
+        bytes.append(UInt8(ascii: ","))
+        bytes += channelFields(channel)
+        bytes += Array(#","timestamp":\#(timestamp),"seq":\#(seq)}"#.utf8)
+        return bytes
     }
 
-    /// `{"event":"userStatus","status":record}`.
-    package static func userStatus(_ record: UserStatusRecord) -> [UInt8] {
+    /// `"channel":<name>,"channelType":<type>`: the channel's part of a `channel` event.
+    package static func channelFields(_ channel: ChannelKey) -> [UInt8] {
+        var bytes = Array(#""channel":"#.utf8)
+        bytes += quoted(channel.name.string)
+        bytes += Array(#","channelType":"#.utf8)
+        bytes += quoted(channel.type.rawValue)
+        return bytes
+    }
+
+    /// `{"event":"userStatus","version":n,"status":record}`: `version` steps by one with every
+    /// change of the user's record (PROTOCOL §11, 1.2).
+    package static func userStatus(_ record: UserStatusRecord, version: Int64) -> [UInt8] {
         Frames.event("userStatus", capacity: 256) { w in
+            w.key("version"); w.int(Int(version))
             w.key("status")
             record.write(to: &w)
         }
+    }
+
+    private static func quoted(_ text: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: text.utf8.count + 2)
+        writer.string(text)
+        return writer.bytes
     }
 }

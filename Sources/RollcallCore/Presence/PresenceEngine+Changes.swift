@@ -39,11 +39,14 @@ extension PresenceEngine {
     /// Adds a user as a new member with `state` and the joining session's token `info`, and
     /// reports the join.
     func addMember(_ user: Name, state: PresenceState, info: [UInt8]?, to channel: Channel) {
-        if channel.members.isEmpty { notifyBackendOfOccupancy("occupied", channel) }
+        let occupies = channel.members.isEmpty
+        let beforeJoin = outbox.actions.count
         channel.members[user] = ChannelMember(state: state, sessionCount: 1, info: info)
         userChannels.add(channel.key, for: user)
         if channel.occupancy == 1 { liveChannels.add(channel.key) }
         memberChanged(.joined, user, in: channel, wasPresent: false, previousState: .empty)
+        // Made once the join has its `seq`, and put before it.
+        if occupies { notifyBackendOfOccupancy("occupied", channel, at: beforeJoin) }
     }
 
     /// Takes a session out of a channel; when it was its user's last session there, the user
@@ -77,10 +80,16 @@ extension PresenceEngine {
     }
 
     /// The channel's first member arrived (`occupied`) or its last one went (`vacated`, also
-    /// at shutdown): a `channel` event for the backend when webhooks want it.
-    private func notifyBackendOfOccupancy(_ type: String, _ channel: Channel) {
+    /// at shutdown): a `channel` event for the backend when webhooks want it, with the `seq`
+    /// of the presence event that occupied or vacated it (the channel's latest).
+    private func notifyBackendOfOccupancy(_ type: String, _ channel: Channel, at position: Int? = nil) {
         guard outbox.notifiesChannels else { return }
-        outbox.notifyBackend(.channel, BackendEvents.channel(type, channel: channel.key, timestamp: clock.now))
+        let bytes = BackendEvents.channel(type, channel: channel.key, timestamp: clock.now, seq: channel.seq)
+        if let position {
+            outbox.insert(.notifyBackend(BackendEvent(kind: .channel, bytes: bytes)), at: position)
+        } else {
+            outbox.notifyBackend(.channel, bytes)
+        }
     }
 
     /// Removes the state keys whose TTL ran out: one state change per member, with every key

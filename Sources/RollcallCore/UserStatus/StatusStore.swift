@@ -91,13 +91,17 @@ public struct StoredUserStatus: Sendable, Equatable {
     public var customStatusExpiresAt: Timestamp?
     /// When the user's most recent session ended; nil if none ever ended.
     public var lastSessionEndedAt: Timestamp?
+    /// *(1.2)* Steps by one with every change of the record (its `userStatus` webhook events
+    /// carry it); 0 for a record never changed.
+    public var version: Int64
     /// `online`, `offline` or `loggedOut` as last written.
     public var status: OnlineStatus
 
     public init(userId: Name, status: OnlineStatus, customStatus: String? = nil, customStatusExpiresAt: Timestamp? = nil,
                 lastUpdateTime: Timestamp = 0, lastOnlineStatusUpdateTime: Timestamp = 0,
-                lastCustomStatusUpdateTime: Timestamp = 0, lastSessionEndedAt: Timestamp? = nil) {
+                lastCustomStatusUpdateTime: Timestamp = 0, lastSessionEndedAt: Timestamp? = nil, version: Int64 = 0) {
         self.userId = userId
+        self.version = version
         self.status = status
         self.customStatus = customStatus
         self.customStatusExpiresAt = customStatusExpiresAt

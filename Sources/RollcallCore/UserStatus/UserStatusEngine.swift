@@ -215,13 +215,16 @@ package final class UserStatusEngine {
     /// user's own sessions except `except`.
     func commit(_ user: StoredUserStatus, changed: Bool, now: Timestamp, except: Session?) {
         var user = user
-        if changed { user.lastUpdateTime = now }
+        if changed {
+            user.lastUpdateTime = now
+            user.version += 1
+        }
         users[user.userId] = user
         store.write(.upsertUser(user))
         guard changed else { return }
         let record = UserStatusRecord(stored: user, platforms: platforms(of: user.userId))
         let bytes = StatusEvents.userStatus([record])
-        if outbox.notifiesUserStatus { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
+        if outbox.notifiesUserStatus { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record, version: user.version)) }
         outbox.fanOut {
             for subscriber in book.subscribers(of: user.userId) {
                 for session in directory.sessions(of: subscriber) {

@@ -6,6 +6,29 @@ import RollcallCore
 struct ClusterKeys {
     /// `cluster.keyPrefix`.
     let prefix: String
+    /// The scripts' `hooks` argument (``WebhookStreamScripts/writer``): `''` with webhooks off,
+    /// else `<kinds> <queueMaxEvents> <stream key>`, kinds being the letters `p`, `c`, `u` of the
+    /// kinds `webhooks.events` selects.
+    let webhookHooks: String
+
+    /// The names under `prefix`; the scripts write the webhook events `webhooks` selects.
+    init(prefix: String, webhooks: Configuration.Webhooks = Configuration.Webhooks()) {
+        self.prefix = prefix
+        webhookHooks = Self.hooks(webhooks, stream: prefix + "wh")
+    }
+
+    /// The `hooks` argument for `webhooks` writing into `stream`.
+    static func hooks(_ webhooks: Configuration.Webhooks, stream: String) -> String {
+        guard webhooks.isEnabled else { return "" }
+        let kinds = webhooks.eventKinds
+        let letters = (kinds.contains(.presence) ? "p" : "") + (kinds.contains(.channel) ? "c" : "") + (kinds.contains(.userStatus) ? "u" : "")
+        guard !letters.isEmpty else { return "" }
+        return "\(letters) \(max(1, webhooks.queueMaxEvents)) \(stream)"
+    }
+
+    /// `P wh`: the stream of webhook events waiting for a 2xx (consumer group `d`);
+    /// `P wh:dropped` counts the ones `queueMaxEvents` pushed out.
+    var webhookStream: String { prefix + "wh" }
 
     /// The keys and arguments of one channel.
     struct ChannelKeys {

@@ -310,7 +310,6 @@ extension ClusterPresence {
                 return
             }
             for (key, reply) in zip(due, replies.map(FlushingScriptReply.init)) {
-                notifyBackend(of: reply.backendEvent, in: key)
                 scheduleFlush(key, dueAndNow: reply.dueAndNow)
             }
         }

@@ -59,7 +59,6 @@ extension ClusterPresence {
                 let decoded = StateScriptReply(reply)
                 switch decoded.outcome {
                 case .ok:
-                    notifyBackend(of: decoded.backendEvent, in: member.channel)
                     scheduleFlush(member.channel, dueAndNow: decoded.dueAndNow)
                     scheduleExpiry(member.channel, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
                 case .retry where attempt < Self.maxAttempts:

@@ -46,7 +46,6 @@ extension ClusterPresence {
                     let decoded = StateScriptReply(reply)
                     switch decoded.outcome {
                     case .ok:
-                        notifyBackend(of: decoded.backendEvent, in: key)
                         scheduleFlush(key, dueAndNow: decoded.dueAndNow)
                         scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
                         done(.success(Answer(result: .object(["state": state.json]))))

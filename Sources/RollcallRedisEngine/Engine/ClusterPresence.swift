@@ -84,7 +84,6 @@ final class ClusterPresence {
                 session.presence.pendingStates[key] = nil
                 session.presence.pendingTTLs[key] = nil
                 var answer = Answer(result: .object(["occupancy": .int(reply.occupancy), "mode": .string(reply.mode)]))
-                notifyBackend(of: reply.backendEvent, in: key)
                 scheduleFlush(key, dueAndNow: reply.dueAndNow)
                 scheduleExpiry(key, session.userId, earliest: reply.earliestExpiry, dueAndNow: reply.dueAndNow)
                 if waitsForSnapshot {
@@ -158,7 +157,6 @@ final class ClusterPresence {
                 done(.failure(Self.fenced(configuration)))
             case .success(let replies):
                 if session.presence.joined[key] != nil { removeLocally(session, from: key) }
-                notifyBackend(of: replies.first?[2] ?? .null, in: key)
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
                 done(.success(Answer(result: [:])))
             }
@@ -181,11 +179,9 @@ final class ClusterPresence {
         channels.map { removal(sessionId: sessionId, user: user, from: $0, kind: kind) }
     }
 
-    /// What the `leaveCommands` for `channels` answered: the backend events they made, and the
-    /// interval flushes they report.
+    /// What the `leaveCommands` for `channels` answered: the interval flushes they report.
     func leftChannels(_ channels: [ChannelKey], replies: ArraySlice<StoreReply>) {
         for (key, reply) in zip(channels, replies.map(FlushingScriptReply.init)) {
-            notifyBackend(of: reply.backendEvent, in: key)
             scheduleFlush(key, dueAndNow: reply.dueAndNow)
         }
     }
@@ -311,33 +307,14 @@ final class ClusterPresence {
         }
     }
 
-    /// Hands what a script produced to the webhook sender (PROTOCOL §11): each event is sent
-    /// once, by the node whose script produced it. `p<event>` is a presence event as clients
-    /// got it; `o`/`v` the channel's first member arrived / last one went.
-    func notifyBackend(of produced: StoreReply, in key: ChannelKey) {
-        guard outbox.notifiesPresence || outbox.notifiesChannels else { return }
-        for item in produced.elements ?? [] {
-            guard let bytes = item.bytes, let kind = bytes.first else { continue }
-            switch kind {
-            case UInt8(ascii: "p") where outbox.notifiesPresence:
-                outbox.notifyBackend(.presence, Array(bytes.dropFirst()))
-            case UInt8(ascii: "o") where outbox.notifiesChannels:
-                outbox.notifyBackend(.channel, BackendEvents.channel("occupied", channel: key, timestamp: clock.now))
-            case UInt8(ascii: "v") where outbox.notifiesChannels:
-                outbox.notifyBackend(.channel, BackendEvents.channel("vacated", channel: key, timestamp: clock.now))
-            default:
-                continue
-            }
-        }
-    }
-
-    /// Arguments 1–8 of every presence script (see ``PresenceScripts``).
+    /// Arguments 1–10 of every presence script (see ``PresenceScripts``).
     func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> PresenceScripts.Channel {
         let presence = configuration.presence
         return PresenceScripts.Channel(
             base: channelKeys.base, id: channelKeys.id, events: channelKeys.events, dueFlushes: keys.dueFlushes,
             maxInstantEvents: presence.maxInstantEvents, hysteresis: presence.hysteresis, intervalMs: presence.intervalSeconds.milliseconds,
-            intervalHead: intervalHead ? PresenceEvents.intervalHead(channel: key) : [])
+            intervalHead: intervalHead ? PresenceEvents.intervalHead(channel: key) : [],
+            hooks: keys.webhookHooks, channelFields: keys.webhookHooks.isEmpty ? [] : BackendEvents.channelFields(key))
     }
 
     /// The indexes a membership change of `user`'s session `sessionId` in `channelKeys` keeps.

@@ -11,7 +11,7 @@ extension ClusterUserStatus {
     /// counting against the rate, platforms are recomputed; it answers the catch-up.
     func startedCommand(_ session: Session, customStatus: String?) -> StoreCommand {
         let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
-        return UserStatusScripts.started(prefix: keys.prefix, user: session.userId, session: session.sessionId,
+        return UserStatusScripts.started(keys: keys, user: session.userId, session: session.sessionId,
                                          customStatus: custom, ttlMs: ttlMs)
     }
 
@@ -36,7 +36,7 @@ extension ClusterUserStatus {
         hearInbox(of: session.userId)
         let custom = customStatus.flatMap { $0.isEmpty ? nil : $0 }
         let window = max(300, configuration.presence.timeoutSeconds).milliseconds
-        let command = UserStatusScripts.resumed(prefix: keys.prefix, user: session.userId, session: session.sessionId,
+        let command = UserStatusScripts.resumed(keys: keys, user: session.userId, session: session.sessionId,
                                                 customStatus: custom, ttlMs: ttlMs, windowMs: window)
         store.call([command]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
@@ -50,7 +50,7 @@ extension ClusterUserStatus {
     /// took the session out of Redis): `loggedOut` after logout, else `offline`, when it was
     /// the user's last session; otherwise the platforms may change.
     func endedCommand(user: Name, sessionId: String, loggedOut: Bool) -> StoreCommand {
-        UserStatusScripts.ended(prefix: keys.prefix, user: user, session: sessionId, how: loggedOut ? .logout : .closed,
+        UserStatusScripts.ended(keys: keys, user: user, session: sessionId, how: loggedOut ? .logout : .closed,
                                 clearCustomStatus: configuration.userStatus.clearCustomStatusOnOffline)
     }
 
@@ -107,7 +107,7 @@ extension ClusterUserStatus {
     /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,
     /// expired subscriptions dropped.
     var sweepCommand: StoreCommand {
-        UserStatusScripts.sweep(prefix: keys.prefix, limit: 100)
+        UserStatusScripts.sweep(keys: keys, limit: 100)
     }
 
     /// The sweep's answer came back: Redis was reachable then (and the custom statuses it
@@ -131,7 +131,7 @@ extension ClusterUserStatus {
         while start < users.count {
             let chunk = Array(users[start..<min(users.count, start + 100)])
             start += 100
-            store.call([UserStatusScripts.resync(prefix: keys.prefix, windowMs: window, users: chunk)]) { [self] result in
+            store.call([UserStatusScripts.resync(keys: keys, windowMs: window, users: chunk)]) { [self] result in
                 guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
                 for (user, reply) in zip(chunk, elements) {
                     let records = UserStatusScripts.catchUp(reply)

@@ -50,7 +50,7 @@ final class ClusterUserStatus {
         }
         let perSecond = configuration.userStatus.customStatusPerSecond
         try take(from: &customStatusBuckets, session.userId, capacity: max(1, perSecond), perSecond: perSecond, what: "setCustomStatus")
-        let command = UserStatusScripts.setCustomStatus(prefix: keys.prefix, user: session.userId, session: session.sessionId,
+        let command = UserStatusScripts.setCustomStatus(keys: keys, user: session.userId, session: session.sessionId,
                                                         customStatus: value, ttlMs: ttlMs)
         store.call([command]) { [self] result in
             done(result.map { replies in
@@ -86,7 +86,7 @@ final class ClusterUserStatus {
         try takeQueryToken(me)
         let targets = batch.valid.filter { $0 != me }
         let limits = configuration.userStatus
-        let command = UserStatusScripts.subscribe(prefix: keys.prefix, subscriber: me, durationMs: request.durationSeconds.milliseconds,
+        let command = UserStatusScripts.subscribe(keys: keys, subscriber: me, durationMs: request.durationSeconds.milliseconds,
                                                   maxSubscriptions: limits.maxSubscriptionsPerUser,
                                                   maxSubscribers: limits.maxSubscribersPerUser, targets: targets)
         callScript(command, failed: { done(.failure($0)) }) { [self] answer in
@@ -130,7 +130,7 @@ final class ClusterUserStatus {
         let batch = request.userIds
         let me = session.userId
         try takeQueryToken(me)
-        let command = UserStatusScripts.unsubscribe(prefix: keys.prefix, subscriber: me, all: batch.isEmpty, targets: batch.valid)
+        let command = UserStatusScripts.unsubscribe(keys: keys, subscriber: me, all: batch.isEmpty, targets: batch.valid)
         callScript(command, failed: { done(.failure($0)) }) { [self] reply in
             var removed = UserStatusScripts.removedTargets(reply)
             if batch.isEmpty { removed.sort() }
@@ -154,7 +154,7 @@ final class ClusterUserStatus {
             after = decoded
         }
         let pageSize = request.pageSize
-        store.call([UserStatusScripts.subscriptions(prefix: keys.prefix, subscriber: session.userId)]) { [self] result in
+        store.call([UserStatusScripts.subscriptions(keys: keys, subscriber: session.userId)]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
@@ -191,7 +191,7 @@ final class ClusterUserStatus {
 
     /// The records of `users`, in order (never-seen users read `loggedOut`).
     func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
-        callScript(UserStatusScripts.records(prefix: keys.prefix, users: users), failed: { done(.failure($0)) }) { [self] reply in
+        callScript(UserStatusScripts.records(keys: keys, users: users), failed: { done(.failure($0)) }) { [self] reply in
             let elements = unwrapped(reply).elements ?? []
             done(.success(users.enumerated().map { index, user in
                 (index < elements.count ? UserStatusScripts.record(elements[index]) : nil) ?? .neverSeen(user)
@@ -199,9 +199,6 @@ final class ClusterUserStatus {
         }
     }
 
-    /// The answer of a script that can change records, `{result, announced records}`: the
-    /// records go to the backend (webhooks) from this node, the one whose script changed them,
-    /// so each change is sent once in the cluster; returns the result.
     /// Runs one script: `use` gets its reply; `failed` gets the store's failure, or Redis' error
     /// reply as `INTERNAL`.
     private func callScript(_ command: StoreCommand, failed: @escaping (BrokerError) -> Void, then use: @escaping (StoreReply) -> Void) {
@@ -217,12 +214,11 @@ final class ClusterUserStatus {
         }
     }
 
+    /// The answer of a script that can change records, `{result, announced records}`: returns
+    /// the result (the scripts wrote the changes' webhook events themselves,
+    /// ``WebhookStreamScripts``).
     func unwrapped(_ reply: StoreReply) -> StoreReply {
-        let changed = UserStatusScripts.Changed(reply)
-        if outbox.notifiesUserStatus {
-            for record in changed.announced { outbox.notifyBackend(.userStatus, BackendEvents.userStatus(record)) }
-        }
-        return changed.result
+        UserStatusScripts.Changed(reply).result
     }
 
     /// `customStatusTtlSeconds` in ms.

@@ -1,7 +1,7 @@
 import RollcallCore
 
 /// The presence scripts (``PresenceScripts``) as Swift calls: each function passes a script's
-/// arguments by the names its parameter list gives them — the channel's eight (``Channel``),
+/// arguments by the names its parameter list gives them — the channel's ten (``Channel``),
 /// then the script's own — and any state-key deadlines (``ClusterPresence/TTLOperation``) as
 /// the rest. Their replies are decoded in `PresenceScriptReplies.swift`.
 extension PresenceScripts {
@@ -15,15 +15,21 @@ extension PresenceScripts {
         let maxInstantEvents: Int, hysteresis: Int, intervalMs: Int64
         /// The head of the channel's `interval` events (empty: not needed by this call).
         let intervalHead: [UInt8]
+        /// Which webhook events the script writes (``ClusterKeys/webhookHooks``), and the
+        /// channel's part of its `channel` events (``BackendEvents/channelFields(_:)``; empty
+        /// when none is written).
+        let hooks: String, channelFields: [UInt8]
 
         static let parameters: [LuaParameter] = [
             .text("channelBase"), .text("channelId"), .text("channelEvents"), .text("channelDue"),
             .number("maxInstantEvents"), .number("hysteresis"), .number("intervalMs"), .text("intervalHead"),
+            .text("hooks"), .text("channelFields"),
         ]
 
         var arguments: KeyValuePairs<String, any LuaArgument> {
             ["channelBase": base, "channelId": id, "channelEvents": events, "channelDue": dueFlushes,
-             "maxInstantEvents": maxInstantEvents, "hysteresis": hysteresis, "intervalMs": intervalMs, "intervalHead": intervalHead]
+             "maxInstantEvents": maxInstantEvents, "hysteresis": hysteresis, "intervalMs": intervalMs, "intervalHead": intervalHead,
+             "hooks": hooks, "channelFields": channelFields]
         }
     }
 

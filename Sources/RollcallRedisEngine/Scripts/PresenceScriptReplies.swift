@@ -27,8 +27,7 @@ enum ScriptOutcome: Equatable {
     }
 }
 
-/// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry,
-/// backend event}`.
+/// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry}`.
 struct JoinScriptReply {
     let outcome: ScriptOutcome
     /// Occupancy after the join.
@@ -43,8 +42,6 @@ struct JoinScriptReply {
     let roster: StoreReply
     /// The member's earliest state-key expiry.
     let earliestExpiry: StoreReply
-    /// The event for the backend (webhooks), if any.
-    let backendEvent: StoreReply
 
     init(_ reply: StoreReply) {
         outcome = ScriptOutcome(reply)
@@ -54,35 +51,30 @@ struct JoinScriptReply {
         dueAndNow = reply[4]
         roster = reply[5]
         earliestExpiry = reply[6]
-        backendEvent = reply[7]
     }
 }
 
 /// `presence.setState` (a client's, or the expiry of keys): `{outcome, due-and-now, earliest
-/// expiry, backend event}`.
+/// expiry}`.
 struct StateScriptReply {
     let outcome: ScriptOutcome
     let dueAndNow: StoreReply
     let earliestExpiry: StoreReply
-    let backendEvent: StoreReply
 
     init(_ reply: StoreReply) {
         outcome = ScriptOutcome(reply)
         dueAndNow = reply[1]
         earliestExpiry = reply[2]
-        backendEvent = reply[3]
     }
 }
 
 /// `presence.leave` (a leave or timeout of one session) and `presence.flush` (an interval
-/// event): `{outcome, due-and-now, backend event}`.
+/// event): `{outcome, due-and-now}`.
 struct FlushingScriptReply {
     let dueAndNow: StoreReply
-    let backendEvent: StoreReply
 
     init(_ reply: StoreReply) {
         dueAndNow = reply[1]
-        backendEvent = reply[2]
     }
 }
 

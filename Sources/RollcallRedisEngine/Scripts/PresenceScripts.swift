@@ -39,7 +39,8 @@ enum PresenceScripts {
         end
         if not current then
           redis.call('ZADD', ch.members, 0, user)
-          if redis.call('ZCARD', ch.members) == 1 then produced[#produced + 1] = 'o' end
+          -- The first member: the channel's hash is new, so its join is announced with `seq` 1.
+          if redis.call('ZCARD', ch.members) == 1 then hookChannel('occupied', 1) end
           redis.call('HSET', ch.st, user, newState)
           if info ~= '' then redis.call('HSET', ch.info, user, info) else redis.call('HDEL', ch.info, user) end
           redis.call('ZADD', userChannels, 0, ch.id)
@@ -51,7 +52,7 @@ enum PresenceScripts {
         end
         local earliest = applyTTL(user, ttlFrom)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest, produced}
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
         return reply
         """)
@@ -69,7 +70,7 @@ enum PresenceScripts {
           redis.call('HINCRBY', ch.base, 'ml', -1)
         end
         redis.call('SREM', sessionChannels, ch.id)
-        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow(), produced} end
+        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow()} end
         redis.call('HDEL', ch.counts, user)
         local before = redis.call('HGET', ch.st, user) or '{}'
         redis.call('HDEL', ch.st, user)
@@ -85,12 +86,13 @@ enum PresenceScripts {
         end
         redis.call('HDEL', ch.info, user)
         if redis.call('ZCARD', ch.members) == 0 then
+          -- Before the channel's hash (and its `seq`) goes.
+          hookChannel('vacated', tonumber(redis.call('HGET', ch.base, 'seq') or '0'))
           redis.call('ZREM', allChannels, channelEntry)
           redis.call('ZREM', ch.due, ch.id)
           redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo, ch.listed, ch.base .. ':lp')
-          produced[#produced + 1] = 'v'
         end
-        return {'ok', dueAndNow(), produced}
+        return {'ok', dueAndNow()}
         """)
 
     static let setState = LuaScript("presence.setState", parameters: Channel.parameters + [
@@ -103,14 +105,14 @@ enum PresenceScripts {
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, head)
         end
-        return {'ok', dueAndNow(), applyTTL(user, ttlFrom), produced}
+        return {'ok', dueAndNow(), applyTTL(user, ttlFrom)}
         """)
 
     static let flush = LuaScript("presence.flush", parameters: Channel.parameters, library: library, body: """
         local due = redis.call('HGET', ch.base, 'due')
         if due and tonumber(due) <= now then
           flush()
-          return {'flushed', dueAndNow(), produced}
+          return {'flushed', dueAndNow()}
         end
         return {'notdue', dueAndNow()}
         """)
@@ -154,7 +156,7 @@ enum PresenceScripts {
     /// What every presence script runs after its parameters (the channel's first: the
     /// ``Channel`` arguments): the channel's keys, Redis' time, and the announce/interval
     /// rules of `PresenceEngine+Changes.swift` in Lua.
-    static let library = LuaScript.lessBytes + """
+    static let library = LuaScript.lessBytes + WebhookStreamScripts.writer + """
         local ch = {base = channelBase, id = channelId, events = channelEvents, due = channelDue,
           maxInstant = maxInstantEvents, hysteresis = hysteresis, intervalMs = intervalMs}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
@@ -230,13 +232,18 @@ enum PresenceScripts {
           return ',"occupancy":' .. occupancy .. ',"mode":"' .. mode .. '","seq":' .. seq .. ',"timestamp":' .. now .. '}'
         end
 
-        -- What this script produced, for the calling node's webhooks (each event is sent once,
-        -- by the node that produced it): `p<event>`, `o` (occupied), `v` (vacated).
-        local produced = {}
-
+        -- Webhook events go into the cluster's stream in the script that makes the change
+        -- (PROTOCOL §11 "Nothing lost"; WebhookStreamScripts): a presence event as clients
+        -- got it, and `channel` events with the `seq` of the event that occupied or vacated it.
         local function publishPresence(seq, subject, bytes)
           redis.call('PUBLISH', ch.events, 'P' .. seq .. '\\n' .. subject .. '\\n' .. bytes)
-          produced[#produced + 1] = 'p' .. bytes
+          hook('p', bytes)
+        end
+
+        local function hookChannel(type, seq)
+          if not hooksKind('c') then return end
+          hook('c', '{"event":"channel","type":"' .. type .. '",' .. channelFields .. ',"timestamp":' .. now
+            .. ',"seq":' .. seq .. '}')
         end
 
         -- A pending record: wasPresent (1/0), removal (-/l/t), #enc ':' enc, state at the last event.

@@ -26,7 +26,7 @@ enum UserStatusScripts {
     /// session end (none when no session of the user ever ended); nothing, and no change, when
     /// `session.start` recorded no session (the node was fenced).
     static let started = LuaScript("status.started", parameters: [
-        .text("prefix"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
     ], library: library, body: """
         -- `session.start` refused a fenced node: no session, so no change to the user either.
         if redis.call('EXISTS', prefix .. 's:' .. session) == 0 then return {{}, {}} end
@@ -60,7 +60,7 @@ enum UserStatusScripts {
     /// A held session resumed (here or on another node), with the login's custom status and
     /// its TTL. Returns the catch-up records (targets changed within `window` ms).
     static let resumed = LuaScript("status.resumed", parameters: [
-        .text("prefix"), .text("user"), .text("session"), .text("custom"), .number("ttl"), .number("window"),
+        .text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"), .number("window"),
     ], library: library, body: """
         expireCustom(user)
         local key = stKey(user)
@@ -78,7 +78,7 @@ enum UserStatusScripts {
     /// clearCustomStatusOnOffline (`1`/`0`). The last session: `loggedOut` after
     /// logout, else `offline`; otherwise the platforms may change. The end is finished: it
     /// leaves `P ending` (`SessionScripts.end`).
-    static let ended = LuaScript("status.ended", parameters: [.text("prefix"), .text("user"), .text("session"), .text("how"), .text("clear")],
+    static let ended = LuaScript("status.ended", parameters: [.text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("how"), .text("clear")],
                                  library: library, body: """
         if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return {'live', announced} end
         redis.call('ZREM', prefix .. 'ending', session)
@@ -115,7 +115,7 @@ enum UserStatusScripts {
     /// `setCustomStatus`: `custom` is `-` (clear) or `=text`, for `ttl` ms. Setting the
     /// current value again changes nothing. Returns the user's record.
     static let setCustomStatus = LuaScript("status.setCustom", parameters: [
-        .text("prefix"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
     ], library: library, body: """
         expireCustom(user)
         local key = stKey(user)
@@ -132,7 +132,7 @@ enum UserStatusScripts {
 
     /// `getUserStatus` (and the records of `getSubscriptions`), for the users (the rest).
     /// Returns one record per user, in order.
-    static let records = LuaScript("status.records", parameters: [.text("prefix")], rest: "usersFrom", library: library, body: """
+    static let records = LuaScript("status.records", parameters: [.text("prefix"), .text("hooks")], rest: "usersFrom", library: library, body: """
         local out = {}
         for i = usersFrom, #ARGV do out[#out + 1] = current(ARGV[i]) end
         return {out, announced}
@@ -143,7 +143,7 @@ enum UserStatusScripts {
     /// subscriber). Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
     /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
     static let subscribe = LuaScript("status.subscribe", parameters: [
-        .text("prefix"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
+        .text("prefix"), .text("hooks"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
@@ -180,7 +180,7 @@ enum UserStatusScripts {
 
     /// `unsubscribeUserStatus`: subscriber `me`, every subscription when `all` is `1`, else the
     /// targets (the rest). Returns the targets that were subscribed and are not any more.
-    static let unsubscribe = LuaScript("status.unsubscribe", parameters: [.text("prefix"), .text("me"), .text("all")],
+    static let unsubscribe = LuaScript("status.unsubscribe", parameters: [.text("prefix"), .text("hooks"), .text("me"), .text("all")],
                                        rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local targets = {}
@@ -201,7 +201,7 @@ enum UserStatusScripts {
 
     /// `getSubscriptions`, first step, for subscriber `me`. Returns the live
     /// subscriptions as target, expiresAt, target, expiresAt….
-    static let subscriptions = LuaScript("status.subscriptions", parameters: [.text("prefix"), .text("me")], library: library, body: """
+    static let subscriptions = LuaScript("status.subscriptions", parameters: [.text("prefix"), .text("hooks"), .text("me")], library: library, body: """
         return redis.call('ZRANGEBYSCORE', subxKey(me), '(' .. now, '+inf', 'WITHSCORES')
         """)
 
@@ -209,7 +209,7 @@ enum UserStatusScripts {
     /// the records a session of the user may have missed in the last `window` ms, for the users
     /// (the rest). Returns per user the user's own record if it changed within the window, then
     /// the subscribed targets that did.
-    static let resync = LuaScript("status.resync", parameters: [.text("prefix"), .number("window")], rest: "usersFrom",
+    static let resync = LuaScript("status.resync", parameters: [.text("prefix"), .text("hooks"), .number("window")], rest: "usersFrom",
                                   library: library, body: """
         local since = now - window
         local out = {}
@@ -228,7 +228,7 @@ enum UserStatusScripts {
     /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
     /// `limit`: the most of each to handle. Returns the subscriptions of the whole
     /// cluster not expired yet (`rollcall_subscriptions`).
-    static let sweep = LuaScript("status.sweep", parameters: [.text("prefix"), .number("limit")], library: library, body: """
+    static let sweep = LuaScript("status.sweep", parameters: [.text("prefix"), .text("hooks"), .number("limit")], library: library, body: """
         for _, user in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
           expireCustom(user)
         end
@@ -247,7 +247,7 @@ enum UserStatusScripts {
         return {redis.call('ZCOUNT', prefix .. 'subexp', '(' .. int(now), '+inf'), announced}
         """)
 
-    static let library = """
+    static let library = WebhookStreamScripts.writer + """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -293,8 +293,13 @@ enum UserStatusScripts {
         local function announce(user, except)
           local f = fields(user)
           announced[#announced + 1] = {user, f[1], f[2], f[3], f[4], f[5], f[6]}
-          local payload = 'U' .. except .. '\\n' .. user .. '\\n' .. f[1] .. '\\n' .. int(f[2]) .. '\\n' .. int(f[3]) .. '\\n' ..
+          local fieldsText = user .. '\\n' .. f[1] .. '\\n' .. int(f[2]) .. '\\n' .. int(f[3]) .. '\\n' ..
             int(f[4]) .. '\\n' .. f[5] .. '\\n' .. (f[6] and ('=' .. f[6]) or '-')
+          local payload = 'U' .. except .. '\\n' .. fieldsText
+          -- The record's version steps with every change (1.2); its webhook event goes into the
+          -- stream here, with the change (WebhookStreamScripts).
+          local version = redis.call('HINCRBY', stKey(user), 'v', 1)
+          hook('u', fieldsText, 'v', version)
           redis.call('ZREMRANGEBYSCORE', subrKey(user), '-inf', now)
           for _, subscriber in ipairs(redis.call('ZRANGE', subrKey(user), 0, -1)) do
             if redis.call('EXISTS', usKey(subscriber)) == 1 then redis.call('PUBLISH', inbox(subscriber), payload) end

@@ -17,6 +17,11 @@ import RollcallCore
 ///   tried again after 0.5 s, 1 s, 2 s, … at most 30 s apart, as long as the retry would start
 ///   within `retryMaxSeconds` of the batch's first attempt; otherwise it is dropped
 ///   (`retriesExhausted`).
+/// - *(1.2)* Events may come with ids fixed by durable storage (``enqueue(_:id:now:)``,
+///   ``deliverNow(_:now:)``); a batch of such events is named after them
+///   (`<first id>+<count>`), so it keeps its id wherever and whenever it is formed again.
+///   Every event that leaves for good (acknowledged, dropped) is reported in a
+///   ``WebhookDeliveryAction/settled(_:)`` so that storage forgets it.
 struct WebhookDelivery {
     /// The limits, from `webhooks.*` (durations in milliseconds).
     struct Policy: Equatable {
@@ -64,6 +69,8 @@ struct WebhookDelivery {
         let bytes: [UInt8]
         /// Monotonic ms when it was queued.
         let queuedAt: Int64
+        /// True when durable storage fixed the id (the batch is then named after its events).
+        var isStored = false
     }
 
     /// The batch being delivered: same id and events on every attempt.
@@ -127,19 +134,43 @@ struct WebhookDelivery {
 
     // MARK: - Inputs
 
-    /// Queues one event; drops the oldest waiting event when the queue is full.
-    mutating func enqueue(_ bytes: [UInt8], now: Int64) -> [WebhookDeliveryAction] {
-        nextEventNumber += 1
+    /// Queues one event, with the id durable storage gave it (nil: one of the machine's own);
+    /// drops the oldest waiting event when the queue is full.
+    mutating func enqueue(_ bytes: [UInt8], id: String? = nil, now: Int64) -> [WebhookDeliveryAction] {
         var actions: [WebhookDeliveryAction] = []
         if queue.count >= policy.queueMaxEvents {
-            queue.removeFirst()
+            let oldest = queue.removeFirst()
             counters.droppedOverflow += 1
             actions.append(.dropped(.overflow, events: 1))
+            if oldest.isStored { actions.append(.settled([oldest.id])) }
         }
-        queue.append(QueuedEvent(id: "\(idPrefix)-e\(nextEventNumber)", bytes: bytes, queuedAt: now))
+        queue.append(queued(bytes, id: id, now: now))
         counters.queued += 1
         actions += startBatchIfDue(now: now)
         return actions
+    }
+
+    /// Events that are due now, with the ids durable storage gave them (a cluster node's turn
+    /// at the Redis stream): queued, and a batch starts at once if none is in flight.
+    mutating func deliverNow(_ events: [(id: String, bytes: [UInt8])], now: Int64) -> [WebhookDeliveryAction] {
+        for event in events {
+            queue.append(QueuedEvent(id: event.id, bytes: event.bytes, queuedAt: now - policy.batchMaxDelayMs, isStored: true))
+            counters.queued += 1
+        }
+        return startBatchIfDue(now: now)
+    }
+
+    /// `events` were dropped by durable storage, past `queueMaxEvents` (counted and logged here).
+    mutating func droppedElsewhere(_ events: Int) -> [WebhookDeliveryAction] {
+        guard events > 0 else { return [] }
+        counters.droppedOverflow += events
+        return [.dropped(.overflow, events: events)]
+    }
+
+    private mutating func queued(_ bytes: [UInt8], id: String?, now: Int64) -> QueuedEvent {
+        if let id { return QueuedEvent(id: id, bytes: bytes, queuedAt: now, isStored: true) }
+        nextEventNumber += 1
+        return QueuedEvent(id: "\(idPrefix)-e\(nextEventNumber)", bytes: bytes, queuedAt: now)
     }
 
     /// Time passed: an attempt past its deadline fails, a retry or a batch that is due starts.
@@ -162,12 +193,12 @@ struct WebhookDelivery {
         guard (200...299).contains(status) else {
             return attemptFailed(attempt, reason: .status(status), now: now)
         }
-        let delivered = batch?.events.count ?? 0
+        let delivered = batch?.events ?? []
         counters.deliveredBatches += 1
-        counters.deliveredEvents += delivered
+        counters.deliveredEvents += delivered.count
         batch = nil
         phase = .idle
-        return startBatchIfDue(now: now)
+        return Self.settling(delivered) + startBatchIfDue(now: now)
     }
 
     /// Attempt `attempt` ended without an answer (connection refused or cut, TLS failure…).
@@ -179,6 +210,7 @@ struct WebhookDelivery {
         if retryAt - failed.firstAttemptAt > policy.retryMaxMs {
             counters.droppedRetriesExhausted += failed.events.count
             actions.append(.dropped(.retriesExhausted, events: failed.events.count))
+            actions += Self.settling(failed.events)
             batch = nil
             phase = .idle
             actions += startBatchIfDue(now: now)
@@ -203,9 +235,21 @@ struct WebhookDelivery {
         let count = min(policy.batchMaxEvents, queue.count)
         let events = Array(queue.prefix(count))
         queue.removeFirst(count)
-        nextBatchNumber += 1
-        batch = Batch(id: "\(idPrefix)-b\(nextBatchNumber)", events: events, firstAttemptAt: now, attempts: 0)
+        let id: String
+        if let first = events.first, first.isStored {
+            id = "\(first.id)+\(events.count)"
+        } else {
+            nextBatchNumber += 1
+            id = "\(idPrefix)-b\(nextBatchNumber)"
+        }
+        batch = Batch(id: id, events: events, firstAttemptAt: now, attempts: 0)
         return startAttempt(now: now)
+    }
+
+    /// The `settled` action for the stored ones of `events` (none when none is stored).
+    private static func settling(_ events: [QueuedEvent]) -> [WebhookDeliveryAction] {
+        let ids = events.filter(\.isStored).map(\.id)
+        return ids.isEmpty ? [] : [.settled(ids)]
     }
 
     private mutating func startAttempt(now: Int64) -> [WebhookDeliveryAction] {
@@ -228,6 +272,9 @@ enum WebhookDeliveryAction: Equatable {
     case attemptFailed(batchId: String, attempt: Int, reason: WebhookFailure)
     /// `events` events were dropped for `reason` (for the log and `/metrics`).
     case dropped(WebhookDropReason, events: Int)
+    /// *(1.2)* The stored events `ids` left for good (acknowledged or dropped): durable
+    /// storage forgets them.
+    case settled([String])
 }
 
 /// Why an attempt failed.

@@ -3,6 +3,8 @@ import Foundation
 import Logging
 import RollcallCore
 import RollcallEventLoop
+import RollcallRedisEngine
+import RollcallStorage
 
 /// Delivers webhook batches (PROTOCOL §11) with libwebsockets' own HTTP client, on the
 /// broker's lws context and service thread: no thread of its own, nothing blocks.
@@ -19,6 +21,13 @@ import RollcallEventLoop
 /// - `.abandon`: kills the attempt's connection (its deadline passed).
 /// One lws timer (``nextDeadline``) drives ``WebhookDelivery/tick(now:)``.
 ///
+/// *(1.2)* Where events wait until a 2xx (``Storage``, PROTOCOL §11 "Nothing lost"): in memory;
+/// in `storage.path` (``SQLiteWebhookJournal``: each event the core produces is committed before
+/// it is queued, and what a previous run left is queued at start); or, in cluster mode, in the
+/// cluster's Redis stream, written by the scripts themselves (``WebhookStream``): the sender
+/// then takes one batch at a time from the stream, every ``WebhookStream/pollMs(_:)``, and
+/// touches the batch in flight at each poll so that no other node takes it over.
+///
 /// Service thread only.
 final class WebhookSender {
     /// What it is given at start.
@@ -28,6 +37,18 @@ final class WebhookSender {
         /// `webhooks.secret` (or `secretEnv`'s value), then `webhooks.secrets`: one `v1=` each.
         var secrets: [String]
         var node: String
+        /// Where events wait until a 2xx.
+        var storage: Storage = .memory
+    }
+
+    /// Where events wait until a 2xx acknowledges them.
+    enum Storage {
+        /// In memory (`storage.path` null): lost with the process.
+        case memory
+        /// One node with `storage.path`: committed to SQLite before they are queued.
+        case journal(SQLiteWebhookJournal)
+        /// Cluster mode: the Redis stream the scripts write.
+        case stream(WebhookStream)
     }
 
     private var machine: WebhookDelivery
@@ -51,6 +72,13 @@ final class WebhookSender {
     private var isStopped = false
     private var dropLog = RateLimitedLog(intervalMs: 10_000)
     private var failureLog = RateLimitedLog(intervalMs: 10_000)
+    private var storageLog = RateLimitedLog(intervalMs: 10_000)
+    /// Journal mode: events of the current inbound event, committed by ``commitStored()``.
+    private var toStore: [[UInt8]] = []
+    /// Stream mode: when (monotonic ms) to look at the stream next; a turn under way; set on drain.
+    private var nextPollAt: Int64?
+    private var taking = false
+    private var draining = false
 
     /// Body bytes written per writable callback.
     static let bodyChunkBytes = 16 * 1024
@@ -70,11 +98,15 @@ final class WebhookSender {
     }
 
     private enum Input {
-        case event([UInt8])
+        case event([UInt8], id: String?)
         case tick
         case answered(UInt64, status: Int)
         case failed(UInt64, String)
         case drain
+        /// Stream mode: what a turn at the stream found.
+        case taken(WebhookStream.Turn)
+        /// Journal mode: events a previous run left, with their ids.
+        case restored([SQLiteWebhookJournal.Event])
     }
 
     /// Creates the client vhost on `context` (service thread, after the context exists).
@@ -111,19 +143,60 @@ final class WebhookSender {
             logger.warning("webhooks.url host \(settings.url.host) did not resolve at start; libwebsockets resolves it at each POST (synchronously)")
         }
         logger.info("webhooks on", metadata: ["url": "\(settings.url)", "node": "\(settings.node)",
-                                              "events": "\(settings.webhooks.events.joined(separator: ","))"])
+                                              "events": "\(settings.webhooks.events.joined(separator: ","))",
+                                              "storage": "\(settings.storage.name)"])
+        switch settings.storage {
+        case .memory:
+            break
+        case .journal(let journal):
+            do throws(StatusStoreError) {
+                let left = try journal.unsettled()
+                if !left.isEmpty {
+                    logger.info("webhook events from the previous run queued", metadata: ["events": "\(left.count)", "path": "\(journal.path)"])
+                    submit(.restored(left))
+                }
+            } catch {
+                throw ServerError(.webhookSetupFailed, "\(error)")
+            }
+        case .stream:
+            nextPollAt = MonotonicClock.now
+            armTimer()
+        }
     }
 
     // MARK: - Inputs from the server
 
-    /// A core event for the backend.
-    func enqueue(_ event: BackendEvent) { submit(.event(event.bytes)) }
+    /// A core event for the backend. In journal mode it waits for ``commitStored()``, which
+    /// the server calls before it writes anything the same inbound event produced.
+    func enqueue(_ event: BackendEvent) {
+        guard case .journal = settings.storage else { return submit(.event(event.bytes, id: nil)) }
+        toStore.append(event.bytes)
+    }
 
-    /// Shutdown: send what waits at once.
-    func drain() { submit(.drain) }
+    /// Journal mode: commits the events enqueued since the last call in one transaction, then
+    /// queues them with their ids (kept in memory only, and logged, if the commit failed).
+    func commitStored() {
+        guard case .journal(let journal) = settings.storage, !toStore.isEmpty else { return }
+        let events = toStore
+        toStore.removeAll(keepingCapacity: true)
+        var ids: [String?] = Array(repeating: nil, count: events.count)
+        do throws(StatusStoreError) {
+            ids = try journal.append(events)
+        } catch {
+            logStorageFailure("webhook events kept in memory only: storage failed", error)
+        }
+        for (bytes, id) in zip(events, ids) { submit(.event(bytes, id: id)) }
+    }
+
+    /// Shutdown: send what waits at once (in stream mode, no new batch is taken: what waits in
+    /// Redis is for the other nodes).
+    func drain() {
+        draining = true
+        submit(.drain)
+    }
 
     /// True when nothing waits and nothing is in flight.
-    var isIdle: Bool { machine.isIdle }
+    var isIdle: Bool { machine.isIdle && !taking }
 
     /// Totals and the queue length, for `/metrics`.
     var counters: WebhookCounters { machine.counters }
@@ -140,6 +213,7 @@ final class WebhookSender {
     func timerFired() {
         timer.fired()
         submit(.tick)
+        pollIfDue()
     }
 
     // MARK: - Driving the machine
@@ -158,7 +232,13 @@ final class WebhookSender {
             let now = MonotonicClock.now
             let actions: [WebhookDeliveryAction]
             switch next {
-            case .event(let bytes): actions = machine.enqueue(bytes, now: now)
+            case .event(let bytes, let id): actions = machine.enqueue(bytes, id: id, now: now)
+            case .restored(let events):
+                actions = events.flatMap { machine.enqueue($0.bytes, id: $0.id, now: now) }
+            case .taken(let turn):
+                actions = machine.droppedElsewhere(turn.dropped) + machine.deliverNow(turn.events.map { ($0.id, $0.bytes) }, now: now)
+                if let due = turn.nextDueMs { nextPollAt = min(nextPollAt ?? .max, now + due) }
+                if !turn.events.isEmpty, machine.isIdle { nextPollAt = now }
             case .tick: actions = machine.tick(now: now)
             case .answered(let number, let status): actions = machine.attemptAnswered(number, status: status, now: now)
             case .failed(let number, let detail): actions = machine.attemptFailed(number, reason: .connection(detail), now: now)
@@ -186,6 +266,8 @@ final class WebhookSender {
                     "url": "\(settings.url)", "similarSuppressed": "\(suppressed)",
                 ])
             }
+        case .settled(let ids):
+            settle(ids)
         case .dropped(let reason, let events):
             if let suppressed = dropLog.allow(now: MonotonicClock.now) {
                 let counters = machine.counters
@@ -199,7 +281,53 @@ final class WebhookSender {
     }
 
     private func armTimer() {
-        timer.arm(at: machine.nextDeadline, now: MonotonicClock.now)
+        let deadline = [machine.nextDeadline, nextPollAt].compactMap { $0 }.min()
+        timer.arm(at: deadline, now: MonotonicClock.now)
+    }
+
+    // MARK: - Storage
+
+    /// Stored events that left for good: storage forgets them.
+    private func settle(_ ids: [String]) {
+        switch settings.storage {
+        case .memory:
+            break
+        case .journal(let journal):
+            do throws(StatusStoreError) { try journal.settle(ids) } catch { logStorageFailure("settled webhook events not deleted", error) }
+        case .stream(let stream):
+            stream.settle(ids) { [weak self] result in
+                if case .failure(let error) = result { self?.logStorageFailure("settled webhook events not removed from Redis", error) }
+            }
+            // More may wait: the next turn at once (it runs after the settle, on the same link).
+            nextPollAt = MonotonicClock.now
+        }
+    }
+
+    /// Stream mode, at its poll time: touches the batch in flight, or takes the next one.
+    private func pollIfDue() {
+        guard case .stream(let stream) = settings.storage, !isStopped, let due = nextPollAt else { return }
+        let now = MonotonicClock.now
+        guard now >= due else { return }
+        nextPollAt = now + WebhookStream.pollMs(settings.webhooks)
+        if let batch = machine.batch {
+            stream.touch(batch.events.map(\.id))
+        } else if !taking, !draining, machine.isIdle {
+            taking = true
+            stream.take { [weak self] result in
+                guard let self else { return }
+                taking = false
+                switch result {
+                case .success(let turn): submit(.taken(turn))
+                case .failure(let error): logStorageFailure("webhook events not taken from Redis", error)
+                }
+            }
+        }
+        armTimer()
+    }
+
+    private func logStorageFailure(_ message: String, _ error: any Error) {
+        guard let suppressed = storageLog.allow(now: MonotonicClock.now) else { return }
+        logger.error("\(message)", metadata: ["error": "\(error)", "similarSuppressed": "\(suppressed)"])
     }
 
     // MARK: - One POST
@@ -336,4 +464,15 @@ let rollcallWebhookCallback: @convention(c) (
     let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
     guard let sender = server.services.webhookSender else { return 0 }
     return sender.handleCallback(wsi, reason, input, length)
+}
+
+extension WebhookSender.Storage {
+    /// For the log.
+    var name: String {
+        switch self {
+        case .memory: "memory"
+        case .journal(let journal): "sqlite \(journal.path)"
+        case .stream: "redis stream"
+        }
+    }
 }

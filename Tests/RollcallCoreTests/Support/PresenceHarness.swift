@@ -27,15 +27,16 @@ final class PresenceHarness {
     /// Called with each event as it arrives (before it is queued for `events`).
     var onEvent: ((ConnectionID, JSON) -> Void)?
 
-    /// A broker with the default configuration changed by `configure` (no durable storage,
+    /// A broker with the default configuration changed by `configure` (durable data in `store`,
     /// no request rate limit).
-    init(authenticator: (any LoginAuthenticator)? = nil, _ configure: (inout Configuration) -> Void = { _ in }) {
+    init(authenticator: (any LoginAuthenticator)? = nil, store: any StatusStore = MemoryStatusStore(),
+         _ configure: (inout Configuration) -> Void = { _ in }) {
         var configuration = Configuration()
         configuration.storage.path = nil
         configuration.limits.requestsPerSecond = 1_000_000
         configuration.limits.requestBurst = 1_000_000
         configure(&configuration)
-        broker = Broker(configuration: configuration, clock: clock, authenticator: authenticator)
+        broker = Broker(configuration: configuration, clock: clock, store: store, authenticator: authenticator)
     }
 
     /// Feeds one event to the broker and records what it sends.
