@@ -51,9 +51,9 @@ final class WebhookSender {
         case stream(WebhookStream)
     }
 
-    private var machine: WebhookDelivery
-    private let settings: Settings
-    private let logger: Logger
+    var machine: WebhookDelivery
+    let settings: Settings
+    let logger: Logger
     private let context: OpaquePointer
     private var vhost: OpaquePointer?
     /// The client vhost's protocol list and strings.
@@ -69,16 +69,16 @@ final class WebhookSender {
     private var inputs: [Input] = []
     private var isHandling = false
     /// Set by ``stop()``.
-    private var isStopped = false
+    var isStopped = false
     private var dropLog = RateLimitedLog(intervalMs: 10_000)
     private var failureLog = RateLimitedLog(intervalMs: 10_000)
-    private var storageLog = RateLimitedLog(intervalMs: 10_000)
+    var storageLog = RateLimitedLog(intervalMs: 10_000)
     /// Journal mode: events of the current inbound event, committed by ``commitStored()``.
     private var toStore: [[UInt8]] = []
     /// Stream mode: when (monotonic ms) to look at the stream next; a turn under way; set on drain.
-    private var nextPollAt: Int64?
-    private var taking = false
-    private var draining = false
+    var nextPollAt: Int64?
+    var taking = false
+    var draining = false
 
     /// Body bytes written per writable callback.
     static let bodyChunkBytes = 16 * 1024
@@ -97,7 +97,7 @@ final class WebhookSender {
         var bodySent = false
     }
 
-    private enum Input {
+    enum Input {
         case event([UInt8], id: String?)
         case tick
         case answered(UInt64, status: Int)
@@ -220,7 +220,7 @@ final class WebhookSender {
 
     /// Feeds the machine one input at a time: inputs that arrive while actions are carried
     /// out (a connect that fails at once) wait their turn, so the machine is never re-entered.
-    private func submit(_ input: Input) {
+    func submit(_ input: Input) {
         guard !isStopped else { return }
         inputs.append(input)
         guard !isHandling else { return }
@@ -280,54 +280,9 @@ final class WebhookSender {
         }
     }
 
-    private func armTimer() {
+    func armTimer() {
         let deadline = [machine.nextDeadline, nextPollAt].compactMap { $0 }.min()
         timer.arm(at: deadline, now: MonotonicClock.now)
-    }
-
-    // MARK: - Storage
-
-    /// Stored events that left for good: storage forgets them.
-    private func settle(_ ids: [String]) {
-        switch settings.storage {
-        case .memory:
-            break
-        case .journal(let journal):
-            do throws(StatusStoreError) { try journal.settle(ids) } catch { logStorageFailure("settled webhook events not deleted", error) }
-        case .stream(let stream):
-            stream.settle(ids) { [weak self] result in
-                if case .failure(let error) = result { self?.logStorageFailure("settled webhook events not removed from Redis", error) }
-            }
-            // More may wait: the next turn at once (it runs after the settle, on the same link).
-            nextPollAt = MonotonicClock.now
-        }
-    }
-
-    /// Stream mode, at its poll time: touches the batch in flight, or takes the next one.
-    private func pollIfDue() {
-        guard case .stream(let stream) = settings.storage, !isStopped, let due = nextPollAt else { return }
-        let now = MonotonicClock.now
-        guard now >= due else { return }
-        nextPollAt = now + WebhookStream.pollMs(settings.webhooks)
-        if let batch = machine.batch {
-            stream.touch(batch.events.map(\.id))
-        } else if !taking, !draining, machine.isIdle {
-            taking = true
-            stream.take { [weak self] result in
-                guard let self else { return }
-                taking = false
-                switch result {
-                case .success(let turn): submit(.taken(turn))
-                case .failure(let error): logStorageFailure("webhook events not taken from Redis", error)
-                }
-            }
-        }
-        armTimer()
-    }
-
-    private func logStorageFailure(_ message: String, _ error: any Error) {
-        guard let suppressed = storageLog.allow(now: MonotonicClock.now) else { return }
-        logger.error("\(message)", metadata: ["error": "\(error)", "similarSuppressed": "\(suppressed)"])
     }
 
     // MARK: - One POST
@@ -464,15 +419,4 @@ let rollcallWebhookCallback: @convention(c) (
     let server = Unmanaged<BrokerServer>.fromOpaque(owner).takeUnretainedValue()
     guard let sender = server.services.webhookSender else { return 0 }
     return sender.handleCallback(wsi, reason, input, length)
-}
-
-extension WebhookSender.Storage {
-    /// For the log.
-    var name: String {
-        switch self {
-        case .memory: "memory"
-        case .journal(let journal): "sqlite \(journal.path)"
-        case .stream: "redis stream"
-        }
-    }
 }
