@@ -18,8 +18,12 @@ struct ClusterSentinelTests {
         let name = "m" + UUID().uuidString.prefix(6).lowercased()
         let sentinels = try (0..<3).map { _ in try RedisSentinel(masterName: name, masterPort: master.port) }
         // Failover needs the replica in sync and every sentinel knowing it and the two others.
+        // In sync means its first full sync is done (`master_link_status:up`): `WAIT` counts a
+        // replica still waiting for that sync's snapshot (Redis 7 delays a diskless one 5 s),
+        // and a replica promoted then was seen to lack the cluster's keys (twice in full runs).
         let ready = eventually(timeout: 20) {
-            (try? RedisWire.command(port: master.port, ["WAIT", "1", "100"])) == ":1"
+            (try? RedisWire.bulk(port: replica.port, ["INFO", "replication"]))?.contains("master_link_status:up") == true
+                && (try? RedisWire.command(port: master.port, ["WAIT", "1", "100"])) == ":1"
                 && sentinels.allSatisfy { sentinel in
                     (try? RedisWire.command(port: sentinel.port, ["SENTINEL", "replicas", name])) == "*1"
                         && (try? RedisWire.command(port: sentinel.port, ["SENTINEL", "sentinels", name])) == "*2"
