@@ -62,6 +62,43 @@ struct ClusterFencedLoginTests {
                 "the session is still a member of kept in Redis (its new owner decides)")
     }
 
+    @Test("a setState for a joined session that was handed over and timed out answers UNAVAILABLE, not pending")
+    func aFencedSessionIsNotAnsweredPending() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "fence:")
+        let alice = try bed.login("alice", on: 0)
+        #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        // What the reap script does to the session of a node it declares dead (orphan), with
+        // its hold already over: held with no node; a reaper then times it out and takes alice
+        // out of the channel. Alice's node has not learned any of it yet.
+        let record = "fence:s:\(alice.sessionId)"
+        #expect(try bed.redis.command(["HSET", record, "node", "\"\"", "heldUntil", "1"]) == ":0")
+        #expect(try bed.redis.command(["SREM", "fence:ns:n1", alice.sessionId]) == ":1")
+        #expect(try bed.redis.command(["ZADD", "fence:held", "1", alice.sessionId]) == ":1")
+        try bed.pump(until: {
+            (try? bed.redis.command(["EXISTS", record])) == ":0" && (try? bed.redis.command(["HEXISTS", "fence:c:m:4:room:st", "alice"])) == ":0"
+        }, what: "the handed-over session timed out and left room")
+
+        // Before: the node read "not a member" and answered `pending: true`, as if the session
+        // were still its own and had never joined (chaos seeds 116437088078858, 124579947494685).
+        let set = try bed.request(alice, "setState", ["channel": .string("room"), "state": .object(["mood": .string("busy")])])
+        #expect(set["error"]?.string("code") == "UNAVAILABLE", "\(set.compactString)")
+        #expect(set["error"]?["retryAfterMs"]?.numberValue != nil, "\(set.compactString)")
+        let remove = try bed.request(alice, "removeState", ["channel": .string("room"), "keys": .array([.string("mood")])])
+        #expect(remove["error"]?.string("code") == "UNAVAILABLE", "\(remove.compactString)")
+        #expect(try bed.redis.command(["HEXISTS", "fence:c:m:4:room:st", "alice"]) == ":0", "alice is not made a member again")
+    }
+
+    @Test("a setState before joining, on a node that owns the session, still holds the state for the join")
+    func pendingStateOnAnOwnedSession() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "fence:")
+        let alice = try bed.login("alice", on: 0)
+        let set = try bed.request(alice, "setState", ["channel": .string("room"), "state": .object(["mood": .string("busy")])])
+        #expect(set["result"]?["pending"]?.boolValue == true, "\(set.compactString)")
+        let join = try bed.request(alice, "join", ["channel": .string("room")])
+        #expect(join["ok"]?.boolValue == true, "\(join.compactString)")
+        #expect(try bed.redis.command(["HSTRLEN", "fence:c:m:4:room:st", "alice"]) == ":15", "alice joined with {\"mood\":\"busy\"}")
+    }
+
     private func declareDeadNow(_ node: String, _ bed: ClusterBed) throws {
         try declareDead(node, in: bed)
     }

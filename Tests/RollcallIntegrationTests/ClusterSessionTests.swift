@@ -190,7 +190,7 @@ struct ClusterSessionTests {
         // with n3's arguments), and n3 stops before it can leave her channels or stamp her record.
         cluster.kill(node: 2, signal: SIGSTOP)
         let ended = try RedisWire.bulk(port: cluster.redisPort, [
-            "EVAL", SessionScripts.end.source, "0", cluster.keyPrefix, sessionId, "n3", "l", "closed",
+            "EVAL", SessionScripts.end.source, "0", cluster.keyPrefix, sessionId, "n3", "l", "closed", "",
         ])
         #expect(ended == "ok")
         cluster.kill(node: 2, signal: SIGKILL)

@@ -50,7 +50,7 @@ extension ClusterPresence {
             let change = PresenceScripts.setState(
                 channelArguments(member.channel, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
                 head: PresenceEvents.head("stateChanged", channel: member.channel, publisher: user, state: state),
-                encodedName: PresenceEvents.encodedName(user), ttl: due.map { .expired($0.0, $0.1) })
+                encodedName: PresenceEvents.encodedName(user), owner: nil, ttl: due.map { .expired($0.0, $0.1) })
             store.call([change]) { [self] result in
                 guard case .success(let replies) = result, let reply = replies.first else {
                     expiries.schedule(member, at: clock.monotonic + 250)

@@ -31,6 +31,12 @@ final class ClusterSessions: SessionEngine {
     /// This node's control channel (``ControlMessage``).
     var controlChannel: String { keys.prefix + "n:" + nodeId }
 
+    /// The hash of `session`'s current resume token, as its record in Redis has it while the
+    /// session is this node's.
+    static func tokenHash(of session: Session) -> String {
+        ResumeToken(session.resumeToken).map(tokenHash) ?? ""
+    }
+
     /// The hash a resume token is known by in Redis (the token itself never leaves the node).
     static func tokenHash(_ token: ResumeToken) -> String {
         SHA256.hash(data: Array(token.text.utf8)).prefix(16).map { byte in
@@ -147,7 +153,8 @@ final class ClusterSessions: SessionEngine {
             case .success(let replies):
                 guard broker.connections[connection] != nil else {
                     userStatus.stopHearingIfUnused(request.userId)
-                    endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave)
+                    endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave,
+                                 tokenHash: Self.tokenHash(token))
                     return
                 }
                 let started = StartScriptReply(replies.first ?? .null)
@@ -310,10 +317,11 @@ final class ClusterSessions: SessionEngine {
             // The node hands every session over at once (``shutDown()``).
             recorded?()
         case .timedOut:
-            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout, recorded: recorded)
+            endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .timeout,
+                         tokenHash: Self.tokenHash(of: session), recorded: recorded)
         case .logout, .closed:
             endInCluster(sessionId: session.sessionId, user: session.userId, channels: channels, kind: .leave,
-                         loggedOut: how == .logout, recorded: recorded)
+                         loggedOut: how == .logout, tokenHash: Self.tokenHash(of: session), recorded: recorded)
         }
     }
 
@@ -326,17 +334,21 @@ final class ClusterSessions: SessionEngine {
     /// same (its answer lost): then `session.end` says `gone`, and the channels are left and the
     /// record follows as after `ok`. `moved` (taken over by another node): only the record
     /// follows (`status.ended` changes nothing while the session exists).
+    /// `tokenHash`: the resume token's hash this node knew for the session (nil: any), so that
+    /// an end Redis runs late — the hold of a session ran out here while Redis was stopped, and
+    /// its client resumed it (on this node or another) once Redis was back, before the end was
+    /// retried — finds it `moved` instead of ending the resumed session behind its node's back.
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
-                      loggedOut: Bool = false, retried: Bool = false, recorded: (() -> Void)? = nil) {
+                      loggedOut: Bool = false, tokenHash: String? = nil, retried: Bool = false, recorded: (() -> Void)? = nil) {
         let end = SessionScripts.end(prefix: keys.prefix, id: sessionId, node: node ?? nodeId, kind: kind == .timeout ? .timeout : .leave,
-                                     loggedOut: loggedOut)
+                                     loggedOut: loggedOut, tokenHash: tokenHash)
         call([end]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the
                 // session does not stay a member everywhere.
                 unfinishedEnds.append { [self] in
                     endInCluster(sessionId: sessionId, user: user, channels: channels, kind: kind, node: node, loggedOut: loggedOut,
-                                 retried: true)
+                                 tokenHash: tokenHash, retried: true)
                 }
                 recorded?()
                 return

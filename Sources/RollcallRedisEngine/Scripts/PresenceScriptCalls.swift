@@ -82,12 +82,15 @@ extension PresenceScripts {
         ], indexes.arguments, ["sessionRecord": owner?.sessionRecord ?? "", "node": owner?.node ?? ""])
     }
 
-    /// `presence.setState`: `user`'s state becomes `newState` if it is still `expected`.
+    /// `presence.setState`: `user`'s state becomes `newState` if it is still `expected` (an
+    /// empty `expected` matches no stored state: the script then only tells `notmember` from
+    /// `retry`); `owner` (the session's record and the node that must own it) for a client's
+    /// own change, nil for the expiry of keys.
     static func setState(_ channel: Channel, user: Name, expected: [UInt8], newState: [UInt8], head: [UInt8], encodedName: [UInt8],
-                         ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
+                         owner: (sessionRecord: String, node: String)?, ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
         setState.command(channel.arguments, [
             "user": user.string, "expected": expected, "newState": newState, "head": head, "enc": encodedName,
-        ], rest: ClusterPresence.ttlOperations(ttl))
+        ], ["sessionRecord": owner?.sessionRecord ?? "", "node": owner?.node ?? ""], rest: ClusterPresence.ttlOperations(ttl))
     }
 
     /// `presence.publish`: the message `event` from `session`, for every message session

@@ -96,8 +96,11 @@ enum PresenceScripts {
         """)
 
     static let setState = LuaScript("presence.setState", parameters: Channel.parameters + [
-        .text("user"), .text("expected"), .text("newState"), .text("head"), .text("enc"),
+        .text("user"), .text("expected"), .text("newState"), .text("head"), .text("enc"), .text("sessionRecord"), .text("node"),
     ], rest: "ttlFrom", library: library, body: """
+        -- Fencing, for a client's own change (not for the expiry of keys): a node whose session
+        -- was handed over changes nothing, and does not answer `notmember` for it either.
+        if sessionRecord ~= '' and redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
         local current = redis.call('HGET', ch.st, user)
         if not current then return {'notmember'} end
         if current ~= expected or not checkExpiries(user, ttlFrom) then return {'retry'} end

@@ -55,9 +55,12 @@ extension SessionScripts {
     }
 
     /// `session.end`: session `id` (owned by `node`) ends for good, `kind` for its channels;
-    /// `loggedOut` says whether the user logged out (else the connection closed).
-    static func end(prefix: String, id: String, node: String, kind: EndKind, loggedOut: Bool) -> StoreCommand {
-        end.command(["prefix": prefix, "id": id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed"])
+    /// `loggedOut` says whether the user logged out (else the connection closed); `tokenHash`:
+    /// the resume token's hash the node knew for it, so that an end sent late does not end a
+    /// resumed session (nil: any).
+    static func end(prefix: String, id: String, node: String, kind: EndKind, loggedOut: Bool, tokenHash: String? = nil) -> StoreCommand {
+        end.command(["prefix": prefix, "id": id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed",
+                     "token": tokenHash ?? ""])
     }
 
     /// `session.reap`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead and ends

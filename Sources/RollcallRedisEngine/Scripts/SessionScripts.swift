@@ -201,15 +201,21 @@ package enum SessionScripts {
 
     /// A session ends for good, on the node that owns it (or any node for one with no node).
     /// `kind`: how its members leave (`l` leave, `t` timeout); `how`: how it ended (`logout` or
-    /// `closed`). Returns `ok` (its channels are left by the caller, then
+    /// `closed`); `token`: the hash of the resume token the ending node knew for it (`''`:
+    /// any). Returns `ok` (its channels are left by the caller, then
     /// `status.ended`; until then the end is listed in `P ending`), `gone` when it ended
-    /// already, or `moved` when another node took it over.
-    package static let end = LuaScript("session.end", parameters: [.text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how")],
-                                       library: library, body: """
+    /// already, or `moved` when another node took it over — or a resume took it over since
+    /// (its token changed), even on this node: a node's end of a hold that ran out while Redis
+    /// was out of reach, sent again once Redis was back, must not end the session its client
+    /// resumed meanwhile.
+    package static let end = LuaScript("session.end", parameters: [
+        .text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how"), .text("token"),
+    ], library: library, body: """
         local key = prefix .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'node', 'token')
         if not f[1] then return 'gone' end
         if f[2] ~= node and f[2] ~= '' then return 'moved' end
+        if token ~= '' and f[3] ~= token then return 'moved' end
         forget(id, f[1], f[2], f[3])
         markEnding(id, f[1], kind, how)
         return 'ok'
