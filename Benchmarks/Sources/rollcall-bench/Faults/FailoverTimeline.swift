@@ -36,6 +36,7 @@ enum FailoverTimeline {
               + "load \(Cluster.loadAverage())")
         timeline.expect("sentinel +switch-master")
         for node in 0..<3 { timeline.expect("node \(NodeWatch.label(node)): master_changes_total +1 (on the new master)") }
+        watch.expectRecovery()
         let switchDeadline = timeline.faultAt + 30
         while MonotonicSeconds.now < switchDeadline, !(timeline.has("sentinel +switch-master") && watch.everyNodeReadyAgain) {
             watch.poll()

@@ -57,6 +57,14 @@ final class NodeWatch: @unchecked Sendable {
         thread.start()
     }
 
+    /// Declares the rows of the recovery (so the table keeps this order).
+    func expectRecovery() {
+        for node in 0..<group.nodes.count {
+            timeline.expect("node \(Self.label(node)): /readyz 200 again")
+            timeline.expect("node \(Self.label(node)): requests succeed again")
+        }
+    }
+
     /// Reads every node's `/readyz` (and metric) once and marks what changed; call in the
     /// driver's loop.
     func poll() {
@@ -102,7 +110,7 @@ final class NodeWatch: @unchecked Sendable {
     private func probe(_ node: Int, round: Int) {
         let label = Self.label(node)
         let sentAt = MonotonicSeconds.now
-        probes.sessions[node].send("setState", ["channel": .string("probe:\(node)"), "state": ["round": .int(round)]]) { [self] reply in
+        probes.sessions[node].send("setState", ["channel": .string("probe:\(node)"), "state": ["round": .string("\(round)")]]) { [self] reply in
             if reply.ok {
                 if lock.withLock({ sawUnavailable[node] }), sentAt > timeline.faultAt {
                     timeline.mark("node \(label): requests succeed again")

@@ -15,6 +15,8 @@ enum OutageTimeline {
     }
 
     static let members = 30
+    /// Members that close their connections 0.5 s into the outage.
+    static let closing = 3
 
     /// One run on a fresh Redis and 3 fresh nodes.
     static func run(_ fault: Fault, seconds: Double, binary: String, redisServer: String) throws -> Timeline {
@@ -34,10 +36,16 @@ enum OutageTimeline {
         }
         watch.start()
         print("faults: outage: Redis \(fault.rawValue) for \(TimelineTable.format(seconds)) s under 3 nodes, "
-              + "\(members) members and a watcher per node; load \(Cluster.loadAverage())")
+              + "\(members) members and a watcher per node (\(closing) members close 0.5 s in); load \(Cluster.loadAverage())")
         timeline.expect("Redis back (SIGCONT / answers PING)")
+        watch.expectRecovery()
+        var closed = false
         while MonotonicSeconds.now < timeline.faultAt + seconds {
             watch.poll()
+            if !closed, MonotonicSeconds.now >= timeline.faultAt + 0.5 {
+                channel.closeMembers(closing)
+                closed = true
+            }
             usleep(20_000)
         }
         switch fault {

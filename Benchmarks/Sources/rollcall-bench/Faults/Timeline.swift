@@ -21,7 +21,7 @@ final class Timeline: @unchecked Sendable {
     func mark(_ name: String, at time: Double = MonotonicSeconds.now) {
         lock.lock(); defer { lock.unlock() }
         guard seconds[name] == nil else { return }
-        order.append(name)
+        if !order.contains(name) { order.append(name) }
         seconds[name] = time - fault
     }
 

@@ -13,6 +13,7 @@ final class WatchedChannel: @unchecked Sendable {
     private let lock = NSLock()
     private var closedByBroker: [String: String] = [:]
     private var closingOurselves = false
+    private var closedByUs: Set<String> = []
 
     /// Logs in and joins one watcher per node and `memberCount` members; throws unless every
     /// join succeeded and every watcher's roster lists everyone within 10 s.
@@ -31,7 +32,7 @@ final class WatchedChannel: @unchecked Sendable {
             connection.onClose = { noteClose("member-\(index)", $0) }
         }
         closeHandler = { [unowned self] user, info in
-            lock.withLock { if !closingOurselves { closedByBroker[user] = info.description } }
+            lock.withLock { if !closingOurselves, !closedByUs.contains(user) { closedByBroker[user] = info.description } }
         }
         let join: (Int) -> JSON = { [channel] _ in ["channel": .string(channel), "presence": true, "messages": false] }
         let joinedWatchers = watchers.requestAll("join", Array(0..<nodeCount), timeout: 10, arguments: join)
@@ -48,12 +49,20 @@ final class WatchedChannel: @unchecked Sendable {
         }
     }
 
-    /// Every user that was joined and whose session the broker has not closed.
+    /// Closes the connections of the first `count` members (code 1000): they leave the true membership.
+    func closeMembers(_ count: Int) {
+        for index in 0..<count {
+            lock.withLock { _ = closedByUs.insert("member-\(index)") }
+            members.sessions[index].close(code: 1000)
+        }
+    }
+
+    /// Every user that was joined and whose session neither the broker nor ``closeMembers(_:)`` closed.
     func expectedUsers(extra: Set<String> = []) -> Set<String> {
         var users = Set((0..<watchers.sessions.count).map { "watcher-\($0)" })
         users.formUnion((0..<members.sessions.count).map { "member-\($0)" })
         users.formUnion(extra)
-        return users.subtracting(lock.withLock { closedByBroker.keys })
+        return lock.withLock { users.subtracting(closedByBroker.keys).subtracting(closedByUs) }
     }
 
     /// Sessions the broker closed, with how.
