@@ -10,6 +10,8 @@ enum KillTimeline {
     /// Members per channel: below `maxInstantEvents` − hysteresis, so every `timeout` is an
     /// event of its own (a larger channel goes to interval mode and batches them).
     static let membersPerChannel = 80
+    /// Joins sent at once before waiting for their replies.
+    static let joinBatch = 250
 
     /// The contract's bound on the last `timeout`, in seconds from the kill.
     static var target: Double { NodeGroup.presenceTimeoutSeconds + NodeGroup.nodeTimeoutSeconds + 5 }
@@ -35,8 +37,18 @@ enum KillTimeline {
         let loginStart = MonotonicSeconds.now
         let victims = try SpreadSessions(urls: [group.urls[0]], count: count, label: "kill victims", userId: { "victim-\($0)" })
         defer { victims.shutdown() }
-        let joined = victims.requestAll("join", Array(0..<count), timeout: 120, arguments: join)
-        guard joined.failed == 0, joined.ok == count else { throw StormError("kill: \(joined.ok)/\(count) joins answered ok") }
+        // In batches: 10,000 joins sent at once queue 10,000 scripts ahead of node A's heartbeat
+        // on its link, and with nodeTimeoutSeconds 1 its peers declare it dead (seen: 2 of 10
+        // thousand joins answered ok, then A fenced).
+        var joinedOK = 0
+        for start in stride(from: 0, to: count, by: joinBatch) {
+            let batch = Array(start..<min(start + joinBatch, count))
+            let joined = victims.requestAll("join", batch, timeout: 30, arguments: join)
+            joinedOK += joined.ok
+            guard joined.failed == 0, joined.ok == batch.count else {
+                throw StormError("kill: \(joinedOK)/\(count) joins answered ok (a batch of \(batch.count) got \(joined.failed) errors)")
+            }
+        }
         let everyone = count + channels
         let ready = MonotonicSeconds.now + 60
         while rosters.reduce(0, { $0 + $1.count }) < everyone, MonotonicSeconds.now < ready { usleep(50_000) }
