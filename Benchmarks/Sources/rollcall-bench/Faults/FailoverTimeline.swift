@@ -25,6 +25,7 @@ enum FailoverTimeline {
         defer { late.shutdown() }
         let timeline = Timeline()
         let watch = try NodeWatch(group: group, timeline: timeline, trackMasterChanges: true)
+        defer { watch.stop() }
         let oldMaster = redis.master.port
         let joined = late.requestAll("join", Array(0..<lateJoiners), timeout: 10) { _ in
             ["channel": .string(channel.channel), "presence": true, "messages": false]

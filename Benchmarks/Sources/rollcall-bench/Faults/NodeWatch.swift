@@ -19,6 +19,7 @@ final class NodeWatch: @unchecked Sendable {
     private var otherErrors: [String: Int] = [:]
     private var masterChanges: [Double?]
     private var running = false
+    private var stopped = false
     private var thread: Thread?
 
     /// Opens one probe session per node, each alone in `probe:<node>`.
@@ -97,9 +98,14 @@ final class NodeWatch: @unchecked Sendable {
         }
     }
 
-    /// Stops the probes and notes the errors other than UNAVAILABLE they got (there should be none).
+    /// Stops the probes and notes the errors other than UNAVAILABLE they got (there should be
+    /// none); later calls do nothing.
     func stop() {
-        lock.withLock { running = false }
+        let wasStopped = lock.withLock { () -> Bool in
+            defer { stopped = true; running = false }
+            return stopped
+        }
+        guard !wasStopped else { return }
         while thread?.isFinished == false { usleep(10_000) }
         let others = lock.withLock { otherErrors }
         timeline.note("probe errors other than UNAVAILABLE", others.isEmpty ? "none"

@@ -29,6 +29,7 @@ enum OutageTimeline {
         defer { channel.shutdown() }
         let timeline = Timeline()
         let watch = try NodeWatch(group: group, timeline: timeline, trackMasterChanges: false)
+        defer { watch.stop() }
         timeline.faultNow()
         switch fault {
         case .stop: redis.suspend()
