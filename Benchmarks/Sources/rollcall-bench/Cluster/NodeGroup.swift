@@ -15,11 +15,17 @@ final class NodeGroup {
     private(set) var nodes: [BrokerLauncher] = []
 
     /// Launches `count` nodes on `redis`, or one standalone node when `redis` is nil.
-    init(label: String, count: Int, binary: String, redis: RedisServerProcess?) throws {
+    convenience init(label: String, count: Int, binary: String, redis: RedisServerProcess?) throws {
+        try self.init(label: label, count: count, binary: binary, redisURL: redis?.url)
+    }
+
+    /// Launches `count` nodes on `redisURL` (any `cluster.redis` form, e.g. `redis+sentinel://`),
+    /// or one standalone node when it is nil; `apiKey` turns the server API on.
+    init(label: String, count: Int, binary: String, redisURL: String?, apiKey: String? = nil) throws {
         self.label = label
-        let config = Self.config(redis: redis)
+        let config = Self.config(redisURL: redisURL, apiKey: apiKey)
         do {
-            for _ in 0..<(redis == nil ? 1 : count) {
+            for _ in 0..<(redisURL == nil ? 1 : count) {
                 nodes.append(try BrokerLauncher(binary: binary, config: config))
             }
         } catch {
@@ -31,15 +37,19 @@ final class NodeGroup {
 
     /// The config the bench writes over BrokerLauncher's defaults: a `cluster` section when
     /// there is a Redis, presence and limits for every phase.
-    static func config(redis: RedisServerProcess?) -> [String: Any] {
+    static func config(redis: RedisServerProcess?) -> [String: Any] { config(redisURL: redis?.url, apiKey: nil) }
+
+    /// ``config(redis:)`` for any `cluster.redis` URL, with `api.keys` when `apiKey` is given.
+    static func config(redisURL: String?, apiKey: String?) -> [String: Any] {
         var config: [String: Any] = [
             "presence": ["maxInstantEvents": 100, "hysteresis": 10, "intervalSeconds": 1,
                          "timeoutSeconds": presenceTimeoutSeconds, "snapshotMaxMembers": 2000],
             "limits": ["requestsPerSecond": 100_000, "requestBurst": 100_000, "maxChannelsPerSession": 256],
             "storage": ["path": NSNull()],
         ]
-        if let redis {
-            config["cluster"] = ["redis": redis.url, "keyPrefix": keyPrefix,
+        if let apiKey { config["api"] = ["keys": [apiKey]] }
+        if let redisURL {
+            config["cluster"] = ["redis": redisURL, "keyPrefix": keyPrefix,
                                  "heartbeatSeconds": heartbeatSeconds, "nodeTimeoutSeconds": nodeTimeoutSeconds]
         }
         return config

@@ -6,6 +6,7 @@ import RollcallClient
 final class WatchedRoster: @unchecked Sendable {
     private let lock = NSLock()
     private var roster: Roster
+    private var firstTimeout: Double?
     private var lastTimeout: Double?
     private var timeouts = 0
 
@@ -16,7 +17,11 @@ final class WatchedRoster: @unchecked Sendable {
         let now = MonotonicSeconds.now
         lock.lock(); defer { lock.unlock() }
         roster.apply(event) { change in
-            if case .timedOut = change { lastTimeout = now; timeouts += 1 }
+            if case .timedOut = change {
+                if firstTimeout == nil { firstTimeout = now }
+                lastTimeout = now
+                timeouts += 1
+            }
         }
     }
 
@@ -24,6 +29,9 @@ final class WatchedRoster: @unchecked Sendable {
     var userIds: Set<String> { lock.lock(); defer { lock.unlock() }; return Set(roster.sortedMembers.map(\.userId)) }
 
     var count: Int { lock.lock(); defer { lock.unlock() }; return roster.count }
+
+    /// Monotonic time of the first `timeout` applied (nil: none yet).
+    var firstTimeoutAt: Double? { lock.lock(); defer { lock.unlock() }; return firstTimeout }
 
     /// Monotonic time of the last `timeout` applied, and how many there were.
     var timeoutTally: (last: Double?, count: Int) { lock.lock(); defer { lock.unlock() }; return (lastTimeout, timeouts) }

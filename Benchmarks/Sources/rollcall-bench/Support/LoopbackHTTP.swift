@@ -18,6 +18,21 @@ struct LoopbackHTTP {
     /// The status code and body of `GET path`, read to the end (at most `maxBytes`, each read
     /// waiting at most `timeoutSeconds`); nil when there was no complete answer.
     func get(_ path: String, timeoutSeconds: Int = 2, maxBytes: Int = 1 << 20) -> (status: Int, body: String)? {
+        exchange("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", timeoutSeconds: timeoutSeconds, maxBytes: maxBytes)
+    }
+
+    /// `POST path` with a JSON `body` and `Authorization: Bearer <bearer>` (the server API),
+    /// read as ``get(_:timeoutSeconds:maxBytes:)`` reads.
+    func post(_ path: String, body: String, bearer: String, timeoutSeconds: Int = 2,
+              maxBytes: Int = 1 << 20) -> (status: Int, body: String)? {
+        let bytes = Array(body.utf8)
+        return exchange("POST \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(bearer)\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n\(body)",
+                        timeoutSeconds: timeoutSeconds, maxBytes: maxBytes)
+    }
+
+    /// Sends `request` whole on a new connection and reads the answer to its end.
+    private func exchange(_ requestText: String, timeoutSeconds: Int, maxBytes: Int) -> (status: Int, body: String)? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -32,7 +47,7 @@ struct LoopbackHTTP {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return nil }
-        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        let request = Array(requestText.utf8)
         guard send(fd, request, request.count, 0) == request.count else { return nil }
         var response: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
