@@ -110,6 +110,7 @@ struct ClusterWebhookStreamTests {
         let stream = WebhookStream(link: bed.links[0], webhooks: configuration.webhooks)
         let first = try turn(bed, stream)
         #expect(first.dropped == 3, "six events written, three kept")
+        #expect(first.inStream == 3, "the stream's length: the cluster's backlog, as /metrics shows it")
         #expect(first.events.compactMap { (try? JSONParser.parse($0.bytes))?.string("channel") } == ["b", "c", "c"])
         #expect(try turn(bed, stream).dropped == 0, "each drop is reported once")
     }
@@ -125,10 +126,12 @@ struct ClusterWebhookStreamTests {
         #expect(held.count == 1)
         // The first node is alive and retrying: it touches its batch more often than claimIdleMs.
         let touches = Int(first.claimIdleMs / 500) + 2
+        var inStream: Int?
         for _ in 0..<touches {
-            first.touch(held.map(\.id))
+            first.touch(held.map(\.id)) { inStream = $0 }
             try wait(bed, seconds: 0.5)
         }
+        #expect(inStream == 1, "a touch answers the stream's length")
         #expect(try turn(bed, second).events.isEmpty, "a batch its node keeps touching stays its node's")
         // It stops (killed): after claimIdleMs the other node takes the same events over.
         try wait(bed, seconds: Double(first.claimIdleMs) / 1000 + 0.2)

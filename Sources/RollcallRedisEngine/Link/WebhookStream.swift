@@ -32,6 +32,17 @@ public final class WebhookStream {
         public let dropped: Int
         /// Milliseconds until the oldest waiting event is due; nil when none waits.
         public let nextDueMs: Int64?
+        /// Events in the stream after this turn, the cluster's whole backlog (batches in flight
+        /// on any node included).
+        public var inStream = 0
+
+        /// A turn's findings.
+        public init(events: [Event], dropped: Int, nextDueMs: Int64?, inStream: Int = 0) {
+            self.events = events
+            self.dropped = dropped
+            self.nextDueMs = nextDueMs
+            self.inStream = inStream
+        }
     }
 
     /// The consumer group every node reads through.
@@ -79,7 +90,8 @@ public final class WebhookStream {
                 let reply = StoreReply(reply)
                 let events = (reply[0].elements ?? []).compactMap { Self.event($0, prefix: prefix) }
                 let due = reply[2].integer ?? 0
-                return Turn(events: events, dropped: Int(reply[1].integer ?? 0), nextDueMs: due > 0 ? due : nil)
+                return Turn(events: events, dropped: Int(reply[1].integer ?? 0), nextDueMs: due > 0 ? due : nil,
+                            inStream: Int(reply[3].integer ?? 0))
             })
         }
     }
@@ -94,13 +106,16 @@ public final class WebhookStream {
         }
     }
 
-    /// Restarts the idle time of the events `ids` (the batch this node is retrying).
-    public func touch(_ ids: [String]) {
+    /// Restarts the idle time of the events `ids` (the batch this node is retrying), and
+    /// hands `done` the number of events in the stream (nil when Redis did not answer).
+    public func touch(_ ids: [String], _ done: @escaping (Int?) -> Void = { _ in }) {
         let entries = entryIds(ids)
-        guard !entries.isEmpty else { return }
         let script = WebhookStreamScripts.touch
         let arguments = script.arguments(["stream": stream, "group": Self.group, "consumer": consumer], rest: entries)
-        script.redis.run(on: connection, arguments: arguments) { _ in }
+        script.redis.run(on: connection, arguments: arguments) { result in
+            guard case .success(.integer(let length)) = result else { return done(nil) }
+            done(Int(length))
+        }
     }
 
     /// The stream entry ids of the events `ids` (events of another cluster are left out).

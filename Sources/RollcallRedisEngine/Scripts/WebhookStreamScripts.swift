@@ -44,7 +44,7 @@ enum WebhookStreamScripts {
         local dropped = tonumber(redis.call('GETDEL', stream .. ':dropped') or '0')
         -- No stream yet (or Redis lost it): nothing to take, and no key is made here (polling
         -- must not write under the prefix: after a data loss the next register would find it).
-        if redis.call('EXISTS', stream) == 0 then return {{}, dropped, 0} end
+        if redis.call('EXISTS', stream) == 0 then return {{}, dropped, 0, 0} end
         redis.pcall('XGROUP', 'CREATE', stream, group, '0')
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -99,7 +99,7 @@ enum WebhookStreamScripts {
             redis.call('XGROUP', 'DELCONSUMER', stream, group, info['name'])
           end
         end
-        return {entries, dropped, nextDue}
+        return {entries, dropped, nextDue, redis.call('XLEN', stream)}
         """)
 
     /// A batch was acknowledged (2xx) or dropped for good: its entries leave the group's
@@ -113,13 +113,15 @@ enum WebhookStreamScripts {
         """)
 
     /// The batch in flight is still this node's: its entries' idle time starts again, so no
-    /// other node claims them while this one retries.
+    /// other node claims them while this one retries. Answers the stream's length.
     static let touch = LuaScript("webhooks.touch", parameters: [.text("stream"), .text("group"), .text("consumer")],
                                  rest: "idsFrom", body: """
         local args = {stream, group, consumer, 0}
         for i = idsFrom, #ARGV do args[#args + 1] = ARGV[i] end
-        if #args == 4 then return 0 end
-        args[#args + 1] = 'JUSTID'
-        return #redis.call('XCLAIM', unpack(args))
+        if #args > 4 then
+          args[#args + 1] = 'JUSTID'
+          redis.call('XCLAIM', unpack(args))
+        end
+        return redis.call('XLEN', stream)
         """)
 }

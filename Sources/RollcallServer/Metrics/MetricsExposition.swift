@@ -103,7 +103,7 @@ final class MetricsExposition {
                        total: c.droppedOverflow)
         series.counter("rollcall_webhook_events_dropped_total", dropped, [("reason", WebhookDropReason.retriesExhausted.rawValue)],
                        total: c.droppedRetriesExhausted)
-        series.gauge("rollcall_webhook_queue_events", "Webhook events waiting (besides the batch in flight)", w.waitingEvents)
+        series.gauge("rollcall_webhook_queue_events", "Webhook events waiting (besides the batch in flight; cluster mode: in the Redis stream)", w.waitingEvents)
     }
 
     /// Logins and refreshes refused for their token, one series per stable reason (jwt mode).

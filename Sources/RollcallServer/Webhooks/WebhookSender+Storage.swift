@@ -30,14 +30,19 @@ extension WebhookSender {
         guard now >= due else { return }
         nextPollAt = now + WebhookStream.pollMs(settings.webhooks)
         if let batch = machine.batch {
-            stream.touch(batch.events.map(\.id))
+            stream.touch(batch.events.map(\.id)) { [weak self] length in
+                guard let self, let length else { return }
+                eventsInStream = length
+            }
         } else if !taking, !draining, machine.isIdle {
             taking = true
             stream.take { [weak self] result in
                 guard let self else { return }
                 taking = false
                 switch result {
-                case .success(let turn): submit(.taken(turn))
+                case .success(let turn):
+                    eventsInStream = turn.inStream
+                    submit(.taken(turn))
                 case .failure(let error): logStorageFailure("webhook events not taken from Redis", error)
                 }
             }

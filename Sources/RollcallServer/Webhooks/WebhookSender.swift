@@ -77,6 +77,8 @@ final class WebhookSender {
     private var toStore: [[UInt8]] = []
     /// Stream mode: when (monotonic ms) to look at the stream next; a turn under way; set on drain.
     var nextPollAt: Int64?
+    /// Cluster mode: the stream's length at this node's latest turn or touch.
+    var eventsInStream = 0
     var taking = false
     var draining = false
 
@@ -200,7 +202,11 @@ final class WebhookSender {
 
     /// Totals and the queue length, for `/metrics`.
     var counters: WebhookCounters { machine.counters }
-    var waitingEvents: Int { machine.waitingEvents }
+    var waitingEvents: Int {
+        guard case .stream = settings.storage else { return machine.waitingEvents }
+        // Cluster mode: the events wait in the Redis stream, for whichever node takes them.
+        return max(0, eventsInStream - (machine.batch?.events.count ?? 0))
+    }
 
     /// Stops the timer and ignores every later callback (the context is about to be
     /// destroyed, closing any connection still open: no retry may start then).
