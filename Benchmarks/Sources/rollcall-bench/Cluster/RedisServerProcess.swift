@@ -40,22 +40,10 @@ final class RedisServerProcess {
         throw RedisError(description: "redis-server on port \(port) did not answer PING")
     }
 
-    /// Runs one command with `redis-cli` and returns its output (nil when it failed).
+    /// Runs one command with `redis-cli` and returns its output (nil when it failed or took
+    /// over 2 s: ``RedisCLI``).
     @discardableResult
-    func command(_ arguments: [String]) -> String? {
-        let cli = Process()
-        cli.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        cli.arguments = ["-h", "127.0.0.1", "-p", "\(port)"] + arguments
-        let output = Pipe()
-        cli.standardOutput = output
-        let errors = Pipe()
-        cli.standardError = errors
-        guard (try? cli.run()) != nil else { return nil }
-        _ = errors.fileHandleForReading.readDataToEndOfFile()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        cli.waitUntilExit()
-        return cli.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
-    }
+    func command(_ arguments: [String]) -> String? { RedisCLI.run(port: port, arguments) }
 
     /// CPU seconds of the server so far (every thread, from schedstat).
     var cpuSeconds: Double { ThreadCPU.seconds(pid: pid) ?? 0 }
