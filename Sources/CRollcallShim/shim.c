@@ -131,6 +131,10 @@ static void on_stop_signal(int signal_number) {
     rollcall_request_stop(signal_context, signal_flag);
 }
 
+rollcall_stop_flag_t *rollcall_stop_signal_flag(void) {
+    return signal_flag;
+}
+
 void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_flag_t *flag) {
     signal_context = context;
     signal_flag = flag;

@@ -98,6 +98,8 @@ int rollcall_stop_requested(const rollcall_stop_flag_t *flag);
 /// Also ignores SIGPIPE and unblocks SIGINT/SIGTERM on the calling thread. Call again with NULLs
 /// to detach (restores the default handlers).
 void rollcall_install_stop_signals(struct lws_context *context, rollcall_stop_flag_t *flag);
+/// The flag the stop-signal handler sets now (NULL: none installed).
+rollcall_stop_flag_t *rollcall_stop_signal_flag(void);
 
 /* Names the calling thread as `top -H`, `ps -L` and debuggers show it (at most 15 bytes;
  * Foundation's Thread.name does not reach the system on Linux). 0, or an errno. */

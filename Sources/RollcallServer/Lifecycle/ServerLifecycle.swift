@@ -31,7 +31,11 @@ final class ServerLifecycle: @unchecked Sendable {
         stopFlag.initialize(to: rollcall_stop_flag_t())
     }
 
-    deinit { stopFlag.deallocate() }
+    deinit {
+        // The handler may hold the flag: the default action comes back before it is freed.
+        if rollcall_stop_signal_flag() == stopFlag { rollcall_install_stop_signals(nil, nil) }
+        stopFlag.deallocate()
+    }
 
     // MARK: The service thread
 
@@ -71,10 +75,14 @@ final class ServerLifecycle: @unchecked Sendable {
     }
 
     /// The service loop is over (service thread): stop requests and signals no longer wake it.
+    /// SIGTERM and SIGINT stay caught (they only set the flag) until this object goes: a stop
+    /// signal repeated while the broker closes its links and its context (a supervisor or a
+    /// test harness sending SIGTERM again) must not kill it half-way with the default action
+    /// (seen in make test-browser: a node of three exited -15 instead of 0).
     func serviceLoopEnded() {
         lock.lock()
         defer { lock.unlock() }
-        rollcall_install_stop_signals(nil, nil)
+        rollcall_install_stop_signals(nil, stopFlag)
         contextForStopRequests = nil
     }
 
