@@ -51,6 +51,11 @@ final class ClusterBed {
     /// ``releaseHeldMessages(node:)``, as when a node's subscriber link lags its command link.
     var delaysStoreMessage: ((Int, [UInt8]) -> Bool)?
     private var delayedMessages: [Int: [InboundEvent]] = [:]
+    /// Faults: the answer to a store call this returns true for (node index, commands) waits
+    /// until ``releaseHeldReplies(node:)``, as when Redis is slow to answer one command.
+    var delaysStoreReply: ((Int, [StoreCommand]) -> Bool)?
+    private var delayedTickets: [Int: Set<StoreTicket>] = [:]
+    private var delayedReplies: [Int: [InboundEvent]] = [:]
     /// Called with each store call a node makes, before its link sends it (the loop is not
     /// running then: a blocking command to Redis from here runs before the call does).
     var beforeStoreCall: ((Int, [StoreCommand]) -> Void)?
@@ -111,6 +116,10 @@ final class ClusterBed {
             delayedMessages[index, default: []].append(event)
             return
         }
+        if case .storeReplied(let ticket, _) = event, delayedTickets[index]?.remove(ticket) != nil {
+            delayedReplies[index, default: []].append(event)
+            return
+        }
         if case .storeReplied(let ticket, _) = event, lostReplies[index]?.remove(ticket) != nil {
             queued[index].append(.storeReplied(ticket, .failure(StoreFailure(.unavailable, "answer lost by the test", retryAfterMs: 100))))
         } else {
@@ -143,6 +152,7 @@ final class ClusterBed {
         case .store(let ticket, let commands):
             beforeStoreCall?(index, commands)
             if losesStoreReply?(index, commands) == true { lostReplies[index, default: []].insert(ticket) }
+            if delaysStoreReply?(index, commands) == true { delayedTickets[index, default: []].insert(ticket) }
             links[index].perform(action)
         case .listen, .unlisten:
             links[index].perform(action)
@@ -175,6 +185,11 @@ final class ClusterBed {
         delaysStoreMessage = nil
         for event in waiting { feed(node, event) }
         delaysStoreMessage = delays
+    }
+
+    /// Hands node `node` the store answers ``delaysStoreReply`` held back, in order.
+    func releaseHeldReplies(node: Int) {
+        for event in delayedReplies.removeValue(forKey: node) ?? [] { feed(node, event) }
     }
 
     /// Turns the loop (and every node's timers) until `condition` holds; throws after `timeout`.

@@ -58,11 +58,18 @@ extension ClusterPresence {
             // it was published: a live one gets it now; one held here whose hold had not run
             // in Redis yet keeps it here, until the hold's `held` message hands it to Redis.
             let keptInStore = fields[1].isEmpty ? [] : Set(fields[1].split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) })
+            // A session resumed here whose snapshots are still being read gets it after the
+            // messages Redis kept for it (``messagesAfterSnapshots``).
             let heldLimit = configuration.limits.heldMessageBytes
+            let someAreCatchingUp = !messagesAfterSnapshots.isEmpty
             outbox.fanOut {
                 for member in channel.members.values
                 where member.flags.messages && member.session.sessionId != publisher && !keptInStore.contains(member.session.sessionId) {
-                    outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
+                    if someAreCatchingUp, messagesAfterSnapshots[member.session.number] != nil {
+                        messagesAfterSnapshots[member.session.number]!.append(bytes)
+                    } else {
+                        outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
+                    }
                 }
             }
         default:

@@ -35,6 +35,10 @@ final class ClusterPresence {
 
     /// Snapshots to read again, once the store answers (a session waiting for one).
     var snapshotRetries = TimerQueue<SnapshotRetry>()
+    /// Resumed sessions whose snapshots are still being read, by session number: the
+    /// messages Redis kept for them, then the live ones that came meanwhile. They go out
+    /// once the snapshots are sent (PROTOCOL §5: kept messages "right after the snapshots").
+    var messagesAfterSnapshots: [UInt64: [[UInt8]]] = [:]
 
     /// A local session of a channel waiting for its snapshot.
     struct SnapshotRetry: Hashable {

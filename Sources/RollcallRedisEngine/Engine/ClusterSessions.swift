@@ -15,8 +15,6 @@ final class ClusterSessions: SessionEngine {
     var nextReapAt: Timestamp = 0
     /// Session ends Redis did not answer (it was out of reach), tried again at each reaper tick.
     var unfinishedEnds: [() -> Void] = []
-    /// Messages kept for a resumed session, sent after its snapshots.
-    var resumedMessages: [UInt64: [[UInt8]]] = [:]
 
     init(broker: Broker, presence: ClusterPresence, userStatus: ClusterUserStatus) {
         self.broker = broker
@@ -223,21 +221,27 @@ final class ClusterSessions: SessionEngine {
 
     /// After the reply: the user's catch-up, then, for a resume, fresh snapshots from Redis,
     /// then the kept messages, then the requests that waited.
+    /// Live messages that come before the snapshots are read wait behind the kept ones
+    /// (``ClusterPresence/messagesAfterSnapshots``); a session dropped again meanwhile keeps
+    /// them as a held session does.
     func loggedIn(_ session: Session, then finished: @escaping () -> Void) {
         userStatus.sessionLoggedIn(session)
-        guard let held = resumedMessages.removeValue(forKey: session.number) else {
+        guard presence.messagesAfterSnapshots[session.number] != nil else {
             finished()
             return
         }
         _ = presence.sessionResumed(session) { [self] in
-            for event in held { broker.outbox.send(event, to: session) }
+            let heldLimit = configuration.limits.heldMessageBytes
+            for event in presence.messagesAfterSnapshots.removeValue(forKey: session.number) ?? [] {
+                broker.outbox.sendMessage(event, to: session, heldLimit: heldLimit)
+            }
             finished()
         }
     }
 
     /// The snapshots come from Redis after the reply, then the kept messages (``loggedIn(_:then:)``).
     func resumed(_ session: Session, kept: [[UInt8]]) -> [JSON] {
-        resumedMessages[session.number] = kept
+        presence.messagesAfterSnapshots[session.number] = kept
         return session.presence.joined.keys.sorted().map(\.json)
     }
 
