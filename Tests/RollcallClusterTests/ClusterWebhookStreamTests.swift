@@ -64,6 +64,37 @@ struct ClusterWebhookStreamTests {
         #expect(try take(bed, node: 1).isEmpty, "settled events are gone")
     }
 
+    @Test("an interval flush that ran in Redis while its node lost the answer (Redis resuming from a pause) is in the stream, with the seq the clients got")
+    func anIntervalFlushWithALostAnswerIsInTheStream() throws {
+        // Issue 29 item 17: such `interval` events reached the clients but never the backend.
+        var configuration = configuration(events: ["presence"])
+        configuration.presence.maxInstantEvents = 2
+        configuration.presence.hysteresis = 0
+        configuration.presence.intervalSeconds = 0.3
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "whinterval:")
+        let watcher = try bed.login("watcher", on: 1)
+        #expect(try bed.request(watcher, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        for index in 0..<3 {
+            let member = try bed.login("member-\(index)", on: 0)
+            #expect(try bed.request(member, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        }
+        let carries: (JSON, String) -> Bool = { event, user in
+            event.string("type") == "interval" && (event["interval"]?["join"]?.arrayValue ?? []).contains { $0.stringValue == user }
+        }
+        try bed.pump(until: { watcher.events.contains { carries($0, "member-2") } }, what: "the channel in interval mode")
+        _ = try take(bed, node: 1)
+
+        let joiner = try bed.login("joiner", on: 0)
+        bed.failFirstCall(running: "presence.flush", on: 0, answerLost: true)
+        #expect(try bed.request(joiner, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        try bed.pump(until: { watcher.events.contains { carries($0, "joiner") } }, what: "the interval event at the watcher")
+        let seen = try #require(watcher.events.last { carries($0, "joiner") })
+        let posted = try take(bed, node: 1).filter { carries($0, "joiner") }
+        #expect(posted.count == 1, "once in the stream: \(posted.map(\.compactString))")
+        #expect(seen["seq"]?.numberValue != nil && posted.first?["seq"] == seen["seq"], "the seq the clients got")
+        #expect(posted.first?["interval"] == seen["interval"])
+    }
+
     @Test("channel events carry the seq of the presence event that occupied or vacated the channel")
     func channelEventsCarryTheirSeq() throws {
         let bed = try ClusterBed(nodes: 2, configuration: configuration(events: ["presence", "channel"]), prefix: "whseq:")

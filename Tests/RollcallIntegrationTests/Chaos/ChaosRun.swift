@@ -11,7 +11,7 @@ struct ChaosOptions: Sendable {
     var churnSeconds: Double = 14
     /// Churning users (two per node at the start, more wrap around); three watchers come on top.
     var churners = 6
-    /// Whether the webhook check runs (webhooks are not durable yet: issue 29).
+    /// Whether the webhook check runs (the roster rebuilt from the webhooks).
     var checkWebhooks = true
     /// Whether a message seen twice (or out of order) is a violation.
     var checkMessages = true
