@@ -47,4 +47,40 @@ struct ClusterResumeMessageOrderTests {
         let kinds = back.events.compactMap { $0.string("type") ?? $0.string("event") }
         #expect(kinds.firstIndex(of: "snapshot").map { $0 < kinds.firstIndex(of: "message")! } == true, "the snapshot first: \(kinds)")
     }
+
+    @Test("a message the node hears between a claim running in Redis and its answer, for the session it holds, comes after the kept ones (the resume on the holding node)")
+    func aMessageHeardBeforeTheClaimsAnswerWaitsToo() throws {
+        let prefix = "resumeclaimorder:"
+        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: prefix)
+        let alice = try bed.login("alice", on: 0)
+        let bob = try bed.login("bob", on: 0)
+        let carol = try bed.login("carol", on: 0)
+        for client in [alice, bob, carol] {
+            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        }
+        bed.disconnect(alice, abnormally: true)
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+        #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("kept")])["ok"]?.boolValue == true)
+        // Alice resumes on node 0, which holds her; the claim runs, its answer is slow, and
+        // bob's next message — live for her in Redis by then — reaches node 0 first.
+        bed.delaysStoreReply = { index, commands in
+            index == 0 && commands.contains { if case .script(let script, _) = $0 { script.name == "session.claim" } else { false } }
+        }
+        let back = bed.open(on: 0)
+        let login = JSON.object(JSONObject([("id", .int(1)), ("op", .string("login")), ("resumeToken", .string(alice.resumeToken)),
+                                            ("userId", .string("alice"))]))
+        bed.feed(0, .received(back.connection, login.encoded()))
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":0" }, what: "the claim run in Redis")
+        bed.delaysStoreReply = nil
+        #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("live")])["ok"]?.boolValue == true)
+        try bed.pump(until: { messages(carol) == ["kept", "live"] }, what: "node 0 heard the live message")
+        #expect(back.replies[1] == nil, "the claim's answer still waits")
+        bed.releaseHeldReplies(node: 0)
+        try bed.pump(until: { back.replies[1] != nil }, what: "the resume")
+        #expect(back.replies[1]?["result"]?["resumed"]?.boolValue == true, "\(back.replies[1]?.compactString ?? "")")
+        try bed.pump(until: { messages(back).count >= 2 }, what: "alice's messages")
+        back.nextId = 1
+        #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
+        #expect(messages(back) == ["kept", "live"], "kept first, each once: \(messages(back))")
+    }
 }

@@ -38,6 +38,9 @@ final class ClusterPresence {
     /// Resumed sessions whose snapshots are still being read, by session number: the
     /// messages Redis kept for them, then the live ones that came meanwhile. They go out
     /// once the snapshots are sent (PROTOCOL §5: kept messages "right after the snapshots").
+    /// A session held here has an entry from its hold's `held` message on: a message that
+    /// reaches it afterwards without naming it was published after a claim of it ran (it is
+    /// live in Redis again), so it is newer than every message Redis kept for it.
     var messagesAfterSnapshots: [UInt64: [[UInt8]]] = [:]
 
     /// A local session of a channel waiting for its snapshot.
@@ -173,6 +176,7 @@ final class ClusterPresence {
         let joined = session.presence.joined.keys.sorted()
         for key in joined { removeLocally(session, from: key) }
         uncertainPublishes[session.sessionId] = nil
+        messagesAfterSnapshots[session.number] = nil
         session.presence = SessionPresence()
         return joined
     }

@@ -119,6 +119,7 @@ extension ClusterSessions {
         presence.flushes = TimerQueue()
         presence.expiries = TimerQueue()
         presence.snapshotRetries = TimerQueue()
+        presence.messagesAfterSnapshots.removeAll()
         presence.local.removeAll()
     }
 
@@ -131,6 +132,13 @@ extension ClusterSessions {
         switch message {
         case .held:
             handOverHeard(session)
+        case .adopted(_, let tokenHash) where !tokenHash.isEmpty && tokenHash != Self.tokenHash(of: session):
+            // Late: this node resumed the session since, under a new token (the message was
+            // held back while the node may have been declared dead, or the claim that sent it
+            // was cancelled and the session claimed here). Its copy is the session now: before,
+            // it was forgotten, and Redis kept it live here for good (chaos seeds
+            // 184026005883807, 218644873678051).
+            break
         case .adopted:
             // Resumed on another node: this node's copy goes without a word (a connection it
             // still had — this node had stopped beating for a while — closes with 1001).

@@ -241,7 +241,7 @@ final class ClusterSessions: SessionEngine {
 
     /// The snapshots come from Redis after the reply, then the kept messages (``loggedIn(_:then:)``).
     func resumed(_ session: Session, kept: [[UInt8]]) -> [JSON] {
-        presence.messagesAfterSnapshots[session.number] = kept
+        presence.messagesAfterSnapshots[session.number] = kept + (presence.messagesAfterSnapshots[session.number] ?? [])
         return session.presence.joined.keys.sorted().map(\.json)
     }
 
@@ -255,6 +255,9 @@ final class ClusterSessions: SessionEngine {
     /// each reaper tick while the session is still held here.
     func handOverHeard(_ session: Session) {
         let heard = session.isHeld ? session.takeHeldMessages() : (events: [], dropped: 0)
+        // From here on a message that reaches the held session without naming it comes after
+        // a claim ran (``ClusterPresence/messagesAfterSnapshots``): it waits for the resume.
+        if session.isHeld, presence.messagesAfterSnapshots[session.number] == nil { presence.messagesAfterSnapshots[session.number] = [] }
         keepHeard(session, events: Array(heard.events), dropped: heard.dropped)
     }
 

@@ -5,8 +5,10 @@ import RollcallProtocol
 /// asks another to do with a session it holds. The wire form is text, because the `claim`
 /// script publishes `adopted` itself (``SessionScripts``); it is read and written here only.
 enum ControlMessage: Equatable {
-    /// `adopted <id>`: another node resumed the session; this node forgets its copy.
-    case adopted(sessionId: String)
+    /// `adopted <id> <token hash>`: another node resumed the session from the resume token
+    /// with that hash; this node forgets its copy if it still has that token (a copy it has
+    /// resumed since, under a new token, is not the one adopted: the message came late).
+    case adopted(sessionId: String, tokenHash: String)
     /// `held <id>`: Redis ran this node's hold of the session (the `session.hold` script says
     /// so after every message published before it); the node hands over what it kept.
     case held(sessionId: String)
@@ -17,7 +19,7 @@ enum ControlMessage: Equatable {
     /// The session the message is about.
     var sessionId: String {
         switch self {
-        case .adopted(let id), .held(let id), .end(let id, _, _): id
+        case .adopted(let id, _), .held(let id), .end(let id, _, _): id
         }
     }
 
@@ -28,7 +30,7 @@ enum ControlMessage: Equatable {
         guard words.count >= 2, !words[1].isEmpty else { return nil }
         switch words[0] {
         case "adopted":
-            self = .adopted(sessionId: words[1])
+            self = .adopted(sessionId: words[1], tokenHash: words.count > 2 ? words[2] : "")
         case "held":
             self = .held(sessionId: words[1])
         case "end":
@@ -42,8 +44,8 @@ enum ControlMessage: Equatable {
     /// The payload to publish.
     var payload: String {
         switch self {
-        case .adopted(let id):
-            "adopted \(id)"
+        case .adopted(let id, let tokenHash):
+            "adopted \(id) \(tokenHash)"
         case .held(let id):
             "held \(id)"
         case .end(let id, let code, let reason):

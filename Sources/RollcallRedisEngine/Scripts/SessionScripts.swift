@@ -88,7 +88,7 @@ package enum SessionScripts {
     /// node that holds it, alive, has not handed over what it heard before the hold yet:
     /// ``hold``; asked again shortly, it changed nothing), or `ok`, id,
     /// platform, previous node, timeout ms, channel ids, their join flags, the messages kept for
-    /// it and how many were dropped. The previous node, if alive, hears `adopted <id>`. The
+    /// it and how many were dropped. The previous node, if alive, hears `adopted <id> <token>` (the hash claimed). The
     /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
     static let claim = LuaScript("session.claim", parameters: [
         .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
@@ -117,7 +117,7 @@ package enum SessionScripts {
         redis.call('ZREM', prefix .. 'held', id)
         if f[3] ~= '' then
           redis.call('SREM', prefix .. 'ns:' .. f[3], id)
-          if f[3] ~= node then redis.call('PUBLISH', prefix .. 'n:' .. f[3], 'adopted ' .. id) end
+          if f[3] ~= node then redis.call('PUBLISH', prefix .. 'n:' .. f[3], 'adopted ' .. id .. ' ' .. token) end
         end
         redis.call('SADD', prefix .. 'ns:' .. node, id)
         markLive(id)

@@ -1,0 +1,47 @@
+import Foundation
+@testable import RollcallCore
+import RollcallProtocol
+@testable import RollcallRedisEngine
+import Testing
+
+/// A node hears `adopted <id>` when another node claims a session it held. The message can
+/// come late: held back while the node may have been declared dead, or from a claim that was
+/// cancelled (its answer lost) after which the session was claimed again on this very node.
+/// The node then forgot the session it had just resumed and closed its connection with 1001,
+/// while Redis kept it live there for good: its user stayed listed in its channels with no
+/// session (chaos seeds 184026005883807, 218644873678051). The message now names the token
+/// that was claimed, and a copy resumed since under a new token is kept.
+@Suite("Cluster: a late adopted message does not end a session resumed since")
+struct ClusterLateAdoptedTests {
+    @Test("a claim on node 1 whose answer was lost is cancelled; the session resumes on node 0, which hears the adopted message only then and keeps the session")
+    func aLateAdoptedMessageIsIgnored() throws {
+        let prefix = "lateadopted:"
+        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: prefix)
+        let alice = try bed.login("alice", on: 0)
+        let bob = try bed.login("bob", on: 1)
+        for client in [alice, bob] {
+            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        }
+        bed.disconnect(alice, abnormally: true)
+        let sessionKey = prefix + "s:" + alice.sessionId
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", sessionKey, "handing"])) == ":0" }, what: "node 0's hand-over")
+
+        // Node 0 hears its control messages late; node 1's claim runs but its answer is lost.
+        bed.delaysStoreMessage = { index, payload in index == 0 && payload.starts(with: Array("adopted ".utf8)) }
+        bed.failFirstCall(running: "session.claim", on: 1, answerLost: true)
+        let attempt = bed.open(on: 1)
+        let refused = try bed.request(attempt, "login", ["userId": .string("alice"), "resumeToken": .string(alice.resumeToken)])
+        #expect(refused["error"]?.string("code") == "UNAVAILABLE", "\(refused.compactString)")
+        try bed.pump(until: { (try? bed.redis.command(["HSTRLEN", sessionKey, "node"])) == ":0" }, what: "the claim cancelled: held with no node")
+
+        let back = try bed.login("alice", on: 0, ["resumeToken": .string(alice.resumeToken)])
+        #expect(back.resumed, "alice resumed on node 0")
+        bed.releaseHeldMessages(node: 0)
+        bed.delaysStoreMessage = nil
+        #expect(try bed.request(back, "setState", ["channel": .string("room"), "state": .object(JSONObject([("k", .string("v"))]))])["ok"]?.boolValue == true)
+        #expect(back.closedWith == nil, "the session resumed on node 0 is still served: \(String(describing: back.closedWith))")
+        #expect(try bed.redis.command(["SISMEMBER", prefix + "ns:n1", alice.sessionId]) == ":1", "Redis has it on node 0 (n1)")
+        #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
+    }
+}
