@@ -28,9 +28,25 @@ final class RedisLocator {
     private var generation: UInt64 = 0
     private var isClosed = false
 
+    /// The TLS configuration of a `rediss` target's links (nil for a plain one).
+    let tls: RedisTLSContext?
+    /// Why a `rediss` target has no TLS configuration (the system's store could not be loaded).
+    private let tlsProblem: RedisError?
+
     /// A locator for `target` on `loop`; each step of a lookup waits at most `timeoutSeconds`.
-    init(target: RedisTarget, loop: EventLoop, timeoutSeconds: Double) {
+    /// A `rediss` target's links use `tls`, or the system's CA store when it is nil.
+    init(target: RedisTarget, loop: EventLoop, timeoutSeconds: Double, tls: RedisTLSContext? = nil) {
         self.target = target
+        var problem: RedisError?
+        if target.usesTLS, tls == nil {
+            do { self.tls = try RedisTLSContext(settings: RedisTLSSettings()) } catch {
+                self.tls = nil
+                problem = error as? RedisError ?? RedisError(.invalidTLS, "\(error)")
+            }
+        } else {
+            self.tls = target.usesTLS ? tls : nil
+        }
+        tlsProblem = problem
         self.loop = loop
         self.timeoutSeconds = timeoutSeconds
         resolver = HostResolver(loop: loop)
@@ -60,6 +76,14 @@ final class RedisLocator {
         case .sentinel:
             carryOut(discovery!.start(), generation: generation)
         }
+    }
+
+    /// What a link to `endpoint` (as this locator answered it) checks over TLS; nil for a
+    /// plain link. Throws when a `rediss` target has no TLS configuration.
+    func tlsLink(for endpoint: RedisEndpoint) throws -> RedisTLSContext.Link? {
+        guard endpoint.tls else { return nil }
+        guard let tls else { throw tlsProblem ?? RedisError(.invalidTLS, "no TLS configuration") }
+        return tls.link(to: endpoint.namedHost ?? endpoint.host)
     }
 
     /// A link found that the address it was given is not the master (`ROLE`, `READONLY`): the
@@ -94,7 +118,8 @@ final class RedisLocator {
                 case .failure(let error):
                     carryOut(discovery!.failed(error), generation: generation)
                 case .success(let address):
-                    query = SentinelQuery(address: address, masterName: set.masterName, loop: loop, timeout: timeout) { [unowned self] answer in
+                    let link = set.tls ? tls?.link(to: sentinel.host) : nil
+                    query = SentinelQuery(address: address, masterName: set.masterName, loop: loop, timeout: timeout, tls: link) { [unowned self] answer in
                         guard generation == self.generation else { return }
                         query = nil
                         switch answer {
@@ -106,7 +131,11 @@ final class RedisLocator {
             }
         case .found(let master):
             resolve(master, generation: generation) { [unowned self] result in
-                finish(result.map { set.master(at: $0) })
+                finish(result.map { address in
+                    var endpoint = set.master(at: address)
+                    if address.host != master.host { endpoint.namedHost = master.host }
+                    return endpoint
+                })
             }
         case .failed(let error):
             finish(.failure(error))

@@ -114,7 +114,7 @@ public final class RedisSubscriber {
     }
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint) else { return }
+        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
         link.delegate = self
         self.link = link
         outstandingProbe = nil

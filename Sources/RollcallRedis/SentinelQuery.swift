@@ -11,15 +11,16 @@ final class SentinelQuery {
     /// Why the link could not even be made: reported when the timer fires on the next turn.
     private var failedAtOnce: RedisError?
 
-    /// Asks the sentinel at `address` for `masterName`'s master; `completion` runs on the loop.
-    init(address: RedisHostPort, masterName: String, loop: EventLoop, timeout: Double,
+    /// Asks the sentinel at `address` for `masterName`'s master, over TLS when `tls` is given;
+    /// `completion` runs on the loop.
+    init(address: RedisHostPort, masterName: String, loop: EventLoop, timeout: Double, tls: RedisTLSContext.Link? = nil,
          completion: @escaping (Result<RedisReply, RedisError>) -> Void) {
         self.completion = completion
         timer = LoopTimer(loop: loop) { [unowned self] in
             finish(.failure(failedAtOnce ?? RedisError(.timeout, "the sentinel at \(address) did not answer within \(timeout) s")))
         }
         do {
-            let link = try RedisLink(endpoint: RedisEndpoint(host: address.host, port: address.port), loop: loop)
+            let link = try RedisLink(endpoint: RedisEndpoint(host: address.host, port: address.port), loop: loop, tls: tls)
             self.link = link
             link.delegate = self
             link.send(["SENTINEL", "get-master-addr-by-name", masterName].map { Array($0.utf8) })
