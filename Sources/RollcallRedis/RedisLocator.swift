@@ -119,7 +119,9 @@ final class RedisLocator {
                     carryOut(discovery!.failed(error), generation: generation)
                 case .success(let address):
                     let link = set.tls ? tls?.link(to: sentinel.host) : nil
-                    query = SentinelQuery(address: address, masterName: set.masterName, loop: loop, timeout: timeout, tls: link) { [unowned self] answer in
+                    let credentials = set.password.map { SentinelQuery.Credentials(user: set.user, password: $0) }
+                    query = SentinelQuery(address: address, masterName: set.masterName, loop: loop, timeout: timeout, tls: link,
+                                          credentials: credentials) { [unowned self] answer in
                         guard generation == self.generation else { return }
                         query = nil
                         switch answer {

@@ -60,7 +60,8 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
 
 /// `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the sentinels to
 /// ask (port 26379 when left out) for the master of `masterName`, and how to log in to it.
-/// The credentials and the database are the master's; the sentinels are asked without `AUTH`
+/// The credentials and the database are the master's; a sentinel is asked without `AUTH`
+/// unless it answers `NOAUTH` (it requires a password): then with the same credentials
 /// (docs/configuration.md). `rediss+sentinel://` speaks TLS to the sentinels and the master.
 public struct RedisSentinelSet: Equatable, CustomStringConvertible {
     /// The sentinels, in the URL's order (asked in turn, starting with the last that answered).
