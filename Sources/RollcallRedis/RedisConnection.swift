@@ -78,6 +78,7 @@ public final class RedisConnection {
 
     /// Starts the first connect (set the handlers first).
     public func start() {
+        locator.observeSwitches { [weak self] master in self?.masterSwitched(to: master) }
         reconnector.start()
     }
 
@@ -181,6 +182,13 @@ public final class RedisConnection {
                 drop(RedisError(.handshakeRefused, "PING at connect: \(error.message)"))
             }
         }
+    }
+
+    /// The sentinels announced a failover: a link to another address leaves it now, even idle,
+    /// and the next connect asks them where the master is.
+    private func masterSwitched(to master: RedisHostPort) {
+        guard link != nil, let address, address.address != master else { return }
+        drop(RedisError(.notMaster, "the sentinels switched the master to \(master) (+switch-master)"))
     }
 
     private func handshake(_ words: [String], on link: RedisLink, step: String) {

@@ -27,6 +27,9 @@ final class RedisLocator {
     /// Bumped by every lookup and by ``close()``: answers of an older one are ignored.
     private var generation: UInt64 = 0
     private var isClosed = false
+    /// The `+switch-master` watch (Sentinel), started by the first ``observeSwitches(_:)``.
+    private var watch: SentinelWatch?
+    private var switchObservers: [(RedisHostPort) -> Void] = []
 
     /// The TLS configuration of a `rediss` target's links (nil for a plain one).
     let tls: RedisTLSContext?
@@ -92,11 +95,30 @@ final class RedisLocator {
         discovery?.notMaster()
     }
 
-    /// Stops any lookup (pending completions fail with ``RedisError/Code/closed``) and the
-    /// resolver's wake-ups: call before the loop goes away.
+    /// Calls `body` with the master's new address each time the sentinels announce a failover
+    /// (`+switch-master`); nothing for a single server. The first call subscribes on a sentinel.
+    func observeSwitches(_ body: @escaping (RedisHostPort) -> Void) {
+        guard case .sentinel(let set) = target, !isClosed else { return }
+        switchObservers.append(body)
+        guard watch == nil else { return }
+        let watch = SentinelWatch(set: set, loop: loop, tls: tls, timings: RedisTimings(timeoutSeconds: timeoutSeconds)) { [unowned self] address, done in
+            resolver.resolve(address.host, timeout: timeoutSeconds) { done($0.map { RedisHostPort(host: $0, port: address.port) }) }
+        }
+        watch.onSwitch = { [unowned self] address in
+            for observer in switchObservers { observer(address) }
+        }
+        self.watch = watch
+        watch.start()
+    }
+
+    /// Stops any lookup (pending completions fail with ``RedisError/Code/closed``), the
+    /// `+switch-master` watch and the resolver's wake-ups: call before the loop goes away.
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        watch?.close()
+        watch = nil
+        switchObservers.removeAll()
         generation += 1
         query?.cancel()
         query = nil
