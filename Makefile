@@ -1,7 +1,8 @@
 # Rollcall — build, run and test. `make run` and `make test` first install the Debian
 # packages the build and the tests need (only those missing; the TLS tests run `openssl` and
 # `curl`; the broker loads libev4 at run time for lws' epoll loop; the Redis client links
-# hiredis and libev, and its tests start their own redis-server; the cluster tests and
+# hiredis, libev and OpenSSL (libssl-dev), and its tests start their own redis-server, with TLS
+# too (certificates made with `openssl`); the cluster tests and
 # `make cluster` put Debian's nginx in front of three nodes; rollcall-bench (Benchmarks/) links zlib to inflate
 # permessage-deflate frames, zlib1g-dev, which libwebsockets-dev also pulls in; the broker sends a
 # broadcast's frames through io_uring, liburing-dev), then build with SwiftPM

@@ -58,7 +58,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("crypto")]
         ),
 
-        // hiredis' async API on the same libev loop (cluster mode's Redis client, docs/cluster.md).
+        // hiredis' command formatter and reply reader (cluster mode's Redis client, docs/cluster.md).
         .systemLibrary(
             name: "CHiredis",
             pkgConfig: "hiredis",
@@ -66,8 +66,9 @@ let package = Package(
         ),
         .target(
             name: "CRedisShim", dependencies: ["CHiredis"],
-            // hiredis' libev adapter (a header) calls libev directly.
-            linkerSettings: [.linkedLibrary("ev")]
+            // The Redis transport: a socket on the broker's libev loop, TLS with OpenSSL 3 (the
+            // library libwebsockets links too).
+            linkerSettings: [.linkedLibrary("ev"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]
         ),
 
         // io_uring (Debian's liburing-dev): a broadcast's frames sent in one system call by the

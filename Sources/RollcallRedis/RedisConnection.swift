@@ -1,8 +1,8 @@
 import DequeModule
 import RollcallEventLoop
 
-/// The command connection: pipelined commands on one hiredis context driven by the broker's
-/// libev loop, with a watchdog and reconnects. Use it on the loop's thread only.
+/// The command connection: pipelined commands on one link (``RedisLink``: a socket, plain or
+/// TLS, driven by the broker's libev loop), with a watchdog and reconnects. Use it on the loop's thread only.
 ///
 /// - Before each connect the address is found without blocking the loop (``RedisLocator``: a
 ///   host name resolved on a thread; with Sentinel, the master the sentinels name now).
@@ -13,7 +13,7 @@ import RollcallEventLoop
 /// - Replies complete in the order commands were sent.
 /// - Watchdog: when the oldest command has waited ``RedisTimings/timeoutSeconds`` the link is
 ///   declared down, every pending completion fails with ``RedisError/Code/timeout``, and a new
-///   link is made (hiredis 0.14 has no command timeout of its own).
+///   link is made.
 /// - While down, ``send(_:completion:)`` fails at once with ``RedisError/Code/unavailable``
 ///   and a `retryAfterMs` hint; reconnects run from a timer with exponential backoff.
 public final class RedisConnection {
@@ -31,6 +31,9 @@ public final class RedisConnection {
     public var onStateChange: ((RedisConnectionState) -> Void)?
     /// The current state.
     public var state: RedisConnectionState { reconnector.state }
+    /// Called for every failed connect attempt and every lost link, also while the state stays
+    /// disconnected (e.g. a certificate that does not verify at each retry).
+    public var onLinkFailure: ((RedisError) -> Void)?
 
     private struct Pending {
         let deadline: Double
@@ -53,16 +56,19 @@ public final class RedisConnection {
     public let clientName: String?
 
     /// A connection to `target` on `loop`, naming its links `clientName` (letters, digits and
-    /// punctuation; spaces become `_`); nothing happens until ``start()``.
-    public init(target: RedisTarget, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil) {
+    /// punctuation; spaces become `_`); nothing happens until ``start()``. A `rediss` target's
+    /// links (and its subscriber's) use `tls`, or the system's CA store when it is nil.
+    public init(target: RedisTarget, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil,
+                tls: RedisTLSContext? = nil) {
         self.clientName = clientName.map { String($0.map { $0.isWhitespace ? "_" : $0 }) }
-        locator = RedisLocator(target: target, loop: loop, timeoutSeconds: timings.timeoutSeconds)
+        locator = RedisLocator(target: target, loop: loop, timeoutSeconds: timings.timeoutSeconds, tls: tls)
         self.loop = loop
         self.timings = timings
         reconnector = RedisReconnector(loop: loop, timings: timings)
         watchdog = LoopTimer(loop: loop) { [unowned self] in self.watchdogFired() }
         reconnector.bringUp = { [unowned self] in connect() }
         reconnector.notify = { [unowned self] state in onStateChange?(state) }
+        reconnector.failed = { [unowned self] error in onLinkFailure?(error) }
     }
 
     /// A connection to one server at `endpoint` (``RedisTarget/server(_:)``).
@@ -72,6 +78,7 @@ public final class RedisConnection {
 
     /// Starts the first connect (set the handlers first).
     public func start() {
+        locator.observeSwitches { [weak self] master in self?.masterSwitched(to: master) }
         reconnector.start()
     }
 
@@ -139,7 +146,7 @@ public final class RedisConnection {
     }
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint) else { return }
+        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
         link.delegate = self
         self.link = link
         address = endpoint
@@ -175,6 +182,13 @@ public final class RedisConnection {
                 drop(RedisError(.handshakeRefused, "PING at connect: \(error.message)"))
             }
         }
+    }
+
+    /// The sentinels announced a failover: a link to another address leaves it now, even idle,
+    /// and the next connect asks them where the master is.
+    private func masterSwitched(to master: RedisHostPort) {
+        guard link != nil, let address, address.address != master else { return }
+        drop(RedisError(.notMaster, "the sentinels switched the master to \(master) (+switch-master)"))
     }
 
     private func handshake(_ words: [String], on link: RedisLink, step: String) {

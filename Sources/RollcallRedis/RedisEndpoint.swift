@@ -1,6 +1,6 @@
-/// Where a Redis server is and how to log in: `redis://[[user]:password@]host[:port][/db]`
-/// (`cluster.redis`, PROTOCOL §9). The port defaults to 6379 and the database to 0; the
-/// password may be percent-encoded; an IPv6 host is written in brackets.
+/// Where a Redis server is and how to log in: `redis://[[user]:password@]host[:port][/db]`, or
+/// `rediss://…` for TLS (`cluster.redis`, PROTOCOL §9). The port defaults to 6379 and the
+/// database to 0; the password may be percent-encoded; an IPv6 host is written in brackets.
 public struct RedisEndpoint: Equatable, CustomStringConvertible {
     /// Host name or IP address (without brackets).
     public var host: String
@@ -12,6 +12,11 @@ public struct RedisEndpoint: Equatable, CustomStringConvertible {
     public var password: String?
     /// Database selected with `SELECT` at connect (0: no `SELECT`).
     public var database: Int
+    /// True for `rediss://`: links speak TLS (``RedisTLSSettings``).
+    public var tls: Bool
+    /// The host as it was named before it was resolved to ``host`` (the name a TLS link checks
+    /// by default); nil when ``host`` is that name.
+    var namedHost: String?
 
     /// The host and port.
     public var address: RedisHostPort { RedisHostPort(host: host, port: port) }
@@ -19,27 +24,31 @@ public struct RedisEndpoint: Equatable, CustomStringConvertible {
     /// This endpoint (credentials, database) at another host and port: where a link connects
     /// once a name is resolved or the sentinels named the master.
     public func at(_ address: RedisHostPort) -> RedisEndpoint {
-        RedisEndpoint(host: address.host, port: address.port, user: user, password: password, database: database)
+        var endpoint = RedisEndpoint(host: address.host, port: address.port, user: user, password: password, database: database, tls: tls)
+        endpoint.namedHost = address.host == host ? namedHost : (namedHost ?? host)
+        return endpoint
     }
 
     /// An endpoint from its parts.
-    public init(host: String, port: Int = 6379, user: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(host: String, port: Int = 6379, user: String? = nil, password: String? = nil, database: Int = 0, tls: Bool = false) {
         self.host = host
+        self.tls = tls
         self.port = port
         self.user = user
         self.password = password
         self.database = database
     }
 
-    /// Parses `redis://[[user]:password@]host[:port][/db]`; throws ``RedisError/Code/invalidEndpoint``
-    /// naming what is wrong.
+    /// Parses `redis://[[user]:password@]host[:port][/db]` or `rediss://…`; throws
+    /// ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
         func invalid(_ failure: RedisURLSyntax.Failure) -> RedisError {
-            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis://[:password@]host:port[/db])")
+            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis://[:password@]host:port[/db] or rediss://…)")
         }
-        let scheme = "redis://"
-        guard url.lowercased().hasPrefix(scheme) else { throw invalid(.init("the scheme is not redis://")) }
-        var rest = Substring(url.dropFirst(scheme.count))
+        let lowered = url.lowercased()
+        let tls = lowered.hasPrefix("rediss://")
+        guard tls || lowered.hasPrefix("redis://") else { throw invalid(.init("the scheme is not redis:// or rediss://")) }
+        var rest = Substring(url.dropFirst(tls ? 9 : 8))
         let credentials = try RedisURLSyntax.takeCredentials(from: &rest).mapError(invalid).get()
         var databaseText: Substring?
         if let slash = rest.firstIndex(of: "/") {
@@ -48,12 +57,12 @@ public struct RedisEndpoint: Equatable, CustomStringConvertible {
         }
         let address = try RedisURLSyntax.hostPort(rest, defaultPort: 6379).mapError(invalid).get()
         let database = try RedisURLSyntax.database(databaseText).mapError(invalid).get()
-        self.init(host: address.host, port: address.port, user: credentials.user, password: credentials.password, database: database)
+        self.init(host: address.host, port: address.port, user: credentials.user, password: credentials.password, database: database, tls: tls)
     }
 
     /// The URL with the password replaced by `***` (for logs).
     public var description: String {
-        "redis://" + RedisURLSyntax.credentialsText(user: user, password: password)
+        (tls ? "rediss://" : "redis://") + RedisURLSyntax.credentialsText(user: user, password: password)
             + RedisHostPort(host: host, port: port).description + (database == 0 ? "" : "/\(database)")
     }
 }

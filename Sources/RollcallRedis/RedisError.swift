@@ -10,8 +10,7 @@ public typealias RedisError = CodedError<RedisErrorCode>
 public enum RedisErrorCode: String, StableErrorCode {
     /// `cluster.redis` is not a `redis://` or `redis+sentinel://` URL (``RedisTarget``).
     case invalidEndpoint = "REDIS_INVALID_ENDPOINT"
-    /// `cluster.redis` names a kind of Redis this build does not speak yet (`rediss://`: TLS;
-    /// `redis+cluster://`).
+    /// `cluster.redis` names a kind of Redis this build does not speak yet (`redis+cluster://`).
     case unsupportedEndpoint = "REDIS_UNSUPPORTED_ENDPOINT"
     /// A host name did not resolve (or not within the timeout). Retried at the next reconnect.
     case unresolved = "REDIS_UNRESOLVED"
@@ -29,6 +28,15 @@ public enum RedisErrorCode: String, StableErrorCode {
     case connectFailed = "REDIS_CONNECT_FAILED"
     /// The connection was lost (closed by Redis, reset, killed) with the command in flight.
     case connectionLost = "REDIS_CONNECTION_LOST"
+    /// `cluster.tls` cannot be used: a file that cannot be read, a key that does not match its
+    /// certificate, `certFile` without `keyFile` (the message names the key). At start only.
+    case invalidTLS = "REDIS_TLS_INVALID"
+    /// The server's certificate did not verify against `cluster.tls.caFile` (or the system's
+    /// store), or does not name the server. The link is refused and retried after a backoff.
+    case tlsVerifyFailed = "REDIS_TLS_VERIFY_FAILED"
+    /// The TLS handshake failed for another reason (no common protocol, the server refused the
+    /// client certificate, not a TLS port). Retried after a backoff.
+    case tlsHandshakeFailed = "REDIS_TLS_HANDSHAKE_FAILED"
     /// Redis refused `AUTH` or `SELECT` at connect.
     case handshakeRefused = "REDIS_HANDSHAKE_REFUSED"
     /// Redis answered the command with an error reply (e.g. `NOSCRIPT`, `WRONGTYPE`).

@@ -1,133 +1,116 @@
 import CRedisShim
 import RollcallEventLoop
 
-/// What a ``RedisLink`` reports to its owner, on the loop's thread, from hiredis' callbacks.
+/// What a ``RedisLink`` reports to its owner, on the loop's thread.
 protocol RedisLinkDelegate: AnyObject {
     /// One reply (command replies in order; for a subscriber also pub/sub pushes).
     func link(_ link: RedisLink, received reply: RedisReply)
-    /// The link is gone (refused, closed by Redis, reset). Called once; never after ``RedisLink/close()``.
+    /// The link is gone (refused, closed by Redis, reset, a certificate that does not verify).
+    /// Called once; never after ``RedisLink/close()``.
     func link(_ link: RedisLink, failed error: RedisError)
 }
 
-/// One hiredis async context attached to the loop: the unit a connection replaces on every
-/// reconnect, because hiredis never reuses a context after a disconnect.
+/// One connection to Redis on the loop, plain or TLS (the C transport in `CRedisShim`: a
+/// non-blocking socket, OpenSSL, one libev watcher; hiredis formats and parses only): the unit
+/// a client replaces on every reconnect.
 ///
 /// Lifetime rules this type enforces:
-/// - the context is never freed inside one of its own callbacks: ``close()`` from a callback
-///   stops its watchers and frees it from a zero-delay timer on the next turn;
-/// - when hiredis frees the context itself (connect refused, EOF, read error) the link only
-///   forgets it, and stays alive (self-retained) until hiredis is done calling back.
+/// - the C link is never freed inside one of its own callbacks (the transport defers the free
+///   until the callback returns);
+/// - the link stays alive (self-retained) while the transport may call back into it, and
+///   lets go on the loop's next turn when it is closed inside a callback.
 final class RedisLink {
     weak var delegate: RedisLinkDelegate?
-    /// The live context; nil once retired (by ``close()`` or by hiredis).
-    private var context: UnsafeMutablePointer<redisAsyncContext>?
-    /// A context ``close()`` detached inside a callback, freed on the next turn.
-    private var doomed: UnsafeMutablePointer<redisAsyncContext>?
-    /// Keeps the link alive while hiredis may still call back into it.
+    /// The live transport; nil once closed or failed.
+    private var transport: OpaquePointer?
+    /// Keeps the link alive while the transport may still call back into it.
     private var keepAlive: Unmanaged<RedisLink>?
     private var retirement: LoopTimer!
-    /// This context's hiredis callbacks in progress (on the loop's thread).
+    /// Callbacks in progress (on the loop's thread).
     private var callbackDepth = 0
 
-    /// Starts a non-blocking connect; throws ``RedisError/Code/connectFailed`` when it fails at once.
-    init(endpoint: RedisEndpoint, loop: EventLoop) throws {
+    /// Starts a non-blocking connect to `endpoint` (a numeric address) with TLS when `tls` is
+    /// given; throws ``RedisError/Code/connectFailed`` when it fails at once.
+    init(endpoint: RedisEndpoint, loop: EventLoop, tls: RedisTLSContext.Link? = nil) throws {
         retirement = LoopTimer(loop: loop) { [unowned self] in self.retire() }
         var error = [CChar](repeating: 0, count: 256)
-        guard let context = rollcall_redis_connect(
-            loop.loop, endpoint.host, Int32(endpoint.port), Unmanaged.passUnretained(self).toOpaque(),
-            Self.onConnect, Self.onDisconnect, &error, error.count)
-        else { throw RedisError(.connectFailed, "\(endpoint): \(String(cString: error))") }
-        self.context = context
+        let opened: OpaquePointer? = withOptionalCString(tls?.serverName) { serverName in
+            rollcall_link_open(
+                loop.loop, endpoint.host, Int32(endpoint.port), tls?.context.pointer, serverName,
+                Unmanaged.passUnretained(self).toOpaque(), Self.onReply, Self.onFailed, &error, error.count)
+        }
+        guard let opened else { throw RedisError(.connectFailed, "\(endpoint): \(String(cString: error))") }
+        transport = opened
         keepAlive = Unmanaged.passRetained(self)
     }
 
     /// True until the link is closed or lost.
-    var isOpen: Bool { context != nil }
+    var isOpen: Bool { transport != nil }
 
-    /// Queues one command (binary-safe arguments); false when the link is gone or hiredis
-    /// refused it (nothing was queued then).
+    /// Queues one command (binary-safe arguments), written on the loop's next turn with the
+    /// others of this turn; false when the link is gone (nothing was queued then).
     @discardableResult
     func send(_ arguments: [[UInt8]]) -> Bool {
-        guard let context, !arguments.isEmpty else { return false }
+        guard let transport, !arguments.isEmpty else { return false }
         return Self.withArgv(arguments) { count, argv, lengths in
-            redisAsyncCommandArgv(context, Self.onReply, nil, count, argv, lengths) == REDIS_OK
+            rollcall_link_send(transport, count, argv, lengths) == 0
         }
     }
 
-    /// Retires the context (owner's decision: timeout, failed handshake, close). No delegate
-    /// call follows. Safe inside a hiredis callback: the free is then deferred.
+    /// Closes the link (owner's decision: timeout, failed handshake, close). No delegate call
+    /// follows. Safe inside a callback.
     func close() {
-        guard let context else { return }
-        self.context = nil
-        rollcall_redis_quiesce(context)
+        guard let transport else { return }
+        self.transport = nil
+        rollcall_link_close(transport)
+        letGo()
+    }
+
+    /// Releases the self-retain now, or on the next turn when inside a callback.
+    private func letGo() {
         if callbackDepth == 0 {
-            redisAsyncFree(context)
-            keepAlive?.release()
-            keepAlive = nil
+            retire()
         } else {
-            doomed = context
             retirement.schedule(after: 0)
         }
     }
 
-    /// Runs on the turn after a retirement: frees a doomed context, then lets the link go.
     private func retire() {
-        if let doomed {
-            self.doomed = nil
-            redisAsyncFree(doomed)
-        }
         keepAlive?.release()
         keepAlive = nil
     }
 
-    /// hiredis is freeing `ac` on its own: forget it, tell the owner once.
-    private func lost(_ ac: UnsafeRawPointer, _ error: RedisError) {
-        if UnsafeRawPointer(doomed) == ac { doomed = nil }
-        guard UnsafeRawPointer(context) == ac else { return }
-        context = nil
-        retirement.schedule(after: 0)
-        delegate?.link(self, failed: error)
-    }
-
-    private func received(_ reply: UnsafeMutableRawPointer?, from ac: UnsafeMutablePointer<redisAsyncContext>) {
-        guard ac == context else { return }
-        guard let reply else {
-            // hiredis runs pending callbacks with no reply only while freeing the context.
-            lost(UnsafeRawPointer(ac), RedisError(.connectionLost, Self.reason(ac, otherwise: "connection closed")))
-            return
-        }
-        delegate?.link(self, received: RedisReply(copying: reply.assumingMemoryBound(to: redisReply.self)))
-    }
-
-    private static func owner(_ ac: UnsafePointer<redisAsyncContext>) -> RedisLink? {
-        guard let raw = rollcall_redis_owner(ac) else { return nil }
+    private static func owner(_ raw: UnsafeMutableRawPointer?) -> RedisLink? {
+        guard let raw else { return nil }
         return Unmanaged<RedisLink>.fromOpaque(raw).takeUnretainedValue()
     }
 
-    private static func reason(_ ac: UnsafePointer<redisAsyncContext>, otherwise: String) -> String {
-        guard ac.pointee.err != 0, let text = ac.pointee.errstr else { return otherwise }
-        return String(cString: text)
-    }
-
-    private static let onReply: @convention(c) (UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = { ac, reply, _ in
-        guard let ac, let link = owner(ac) else { return }
+    private static let onReply: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<redisReply>?) -> Void = { raw, reply in
+        guard let link = owner(raw), let reply, link.transport != nil else { return }
         link.callbackDepth += 1
         defer { link.callbackDepth -= 1 }
-        link.received(reply, from: ac)
+        link.delegate?.link(link, received: RedisReply(copying: reply))
     }
 
-    private static let onConnect: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { ac, status in
-        guard let ac, status != REDIS_OK, let link = owner(ac) else { return }
+    private static let onFailed: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = { raw, code, message in
+        guard let link = owner(raw), let transport = link.transport else { return }
         link.callbackDepth += 1
         defer { link.callbackDepth -= 1 }
-        link.lost(UnsafeRawPointer(ac), RedisError(.connectFailed, reason(ac, otherwise: "connect failed")))
+        link.transport = nil
+        rollcall_link_close(transport)
+        link.letGo()
+        let text = message.map { String(cString: $0) } ?? "connection closed"
+        link.delegate?.link(link, failed: RedisError(RedisLink.code(of: code), text))
     }
 
-    private static let onDisconnect: @convention(c) (UnsafePointer<redisAsyncContext>?, Int32) -> Void = { ac, _ in
-        guard let ac, let link = owner(ac) else { return }
-        link.callbackDepth += 1
-        defer { link.callbackDepth -= 1 }
-        link.lost(UnsafeRawPointer(ac), RedisError(.connectionLost, reason(ac, otherwise: "connection closed by Redis")))
+    private static func code(of failure: Int32) -> RedisError.Code {
+        switch UInt32(failure) {
+        case ROLLCALL_LINK_CONNECT_FAILED.rawValue: .connectFailed
+        case ROLLCALL_LINK_TLS_VERIFY_FAILED.rawValue: .tlsVerifyFailed
+        case ROLLCALL_LINK_TLS_HANDSHAKE_FAILED.rawValue: .tlsHandshakeFailed
+        case ROLLCALL_LINK_PROTOCOL_ERROR.rawValue: .protocolViolation
+        default: .connectionLost
+        }
     }
 
     /// Calls `body` with hiredis' argc/argv/argvlen view of `arguments` (one contiguous copy).
@@ -153,4 +136,10 @@ final class RedisLink {
             }
         }
     }
+}
+
+/// `body` with a C string of `text`, or NULL.
+private func withOptionalCString<Result>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
 }

@@ -27,10 +27,29 @@ final class RedisLocator {
     /// Bumped by every lookup and by ``close()``: answers of an older one are ignored.
     private var generation: UInt64 = 0
     private var isClosed = false
+    /// The `+switch-master` watch (Sentinel), started by the first ``observeSwitches(_:)``.
+    private var watch: SentinelWatch?
+    private var switchObservers: [(RedisHostPort) -> Void] = []
+
+    /// The TLS configuration of a `rediss` target's links (nil for a plain one).
+    let tls: RedisTLSContext?
+    /// Why a `rediss` target has no TLS configuration (the system's store could not be loaded).
+    private let tlsProblem: RedisError?
 
     /// A locator for `target` on `loop`; each step of a lookup waits at most `timeoutSeconds`.
-    init(target: RedisTarget, loop: EventLoop, timeoutSeconds: Double) {
+    /// A `rediss` target's links use `tls`, or the system's CA store when it is nil.
+    init(target: RedisTarget, loop: EventLoop, timeoutSeconds: Double, tls: RedisTLSContext? = nil) {
         self.target = target
+        var problem: RedisError?
+        if target.usesTLS, tls == nil {
+            do { self.tls = try RedisTLSContext(settings: RedisTLSSettings()) } catch {
+                self.tls = nil
+                problem = error as? RedisError ?? RedisError(.invalidTLS, "\(error)")
+            }
+        } else {
+            self.tls = target.usesTLS ? tls : nil
+        }
+        tlsProblem = problem
         self.loop = loop
         self.timeoutSeconds = timeoutSeconds
         resolver = HostResolver(loop: loop)
@@ -62,17 +81,44 @@ final class RedisLocator {
         }
     }
 
+    /// What a link to `endpoint` (as this locator answered it) checks over TLS; nil for a
+    /// plain link. Throws when a `rediss` target has no TLS configuration.
+    func tlsLink(for endpoint: RedisEndpoint) throws -> RedisTLSContext.Link? {
+        guard endpoint.tls else { return nil }
+        guard let tls else { throw tlsProblem ?? RedisError(.invalidTLS, "no TLS configuration") }
+        return tls.link(to: endpoint.namedHost ?? endpoint.host)
+    }
+
     /// A link found that the address it was given is not the master (`ROLE`, `READONLY`): the
     /// next lookup starts with another sentinel.
     func masterRefused() {
         discovery?.notMaster()
     }
 
-    /// Stops any lookup (pending completions fail with ``RedisError/Code/closed``) and the
-    /// resolver's wake-ups: call before the loop goes away.
+    /// Calls `body` with the master's new address each time the sentinels announce a failover
+    /// (`+switch-master`); nothing for a single server. The first call subscribes on a sentinel.
+    func observeSwitches(_ body: @escaping (RedisHostPort) -> Void) {
+        guard case .sentinel(let set) = target, !isClosed else { return }
+        switchObservers.append(body)
+        guard watch == nil else { return }
+        let watch = SentinelWatch(set: set, loop: loop, tls: tls, timings: RedisTimings(timeoutSeconds: timeoutSeconds)) { [unowned self] address, done in
+            resolver.resolve(address.host, timeout: timeoutSeconds) { done($0.map { RedisHostPort(host: $0, port: address.port) }) }
+        }
+        watch.onSwitch = { [unowned self] address in
+            for observer in switchObservers { observer(address) }
+        }
+        self.watch = watch
+        watch.start()
+    }
+
+    /// Stops any lookup (pending completions fail with ``RedisError/Code/closed``), the
+    /// `+switch-master` watch and the resolver's wake-ups: call before the loop goes away.
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        watch?.close()
+        watch = nil
+        switchObservers.removeAll()
         generation += 1
         query?.cancel()
         query = nil
@@ -94,7 +140,10 @@ final class RedisLocator {
                 case .failure(let error):
                     carryOut(discovery!.failed(error), generation: generation)
                 case .success(let address):
-                    query = SentinelQuery(address: address, masterName: set.masterName, loop: loop, timeout: timeout) { [unowned self] answer in
+                    let link = set.tls ? tls?.link(to: sentinel.host) : nil
+                    let credentials = set.password.map { SentinelQuery.Credentials(user: set.user, password: $0) }
+                    query = SentinelQuery(address: address, masterName: set.masterName, loop: loop, timeout: timeout, tls: link,
+                                          credentials: credentials) { [unowned self] answer in
                         guard generation == self.generation else { return }
                         query = nil
                         switch answer {
@@ -106,7 +155,11 @@ final class RedisLocator {
             }
         case .found(let master):
             resolve(master, generation: generation) { [unowned self] result in
-                finish(result.map { set.master(at: $0) })
+                finish(result.map { address in
+                    var endpoint = set.master(at: address)
+                    if address.host != master.host { endpoint.namedHost = master.host }
+                    return endpoint
+                })
             }
         case .failed(let error):
             finish(.failure(error))

@@ -8,6 +8,8 @@ final class RedisReconnector {
     var bringUp: () -> Void = {}
     /// Tells the client's `onStateChange`.
     var notify: (RedisConnectionState) -> Void = { _ in }
+    /// Told of every failed attempt and lost link, whether or not the state changed.
+    var failed: (RedisError) -> Void = { _ in }
 
     private var lifecycle: RedisLinkLifecycle
     /// Numbers the lookups of ``locate(with:then:)``: only the latest may open a link.
@@ -38,7 +40,11 @@ final class RedisReconnector {
     /// The link is usable.
     func ready() { carryOut(lifecycle.ready()) }
     /// The link, or the attempt to make one, failed: back off and try again.
-    func lost(_ error: RedisError) { carryOut(lifecycle.lost(error, now: loop.now)) }
+    func lost(_ error: RedisError) {
+        let steps = lifecycle.lost(error, now: loop.now)
+        if !lifecycle.isClosed { failed(error) }
+        carryOut(steps)
+    }
     /// No more attempts.
     func close(_ error: RedisError) {
         attempt += 1
@@ -60,10 +66,11 @@ final class RedisReconnector {
         }
     }
 
-    /// A new link to `endpoint`, or nil when it could not be made (then counted as lost).
-    func makeLink(to endpoint: RedisEndpoint) -> RedisLink? {
+    /// A new link to `endpoint` (as `locator` answered it: TLS for a `rediss` target), or nil
+    /// when it could not be made (then counted as lost).
+    func makeLink(to endpoint: RedisEndpoint, with locator: RedisLocator) -> RedisLink? {
         do {
-            return try RedisLink(endpoint: endpoint, loop: loop)
+            return try RedisLink(endpoint: endpoint, loop: loop, tls: try locator.tlsLink(for: endpoint))
         } catch {
             lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
             return nil

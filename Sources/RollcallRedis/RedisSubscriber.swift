@@ -41,6 +41,8 @@ public final class RedisSubscriber {
     /// True from sending `ROLE` on a new link until its answer (Sentinel).
     private var awaitingRole = false
     private var link: RedisLink?
+    /// Where ``link`` goes.
+    private var linkAddress: RedisHostPort?
     private let reconnector: RedisReconnector
     private var probeChannel: [UInt8] = []
     private var outstandingProbe: [UInt8]?
@@ -67,6 +69,10 @@ public final class RedisSubscriber {
 
     /// Starts the first connect (set the handlers first).
     public func start() {
+        locator.observeSwitches { [weak self] master in
+            guard let self, link != nil, linkAddress != master else { return }
+            drop(RedisError(.notMaster, "the sentinels switched the master to \(master) (+switch-master)"))
+        }
         reconnector.start()
     }
 
@@ -114,9 +120,10 @@ public final class RedisSubscriber {
     }
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint) else { return }
+        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
         link.delegate = self
         self.link = link
+        linkAddress = endpoint.address
         outstandingProbe = nil
         probeChannel = probePrefix + Array(Self.randomID().utf8)
         if let password = endpoint.password {

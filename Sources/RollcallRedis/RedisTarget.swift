@@ -1,10 +1,11 @@
 /// Which Redis `cluster.redis` names (PROTOCOL §9, "Which Redis"), parsed once at start:
 ///
-/// - `redis://[user:password@]host:port[/db]`: one server (``RedisEndpoint``);
-/// - `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the master that
-///   the sentinels name (``RedisSentinelSet``), found again after every loss.
+/// - `redis://[user:password@]host:port[/db]` or `rediss://…` (TLS): one server (``RedisEndpoint``);
+/// - `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]` or
+///   `rediss+sentinel://…` (TLS to the sentinels and the master): the master that the
+///   sentinels name (``RedisSentinelSet``), found again after every loss.
 ///
-/// `rediss://` and `rediss+sentinel://` (TLS) and `redis+cluster://` are refused with
+/// `redis+cluster://` and `rediss+cluster://` are refused with
 /// ``RedisError/Code/unsupportedEndpoint``: this build does not speak them yet.
 public enum RedisTarget: Equatable, CustomStringConvertible {
     /// One Redis server.
@@ -16,14 +17,14 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
     /// ``RedisError/Code/unsupportedEndpoint``) naming what is wrong, never the password.
     public init(parsing url: String) throws {
         let lowered = url.lowercased()
-        if lowered.hasPrefix(RedisSentinelSet.scheme) {
+        if lowered.hasPrefix(RedisSentinelSet.scheme) || lowered.hasPrefix(RedisSentinelSet.tlsScheme) {
             self = .sentinel(try RedisSentinelSet(parsing: url))
-        } else if lowered.hasPrefix("redis://") {
+        } else if lowered.hasPrefix("redis://") || lowered.hasPrefix("rediss://") {
             self = .server(try RedisEndpoint(parsing: url))
         } else if let scheme = Self.unsupportedSchemes.first(where: { lowered.hasPrefix($0.scheme) }) {
-            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis:// or redis+sentinel://")
+            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis://, rediss://, redis+sentinel:// or rediss+sentinel://")
         } else {
-            throw RedisError(.invalidEndpoint, "the scheme is not redis:// or redis+sentinel:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
+            throw RedisError(.invalidEndpoint, "the scheme is not redis://, rediss://, redis+sentinel:// or rediss+sentinel:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
         }
     }
 
@@ -32,6 +33,14 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
     public var isSentinel: Bool {
         if case .sentinel = self { return true }
         return false
+    }
+
+    /// True for `rediss://` and `rediss+sentinel://`: every link (to the sentinels too) speaks TLS.
+    public var usesTLS: Bool {
+        switch self {
+        case .server(let endpoint): endpoint.tls
+        case .sentinel(let set): set.tls
+        }
     }
 
     /// The URL with the password replaced by `***` (for logs).
@@ -44,17 +53,16 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
 
     /// Schemes PROTOCOL §9 names that this build refuses, each with why.
     private static let unsupportedSchemes: [(scheme: String, why: String)] = [
-        ("rediss+sentinel://", "TLS to Redis is not supported yet"),
-        ("rediss+cluster://", "TLS to Redis is not supported yet"),
-        ("rediss://", "TLS to Redis is not supported yet"),
+        ("rediss+cluster://", "Redis Cluster is not supported yet"),
         ("redis+cluster://", "Redis Cluster is not supported yet"),
     ]
 }
 
 /// `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the sentinels to
 /// ask (port 26379 when left out) for the master of `masterName`, and how to log in to it.
-/// The credentials and the database are the master's; the sentinels are asked without `AUTH`
-/// (docs/configuration.md).
+/// The credentials and the database are the master's; a sentinel is asked without `AUTH`
+/// unless it answers `NOAUTH` (it requires a password): then with the same credentials
+/// (docs/configuration.md). `rediss+sentinel://` speaks TLS to the sentinels and the master.
 public struct RedisSentinelSet: Equatable, CustomStringConvertible {
     /// The sentinels, in the URL's order (asked in turn, starting with the last that answered).
     public var sentinels: [RedisHostPort]
@@ -66,15 +74,20 @@ public struct RedisSentinelSet: Equatable, CustomStringConvertible {
     public var password: String?
     /// Database selected on the master.
     public var database: Int
+    /// True for `rediss+sentinel://`: the sentinels and the master are reached over TLS.
+    public var tls: Bool
 
     /// The scheme.
     static let scheme = "redis+sentinel://"
+    /// The scheme with TLS.
+    static let tlsScheme = "rediss+sentinel://"
     /// A sentinel's port when the URL gives none.
     public static let defaultPort = 26379
 
     /// A set from its parts.
-    public init(sentinels: [RedisHostPort], masterName: String, user: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(sentinels: [RedisHostPort], masterName: String, user: String? = nil, password: String? = nil, database: Int = 0, tls: Bool = false) {
         self.sentinels = sentinels
+        self.tls = tls
         self.masterName = masterName
         self.user = user
         self.password = password
@@ -84,10 +97,11 @@ public struct RedisSentinelSet: Equatable, CustomStringConvertible {
     /// Parses the URL; throws ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
         func invalid(_ failure: RedisURLSyntax.Failure) -> RedisError {
-            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db])")
+            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] or rediss+sentinel://…)")
         }
-        guard url.lowercased().hasPrefix(Self.scheme) else { throw invalid(.init("the scheme is not redis+sentinel://")) }
-        var rest = Substring(url.dropFirst(Self.scheme.count))
+        let tls = url.lowercased().hasPrefix(Self.tlsScheme)
+        guard tls || url.lowercased().hasPrefix(Self.scheme) else { throw invalid(.init("the scheme is not redis+sentinel:// or rediss+sentinel://")) }
+        var rest = Substring(url.dropFirst(tls ? Self.tlsScheme.count : Self.scheme.count))
         let credentials = try RedisURLSyntax.takeCredentials(from: &rest).mapError(invalid).get()
         guard let slash = rest.firstIndex(of: "/") else { throw invalid(.init("no /masterName")) }
         let hosts = rest[..<slash]
@@ -100,17 +114,17 @@ public struct RedisSentinelSet: Equatable, CustomStringConvertible {
         guard let name = RedisURLSyntax.percentDecoded(nameText) else { throw invalid(.init("a bad percent escape in the master name")) }
         guard !name.contains(where: { $0.isWhitespace || $0.isNewline }) else { throw invalid(.init("a space in the master name")) }
         let database = try RedisURLSyntax.database(path.count > 1 ? path[1] : nil).mapError(invalid).get()
-        self.init(sentinels: sentinels, masterName: name, user: credentials.user, password: credentials.password, database: database)
+        self.init(sentinels: sentinels, masterName: name, user: credentials.user, password: credentials.password, database: database, tls: tls)
     }
 
     /// The master's endpoint at `address` (as the sentinels name it): this set's credentials and database.
     public func master(at address: RedisHostPort) -> RedisEndpoint {
-        RedisEndpoint(host: address.host, port: address.port, user: user, password: password, database: database)
+        RedisEndpoint(host: address.host, port: address.port, user: user, password: password, database: database, tls: tls)
     }
 
     /// The URL with the password replaced by `***` (for logs).
     public var description: String {
-        Self.scheme + RedisURLSyntax.credentialsText(user: user, password: password)
+        (tls ? Self.tlsScheme : Self.scheme) + RedisURLSyntax.credentialsText(user: user, password: password)
             + sentinels.map(\.description).joined(separator: ",") + "/\(masterName)" + (database == 0 ? "" : "/\(database)")
     }
 }

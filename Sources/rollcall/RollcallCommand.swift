@@ -41,7 +41,10 @@ struct RollcallCommand: ParsableCommand {
         do {
             try TLSFiles.check(configuration.tls)
             try KeySetFiles.check(configuration.auth)
-            if configuration.cluster.isEnabled { _ = try ClusterLink.target(of: configuration) }
+            if configuration.cluster.isEnabled {
+                _ = try ClusterLink.target(of: configuration)
+                _ = try ClusterLink.tlsContext(of: configuration)
+            }
         } catch {
             logFormat.report("configuration error: \(error)")
             throw ExitCode(1)

@@ -54,8 +54,9 @@ private let everyKeyChanged = """
                     "requestsPerSecond": 27.5, "requestBurst": 28, "heldMessageBytes": 29},
       "storage":   {"path": "other.db"},
       "log":       {"level": "trace", "format": "json"},
-      "cluster":   {"redis": "redis://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
-                    "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2},
+      "cluster":   {"redis": "rediss://127.0.0.1:6380/2", "keyPrefix": "rc2:", "nodeId": "node-a",
+                    "heartbeatSeconds": 0.5, "nodeTimeoutSeconds": 2,
+                    "tls": {"caFile": "redis-ca.pem", "certFile": "client.pem", "keyFile": "client.key", "serverName": "redis.internal"}},
       "api":       {"keys": ["key-one-0123456789", "key-two-0123456789"], "keyEnv": "OTHER_API_KEY"},
       "webhooks":  {"url": "https://hooks.example/in", "secret": "w3bh00k", "secretEnv": "OTHER_WEBHOOK_SECRET", "secrets": ["old-w3bh00k"],
                     "events": ["channel"], "batchMaxEvents": 31, "batchMaxDelaySeconds": 0.25,
@@ -89,7 +90,9 @@ private var everyKeyChangedConfiguration: Configuration {
     c.limits.heldMessageBytes = 29
     c.storage.path = "other.db"
     c.log.level = "trace"; c.log.format = "json"
-    c.cluster.redis = "redis://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
+    c.cluster.tls.caFile = "redis-ca.pem"; c.cluster.tls.certFile = "client.pem"; c.cluster.tls.keyFile = "client.key"
+    c.cluster.tls.serverName = "redis.internal"
+    c.cluster.redis = "rediss://127.0.0.1:6380/2"; c.cluster.keyPrefix = "rc2:"; c.cluster.nodeId = "node-a"
     c.cluster.heartbeatSeconds = 0.5; c.cluster.nodeTimeoutSeconds = 2
     c.webhooks.url = "https://hooks.example/in"; c.webhooks.secret = "w3bh00k"
     c.webhooks.secretEnv = "OTHER_WEBHOOK_SECRET"; c.webhooks.secrets = ["old-w3bh00k"]; c.webhooks.events = ["channel"]

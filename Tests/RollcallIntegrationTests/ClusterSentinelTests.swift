@@ -148,11 +148,11 @@ struct ClusterSentinelTests {
         }
     }
 
-    @Test("--check-config and the start refuse a malformed redis+sentinel:// URL, rediss:// and redis+cluster://, naming cluster.redis and never the password", arguments: [
+    @Test("--check-config and the start refuse a malformed redis+sentinel:// URL and redis+cluster://, naming cluster.redis and never the password", arguments: [
         ("redis+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
         ("redis+sentinel://:hunter2@127.0.0.1:0/m", "port"),
-        ("rediss://:hunter2@127.0.0.1:6380", "TLS to Redis is not supported yet"),
-        ("rediss+sentinel://:hunter2@127.0.0.1:26379/m", "TLS to Redis is not supported yet"),
+        ("rediss+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
+        ("rediss+cluster://:hunter2@127.0.0.1:7000", "Redis Cluster is not supported yet"),
         ("redis+cluster://127.0.0.1:7000", "Redis Cluster is not supported yet"),
     ])
     func refusesWhatItCannotUse(url: String, reason: String) throws {

@@ -51,10 +51,35 @@ import Testing
         }
     }
 
+    @Test func aRedissURLIsOneServerOverTLS() throws {
+        let target = try RedisTarget(parsing: "REDISS://app:pw@redis.internal:6380/2")
+        #expect(target == .server(RedisEndpoint(host: "redis.internal", port: 6380, user: "app", password: "pw", database: 2, tls: true)))
+        #expect(target.usesTLS && !target.isSentinel)
+        #expect(target.description == "rediss://app:***@redis.internal:6380/2")
+        #expect(try RedisTarget(parsing: "rediss://[::1]") == .server(RedisEndpoint(host: "::1", tls: true)))
+        #expect(!(try RedisTarget(parsing: "redis://127.0.0.1")).usesTLS)
+    }
+
+    @Test func aRedissSentinelURLReachesTheSentinelsAndTheMasterOverTLS() throws {
+        let target = try RedisTarget(parsing: "rediss+sentinel://:pw@s1.internal,s2.internal:5000/mymaster/1")
+        let set = RedisSentinelSet(sentinels: [RedisHostPort(host: "s1.internal", port: 26379), RedisHostPort(host: "s2.internal", port: 5000)],
+                                   masterName: "mymaster", password: "pw", database: 1, tls: true)
+        #expect(target == .sentinel(set))
+        #expect(target.usesTLS && target.isSentinel)
+        #expect(target.description == "rediss+sentinel://:***@s1.internal:26379,s2.internal:5000/mymaster/1")
+        #expect(set.master(at: RedisHostPort(host: "10.0.0.9", port: 6379)).tls)
+    }
+
+    @Test func theHostAsNamedIsKeptForTheCertificateCheckOnceResolved() throws {
+        let endpoint = try RedisEndpoint(parsing: "rediss://redis.internal:6380")
+        let resolved = endpoint.at(RedisHostPort(host: "10.0.0.7", port: 6380))
+        #expect(resolved.host == "10.0.0.7" && resolved.namedHost == "redis.internal" && resolved.tls)
+        #expect(resolved.at(RedisHostPort(host: "10.0.0.8", port: 6380)).namedHost == "redis.internal")
+        #expect(try RedisEndpoint(parsing: "rediss://10.0.0.7").at(RedisHostPort(host: "10.0.0.7", port: 6379)).namedHost == nil)
+    }
+
     @Test(arguments: [
-        ("rediss://:pw@127.0.0.1:6380", "TLS"),
-        ("rediss+sentinel://127.0.0.1:26379/m", "TLS"),
-        ("rediss+cluster://127.0.0.1:7000", "TLS"),
+        ("rediss+cluster://127.0.0.1:7000", "Redis Cluster"),
         ("redis+cluster://127.0.0.1:7000,127.0.0.1:7001", "Redis Cluster"),
     ])
     func refusesWhatThisBuildDoesNotSpeakYet(url: String, mentioning word: String) {

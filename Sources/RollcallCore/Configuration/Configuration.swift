@@ -206,7 +206,26 @@ public struct Configuration: Sendable, Equatable {
         /// Seconds of silence after which other nodes declare a node dead, and the most a
         /// request waits for Redis. Default 5.
         public var nodeTimeoutSeconds = 5.0
+        /// *(1.2)* TLS to a `rediss://` or `rediss+sentinel://` Redis.
+        public var tls = TLS()
         public init() {}
+
+        /// `cluster.tls` *(1.2)*: how links to a `rediss` Redis verify the server and present
+        /// themselves (docs/cluster.md, "Managed Redis with TLS").
+        public struct TLS: Sendable, Equatable {
+            /// PEM CA file the server's certificate must chain to; nil: the system's store. Default nil.
+            public var caFile: String? = nil
+            /// PEM client certificate for mutual TLS (with `keyFile`). Default nil.
+            public var certFile: String? = nil
+            /// PEM private key of `certFile`. Default nil.
+            public var keyFile: String? = nil
+            /// The name the server's certificate must carry; nil: the host the link goes to. Default nil.
+            public var serverName: String? = nil
+            public init() {}
+
+            /// True when any key is set.
+            public var isSet: Bool { caFile != nil || certFile != nil || keyFile != nil || serverName != nil }
+        }
 
         /// True when the broker runs as a node of a cluster.
         public var isEnabled: Bool { redis != nil }

@@ -89,6 +89,10 @@ extension ConfigurationKey {
             .optionalString("cluster.nodeId", \.cluster.nodeId),
             .number("cluster.heartbeatSeconds", \.cluster.heartbeatSeconds, .from(0.05, upTo: 60)),
             .number("cluster.nodeTimeoutSeconds", \.cluster.nodeTimeoutSeconds, .from(0.2, upTo: 3600)),
+            .optionalString("cluster.tls.caFile", \.cluster.tls.caFile),
+            .optionalString("cluster.tls.certFile", \.cluster.tls.certFile),
+            .optionalString("cluster.tls.keyFile", \.cluster.tls.keyFile),
+            .optionalString("cluster.tls.serverName", \.cluster.tls.serverName),
             .strings("api.keys", \.api.keys),
             .optionalString("api.keyEnv", \.api.keyEnv),
 

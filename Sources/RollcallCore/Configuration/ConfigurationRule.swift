@@ -60,7 +60,22 @@ package struct ConfigurationRule {
                 guard let url = configuration.cluster.redis else { return nil }
                 let schemes = ["redis://", "redis+sentinel://", "rediss://", "rediss+sentinel://", "redis+cluster://", "rediss+cluster://"]
                 return schemes.contains { url.lowercased().hasPrefix($0) && url.count > $0.count } ? nil
-                    : "must be a redis://[user:password@]host:port[/db] or redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] URL (got \(JSON.string(url).compactString))"
+                    : "must be a redis[s]://[user:password@]host:port[/db] or redis[s]+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] URL (got \(JSON.string(url).compactString))"
+            },
+            ConfigurationRule(path: "cluster.tls.keyFile") { configuration, _ in
+                let tls = configuration.cluster.tls
+                return tls.certFile != nil && tls.keyFile == nil ? "required when cluster.tls.certFile is set" : nil
+            },
+            ConfigurationRule(path: "cluster.tls.certFile") { configuration, _ in
+                let tls = configuration.cluster.tls
+                return tls.keyFile != nil && tls.certFile == nil ? "required when cluster.tls.keyFile is set" : nil
+            },
+            ConfigurationRule(path: "cluster.tls") { configuration, _ in
+                // Only a rediss URL speaks TLS: settings that would be ignored are refused.
+                guard configuration.cluster.tls.isSet else { return nil }
+                let url = configuration.cluster.redis?.lowercased() ?? ""
+                return url.hasPrefix("rediss://") || url.hasPrefix("rediss+sentinel://") ? nil
+                    : "is set, but cluster.redis is not a rediss:// or rediss+sentinel:// URL (TLS is used only with those)"
             },
             ConfigurationRule(path: "cluster.keyPrefix") { configuration, _ in
                 ClusterNames.problem(withKeyPrefix: configuration.cluster.keyPrefix)

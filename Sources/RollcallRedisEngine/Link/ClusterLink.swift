@@ -57,7 +57,8 @@ public final class ClusterLink {
         self.nodeId = nodeId
         self.logger = logger
         let timings = ClusterLink.timings(configuration.cluster)
-        commands = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId)
+        commands = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId,
+                                   tls: try Self.tlsContext(of: configuration))
         subscriber = RedisSubscriber(
             loop: loop, publisher: commands,
             probeChannelPrefix: configuration.cluster.keyPrefix + "probe:", timings: timings)
@@ -73,6 +74,20 @@ public final class ClusterLink {
             return try RedisTarget(parsing: url)
         } catch {
             throw ClusterError(.invalidConfiguration, "cluster.redis: \((error as? RedisError)?.message ?? "\(error)")")
+        }
+    }
+
+    /// The loaded `cluster.tls` for a `rediss` target (nil for a plain one); throws
+    /// ``ClusterError`` (``ClusterError/Code/invalidConfiguration``) naming the `cluster.tls` key
+    /// whose file cannot be read or does not load. `rollcall --check-config` runs it too.
+    public static func tlsContext(of configuration: Configuration) throws(ClusterError) -> RedisTLSContext? {
+        guard let target = try? target(of: configuration), target.usesTLS else { return nil }
+        let tls = configuration.cluster.tls
+        do {
+            return try RedisTLSContext(settings: RedisTLSSettings(
+                caFile: tls.caFile, certFile: tls.certFile, keyFile: tls.keyFile, serverName: tls.serverName))
+        } catch {
+            throw ClusterError(.invalidConfiguration, (error as? RedisError)?.message ?? "cluster.tls: \(error)")
         }
     }
 
@@ -94,7 +109,10 @@ public final class ClusterLink {
     /// not joined yet (its links never connected), Redis unreachable, Redis answering the
     /// heartbeat with an error, or joining again after Redis lost the cluster's data.
     public var healthProblem: String? {
-        if !connectedOnce { return "cluster: not joined yet (connecting to Redis at \(target))" }
+        if !connectedOnce {
+            let why = if case .disconnected(let error) = commands.state, error.code != .unavailable { ": \(error)" } else { "" }
+            return "cluster: not joined yet (connecting to Redis at \(target)\(why))"
+        }
         if case .disconnected(let error) = commands.state { return "cluster: Redis unreachable (\(error))" }
         if case .disconnected(let error) = subscriber.state { return "cluster: Redis pub/sub unreachable (\(error))" }
         if let error = heartbeat.answeredError { return "cluster: Redis answers errors (\(error))" }
@@ -102,8 +120,17 @@ public final class ClusterLink {
         return nil
     }
 
+    /// The latest TLS failure logged, so that a retry failing the same way logs nothing new.
+    private var loggedTLSFailure: String?
+
     /// Connects both links and starts the heartbeat.
     public func start() {
+        commands.onLinkFailure = { [weak self] error in
+            guard let self, error.code == .tlsVerifyFailed || error.code == .tlsHandshakeFailed else { return }
+            guard loggedTLSFailure != error.message else { return }
+            loggedTLSFailure = error.message
+            logger.error("cluster: TLS to Redis refused", metadata: ["code": "\(error.code.rawValue)", "error": "\(error.message)"])
+        }
         commands.onStateChange = { [weak self] state in
             guard let self else { return }
             switch state {
@@ -115,6 +142,7 @@ public final class ClusterLink {
                     logger.warning("cluster: Redis is now at another address", metadata: ["from": "\(lastAddress)", "to": "\(address)"])
                 }
                 lastAddress = address ?? lastAddress
+                loggedTLSFailure = nil
                 if subscriber.state.isConnected { connectedOnce = true }
                 if hadOutage { markGrace() }
             case .disconnected(let error):

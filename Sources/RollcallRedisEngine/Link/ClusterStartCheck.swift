@@ -100,7 +100,8 @@ public enum ClusterStartCheck {
         guard let loop = EventLoop() else { throw ClusterError(.unreachable, "cluster mode needs libev (libev4), which could not be loaded") }
         defer { loop.destroy() }
         let timeout = configuration.cluster.nodeTimeoutSeconds
-        let connection = RedisConnection(target: target, loop: loop, timings: RedisTimings(timeoutSeconds: timeout))
+        let connection = RedisConnection(target: target, loop: loop, timings: RedisTimings(timeoutSeconds: timeout),
+                                         tls: try ClusterLink.tlsContext(of: configuration))
         defer { connection.close() }
         connection.start()
         var outcome: Result<RedisReply, RedisError>?

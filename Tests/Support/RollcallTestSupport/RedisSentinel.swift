@@ -14,7 +14,8 @@ public final class RedisSentinel: @unchecked Sendable {
 
     /// Starts a sentinel monitoring the master on 127.0.0.1:`masterPort` under `masterName` with
     /// `quorum`, declaring it down after `downAfterMilliseconds`, and waits until it answers.
-    public init(masterName: String, masterPort: Int, masterPassword: String? = nil, quorum: Int = 2,
+    /// With `password` the sentinel itself requires it (`requirepass`).
+    public init(masterName: String, masterPort: Int, masterPassword: String? = nil, password: String? = nil, quorum: Int = 2,
                 downAfterMilliseconds: Int = 1000, failoverTimeoutMilliseconds: Int = 3000, startTimeout: TimeInterval = 10) throws {
         guard let binary = RedisServer.binary else {
             throw TestSupportError("redis-server not found (`make deps` installs it, or set REDIS_SERVER)")
@@ -31,6 +32,7 @@ public final class RedisSentinel: @unchecked Sendable {
             "sentinel parallel-syncs \(masterName) 1",
         ]
         if let masterPassword { lines.append("sentinel auth-pass \(masterName) \(masterPassword)") }
+        if let password { lines.append("requirepass \(password)") }
         let config = directory.appendingPathComponent("sentinel.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: config, atomically: true, encoding: .utf8)
         let process = try ChildProcess(executable: binary, arguments: [config.path, "--sentinel"], directory: directory.path)

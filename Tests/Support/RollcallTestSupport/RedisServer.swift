@@ -22,6 +22,23 @@ public final class RedisServer: @unchecked Sendable {
     public let appendOnly: Bool
     /// Further `redis-server` arguments (e.g. `--replicaof 127.0.0.1 PORT`).
     public let extraArguments: [String]
+    /// The TLS port next to the plain one (``init(tls:password:)``), or nil.
+    public let tlsPort: Int?
+
+    /// A TLS listener's files: the server's certificate and key, the CA that client
+    /// certificates must chain to, and whether clients must present one (`--tls-auth-clients`).
+    public struct TLS: Sendable {
+        public var certFile: String
+        public var keyFile: String
+        public var caFile: String
+        public var requireClientCertificate: Bool
+        public init(certFile: String, keyFile: String, caFile: String, requireClientCertificate: Bool = false) {
+            self.certFile = certFile
+            self.keyFile = keyFile
+            self.caFile = caFile
+            self.requireClientCertificate = requireClientCertificate
+        }
+    }
     private let directory: URL
     private var process: ChildProcess?
 
@@ -42,10 +59,35 @@ public final class RedisServer: @unchecked Sendable {
         self.password = password
         self.appendOnly = appendOnly
         extraArguments = arguments
+        tlsPort = nil
         port = try Self.freeLoopbackPort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try launch(timeout: startTimeout)
+    }
+
+    /// A server that also listens with TLS on ``tlsPort`` (`--tls-port`, with `tls`'s files);
+    /// the plain ``port`` stays for the harness (its readiness check, `CONFIG SET` of the
+    /// certificate from tests).
+    public init(tls: TLS, password: String? = nil, startTimeout: TimeInterval = 10) throws {
+        self.password = password
+        appendOnly = false
+        port = try Self.freeLoopbackPort()
+        var tlsPort = try Self.freeLoopbackPort()
+        while tlsPort == port { tlsPort = try Self.freeLoopbackPort() }
+        self.tlsPort = tlsPort
+        extraArguments = [
+            "--tls-port", String(tlsPort), "--tls-cert-file", tls.certFile, "--tls-key-file", tls.keyFile,
+            "--tls-ca-cert-file", tls.caFile, "--tls-auth-clients", tls.requireClientCertificate ? "yes" : "no",
+        ]
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try launch(timeout: startTimeout)
+    }
+
+    /// `rediss://[:password@]HOST:TLSPORT` (nil without TLS); `host` is what the certificate must name.
+    public func tlsURL(host: String = "127.0.0.1") -> String? {
+        tlsPort.map { "rediss://" + (password.map { ":\($0)@" } ?? "") + "\(host):\($0)" }
     }
 
     /// `redis://[:password@]127.0.0.1:PORT[/database]`.
