@@ -2,15 +2,20 @@
 ///
 /// - `redis://[user:password@]host:port[/db]`: one server (``RedisEndpoint``);
 /// - `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the master that
-///   the sentinels name (``RedisSentinelSet``), found again after every loss.
+///   the sentinels name (``RedisSentinelSet``), found again after every loss;
+/// - `redis+cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster
+///   (``RedisClusterSeeds``), spoken by ``RedisClusterClient`` (one ``RedisConnection`` per
+///   master). The broker does not serve it yet: its engine does not shard its keys.
 ///
-/// `rediss://` and `rediss+sentinel://` (TLS) and `redis+cluster://` are refused with
-/// ``RedisError/Code/unsupportedEndpoint``: this build does not speak them yet.
+/// `rediss://`, `rediss+sentinel://` and `rediss+cluster://` (TLS) are refused with
+/// ``RedisError/Code/unsupportedEndpoint``: this build does not speak TLS to Redis yet.
 public enum RedisTarget: Equatable, CustomStringConvertible {
     /// One Redis server.
     case server(RedisEndpoint)
     /// Redis with Sentinel: the master of `masterName` as the sentinels announce it.
     case sentinel(RedisSentinelSet)
+    /// A Redis Cluster: the seed nodes to ask for the slot map, and the masters' credentials.
+    case cluster(RedisClusterSeeds)
 
     /// Parses `cluster.redis`; throws ``RedisError`` (``RedisError/Code/invalidEndpoint`` or
     /// ``RedisError/Code/unsupportedEndpoint``) naming what is wrong, never the password.
@@ -18,12 +23,14 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         let lowered = url.lowercased()
         if lowered.hasPrefix(RedisSentinelSet.scheme) {
             self = .sentinel(try RedisSentinelSet(parsing: url))
+        } else if lowered.hasPrefix(RedisClusterSeeds.scheme) {
+            self = .cluster(try RedisClusterSeeds(parsing: url))
         } else if lowered.hasPrefix("redis://") {
             self = .server(try RedisEndpoint(parsing: url))
         } else if let scheme = Self.unsupportedSchemes.first(where: { lowered.hasPrefix($0.scheme) }) {
-            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis:// or redis+sentinel://")
+            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis://, redis+sentinel:// or redis+cluster://")
         } else {
-            throw RedisError(.invalidEndpoint, "the scheme is not redis:// or redis+sentinel:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
+            throw RedisError(.invalidEndpoint, "the scheme is not redis://, redis+sentinel:// or redis+cluster:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
         }
     }
 
@@ -39,6 +46,7 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         switch self {
         case .server(let endpoint): endpoint.description
         case .sentinel(let set): set.description
+        case .cluster(let seeds): seeds.description
         }
     }
 
@@ -47,7 +55,6 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         ("rediss+sentinel://", "TLS to Redis is not supported yet"),
         ("rediss+cluster://", "TLS to Redis is not supported yet"),
         ("rediss://", "TLS to Redis is not supported yet"),
-        ("redis+cluster://", "Redis Cluster is not supported yet"),
     ]
 }
 

@@ -55,7 +55,6 @@ import Testing
         ("rediss://:pw@127.0.0.1:6380", "TLS"),
         ("rediss+sentinel://127.0.0.1:26379/m", "TLS"),
         ("rediss+cluster://127.0.0.1:7000", "TLS"),
-        ("redis+cluster://127.0.0.1:7000,127.0.0.1:7001", "Redis Cluster"),
     ])
     func refusesWhatThisBuildDoesNotSpeakYet(url: String, mentioning word: String) {
         #expect {
