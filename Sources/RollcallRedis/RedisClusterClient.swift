@@ -215,6 +215,12 @@ public final class RedisClusterClient {
 
     // MARK: The slot map
 
+    /// Asks for the slot map again (after the backoff delay), e.g. when a pub/sub link saw a
+    /// slot move; a refresh already under way or due is not doubled.
+    public func refreshMap() {
+        requestRefresh()
+    }
+
     /// A refresh after the current backoff delay, unless one is under way or due.
     private func requestRefresh() {
         guard !isClosed, !refreshing, !refreshTimer.isScheduled else { return }

@@ -6,7 +6,8 @@ import Testing
 
 /// ``RedisClusterClient`` against a real Redis Cluster (3 masters, 3 replicas, started once for
 /// the suite by ``SharedRedisCluster``): routing by slot, a slot migrated under it (ASK, then
-/// MOVED), a master killed (UNAVAILABLE, then the promoted replica with no restart).
+/// MOVED), a master killed (UNAVAILABLE, then the promoted replica with no restart), and
+/// ``RedisShardedSubscriber`` through both.
 @Suite(.serialized, SharedRedisCluster())
 struct RedisClusterTests {
     /// Short timings: a dead master is noticed and the map refreshed quickly.
@@ -19,6 +20,35 @@ struct RedisClusterTests {
         client.start()
         try #require(loop.run(until: { client.isReady }, timeout: patience), "never ready: \(String(describing: client.map?.masters))")
         return client
+    }
+
+    /// A sharded subscriber on `client`, recording what it gets.
+    private final class Shards {
+        let subscriber: RedisShardedSubscriber
+        var messages: [String: [String]] = [:]
+        /// Each channel's (re)subscriptions, in order.
+        var resubscribed: [String: Int] = [:]
+
+        init(_ client: RedisClusterClient, on loop: EventLoop, channels: [String]) {
+            subscriber = RedisShardedSubscriber(client: client, loop: loop, probeChannelPrefix: "rc:probe:", timings: RedisClusterTests.timings)
+            subscriber.onMessage = { [unowned self] channel, payload in
+                messages[String(decoding: channel, as: UTF8.self), default: []].append(String(decoding: payload, as: UTF8.self))
+            }
+            subscriber.onResubscribed = { [unowned self] channels in
+                for channel in channels { resubscribed[String(decoding: channel, as: UTF8.self), default: 0] += 1 }
+            }
+            for channel in channels { subscriber.subscribe(channel) }
+            subscriber.start()
+        }
+    }
+
+    /// `SPUBLISH`es `payload` on each of `channels` and waits until each arrived at `shards`.
+    private func publish(_ payload: String, on channels: [String], to shards: Shards, via client: RedisClusterClient, on loop: EventLoop) throws {
+        for channel in channels {
+            #expect(try call(client, ["SPUBLISH", channel, payload], keys: [channel], on: loop).get() == .integer(1), "\(channel): one subscriber")
+        }
+        let arrived = loop.run(until: { channels.allSatisfy { shards.messages[$0]?.last == payload } }, timeout: patience)
+        #expect(arrived, "\(payload) did not reach every channel: \(shards.messages)")
     }
 
     /// Sends `arguments` routed by `keys` and turns the loop until the outcome.
@@ -75,7 +105,7 @@ struct RedisClusterTests {
         }
     }
 
-    @Test("a slot migrated under the client is followed: ASK while it moves (the map unchanged), MOVED once it moved (the map updated), replies in send order")
+    @Test("a slot migrated under the client is followed: ASK while it moves (the map unchanged), MOVED once it moved (the map updated), replies in send order; its shard channel is subscribed again on the target")
     func followsAMigratingSlot() throws {
         let cluster = try #require(SharedRedisCluster.current)
         try EventLoop.withTestLoop { loop in
@@ -85,6 +115,11 @@ struct RedisClusterTests {
             let source = try #require(client.map?.master(of: slot))
             let target = try #require(client.map?.masters.first { $0 != source })
             #expect(try call(client, ["SET", key, "before"], keys: [key], on: loop).get() == .status("OK"))
+            let events = "rc:{migrate}:events"
+            let shards = Shards(client, on: loop, channels: [events])
+            defer { shards.subscriber.close() }
+            try #require(loop.run(until: { shards.resubscribed[events] == 1 }, timeout: patience), "never subscribed")
+            try publish("before the move", on: [events], to: shards, via: client, on: loop)
 
             let sourceID = try cluster.nodeID(port: source.port), targetID = try cluster.nodeID(port: target.port)
             #expect(try cluster.command(port: target.port, ["CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", sourceID]) == "OK")
@@ -114,10 +149,15 @@ struct RedisClusterTests {
             #expect(try call(client, ["GET", key], keys: [key], on: loop).get().text == "before")
             #expect(client.map?.master(of: slot) == target, "MOVED updated the map")
             #expect(try call(client, ["GET", "rc:{migrate}:new"], keys: ["rc:{migrate}:new"], on: loop).get().text == "c")
+
+            // The source pushed sunsubscribe when the slot left it: subscribed again on the target.
+            let moved = loop.run(until: { shards.resubscribed[events] == 2 && shards.subscriber.isUp }, timeout: patience)
+            #expect(moved, "the shard channel was not subscribed again: \(shards.resubscribed)")
+            try publish("after the move", on: [events], to: shards, via: client, on: loop)
         }
     }
 
-    @Test("kill -9 of a master: its slots answer UNAVAILABLE (or the lost link) meanwhile, never an error reply, then the promoted replica serves them with no restart")
+    @Test("kill -9 of a master: its slots answer UNAVAILABLE (or the lost link) meanwhile, never an error reply, then the promoted replica serves them with no restart; sharded pub/sub arrives before and after, its channels subscribed again (resubscribed)")
     func followsAFailover() throws {
         let cluster = try #require(SharedRedisCluster.current)
         try EventLoop.withTestLoop { loop in
@@ -126,6 +166,14 @@ struct RedisClusterTests {
             let key = "rc:{failover}:k", slot = RedisClusterSlot.of(key)
             #expect(try call(client, ["SET", key, "kept"], keys: [key], on: loop).get() == .status("OK"))
             let victim = try #require(client.map?.master(of: slot))
+            let channels = (0..<24).map { "rc:{c:\($0)}:events" }
+            let onVictim = channels.filter { client.map?.master(of: RedisClusterSlot.of($0)) == victim }
+            try #require(!onVictim.isEmpty && onVictim.count < channels.count)
+            let shards = Shards(client, on: loop, channels: channels)
+            defer { shards.subscriber.close() }
+            try #require(loop.run(until: { shards.subscriber.isUp && channels.allSatisfy { shards.resubscribed[$0] == 1 } }, timeout: patience),
+                         "never subscribed: \(shards.resubscribed)")
+            try publish("before", on: channels, to: shards, via: client, on: loop)
             // The write reached the replica before the kill (the replica is promoted with it).
             #expect(try cluster.command(port: victim.port, ["WAIT", "1", "2000"]) == "1")
             let killedNode = try #require(cluster.node(port: victim.port))
@@ -152,6 +200,12 @@ struct RedisClusterTests {
             #expect(client.map?.master(of: slot) != victim && client.map?.masters.contains(victim) == false)
             #expect(failures[.unavailable, default: 0] > 0, "the slot answered UNAVAILABLE while its master was down: \(failures)")
             #expect(client.isReady || loop.run(until: { client.isReady }, timeout: patience))
+            // The victim's channels are subscribed again on the promoted replica (resubscribed),
+            // the others stayed where they were.
+            let resubscribed = loop.run(until: { shards.subscriber.isUp && onVictim.allSatisfy { shards.resubscribed[$0] == 2 } }, timeout: patience)
+            #expect(resubscribed, "\(shards.resubscribed)")
+            #expect(channels.filter { !onVictim.contains($0) }.allSatisfy { shards.resubscribed[$0] == 1 }, "\(shards.resubscribed)")
+            try publish("after", on: channels, to: shards, via: client, on: loop)
             print("RedisClusterTests: failover followed in \(String(format: "%.2f", took)) s (\(failures.map { "\($0.key.rawValue) ×\($0.value)" }.sorted().joined(separator: ", ")))")
 
             // Back as a replica of the promoted one, for the suites that follow.
