@@ -221,6 +221,7 @@ struct SharedRedisCluster: SuiteTrait, TestScoping {
     /// The cluster of the suite under way.
     @TaskLocal static var current: RedisClusterNodes?
 
+    /// Runs the suite with a cluster started for it, and kills every node after its last test.
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         let cluster = try RedisClusterNodes()
         try await Self.$current.withValue(cluster) { try await function() }
