@@ -8,9 +8,11 @@ public typealias RedisError = CodedError<RedisErrorCode>
 
 /// The stable codes of a ``RedisError``.
 public enum RedisErrorCode: String, StableErrorCode {
-    /// `cluster.redis` is not a `redis://` or `redis+sentinel://` URL (``RedisTarget``).
+    /// `cluster.redis` is not a `redis://`, `redis+sentinel://` or `redis+cluster://` URL (``RedisTarget``).
     case invalidEndpoint = "REDIS_INVALID_ENDPOINT"
-    /// `cluster.redis` names a kind of Redis this build does not speak yet (`redis+cluster://`).
+    /// `cluster.redis` names a kind of Redis this build does not speak yet (`rediss+cluster://`:
+    /// TLS to a Redis Cluster), or a ``RedisConnection`` was given a ``RedisTarget/cluster(_:)``
+    /// target (a cluster is spoken by ``RedisClusterClient``).
     case unsupportedEndpoint = "REDIS_UNSUPPORTED_ENDPOINT"
     /// A host name did not resolve (or not within the timeout). Retried at the next reconnect.
     case unresolved = "REDIS_UNRESOLVED"
@@ -47,6 +49,11 @@ public enum RedisErrorCode: String, StableErrorCode {
     case protocolViolation = "REDIS_PROTOCOL_VIOLATION"
     /// The connection was closed by its owner (`close()`).
     case closed = "REDIS_CLOSED"
+    /// Redis Cluster: the keys of one command hash to different slots (``RedisClusterClient``
+    /// refuses it before sending; put them under one `{hash tag}`).
+    case crossSlot = "REDIS_CROSS_SLOT"
+    /// Redis Cluster: a command was given no key to route it by.
+    case noKey = "REDIS_NO_KEY"
 }
 
 extension RedisError {

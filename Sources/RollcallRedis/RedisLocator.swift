@@ -78,6 +78,10 @@ final class RedisLocator {
             }
         case .sentinel:
             carryOut(discovery!.start(), generation: generation)
+        case .cluster:
+            // One connection goes to one node: a cluster's masters each get their own
+            // (RedisClusterClient, which gives them `.server` targets).
+            finish(.failure(RedisError(.unsupportedEndpoint, "a Redis Cluster (\(target)) is spoken by RedisClusterClient, not by one connection")))
         }
     }
 

@@ -3,15 +3,20 @@
 /// - `redis://[user:password@]host:port[/db]` or `rediss://…` (TLS): one server (``RedisEndpoint``);
 /// - `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]` or
 ///   `rediss+sentinel://…` (TLS to the sentinels and the master): the master that the
-///   sentinels name (``RedisSentinelSet``), found again after every loss.
+///   sentinels name (``RedisSentinelSet``), found again after every loss;
+/// - `redis+cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster
+///   (``RedisClusterSeeds``), spoken by ``RedisClusterClient`` (one ``RedisConnection`` per
+///   master). The broker does not serve it yet: its engine does not shard its keys.
 ///
-/// `redis+cluster://` and `rediss+cluster://` are refused with
-/// ``RedisError/Code/unsupportedEndpoint``: this build does not speak them yet.
+/// `rediss+cluster://` is refused with ``RedisError/Code/unsupportedEndpoint``: this build does
+/// not speak TLS to a Redis Cluster yet.
 public enum RedisTarget: Equatable, CustomStringConvertible {
     /// One Redis server.
     case server(RedisEndpoint)
     /// Redis with Sentinel: the master of `masterName` as the sentinels announce it.
     case sentinel(RedisSentinelSet)
+    /// A Redis Cluster: the seed nodes to ask for the slot map, and the masters' credentials.
+    case cluster(RedisClusterSeeds)
 
     /// Parses `cluster.redis`; throws ``RedisError`` (``RedisError/Code/invalidEndpoint`` or
     /// ``RedisError/Code/unsupportedEndpoint``) naming what is wrong, never the password.
@@ -19,12 +24,14 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         let lowered = url.lowercased()
         if lowered.hasPrefix(RedisSentinelSet.scheme) || lowered.hasPrefix(RedisSentinelSet.tlsScheme) {
             self = .sentinel(try RedisSentinelSet(parsing: url))
+        } else if lowered.hasPrefix(RedisClusterSeeds.scheme) {
+            self = .cluster(try RedisClusterSeeds(parsing: url))
         } else if lowered.hasPrefix("redis://") || lowered.hasPrefix("rediss://") {
             self = .server(try RedisEndpoint(parsing: url))
         } else if let scheme = Self.unsupportedSchemes.first(where: { lowered.hasPrefix($0.scheme) }) {
-            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis://, rediss://, redis+sentinel:// or rediss+sentinel://")
+            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis://, rediss://, redis+sentinel://, rediss+sentinel:// or redis+cluster://")
         } else {
-            throw RedisError(.invalidEndpoint, "the scheme is not redis://, rediss://, redis+sentinel:// or rediss+sentinel:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
+            throw RedisError(.invalidEndpoint, "the scheme is not redis://, rediss://, redis+sentinel://, rediss+sentinel:// or redis+cluster:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
         }
     }
 
@@ -48,13 +55,13 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         switch self {
         case .server(let endpoint): endpoint.description
         case .sentinel(let set): set.description
+        case .cluster(let seeds): seeds.description
         }
     }
 
     /// Schemes PROTOCOL §9 names that this build refuses, each with why.
     private static let unsupportedSchemes: [(scheme: String, why: String)] = [
-        ("rediss+cluster://", "Redis Cluster is not supported yet"),
-        ("redis+cluster://", "Redis Cluster is not supported yet"),
+        ("rediss+cluster://", "TLS to a Redis Cluster is not supported yet"),
     ]
 }
 

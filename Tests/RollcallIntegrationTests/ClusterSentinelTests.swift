@@ -152,8 +152,8 @@ struct ClusterSentinelTests {
         ("redis+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
         ("redis+sentinel://:hunter2@127.0.0.1:0/m", "port"),
         ("rediss+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
-        ("rediss+cluster://:hunter2@127.0.0.1:7000", "Redis Cluster is not supported yet"),
-        ("redis+cluster://127.0.0.1:7000", "Redis Cluster is not supported yet"),
+        ("rediss+cluster://:hunter2@127.0.0.1:7000", "TLS to a Redis Cluster is not supported yet"),
+        ("redis+cluster://:hunter2@127.0.0.1:7000", "Redis Cluster is not supported yet by the broker: its engine does not shard"),
     ])
     func refusesWhatItCannotUse(url: String, reason: String) throws {
         let config = BrokerProcess.merge(BrokerProcess.baseConfig, ["cluster": ["redis": url]])

@@ -67,14 +67,23 @@ public final class ClusterLink {
 
     /// What `cluster.redis` names; throws ``ClusterError`` (``ClusterError/Code/invalidConfiguration``)
     /// naming `cluster.redis` when it is null, malformed, or a kind this build does not speak
-    /// (`rediss://`, `redis+cluster://`). `rollcall --check-config` runs it too.
+    /// (`rediss://`; `redis+cluster://`: the client speaks it, the engine is not sharded yet).
+    /// `rollcall --check-config` runs it too.
     public static func target(of configuration: Configuration) throws(ClusterError) -> RedisTarget {
         guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
+        let target: RedisTarget
         do {
-            return try RedisTarget(parsing: url)
+            target = try RedisTarget(parsing: url)
         } catch {
             throw ClusterError(.invalidConfiguration, "cluster.redis: \((error as? RedisError)?.message ?? "\(error)")")
         }
+        if case .cluster = target {
+            // The Redis client speaks Redis Cluster (RedisClusterClient); this engine keeps
+            // every key of the cluster on one Redis (docs/cluster.md, "Redis Cluster (design,
+            // not yet served)").
+            throw ClusterError(.invalidConfiguration, "cluster.redis: Redis Cluster is not supported yet by the broker: its engine does not shard its keys across masters yet (\(target))")
+        }
+        return target
     }
 
     /// The loaded `cluster.tls` for a `rediss` target (nil for a plain one); throws

@@ -1,0 +1,287 @@
+import RollcallEventLoop
+
+/// What a ``RedisShardLink`` reports to its ``RedisShardedSubscriber``, on the loop's thread.
+protocol RedisShardLinkOwner: AnyObject {
+    /// A message on a shard channel of the link.
+    func shardLink(_ link: RedisShardLink, message payload: [UInt8], on channel: [UInt8])
+    /// Every channel of `channels` is subscribed on a link that is up (after a connect, or
+    /// once channels added later are confirmed): messages published meanwhile may be lost.
+    func shardLink(_ link: RedisShardLink, subscribed channels: Set<[UInt8]>)
+    /// The master refused `channels` with `-MOVED` (their slot is served by `to`), or pushed
+    /// `sunsubscribe` for them (their slot left it: `to` is nil). They left the link.
+    func shardLink(_ link: RedisShardLink, lost channels: Set<[UInt8]>, movedTo to: RedisHostPort?)
+    /// The link went down (its channels stay on it and are subscribed again at the reconnect).
+    func shardLinkWentDown(_ link: RedisShardLink, _ error: RedisError)
+}
+
+/// One master's pub/sub link for sharded pub/sub (`SSUBSCRIBE`), reconnecting with backoff,
+/// probed like ``RedisSubscriber``'s (a `PUBLISH` of a token through `probe`, on a plain
+/// channel only this link subscribes). Loop thread only.
+///
+/// hiredis 0.14's async layer knows `subscribe`, not `ssubscribe`: a push on a context not in
+/// subscribed mode aborts, and in subscribed mode a push reaches a callback only through the
+/// name of a plain `SUBSCRIBE`. So the link subscribes its probe channel first (subscribed
+/// mode from the first reply on), and each shard channel also with a plain `SUBSCRIBE` of the
+/// same name (nobody `PUBLISH`es to it: it only routes `smessage`, `ssubscribe` and
+/// `sunsubscribe` pushes to this link). `SSUBSCRIBE`'s error replies (`-MOVED`) come through
+/// hiredis' queue of commands sent in subscribed mode, in order. That queue keeps one entry
+/// per `SSUBSCRIBE`/`SUNSUBSCRIBE` sent for the link's lifetime (freed with the context):
+/// channels of one slot are sent many per command.
+final class RedisShardLink {
+    /// The master this link goes to.
+    let master: RedisHostPort
+    /// The channels wanted on this link.
+    private(set) var channels: Set<[UInt8]> = []
+    /// True while the link is up with its probe channel subscribed.
+    var isUp: Bool { reconnector.isReady }
+
+    private weak var owner: RedisShardLinkOwner?
+    private let loop: EventLoop
+    private let timings: RedisTimings
+    private let locator: RedisLocator
+    private let reconnector: RedisReconnector
+    /// The command connection the probe is published through (the same master's).
+    private let probe: () -> RedisConnection?
+    private let probePrefix: [UInt8]
+    private var link: RedisLink?
+    private var probeChannel: [UInt8] = []
+    private var outstandingProbe: [UInt8]?
+    private var probeCount = 0
+    private var probeTimer: LoopTimer!
+    /// Channels sent with `SSUBSCRIBE` and not confirmed yet.
+    private var awaiting: Set<[UInt8]> = []
+    /// Channels this link sent `SUNSUBSCRIBE` for (their `sunsubscribe` is no loss).
+    private var leaving: Set<[UInt8]> = []
+    private static let channelsPerCommand = 256
+
+    /// A link to `endpoint` (the master at `master`), reporting to `owner`; nothing happens until ``start()``.
+    init(master: RedisHostPort, endpoint: RedisEndpoint, owner: RedisShardLinkOwner, loop: EventLoop, timings: RedisTimings,
+         probeChannelPrefix: [UInt8], probe: @escaping () -> RedisConnection?) {
+        self.master = master
+        self.owner = owner
+        self.loop = loop
+        self.timings = timings
+        self.probe = probe
+        probePrefix = probeChannelPrefix
+        locator = RedisLocator(target: .server(endpoint), loop: loop, timeoutSeconds: timings.timeoutSeconds)
+        reconnector = RedisReconnector(loop: loop, timings: timings)
+        probeTimer = LoopTimer(loop: loop) { [unowned self] in probeTimerFired() }
+        reconnector.bringUp = { [unowned self] in
+            reconnector.locate(with: locator) { [weak self] endpoint in self?.open(endpoint) }
+        }
+        reconnector.notify = { [unowned self] state in
+            if case .disconnected(let error) = state { self.owner?.shardLinkWentDown(self, error) }
+        }
+    }
+
+    /// Starts the first connect.
+    func start() { reconnector.start() }
+
+    /// Adds `channels` to the link, subscribing them now when it is up.
+    func add(_ added: Set<[UInt8]>) {
+        let fresh = added.subtracting(channels)
+        guard !fresh.isEmpty else { return }
+        channels.formUnion(fresh)
+        leaving.subtract(fresh)
+        if link != nil { send(fresh) }
+    }
+
+    /// Removes `channels` from the link, unsubscribing them now when it is up.
+    func remove(_ removed: Set<[UInt8]>) {
+        let gone = removed.intersection(channels)
+        guard !gone.isEmpty else { return }
+        channels.subtract(gone)
+        awaiting.subtract(gone)
+        guard let link else { return }
+        leaving.formUnion(gone)
+        for batch in Self.batches(gone) {
+            link.send([Array("SUNSUBSCRIBE".utf8)] + batch)
+            link.send([Array("UNSUBSCRIBE".utf8)] + batch)
+        }
+    }
+
+    /// Closes the link for good.
+    func close() {
+        guard !reconnector.isClosed else { return }
+        takeDownLink()
+        reconnector.close(RedisError(.closed, "the shard link was closed"))
+        locator.close()
+    }
+
+    deinit {
+        link?.delegate = nil
+        link?.close()
+    }
+
+    // MARK: Link
+
+    private func open(_ endpoint: RedisEndpoint) {
+        guard let link = reconnector.makeLink(to: endpoint) else { return }
+        link.delegate = self
+        self.link = link
+        outstandingProbe = nil
+        awaiting.removeAll()
+        leaving.removeAll()
+        probeChannel = probePrefix + Array(Self.randomID().utf8)
+        if let password = endpoint.password {
+            link.send([Array("AUTH".utf8)] + (endpoint.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
+        }
+        // Subscribed mode first: every reply after this one goes through hiredis' pub/sub path.
+        link.send([Array("SUBSCRIBE".utf8), probeChannel])
+        send(channels)
+        probeTimer.schedule(after: timings.timeoutSeconds)
+    }
+
+    /// `SUBSCRIBE` (routing) then `SSUBSCRIBE` for `channels`, a batch per command.
+    private func send(_ channels: Set<[UInt8]>) {
+        guard let link, !channels.isEmpty else { return }
+        awaiting.formUnion(channels)
+        for batch in Self.batches(channels) {
+            link.send([Array("SUBSCRIBE".utf8)] + batch)
+            link.send([Array("SSUBSCRIBE".utf8)] + batch)
+        }
+    }
+
+    private func confirmed(_ channel: [UInt8]) {
+        guard awaiting.remove(channel) != nil, awaiting.isEmpty, reconnector.isReady else { return }
+        owner?.shardLink(self, subscribed: channels)
+    }
+
+    private func established() {
+        probeTimer.schedule(after: timings.probeIntervalSeconds)
+        reconnector.ready()
+        if awaiting.isEmpty { owner?.shardLink(self, subscribed: channels) }
+    }
+
+    /// `-MOVED slot host:port` for an `SSUBSCRIBE`: its channels of that slot leave the link.
+    private func refused(_ line: String) -> Bool {
+        guard case .moved(let slot, let to)? = RedisClusterRedirect(errorLine: line, answeredBy: master) else { return false }
+        let moved = Set(awaiting.filter { RedisClusterSlot.of($0) == slot })
+        channels.subtract(moved)
+        awaiting.subtract(moved)
+        if let link {
+            for batch in Self.batches(moved) { link.send([Array("UNSUBSCRIBE".utf8)] + batch) }
+        }
+        owner?.shardLink(self, lost: moved, movedTo: to)
+        if awaiting.isEmpty, reconnector.isReady { owner?.shardLink(self, subscribed: channels) }
+        return true
+    }
+
+    private func serverUnsubscribed(_ channel: [UInt8]) {
+        if leaving.remove(channel) != nil { return }
+        guard channels.remove(channel) != nil else { return }
+        awaiting.remove(channel)
+        link?.send([Array("UNSUBSCRIBE".utf8), channel])
+        owner?.shardLink(self, lost: [channel], movedTo: nil)
+    }
+
+    private func probeTimerFired() {
+        guard link != nil else { return }
+        guard reconnector.isReady else {
+            drop(RedisError(.timeout, "subscribing at \(master) took longer than \(timings.timeoutSeconds) s"))
+            return
+        }
+        if outstandingProbe != nil {
+            drop(RedisError(.timeout, "the probe message did not arrive within \(timings.timeoutSeconds) s"))
+            return
+        }
+        guard let connection = probe(), connection.state.isConnected else {
+            probeTimer.schedule(after: timings.probeIntervalSeconds)
+            return
+        }
+        probeCount += 1
+        let token = Array(String(probeCount).utf8)
+        outstandingProbe = token
+        probeTimer.schedule(after: timings.timeoutSeconds)
+        let current = link
+        connection.send([Array("PUBLISH".utf8), probeChannel, token]) { [weak self] result in
+            guard let self, current === link, outstandingProbe == token else { return }
+            switch result {
+            case .success(.integer(0)):
+                drop(RedisError(.subscriptionLost, "no subscriber on this link's probe channel at \(master)"))
+            case .success:
+                break
+            case .failure:
+                outstandingProbe = nil
+                probeTimer.schedule(after: timings.probeIntervalSeconds)
+            }
+        }
+    }
+
+    private func drop(_ error: RedisError) {
+        takeDownLink()
+        reconnector.lost(error)
+    }
+
+    private func takeDownLink() {
+        guard let link else { return }
+        self.link = nil
+        link.delegate = nil
+        link.close()
+        outstandingProbe = nil
+        probeTimer.cancel()
+    }
+
+    /// `channels` in commands of at most ``channelsPerCommand`` names, one slot per command
+    /// (Redis Cluster refuses `SSUBSCRIBE` across slots).
+    private static func batches(_ channels: Set<[UInt8]>) -> [[[UInt8]]] {
+        var batches: [[[UInt8]]] = []
+        for (_, ofSlot) in Dictionary(grouping: channels, by: RedisClusterSlot.of) {
+            var start = 0
+            while start < ofSlot.count {
+                batches.append(Array(ofSlot[start..<min(start + channelsPerCommand, ofSlot.count)]))
+                start += channelsPerCommand
+            }
+        }
+        return batches
+    }
+
+    private static func randomID() -> String {
+        (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
+    }
+}
+
+extension RedisShardLink: RedisLinkDelegate {
+    func link(_ link: RedisLink, received reply: RedisReply) {
+        guard link === self.link else { return }
+        switch reply {
+        case .status:
+            return  // AUTH's OK
+        case .error(let line):
+            if refused(line) { return }
+            drop(RedisError(reconnector.isReady ? .errorReply : .handshakeRefused, "the shard pub/sub link at \(master): \(line)"))
+            return
+        default:
+            break
+        }
+        guard let elements = reply.elements, elements.count >= 2,
+              case .bulk(let kindBytes) = elements[0], case .bulk(let channel) = elements[1]
+        else {
+            drop(RedisError(.protocolViolation, "unexpected reply on the shard pub/sub link at \(master): \(reply)"))
+            return
+        }
+        switch String(decoding: kindBytes, as: UTF8.self) {
+        case "smessage":
+            guard elements.count >= 3, case .bulk(let payload) = elements[2], channels.contains(channel) else { return }
+            owner?.shardLink(self, message: payload, on: channel)
+        case "ssubscribe":
+            confirmed(channel)
+        case "sunsubscribe":
+            serverUnsubscribed(channel)
+        case "message":
+            guard channel == probeChannel, elements.count >= 3, case .bulk(let payload) = elements[2],
+                  payload == outstandingProbe else { return }
+            outstandingProbe = nil
+            probeTimer.schedule(after: timings.probeIntervalSeconds)
+        case "subscribe":
+            if channel == probeChannel, !reconnector.isReady { established() }
+        default:
+            break
+        }
+    }
+
+    func link(_ link: RedisLink, failed error: RedisError) {
+        guard link === self.link else { return }
+        drop(error)
+    }
+}

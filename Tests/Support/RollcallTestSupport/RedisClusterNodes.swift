@@ -1,0 +1,130 @@
+import Foundation
+
+/// A throwaway Redis Cluster for tests: `masters` masters and one replica each, every one a
+/// ``RedisServer`` on a free loopback port (`cluster-enabled yes`, a small
+/// `cluster-node-timeout`, its `nodes.conf` in its own folder), joined by
+/// `redis-cli --cluster create … --cluster-replicas 1 --cluster-yes` and waited for until
+/// ``waitUntilHealthy(timeout:)``; every node is killed when the value goes.
+public final class RedisClusterNodes: @unchecked Sendable {
+    /// Every node, masters first as created (a failover swaps roles: ask ``masterPorts()``).
+    public let nodes: [RedisServer]
+    /// `cluster-node-timeout` in milliseconds: a master down this long is failed over.
+    public let nodeTimeoutMilliseconds: Int
+
+    /// `redis+cluster://127.0.0.1:PORT,…` naming every node as a seed.
+    public var url: String { "redis+cluster://" + nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") }
+
+    /// Starts `masters` × 2 nodes, creates the cluster and waits until it is healthy.
+    public init(masters: Int = 3, nodeTimeoutMilliseconds: Int = 1000, startTimeout: TimeInterval = 60) throws {
+        self.nodeTimeoutMilliseconds = nodeTimeoutMilliseconds
+        let arguments = [
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", String(nodeTimeoutMilliseconds),
+            // A replica may always take over, however long since it heard from its master.
+            "--cluster-replica-validity-factor", "0",
+        ]
+        // The bus port on a free port of its own (by default it is the port + 10000, which
+        // does not exist for a free port above 55535).
+        nodes = try (0..<(masters * 2)).map { _ in
+            try RedisServer(arguments: arguments + ["--cluster-port", String(RedisServer.freeLoopbackPort())])
+        }
+        let create = try Self.cli(["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
+            + ["--cluster-replicas", "1", "--cluster-yes"], timeout: startTimeout)
+        guard create.contains("[OK] All 16384 slots covered") else {
+            throw TestSupportError("redis-cli --cluster create failed:\n\(create)")
+        }
+        try waitUntilHealthy(timeout: startTimeout)
+    }
+
+    /// Runs `redis-cli` with `arguments` (e.g. `["-p", "7000", "CLUSTER", "INFO"]`), waiting at
+    /// most `timeout`; its output, or an error when it failed or hung.
+    public static func cli(_ arguments: [String], timeout: TimeInterval = 5) throws -> String {
+        let process = try ChildProcess(executable: "/usr/bin/redis-cli", arguments: arguments, directory: NSTemporaryDirectory())
+        guard let status = process.waitForExit(timeout: timeout) else {
+            process.send(SIGKILL)
+            _ = process.waitForExit(timeout: 5)
+            throw TestSupportError("redis-cli \(arguments.joined(separator: " ")) took longer than \(timeout) s")
+        }
+        _ = process.output.waitForEOF(timeout: 5)
+        guard status == 0 else {
+            throw TestSupportError("redis-cli \(arguments.joined(separator: " ")) exited \(status): \(process.output.stderrText)")
+        }
+        return process.output.stdoutText
+    }
+
+    /// One command on the node at `port`; its output, trimmed.
+    public func command(port: Int, _ words: [String]) throws -> String {
+        try Self.cli(["-h", "127.0.0.1", "-p", String(port)] + words).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The node at `port`.
+    public func node(port: Int) -> RedisServer? { nodes.first { $0.port == port } }
+
+    /// The node id of the node at `port` (`CLUSTER MYID`).
+    public func nodeID(port: Int) throws -> String { try command(port: port, ["CLUSTER", "MYID"]) }
+
+    /// The ports of the masters that serve slots, as a running node sees them now.
+    public func masterPorts() throws -> [Int] {
+        for node in nodes where node.pid != nil {
+            guard let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { continue }
+            return Self.rows(table).filter { $0.isMaster && !$0.failed && $0.hasSlots }.map(\.port).sorted()
+        }
+        throw TestSupportError("no node of the cluster answers")
+    }
+
+    /// Waits until every running node says `cluster_state:ok`, sees the same masters (each
+    /// with slots, none failed), and every running replica's link to its master is up.
+    public func waitUntilHealthy(timeout: TimeInterval = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var problem = "not asked yet"
+        while Date() < deadline {
+            if let found = healthProblem() { problem = found } else { return }
+            usleep(50_000)
+        }
+        throw TestSupportError("the cluster did not become healthy within \(timeout) s: \(problem)")
+    }
+
+    deinit {
+        for node in nodes { node.kill() }
+    }
+
+    private func healthProblem() -> String? {
+        var masterSets: Set<[Int]> = []
+        for node in nodes where node.pid != nil {
+            guard let info = try? command(port: node.port, ["CLUSTER", "INFO"]), info.contains("cluster_state:ok") else {
+                return "127.0.0.1:\(node.port) is not cluster_state:ok"
+            }
+            guard let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { return "127.0.0.1:\(node.port): no CLUSTER NODES" }
+            let rows = Self.rows(table)
+            if let failed = rows.first(where: { $0.failed && $0.hasSlots }) { return "127.0.0.1:\(node.port) sees \(failed.port) failed" }
+            masterSets.insert(rows.filter { $0.isMaster && $0.hasSlots }.map(\.port).sorted())
+            if let me = rows.first(where: \.isMyself), !me.isMaster {
+                guard let replication = try? command(port: node.port, ["INFO", "replication"]),
+                      replication.contains("master_link_status:up")
+                else { return "the replica 127.0.0.1:\(node.port) is not in sync with its master" }
+            }
+        }
+        return masterSets.count == 1 ? nil : "the nodes disagree on the masters: \(masterSets)"
+    }
+
+    /// One line of `CLUSTER NODES`.
+    private struct Row {
+        let port: Int
+        let flags: [Substring]
+        let hasSlots: Bool
+        var isMaster: Bool { flags.contains("master") }
+        var isMyself: Bool { flags.contains("myself") }
+        var failed: Bool { flags.contains("fail") || flags.contains("fail?") }
+    }
+
+    /// `<id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slot>…`.
+    private static func rows(_ table: String) -> [Row] {
+        table.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 8, let colon = fields[1].lastIndex(of: ":") else { return nil }
+            let portText = fields[1][fields[1].index(after: colon)...].prefix { $0.isNumber }
+            guard let port = Int(portText) else { return nil }
+            return Row(port: port, flags: fields[2].split(separator: ","), hasSlots: fields.count > 8)
+        }
+    }
+}
