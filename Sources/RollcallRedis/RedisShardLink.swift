@@ -116,7 +116,7 @@ final class RedisShardLink {
     // MARK: Link
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint) else { return }
+        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
         link.delegate = self
         self.link = link
         outstandingProbe = nil

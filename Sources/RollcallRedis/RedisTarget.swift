@@ -43,10 +43,12 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
     }
 
     /// True for `rediss://` and `rediss+sentinel://`: every link (to the sentinels too) speaks TLS.
+    /// A Redis Cluster is spoken in plain text only (`rediss+cluster://` is refused).
     public var usesTLS: Bool {
         switch self {
         case .server(let endpoint): endpoint.tls
         case .sentinel(let set): set.tls
+        case .cluster: false  // `rediss+cluster://` is refused
         }
     }
 
