@@ -25,8 +25,18 @@ public final class ClusterLink {
     /// Times the command link came back at another address than before: a Sentinel failover,
     /// or a host name that now resolves elsewhere (`rollcall_redis_master_changes_total`).
     public private(set) var redisAddressChanges = 0
+    /// Times the command link went down (a timeout, a reset, Redis gone).
+    public private(set) var commandLinkLosses = 0
     /// The address the command link was last connected to.
     private var lastAddress: RedisHostPort?
+    /// Commands of store calls on the command link at most; the rest wait in the node
+    /// (``StoreCallGate``). Small enough that the heartbeat, sent straight to the link, waits
+    /// behind a few milliseconds of Redis' work at most, large enough to keep the link busy.
+    public static let maxCommandsInFlight = 128
+    /// Store calls waiting for room on the command link, and the commands on it.
+    private var gate: StoreCallGate
+    private var giveUpTimer: LoopTimer!
+    private var admitting = false
 
     let configuration: Configuration
     let logger: Logger
@@ -57,12 +67,14 @@ public final class ClusterLink {
         self.nodeId = nodeId
         self.logger = logger
         let timings = ClusterLink.timings(configuration.cluster)
+        gate = StoreCallGate(maxCommandsInFlight: Self.maxCommandsInFlight, maxWaitSeconds: timings.timeoutSeconds)
         commands = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId,
                                    tls: try Self.tlsContext(of: configuration))
         subscriber = RedisSubscriber(
             loop: loop, publisher: commands,
             probeChannelPrefix: configuration.cluster.keyPrefix + "probe:", timings: timings)
         heartbeat = NodeHeartbeat(configuration: configuration, nodeId: nodeId, loop: loop)
+        giveUpTimer = LoopTimer(loop: loop) { [unowned self] in admit() }
     }
 
     /// What `cluster.redis` names; throws ``ClusterError`` (``ClusterError/Code/invalidConfiguration``)
@@ -156,6 +168,7 @@ public final class ClusterLink {
                 if hadOutage { markGrace() }
             case .disconnected(let error):
                 hadOutage = true
+                commandLinkLosses += 1
                 logger.warning("cluster: Redis unreachable", metadata: ["error": "\(error)"])
             }
         }
@@ -282,23 +295,57 @@ public final class ClusterLink {
     /// Stops heartbeats and closes both connections.
     public func close() {
         heartbeat.stop()
+        giveUpTimer.cancel()
+        _ = gate.drain()
         subscriber.close()
         commands.close()
     }
 
-    /// Sends every command at once (they run in order on one connection) and answers the
-    /// ticket when the last reply is in, or at the first failure.
+    /// Queues a store call behind the ones already waiting (``StoreCallGate``) and sends what
+    /// the command link has room for.
     private func run(_ list: [StoreCommand], ticket: StoreTicket) {
         guard !list.isEmpty else {
             deliver?(.storeReplied(ticket, .success([])))
             return
         }
+        gate.enqueue(ticket, list, now: Self.clockSeconds)
+        admit()
+    }
+
+    /// Sends waiting store calls while the link has room, in order, and answers `UNAVAILABLE`
+    /// (unsent: nothing changed) those that waited past the gate's bound; then sets the timer
+    /// for the next one to give up. Not re-entered: a reply delivered from here may queue more.
+    private func admit() {
+        guard !admitting else { return }
+        admitting = true
+        defer { admitting = false }
+        while let decision = gate.next(now: Self.clockSeconds) {
+            switch decision {
+            case .send(let call):
+                send(call.commands, ticket: call.ticket)
+            case .giveUp(let call):
+                deliver?(.storeReplied(call.ticket, .failure(StoreFailure(busyFor: gate.maxWaitSeconds, waiting: gate.waitingCount))))
+            }
+        }
+        if let due = gate.nextGiveUp { giveUpTimer.schedule(after: max(0.001, due - Self.clockSeconds)) } else { giveUpTimer.cancel() }
+    }
+
+    /// The monotonic clock in seconds, read now: not the loop's cached time, which stands
+    /// still while one turn handles a burst (the calls queued late in it waited less).
+    private static var clockSeconds: Double { Double(MonotonicClock.now) / 1000 }
+
+    /// Sends every command at once (they run in order on one connection) and answers the
+    /// ticket when the last reply is in, or at the first failure.
+    private func send(_ list: [StoreCommand], ticket: StoreTicket) {
         var replies = [StoreReply?](repeating: nil, count: list.count)
         var remaining = list.count
         var failed = false
         for (index, command) in list.enumerated() {
             let completion: RedisConnection.Completion = { [weak self] result in
-                guard let self, !failed else { return }
+                guard let self else { return }
+                gate.answered()
+                defer { if gate.waitingCount > 0 { admit() } }
+                guard !failed else { return }
                 switch result {
                 case .success(let reply):
                     replies[index] = StoreReply(reply)
@@ -367,6 +414,15 @@ extension StoreFailure {
     /// (`REDIS_UNAVAILABLE`), so Redis cannot run it later. True for every other failure — a
     /// timeout or a link lost with the call sent may still see it run.
     var mayHaveReachedRedis: Bool { !message.hasSuffix("(\(RedisError.Code.unavailable.rawValue))") }
+
+    /// What a store call is answered when it waited `seconds` in the node without room on the
+    /// command link (``StoreCallGate``): `UNAVAILABLE`, never sent (so the suffix of
+    /// ``mayHaveReachedRedis`` is false), retried after about as long as it waited.
+    init(busyFor seconds: Double, waiting: Int) {
+        let waited = (seconds * 100).rounded() / 100
+        self.init(.unavailable, "this node's link to the cluster store is busy: the call waited \(waited) s behind \(waiting) other(s) (\(RedisError.Code.unavailable.rawValue))",
+                  retryAfterMs: max(100, Int((seconds * 1000).rounded())))
+    }
 
     /// What a request is answered when Redis said "not now" (``RedisError/isNotNow``):
     /// `UNAVAILABLE`, retried after half a second, naming what Redis said.

@@ -17,6 +17,10 @@ package final class NodeHeartbeat {
     /// nil once a beat succeeds again: Redis is reachable but cannot take the node's writes,
     /// so `/readyz` says so (noticed within `heartbeatSeconds`).
     private(set) var answeredError: String?
+    /// The longest a beat waited for its answer (or its failure), in milliseconds: a beat
+    /// queued behind the node's own commands on the link shows here (issue 29, the join burst).
+    /// Tests set it back to 0 to measure from a moment on.
+    var slowestBeatMs: Int64 = 0
     private var timer: LoopTimer!
     private var beats = 0
     /// When (monotonic ms) the latest beat Redis took was sent: the others cannot declare this
@@ -97,6 +101,7 @@ package final class NodeHeartbeat {
         ])
         Self.beat.redis.run(on: connection, arguments: arguments) { [weak self] result in
             guard let self else { return }
+            slowestBeatMs = max(slowestBeatMs, MonotonicClock.now - sentAt)
             if case .failure(let error) = result, error.code == .errorReply { answeredError = error.message }
             guard case .success(let reply) = result, let elements = reply.elements,
                   let count = elements.first?.integer else { return }

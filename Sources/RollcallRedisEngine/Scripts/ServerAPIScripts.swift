@@ -32,15 +32,22 @@ enum ServerAPIScripts {
         """)
 
     /// `getInfo`: live nodes with their session counts, channels with members, every session
-    /// (live and held); a node is live when it beat within `timeout` ms.
+    /// (live and held); a node is live when it beat within `timeout` ms. A node past that
+    /// window but not yet declared dead (still in `P nodes`: the reaper hands its sessions
+    /// over at its next tick, later in a grace window) is not listed, but its sessions count:
+    /// they are still there, and resumable once handed over.
     static let info = LuaScript("api.info", parameters: [.text("prefix"), .number("timeout")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         local nodes, total = {}, 0
-        for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeout, '+inf')) do
+        local all = redis.call('ZRANGE', prefix .. 'nodes', 0, -1, 'WITHSCORES')
+        for i = 1, #all, 2 do
+          local node, beat = all[i], tonumber(all[i + 1])
           local count = redis.call('SCARD', prefix .. 'ns:' .. node)
-          nodes[#nodes + 1] = node
-          nodes[#nodes + 1] = count
+          if beat >= now - timeout then
+            nodes[#nodes + 1] = node
+            nodes[#nodes + 1] = count
+          end
           total = total + count
         end
         -- Held sessions no node has (their node stopped) count too.
