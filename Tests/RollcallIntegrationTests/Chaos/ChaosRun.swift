@@ -203,7 +203,7 @@ enum ChaosRun {
             lines += violations.map { "  \($0)" }
         }
         if !webhookViolations.isEmpty {
-            lines.append("webhook findings (webhooks are not durable yet, issue 29; CHAOS_WEBHOOKS=0 turns the check off):")
+            lines.append("webhook findings (the roster rebuilt from the webhooks; CHAOS_WEBHOOKS=0 turns the check off):")
             lines += webhookViolations.map { "  \($0)" }
         }
         if let result = try? ServerAPIRequest.ok(port: cluster.nodePort(0), "getChannels", [:]) {
