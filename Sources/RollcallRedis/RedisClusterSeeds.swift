@@ -24,9 +24,7 @@ public struct RedisClusterSeeds: Equatable, CustomStringConvertible {
 
     /// Parses the URL; throws ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
-        func invalid(_ failure: RedisURLSyntax.Failure) -> RedisError {
-            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis+cluster://[user:password@]host:port[,host:port…])")
-        }
+        let invalid = { RedisURLSyntax.invalid($0, in: url, expected: "redis+cluster://[user:password@]host:port[,host:port…]") }
         guard url.lowercased().hasPrefix(Self.scheme) else { throw invalid(.init("the scheme is not redis+cluster://")) }
         var rest = Substring(url.dropFirst(Self.scheme.count))
         let credentials = try RedisURLSyntax.takeCredentials(from: &rest).mapError(invalid).get()

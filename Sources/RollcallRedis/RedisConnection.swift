@@ -146,8 +146,7 @@ public final class RedisConnection {
     }
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
-        link.delegate = self
+        guard let link = reconnector.makeLink(to: endpoint, with: locator, reportingTo: self) else { return }
         self.link = link
         address = endpoint
         loadedScripts.removeAll()

@@ -31,20 +31,19 @@ public struct RedisEndpoint: Equatable, CustomStringConvertible {
 
     /// An endpoint from its parts.
     public init(host: String, port: Int = 6379, user: String? = nil, password: String? = nil, database: Int = 0, tls: Bool = false) {
-        self.host = host
-        self.tls = tls
-        self.port = port
-        self.user = user
-        self.password = password
-        self.database = database
+        (self.host, self.port, self.tls) = (host, port, tls)
+        (self.user, self.password, self.database) = (user, password, database)
+    }
+
+    /// `AUTH [user] password` with this endpoint's credentials; nil when it has no password.
+    var authArguments: [[UInt8]]? {
+        password.map { password in [Array("AUTH".utf8)] + (user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)] }
     }
 
     /// Parses `redis://[[user]:password@]host[:port][/db]` or `rediss://…`; throws
     /// ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
-        func invalid(_ failure: RedisURLSyntax.Failure) -> RedisError {
-            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis://[:password@]host:port[/db] or rediss://…)")
-        }
+        let invalid = { RedisURLSyntax.invalid($0, in: url, expected: "redis://[:password@]host:port[/db] or rediss://…") }
         let lowered = url.lowercased()
         let tls = lowered.hasPrefix("rediss://")
         guard tls || lowered.hasPrefix("redis://") else { throw invalid(.init("the scheme is not redis:// or rediss://")) }

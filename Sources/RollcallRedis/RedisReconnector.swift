@@ -4,7 +4,7 @@ import RollcallEventLoop
 /// ``RedisSubscriber``): its reconnect timer, and the two things only the client knows, how
 /// to bring a link up (``bringUp``) and whom to tell of a change (``notify``). Loop thread only.
 final class RedisReconnector {
-    /// Makes a new link (with ``makeLink(to:)``) and starts its handshake.
+    /// Makes a new link (with ``makeLink(to:with:reportingTo:)``) and starts its handshake.
     var bringUp: () -> Void = {}
     /// Tells the client's `onStateChange`.
     var notify: (RedisConnectionState) -> Void = { _ in }
@@ -66,11 +66,13 @@ final class RedisReconnector {
         }
     }
 
-    /// A new link to `endpoint` (as `locator` answered it: TLS for a `rediss` target), or nil
-    /// when it could not be made (then counted as lost).
-    func makeLink(to endpoint: RedisEndpoint, with locator: RedisLocator) -> RedisLink? {
+    /// A new link to `endpoint` (as `locator` answered it: TLS for a `rediss` target) that
+    /// reports to `delegate`, or nil when it could not be made (then counted as lost).
+    func makeLink(to endpoint: RedisEndpoint, with locator: RedisLocator, reportingTo delegate: RedisLinkDelegate) -> RedisLink? {
         do {
-            return try RedisLink(endpoint: endpoint, loop: loop, tls: try locator.tlsLink(for: endpoint))
+            let link = try RedisLink(endpoint: endpoint, loop: loop, tls: try locator.tlsLink(for: endpoint))
+            link.delegate = delegate
+            return link
         } catch {
             lost(error as? RedisError ?? RedisError(.connectFailed, "\(error)"))
             return nil

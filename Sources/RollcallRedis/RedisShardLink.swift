@@ -116,16 +116,13 @@ final class RedisShardLink {
     // MARK: Link
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
-        link.delegate = self
+        guard let link = reconnector.makeLink(to: endpoint, with: locator, reportingTo: self) else { return }
         self.link = link
         outstandingProbe = nil
         awaiting.removeAll()
         leaving.removeAll()
         probeChannel = probePrefix + Array(Self.randomID().utf8)
-        if let password = endpoint.password {
-            link.send([Array("AUTH".utf8)] + (endpoint.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
-        }
+        if let auth = endpoint.authArguments { link.send(auth) }
         // Subscribed mode first: every reply after this one goes through hiredis' pub/sub path.
         link.send([Array("SUBSCRIBE".utf8), probeChannel])
         send(channels)

@@ -120,15 +120,12 @@ public final class RedisSubscriber {
     }
 
     private func open(_ endpoint: RedisEndpoint) {
-        guard let link = reconnector.makeLink(to: endpoint, with: locator) else { return }
-        link.delegate = self
+        guard let link = reconnector.makeLink(to: endpoint, with: locator, reportingTo: self) else { return }
         self.link = link
         linkAddress = endpoint.address
         outstandingProbe = nil
         probeChannel = probePrefix + Array(Self.randomID().utf8)
-        if let password = endpoint.password {
-            link.send([Array("AUTH".utf8)] + (endpoint.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
-        }
+        if let auth = endpoint.authArguments { link.send(auth) }
         awaitingRole = locator.checksRole
         if awaitingRole { link.send([Array("ROLE".utf8)]) }
         var batch: [[UInt8]] = []

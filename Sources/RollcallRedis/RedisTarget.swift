@@ -95,19 +95,13 @@ public struct RedisSentinelSet: Equatable, CustomStringConvertible {
 
     /// A set from its parts.
     public init(sentinels: [RedisHostPort], masterName: String, user: String? = nil, password: String? = nil, database: Int = 0, tls: Bool = false) {
-        self.sentinels = sentinels
-        self.tls = tls
-        self.masterName = masterName
-        self.user = user
-        self.password = password
-        self.database = database
+        (self.sentinels, self.masterName, self.tls) = (sentinels, masterName, tls)
+        (self.user, self.password, self.database) = (user, password, database)
     }
 
     /// Parses the URL; throws ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
-        func invalid(_ failure: RedisURLSyntax.Failure) -> RedisError {
-            RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(RedisURLSyntax.redacted(url))\" (expected redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] or rediss+sentinel://…)")
-        }
+        let invalid = { RedisURLSyntax.invalid($0, in: url, expected: "redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] or rediss+sentinel://…") }
         let tls = url.lowercased().hasPrefix(Self.tlsScheme)
         guard tls || url.lowercased().hasPrefix(Self.scheme) else { throw invalid(.init("the scheme is not redis+sentinel:// or rediss+sentinel://")) }
         var rest = Substring(url.dropFirst(tls ? Self.tlsScheme.count : Self.scheme.count))

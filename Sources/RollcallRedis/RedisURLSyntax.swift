@@ -54,6 +54,12 @@ enum RedisURLSyntax {
         return .success(value)
     }
 
+    /// The error for a malformed `url`: what is wrong, the URL with its password hidden, and
+    /// the form `expected` (``RedisError/Code/invalidEndpoint``).
+    static func invalid(_ failure: Failure, in url: String, expected: String) -> RedisError {
+        RedisError(.invalidEndpoint, "\(failure.why) in Redis URL \"\(redacted(url))\" (expected \(expected))")
+    }
+
     /// `url` with anything between `://` and the last `@` replaced (error messages never show a password).
     static func redacted(_ url: String) -> String {
         guard let at = url.lastIndex(of: "@"), let schemeEnd = url.range(of: "://") else { return url }
