@@ -44,4 +44,34 @@ struct ClusterLateAdoptedTests {
         #expect(try bed.redis.command(["SISMEMBER", prefix + "ns:n1", alice.sessionId]) == ":1", "Redis has it on node 0 (n1)")
         #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
     }
+
+    @Test("a held session whose adopted message never comes keeps at most maxMessagesAwaitingAClaim of its channels' messages")
+    func aLostAdoptedMessageKeepsABoundedBacklog() throws {
+        let prefix = "lostadopted:"
+        var configuration = Configuration()
+        configuration.limits.requestsPerSecond = 100_000
+        configuration.limits.requestBurst = 100_000
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix)
+        let alice = try bed.login("alice", on: 0)
+        let bob = try bed.login("bob", on: 1)
+        for client in [alice, bob] {
+            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        }
+        bed.disconnect(alice, abnormally: true)
+        let sessionKey = prefix + "s:" + alice.sessionId
+        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", sessionKey, "handing"])) == ":0" }, what: "node 0's hand-over")
+        // Alice resumes on node 1; node 0 never hears that she was adopted.
+        bed.delaysStoreMessage = { index, payload in index == 0 && payload.starts(with: Array("adopted ".utf8)) }
+        let back = try bed.login("alice", on: 1, ["resumeToken": .string(alice.resumeToken)])
+        #expect(back.resumed)
+        let limit = ClusterPresence.maxMessagesAwaitingAClaim
+        for index in 0...limit {
+            #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .int(index)])["ok"]?.boolValue == true)
+        }
+        try bed.pump(until: { back.events.filter { $0.string("event") == "message" }.count > limit }, what: "every message at node 1")
+        let session = try #require(bed.brokers[0].directory.session(id: alice.sessionId))
+        let presence = try #require(bed.brokers[0].engines.presence as? ClusterPresence)
+        let kept = try #require(presence.messagesAfterSnapshots[session.number])
+        #expect(kept.count == limit, "the backlog stops at the bound")
+    }
 }

@@ -65,8 +65,12 @@ extension ClusterPresence {
             outbox.fanOut {
                 for member in channel.members.values
                 where member.flags.messages && member.session.sessionId != publisher && !keptInStore.contains(member.session.sessionId) {
-                    if someAreCatchingUp, messagesAfterSnapshots[member.session.number] != nil {
-                        messagesAfterSnapshots[member.session.number]!.append(bytes)
+                    if someAreCatchingUp, let waiting = messagesAfterSnapshots[member.session.number] {
+                        // A held session waits for a claim's answer: a round trip. Its `adopted`
+                        // may be lost (the subscriber reconnected), so what it keeps is bounded.
+                        if member.session.connection != nil || waiting.count < Self.maxMessagesAwaitingAClaim {
+                            messagesAfterSnapshots[member.session.number]!.append(bytes)
+                        }
                     } else {
                         outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
                     }

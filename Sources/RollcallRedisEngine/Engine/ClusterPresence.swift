@@ -42,6 +42,10 @@ final class ClusterPresence {
     /// reaches it afterwards without naming it was published after a claim of it ran (it is
     /// live in Redis again), so it is newer than every message Redis kept for it.
     var messagesAfterSnapshots: [UInt64: [[UInt8]]] = [:]
+    /// The most messages kept for a session held here while a claim of it may be under way
+    /// (beyond, they are dropped: the claim's answer takes a round trip, and a session whose
+    /// `adopted` was lost must not gather its channels' traffic until its hold ends).
+    static let maxMessagesAwaitingAClaim = 1024
 
     /// A local session of a channel waiting for its snapshot.
     struct SnapshotRetry: Hashable {
