@@ -266,6 +266,26 @@ final class ClusterBed {
         clients[client.connection] = nil
         feed(client.node, .ended(client.connection, abnormally ? .abnormal(.dropped) : .closeFrame))
     }
+
+    /// `user` logged in on `node`, a member of `channel` (its join answered ok).
+    func member(_ user: String, on node: Int, of channel: String = "room") throws -> Client {
+        let client = try login(user, on: node)
+        let joined = try request(client, "join", ["channel": .string(channel)])
+        guard joined["ok"]?.boolValue == true else { throw TestSupportError("\(user)'s join: \(joined.compactString)") }
+        return client
+    }
+
+    /// Drops `client` abnormally, then turns the loop until Redis holds its session and its node
+    /// has handed over what it heard before the hold (`handing` gone from the record).
+    func holdInRedis(_ client: Client) throws {
+        disconnect(client, abnormally: true)
+        let prefix = brokers[client.node].configuration.cluster.keyPrefix
+        let record = prefix + "s:" + client.sessionId
+        try pump(until: {
+            (try? redis.command(["ZRANK", prefix + "held", client.sessionId]))?.hasPrefix(":") == true
+                && (try? redis.command(["HEXISTS", record, "handing"])) == ":0"
+        }, what: "\(client.sessionId) held in Redis, its node's hand-over done")
+    }
 }
 
 extension JSON {

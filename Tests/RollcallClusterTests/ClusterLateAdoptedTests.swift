@@ -17,15 +17,10 @@ struct ClusterLateAdoptedTests {
     func aLateAdoptedMessageIsIgnored() throws {
         let prefix = "lateadopted:"
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: prefix)
-        let alice = try bed.login("alice", on: 0)
-        let bob = try bed.login("bob", on: 1)
-        for client in [alice, bob] {
-            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
-        }
-        bed.disconnect(alice, abnormally: true)
+        let alice = try bed.member("alice", on: 0)
+        _ = try bed.member("bob", on: 1)
+        try bed.holdInRedis(alice)
         let sessionKey = prefix + "s:" + alice.sessionId
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
-        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", sessionKey, "handing"])) == ":0" }, what: "node 0's hand-over")
 
         // Node 0 hears its control messages late; node 1's claim runs but its answer is lost.
         bed.delaysStoreMessage = { index, payload in index == 0 && payload.starts(with: Array("adopted ".utf8)) }
@@ -52,14 +47,9 @@ struct ClusterLateAdoptedTests {
         configuration.limits.requestsPerSecond = 100_000
         configuration.limits.requestBurst = 100_000
         let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix)
-        let alice = try bed.login("alice", on: 0)
-        let bob = try bed.login("bob", on: 1)
-        for client in [alice, bob] {
-            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
-        }
-        bed.disconnect(alice, abnormally: true)
-        let sessionKey = prefix + "s:" + alice.sessionId
-        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", sessionKey, "handing"])) == ":0" }, what: "node 0's hand-over")
+        let alice = try bed.member("alice", on: 0)
+        let bob = try bed.member("bob", on: 1)
+        try bed.holdInRedis(alice)
         // Alice resumes on node 1; node 0 never hears that she was adopted.
         bed.delaysStoreMessage = { index, payload in index == 0 && payload.starts(with: Array("adopted ".utf8)) }
         let back = try bed.login("alice", on: 1, ["resumeToken": .string(alice.resumeToken)])

@@ -21,13 +21,9 @@ struct ClusterResumeMessageOrderTests {
     func liveMessagesWaitBehindTheKeptOnes(resumeOn node: Int) throws {
         let prefix = "resumeorder\(node):"
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: prefix)
-        let alice = try bed.login("alice", on: 0)
-        let bob = try bed.login("bob", on: 1)
-        for client in [alice, bob] {
-            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
-        }
-        bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+        let alice = try bed.member("alice", on: 0)
+        let bob = try bed.member("bob", on: 1)
+        try bed.holdInRedis(alice)
         for text in ["kept 1", "kept 2"] {
             #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string(text)])["ok"]?.boolValue == true)
         }
@@ -52,14 +48,10 @@ struct ClusterResumeMessageOrderTests {
     func aMessageHeardBeforeTheClaimsAnswerWaitsToo() throws {
         let prefix = "resumeclaimorder:"
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: prefix)
-        let alice = try bed.login("alice", on: 0)
-        let bob = try bed.login("bob", on: 0)
-        let carol = try bed.login("carol", on: 0)
-        for client in [alice, bob, carol] {
-            #expect(try bed.request(client, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
-        }
-        bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+        let alice = try bed.member("alice", on: 0)
+        let bob = try bed.member("bob", on: 0)
+        let carol = try bed.member("carol", on: 0)
+        try bed.holdInRedis(alice)
         #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("kept")])["ok"]?.boolValue == true)
         // Alice resumes on node 0, which holds her; the claim runs, its answer is slow, and
         // bob's next message — live for her in Redis by then — reaches node 0 first.
