@@ -165,7 +165,12 @@ public final class ClusterLink {
                 lastAddress = address ?? lastAddress
                 loggedTLSFailure = nil
                 if subscriber.state.isConnected { connectedOnce = true }
-                if hadOutage { markGrace() }
+                // Back from an outage: open the grace window if nobody could write, then beat
+                // at once rather than at the next tick, since the window is measured from the first node back.
+                if hadOutage {
+                    markGrace()
+                    heartbeat.beatNow()
+                }
             case .disconnected(let error):
                 hadOutage = true
                 commandLinkLosses += 1
