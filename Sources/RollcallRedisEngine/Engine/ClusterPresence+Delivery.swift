@@ -36,48 +36,96 @@ extension ClusterPresence {
     // MARK: - Events from Redis
 
     /// A message on a channel's pub/sub channel: a presence event (`P<seq>\n<subject>\n…`)
-    /// or a message event (`M<session>\n…`).
+    /// or a message event (`N<number>\n<session>\n<kept>\n…`; `M<session>\n<kept>\n…`
+    /// from a node before 1.2, unnumbered).
     func deliver(channel name: [UInt8], payload: [UInt8]) {
         let prefix = Array((keys.prefix + "e:").utf8)
         guard name.starts(with: prefix),
               let key = ClusterKeys.channel(fromId: String(decoding: name[prefix.count...], as: UTF8.self)),
               let channel = local[key], let kind = payload.first else { return }
-        var fields = payload.split(separator: UInt8(ascii: "\n"), maxSplits: 2, omittingEmptySubsequences: false)
+        func fields(_ count: Int) -> [ArraySlice<UInt8>]? {
+            let fields = payload.split(separator: UInt8(ascii: "\n"), maxSplits: count - 1, omittingEmptySubsequences: false)
+            return fields.count == count ? fields : nil
+        }
         switch kind {
         case UInt8(ascii: "P"):
-            guard fields.count == 3, let seq = Int(String(decoding: fields[0].dropFirst(), as: UTF8.self)) else { return }
+            guard let fields = fields(3), let seq = Int(String(decoding: fields[0].dropFirst(), as: UTF8.self)) else { return }
             let subject = fields[1].isEmpty ? nil : Name(unchecked: String(decoding: fields[1], as: UTF8.self))
             receive(LocalChannel.Event(seq: seq, subject: subject, bytes: Array(fields[2])), in: channel, key: key)
+        case UInt8(ascii: "N"):
+            guard let fields = fields(4), let number = Int(String(decoding: fields[0].dropFirst(), as: UTF8.self)) else { return }
+            deliverMessage(Array(fields[3]), number: number, publisher: fields[1], kept: fields[2], in: channel)
         case UInt8(ascii: "M"):
-            guard fields.count == 3 else { return }
-            let publisher = String(decoding: fields[0].dropFirst(), as: UTF8.self)
-            let bytes = Array(fields.removeLast())
-            // The event names the held sessions Redis kept it for (or counted as dropped): they
-            // get it, or its count, at their resume on any node — one that has resumed here
-            // since got it with its resume. A session it does not name was live in Redis when
-            // it was published: a live one gets it now; one held here whose hold had not run
-            // in Redis yet keeps it here, until the hold's `held` message hands it to Redis.
-            let keptInStore = fields[1].isEmpty ? [] : Set(fields[1].split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) })
-            // A session resumed here whose snapshots are still being read gets it after the
-            // messages Redis kept for it (``messagesAfterSnapshots``).
-            let heldLimit = configuration.limits.heldMessageBytes
-            let someAreCatchingUp = !messagesAfterSnapshots.isEmpty
-            outbox.fanOut {
-                for member in channel.members.values
-                where member.flags.messages && member.session.sessionId != publisher && !keptInStore.contains(member.session.sessionId) {
-                    if someAreCatchingUp, let waiting = messagesAfterSnapshots[member.session.number] {
-                        // A held session waits for a claim's answer: a round trip. Its `adopted`
-                        // may be lost (the subscriber reconnected), so what it keeps is bounded.
-                        if member.session.connection != nil || waiting.count < Self.maxMessagesAwaitingAClaim {
-                            messagesAfterSnapshots[member.session.number]!.append(bytes)
-                        }
-                    } else {
-                        outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
-                    }
-                }
-            }
+            guard let fields = fields(3) else { return }
+            deliverMessage(Array(fields[2]), number: nil, publisher: fields[0].dropFirst(), kept: fields[1], in: channel)
         default:
             return
+        }
+    }
+
+    /// A message event to the local members that should get it. `number` is the channel's
+    /// message number (`mq`): a member that joined or was resumed here after it was published
+    /// does not get it (its pub/sub delivery can come after the join's or the claim's answer
+    /// on the command link: chaos seeds 37108521913684, 153618922795287, 80820037631616), and
+    /// a member whose first join is being answered keeps it until the answer says.
+    private func deliverMessage(_ bytes: [UInt8], number: Int?, publisher publisherBytes: ArraySlice<UInt8>,
+                                kept keptBytes: ArraySlice<UInt8>, in channel: LocalChannel) {
+        let publisher = String(decoding: publisherBytes, as: UTF8.self)
+        // The event names the held sessions Redis kept it for (or counted as dropped): they
+        // get it, or its count, at their resume on any node — one that has resumed here
+        // since got it with its resume. A session it does not name was live in Redis when
+        // it was published: a live one gets it now; one held here whose hold had not run
+        // in Redis yet keeps it here, until the hold's `held` message hands it to Redis.
+        let keptInStore = keptBytes.isEmpty ? [] : Set(keptBytes.split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) })
+        // A session resumed here whose snapshots are still being read gets it after the
+        // messages Redis kept for it (``messagesAfterSnapshots``).
+        let heldLimit = configuration.limits.heldMessageBytes
+        let someAreCatchingUp = !messagesAfterSnapshots.isEmpty
+        outbox.fanOut {
+            for member in channel.members.values
+            where member.flags.messages && member.session.sessionId != publisher && !keptInStore.contains(member.session.sessionId) {
+                if let number {
+                    guard number > member.messagesBefore else { continue }
+                    if let waiting = member.messagesAwaitingJoin {
+                        // A round trip; bounded all the same, as for a claim.
+                        if waiting.count < Self.maxMessagesAwaitingAClaim {
+                            channel.members[member.session.number]?.messagesAwaitingJoin?.append((number, bytes))
+                        }
+                        continue
+                    }
+                }
+                if someAreCatchingUp, let waiting = messagesAfterSnapshots[member.session.number] {
+                    // A held session waits for a claim's answer: a round trip. Its `adopted`
+                    // may be lost (the subscriber reconnected), so what it keeps is bounded.
+                    if member.session.connection != nil || waiting.count < Self.maxMessagesAwaitingAClaim {
+                        messagesAfterSnapshots[member.session.number]!.append(bytes)
+                    }
+                } else {
+                    outbox.sendMessage(bytes, to: member.session, heldLimit: heldLimit)
+                }
+            }
+        }
+    }
+
+    /// A first join was answered: messages numbered up to `number` were published before it;
+    /// those that came meanwhile and are later go out now, in order. (A second join sent
+    /// before the first was answered changes nothing here.)
+    func joinAnswered(_ session: Session, in key: ChannelKey, messageNumber number: Int) {
+        guard let channel = local[key], let member = channel.members[session.number], member.messagesAwaitingJoin != nil else { return }
+        channel.members[session.number]?.messagesBefore = number
+        channel.members[session.number]?.messagesAwaitingJoin = nil
+        let heldLimit = configuration.limits.heldMessageBytes
+        for message in member.messagesAwaitingJoin ?? [] where message.number > number {
+            outbox.sendMessage(message.bytes, to: session, heldLimit: heldLimit)
+        }
+    }
+
+    /// A session resumed here by a claim: per channel, the messages numbered up to what the
+    /// claim saw reached it on its old node or come with the resume.
+    func messagesSeenBeforeResume(_ session: Session, _ numbers: [ChannelKey: Int]) {
+        for (key, number) in numbers {
+            guard let channel = local[key], let before = channel.members[session.number]?.messagesBefore else { continue }
+            channel.members[session.number]?.messagesBefore = max(before, number)
         }
     }
 

@@ -81,7 +81,13 @@ final class ClusterPresence {
         let alreadyJoined = session.presence.joined[key] != nil
         let channel = localChannel(key)
         let waitsForSnapshot = request.flags.presence
-        channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil)
+        if channel.members[session.number] != nil {
+            channel.members[session.number]?.flags = request.flags
+            channel.members[session.number]?.baseline = nil
+        } else {
+            // Messages that come before the answer wait for it: it says which were published after the join.
+            channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil, messagesAwaitingJoin: [])
+        }
         if waitsForSnapshot { channel.waiting += 1 }
         attemptJoin(request, session: session, attempt: 1, deadline: requestDeadline()) { [self] outcome in
             switch outcome {
@@ -102,6 +108,7 @@ final class ClusterPresence {
                     answer.after = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel)
                 }
                 done(.success(answer))
+                if !alreadyJoined { joinAnswered(session, in: key, messageNumber: reply.messageNumber) }
             }
         }
     }

@@ -103,6 +103,7 @@ final class ClusterSessions: SessionEngine {
                 let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
                 let kept = (events: reply.keptEvents, dropped: reply.dropped)
                 if let local = broker.directory.session(id: sessionId), local.isHeld {
+                    presence.messagesSeenBeforeResume(local, reply.messageNumbers)
                     done(.success(broker.resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
                                                 customStatus: request.customStatus, token: newToken, kept: kept)), local)
                     return
@@ -110,6 +111,7 @@ final class ClusterSessions: SessionEngine {
                 let session = adoptSession(sessionId, user: request.userId, platform: reply.platform,
                                            on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)
                 presence.adopt(session, channels: reply.channels)
+                presence.messagesSeenBeforeResume(session, reply.messageNumbers)
                 done(.success(broker.resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
                                             customStatus: request.customStatus, token: newToken, kept: kept)), session)
             }

@@ -16,6 +16,12 @@ final class LocalChannel {
         var flags: JoinFlags
         /// The `seq` of the last snapshot it was sent; nil while one is on its way.
         var baseline: Int?
+        /// Messages numbered up to this one (`mq`) are not for it: published before it joined,
+        /// or before it was resumed here, when it got them elsewhere or with its resume.
+        var messagesBefore = 0
+        /// While a first join's answer is on its way: the messages that came meanwhile, kept
+        /// until the answer says which were published after the join (nil otherwise).
+        var messagesAwaitingJoin: [(number: Int, bytes: [UInt8])]?
     }
 
     /// One presence event as it came from Redis.

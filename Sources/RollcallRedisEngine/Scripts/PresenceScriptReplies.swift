@@ -27,7 +27,8 @@ enum ScriptOutcome: Equatable {
     }
 }
 
-/// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry}`.
+/// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry,
+/// message number}`.
 struct JoinScriptReply {
     let outcome: ScriptOutcome
     /// Occupancy after the join.
@@ -42,6 +43,9 @@ struct JoinScriptReply {
     let roster: StoreReply
     /// The member's earliest state-key expiry.
     let earliestExpiry: StoreReply
+    /// The number of the channel's last message when the join ran (`mq`): the joiner gets
+    /// only later ones.
+    let messageNumber: Int
 
     init(_ reply: StoreReply) {
         outcome = ScriptOutcome(reply)
@@ -51,6 +55,7 @@ struct JoinScriptReply {
         dueAndNow = reply[4]
         roster = reply[5]
         earliestExpiry = reply[6]
+        messageNumber = Int(reply[7].integer ?? 0)
     }
 }
 

@@ -52,7 +52,8 @@ enum PresenceScripts {
         end
         local earliest = applyTTL(user, ttlFrom)
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest}
+          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest,
+          tonumber(redis.call('HGET', ch.base, 'mq') or '0')}
         if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
         return reply
         """)
@@ -152,7 +153,13 @@ enum PresenceScripts {
             kept[#kept + 1] = held
           end
         end
-        redis.call('PUBLISH', ch.events, 'M' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)
+        -- Numbered per channel (`mq`, while the channel has members: nobody hears an empty
+        -- one), so that a node drops what a session it just joined or resumed there saw
+        -- before, however late its pub/sub link delivers it (the join and the claim answer
+        -- the number they saw).
+        local number = 0
+        if redis.call('ZCARD', ch.members) > 0 then number = redis.call('HINCRBY', ch.base, 'mq', 1) end
+        redis.call('PUBLISH', ch.events, 'N' .. number .. '\\n' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)
         return {'ok', live}
         """)
 

@@ -4,7 +4,8 @@ import RollcallCore
 /// positions of each script's array reply are named here and nowhere else.
 
 /// `session.claim` (a resume by token, on any node): `{outcome, session id, platform, node,
-/// presence timeout ms, channel ids, their join flags, kept message events, messages dropped}`.
+/// presence timeout ms, channel ids, their join flags, kept message events, messages dropped,
+/// each channel's last message number}`.
 /// Anything but `ok` with a session id: nothing to resume.
 struct ClaimScriptReply {
     /// `ok`, `none` (nothing to resume: read as ``ScriptOutcome/unexpected``) or `fenced`.
@@ -19,6 +20,9 @@ struct ClaimScriptReply {
     let presenceTimeoutMs: Int64?
     /// The channels it is in, with the flags it joined them with.
     let channels: [(ChannelKey, JoinFlags)]
+    /// Per channel, the number of its last message when the claim ran (`mq`): the session got
+    /// every one up to it on its old node or among ``keptEvents``, so it gets only later ones.
+    let messageNumbers: [ChannelKey: Int]
     /// `message` events kept for it in Redis while it was held, oldest first.
     let keptEvents: [[UInt8]]
     /// How many did not fit.
@@ -35,6 +39,12 @@ struct ClaimScriptReply {
             let text = flags.text ?? "--"
             return (key, JoinFlags(presence: text.contains("p"), messages: text.contains("m")))
         }
+        var numbers: [ChannelKey: Int] = [:]
+        for (id, number) in zip(reply[5].elements ?? [], reply[9].elements ?? []) {
+            guard let key = id.text.flatMap(ClusterKeys.channel(fromId:)), let number = number.integer else { continue }
+            numbers[key] = Int(number)
+        }
+        messageNumbers = numbers
         keptEvents = (reply[7].elements ?? []).compactMap(\.bytes)
         dropped = Int(reply[8].integer ?? 0)
     }

@@ -122,8 +122,11 @@ package enum SessionScripts {
         redis.call('SADD', prefix .. 'ns:' .. node, id)
         markLive(id)
         local channels = redis.call('SMEMBERS', prefix .. 'sc:' .. id)
-        local flags = {}
-        for i, channel in ipairs(channels) do flags[i] = redis.call('HGET', prefix .. 'c:' .. channel .. ':s', id) or '--' end
+        local flags, numbers = {}, {}
+        for i, channel in ipairs(channels) do
+          flags[i] = redis.call('HGET', prefix .. 'c:' .. channel .. ':s', id) or '--'
+          numbers[i] = tonumber(redis.call('HGET', prefix .. 'c:' .. channel, 'mq') or '0')
+        end
         local messages = redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)
         local dropped = tonumber(redis.call('GET', prefix .. 'hmd:' .. id) or '0')
         -- Handed over, and kept a while in case this claim's answer is lost (`cancelClaim`).
@@ -135,7 +138,7 @@ package enum SessionScripts {
           redis.call('LPUSH', handed, dropped)
           redis.call('PEXPIRE', handed, markMs)
         end
-        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped}
+        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped, numbers}
         """)
 
     /// A claim this node gave up on (its answer was lost or late: the client was answered
