@@ -165,27 +165,40 @@ struct ChaosChecks {
 
     /// The roster a backend rebuilds from the webhooks (deduplicated by `id`, ordered by `seq`,
     /// from the channel's first event) equals the listing; a missing `seq` is reported as lost.
+    /// A channel that emptied starts again at `seq` 1: the events are split where that happens,
+    /// in the order Redis wrote them (an event's id ends with its stream entry id,
+    /// `<ms>-<n>`), and the listing is compared with the last run of the channel; two events
+    /// of one run with one `seq` are a finding, named with both.
     func checkWebhooks(_ listings: [[String: Listing]]) -> [ChaosViolation] {
         var seen: Set<String> = []
-        var events: [String: [Int: JSON]] = [:]
-        var conflicts: Set<String> = []
+        var written: [String: [(order: [Int], seq: Int, event: JSON)]] = [:]
         for request in cluster.receiver.requests {
             for event in request.events where event["event"]?.stringValue == "presence" {
                 guard let id = event["id"]?.stringValue, seen.insert(id).inserted,
                       let channel = event["channel"]?.stringValue, let seq = event["seq"]?.numberValue?.intValue else { continue }
-                if events[channel]?[seq] != nil { conflicts.insert(channel) }
-                events[channel, default: [:]][seq] = event
+                let entry = id.split(separator: ":").last.map { $0.split(separator: "-").compactMap { Int($0) } } ?? []
+                written[channel, default: []].append((entry, seq, event))
             }
         }
         var violations: [ChaosViolation] = []
         for channel in channels {
             guard let listed = listings.lazy.compactMap({ $0[channel] }).first else { continue }
-            if conflicts.contains(channel) {
+            var runs: [[Int: JSON]] = [[:]]
+            var duplicates: [String] = []
+            for (_, seq, event) in (written[channel] ?? []).sorted(by: { $0.order.lexicographicallyPrecedes($1.order) }) {
+                if seq == 1, !runs[runs.count - 1].isEmpty { runs.append([:]) }
+                if let other = runs[runs.count - 1][seq] {
+                    duplicates.append("seq \(seq): \(other.compactString) and \(event.compactString)")
+                }
+                runs[runs.count - 1][seq] = event
+            }
+            if !duplicates.isEmpty {
                 violations.append(ChaosViolation(invariant: "webhooks", subject: "#\(channel)",
-                                                 detail: "two events with different ids carry one seq (the channel emptied, or a duplicate)", users: []))
+                                                 detail: "two events with different ids carry one seq in one run of the channel: "
+                                                     + duplicates.prefix(3).joined(separator: "; "), users: []))
                 continue
             }
-            let bySeq = events[channel] ?? [:]
+            let bySeq = runs[runs.count - 1]
             let lost = listed.seq > 0 ? (1...listed.seq).filter { bySeq[$0] == nil } : []
             var roster = RollcallClient.Roster(channel: channel)
             for seq in bySeq.keys.sorted() where seq <= listed.seq {
