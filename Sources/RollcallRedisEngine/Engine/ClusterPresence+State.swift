@@ -9,15 +9,19 @@ extension ClusterPresence {
     func changeState(of session: Session, in key: ChannelKey, setting update: StateUpdate?, removing removed: [String],
                      ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
         if let grant { try grant.checkAccess(to: key) }
-        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: 1, deadline: requestDeadline(), then: done)
+        let guess = local[key]?.members[session.number]?.storedState
+        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: guess, attempt: 1, deadline: requestDeadline(), then: done)
     }
 
+    /// One attempt at the change, expecting the user's stored state to be `current` (the
+    /// session's guess, then what a `retry` answered; nil: not a member).
     private func attemptStateChange(_ session: Session, _ key: ChannelKey, _ update: StateUpdate?, _ removed: [String],
-                                    ttlMs: Int64?, attempt: Int, deadline: Timestamp, then done: @escaping Completion) {
+                                    ttlMs: Int64?, expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
+                                    then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
         let owner = (sessionRecord: keys.session(session.sessionId), node: nodeId)
-        readState(of: user, in: key, before: deadline, failed: { done(.failure($0)) }) { [self] current in
+        do {
             let change: StoreCommand, state: PresenceState
             if let current {
                 do throws(BrokerError) {
@@ -45,6 +49,7 @@ extension ClusterPresence {
                     let decoded = StateScriptReply(reply)
                     switch decoded.outcome {
                     case .ok where current != nil:
+                        local[key]?.members[session.number]?.storedState = state.encoded
                         scheduleFlush(key, dueAndNow: decoded.dueAndNow)
                         scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
                         done(.success(Answer(result: .object(["state": state.json]))))
@@ -55,7 +60,8 @@ extension ClusterPresence {
                     case .fenced:
                         done(.failure(Self.fenced(configuration)))
                     case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, attempt: attempt + 1, deadline: deadline, then: done)
+                        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: reply[1].bytes, attempt: attempt + 1,
+                                           deadline: deadline, then: done)
                     case .retry where attempt < Self.maxAttempts:
                         done(.failure(Self.deadlinePassed(configuration)))
                     default:

@@ -89,7 +89,8 @@ final class ClusterPresence {
             channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil, messagesAwaitingJoin: [])
         }
         if waitsForSnapshot { channel.waiting += 1 }
-        attemptJoin(request, session: session, attempt: 1, deadline: requestDeadline()) { [self] outcome in
+        let guess = channel.members[session.number]?.storedState
+        attemptJoin(request, session: session, expecting: guess, attempt: 1, deadline: requestDeadline()) { [self] outcome in
             switch outcome {
             case .failure(let error):
                 if waitsForSnapshot { channel.waiting -= 1 }
@@ -113,12 +114,14 @@ final class ClusterPresence {
         }
     }
 
-    private func attemptJoin(_ request: JoinRequest, session: Session, attempt: Int, deadline: Timestamp,
+    /// One attempt at the join script, expecting the user's stored state to be `current` (the
+    /// session's guess, then what a `retry` answered).
+    private func attemptJoin(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
                              then done: @escaping (Result<JoinScriptReply, BrokerError>) -> Void) {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
-        readState(of: user, in: key, before: deadline, failed: { done(.failure($0)) }) { [self] current in
+        do {
             let state: PresenceState
             do throws(BrokerError) {
                 state = try request.mergedState(onto: current.flatMap(PresenceState.init(stored:)) ?? .empty,
@@ -146,9 +149,11 @@ final class ClusterPresence {
                 case .success(let reply):
                     let decoded = JoinScriptReply(reply)
                     switch decoded.outcome {
-                    case .ok: done(.success(decoded))
+                    case .ok:
+                        local[key]?.members[session.number]?.storedState = stateBytes
+                        done(.success(decoded))
                     case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                        attemptJoin(request, session: session, attempt: attempt + 1, deadline: deadline, then: done)
+                        attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, deadline: deadline, then: done)
                     case .retry where attempt < Self.maxAttempts:
                         done(.failure(Self.deadlinePassed(configuration)))
                     case .fenced: done(.failure(Self.fenced(configuration)))
@@ -305,21 +310,8 @@ final class ClusterPresence {
 
     // MARK: - Support
 
-    /// A member's state as stored (compact JSON), nil when the user is not a member.
-    /// Reads `user`'s state in `key` for a change that must be answered by `deadline`: the
-    /// store's failure, or an answer that came after the deadline, goes to `failed`; the state
-    /// (nil: not a member) to `then`.
-    func readState(of user: Name, in key: ChannelKey, before deadline: Timestamp, failed: @escaping (BrokerError) -> Void,
-                   then: @escaping ([UInt8]?) -> Void) {
-        readState(of: user, in: key) { [self] result in
-            switch result {
-            case .failure(let error): failed(error)
-            case .success where clock.monotonic >= deadline: failed(Self.deadlinePassed(configuration))
-            case .success(let current): then(current)
-            }
-        }
-    }
-
+    /// A member's state as stored (compact JSON), nil when the user is not a member
+    /// (`getState`; a change reads nothing first: ``LocalChannel/Member/storedState``).
     func readState(of user: Name, in key: ChannelKey, then done: @escaping (Result<[UInt8]?, BrokerError>) -> Void) {
         store.call([.command([Array("HGET".utf8), Array((keys.channel(key).base + ":st").utf8), Array(user.string.utf8)])]) { result in
             done(result.map { $0.first?.bytes }.mapError(\.brokerError))

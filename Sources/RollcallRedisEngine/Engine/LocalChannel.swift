@@ -22,6 +22,10 @@ final class LocalChannel {
         /// While a first join's answer is on its way: the messages that came meanwhile, kept
         /// until the answer says which were published after the join (nil otherwise).
         var messagesAwaitingJoin: [(number: Int, bytes: [UInt8])]?
+        /// The user's state in Redis as this session last saw it (nil: not a member, or not
+        /// known): the `expected` of its next join or `setState`, so that no read precedes the
+        /// script. A wrong guess costs one more attempt, which the script's answer feeds.
+        var storedState: [UInt8]?
     }
 
     /// One presence event as it came from Redis.

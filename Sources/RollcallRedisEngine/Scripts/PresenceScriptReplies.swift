@@ -7,7 +7,8 @@ import RollcallCore
 enum ScriptOutcome: Equatable {
     /// The change was made.
     case ok
-    /// What Swift read changed meanwhile: read again and retry.
+    /// The stored state is not the one the change was based on: try again from the one the
+    /// reply carries (second element).
     case retry
     /// The user (or session) is not a member of the channel.
     case notMember

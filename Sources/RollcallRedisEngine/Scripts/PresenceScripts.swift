@@ -23,11 +23,13 @@ enum PresenceScripts {
         -- Fencing: only the node that owns the session joins for it (a node cut off, or declared
         -- dead, may not know yet that the session was resumed elsewhere or handed over).
         if redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
+        -- `expected` is the node's guess (no read before the script): a wrong one is answered
+        -- with the state Redis has, for the next attempt.
         local current = redis.call('HGET', ch.st, user)
         if (expected == '' and current) or (expected ~= '' and current ~= string.sub(expected, 2)) then
-          return {'retry'}
+          return {'retry', current}
         end
-        if not checkExpiries(user, ttlFrom) then return {'retry'} end
+        if not checkExpiries(user, ttlFrom) then return {'retry', current} end
         local oldFlags = redis.call('HGET', ch.sessions, session)
         redis.call('HSET', ch.sessions, session, flags)
         if countsForMessages(oldFlags) ~= countsForMessages(flags) then
@@ -104,7 +106,7 @@ enum PresenceScripts {
         if sessionRecord ~= '' and redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
         local current = redis.call('HGET', ch.st, user)
         if not current then return {'notmember'} end
-        if current ~= expected or not checkExpiries(user, ttlFrom) then return {'retry'} end
+        if current ~= expected or not checkExpiries(user, ttlFrom) then return {'retry', current} end
         if current ~= newState then
           redis.call('HSET', ch.st, user, newState)
           memberChanged('stateChanged', user, enc, true, current, head)
