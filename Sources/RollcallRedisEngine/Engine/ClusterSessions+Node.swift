@@ -142,9 +142,7 @@ extension ClusterSessions {
         case .adopted:
             // Resumed on another node: this node's copy goes without a word (a connection it
             // still had — this node had stopped beating for a while — closes with 1001).
-            _ = presence.forgetLocally(session)
-            broker.forget(session)
-            userStatus.sessionLeftNode(session)
+            forgetStaleCopy(session)
             if let connection { broker.close(connection, .shutdown, reason: "session resumed on another node") }
         case .end(_, let code, let reason) where code == .disconnectedByServer:
             // The server API's disconnectUser: as logout, with the reason in the close frame.
@@ -153,6 +151,14 @@ extension ClusterSessions {
             broker.end(session, .closed)
             if let connection { broker.close(connection, code, reason: "too many sessions for this user") }
         }
+    }
+
+    /// Forgets this node's copy of a session another node has taken over, without a word to
+    /// anyone: its local channel views, the directory, the user's status here.
+    func forgetStaleCopy(_ session: Session) {
+        _ = presence.forgetLocally(session)
+        broker.forget(session)
+        userStatus.sessionLeftNode(session)
     }
 
     // MARK: - Server API

@@ -103,10 +103,17 @@ final class ClusterSessions: SessionEngine {
                 let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
                 let kept = (events: reply.keptEvents, dropped: reply.dropped)
                 if let local = broker.directory.session(id: sessionId), local.isHeld {
-                    presence.messagesSeenBeforeResume(local, reply.messageNumbers)
-                    done(.success(broker.resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
-                                                customStatus: request.customStatus, token: newToken, kept: kept)), local)
-                    return
+                    if reply.previousNode == nodeId {
+                        presence.messagesSeenBeforeResume(local, reply.messageNumbers)
+                        done(.success(broker.resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                                    customStatus: request.customStatus, token: newToken, kept: kept)), local)
+                        return
+                    }
+                    // Redis had it elsewhere: this node's copy is stale (it missed the `adopted`
+                    // message while its pub/sub link was cut, and the session joined and left
+                    // channels on another node since: chaos seed 124295245245791, `resume`). It
+                    // goes as `adopted` would have taken it, and the session comes from Redis' record.
+                    forgetStaleCopy(local)
                 }
                 let session = adoptSession(sessionId, user: request.userId, platform: reply.platform,
                                            on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)

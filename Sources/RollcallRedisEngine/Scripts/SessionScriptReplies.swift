@@ -16,6 +16,8 @@ struct ClaimScriptReply {
     /// The session taken over; nil when there was none to resume.
     let sessionId: String?
     let platform: Platform
+    /// The node Redis had the session on before the claim (empty: none, it was handed over).
+    let previousNode: String
     /// The session's presence timeout, when Redis has it.
     let presenceTimeoutMs: Int64?
     /// The channels it is in, with the flags it joined them with.
@@ -33,6 +35,7 @@ struct ClaimScriptReply {
         mustWait = reply[0].text == "wait"
         sessionId = outcome == .ok ? reply[1].text : nil
         platform = Platform(rawValue: reply[2].text ?? "") ?? .other
+        previousNode = reply[3].text ?? ""
         presenceTimeoutMs = reply[4].integer
         channels = zip(reply[5].elements ?? [], reply[6].elements ?? []).compactMap { id, flags -> (ChannelKey, JoinFlags)? in
             guard let key = id.text.flatMap(ClusterKeys.channel(fromId:)) else { return nil }
