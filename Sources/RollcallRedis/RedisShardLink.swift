@@ -19,15 +19,13 @@ protocol RedisShardLinkOwner: AnyObject {
 /// client's connection to the same master, on a plain channel only this link subscribes).
 /// Loop thread only.
 ///
-/// hiredis 0.14's async layer knows `subscribe`, not `ssubscribe`: a push on a context not in
-/// subscribed mode aborts, and in subscribed mode a push reaches a callback only through the
-/// name of a plain `SUBSCRIBE`. So the link subscribes its probe channel first (subscribed
-/// mode from the first reply on), and each shard channel also with a plain `SUBSCRIBE` of the
-/// same name (nobody `PUBLISH`es to it: it only routes `smessage`, `ssubscribe` and
-/// `sunsubscribe` pushes to this link). `SSUBSCRIBE`'s error replies (`-MOVED`) come through
-/// hiredis' queue of commands sent in subscribed mode, in order. That queue keeps one entry
-/// per `SSUBSCRIBE`/`SUNSUBSCRIBE` sent for the link's lifetime (freed with the context):
-/// channels of one slot are sent many per command.
+/// The link subscribes its probe channel first, and each shard channel also with a plain
+/// `SUBSCRIBE` of the same name (nobody `PUBLISH`es to it). That routing was written for
+/// hiredis 0.14's async layer, which knew `subscribe`, not `ssubscribe` (a push reached a
+/// callback only through the name of a plain `SUBSCRIBE`); the transport that replaced it
+/// (``RedisLink``: every reply, pushes and `SSUBSCRIBE`'s `-MOVED` alike, handed to the link
+/// in order) no longer needs it. It is harmless and stays until it is removed with a test of
+/// its own. Channels of one slot are sent many per command.
 final class RedisShardLink {
     /// The master this link goes to.
     let master: RedisHostPort
@@ -110,7 +108,8 @@ final class RedisShardLink {
         awaiting.removeAll()
         leaving.removeAll()
         if let auth = endpoint.authArguments { link.send(auth) }
-        // Subscribed mode first: every reply after this one goes through hiredis' pub/sub path.
+        // The probe channel first: its confirmation makes the link up; the shard channels'
+        // confirmations follow, one by one (`awaiting`).
         link.send([Array("SUBSCRIBE".utf8), probe.channel])
         send(channels)
     }
