@@ -18,6 +18,9 @@ import RollcallEventLoop
 ///   a `retryAfterMs` hint, never an error reply; the map is refreshed with backoff until
 ///   every master it names answers, so a failover is followed with no restart.
 /// - Completions run in send order per slot, redirections included.
+/// - `rediss+cluster://` (``RedisClusterSeeds/tls``): every link (seeds, masters, and the
+///   ``RedisShardedSubscriber``'s) speaks TLS with one ``tls`` configuration, each checking the
+///   host as the URL or the slot map names it unless `serverName` is set.
 public final class RedisClusterClient {
     /// A command's outcome (as ``RedisConnection/Completion``).
     public typealias Completion = RedisConnection.Completion
@@ -28,6 +31,12 @@ public final class RedisClusterClient {
     public let timings: RedisTimings
     /// The name each connection gives itself (`CLIENT SETNAME`).
     public let clientName: String?
+    /// The TLS configuration every link uses for `rediss+cluster://` (nil: plain links, or the
+    /// system's CA store could not be loaded — each link then reports why it cannot connect).
+    public let tls: RedisTLSContext?
+    /// Why the last refresh of the slot map failed (each node asked and its answer, e.g. a
+    /// certificate that does not verify); nil once a refresh succeeded.
+    public private(set) var lastRefreshError: RedisError?
     /// The slot map in use; nil until a node first answered `CLUSTER SLOTS`.
     public private(set) var map: RedisClusterSlotMap?
     /// Called after each map refresh that changed the map (and after a `MOVED` changed it).
@@ -63,13 +72,18 @@ public final class RedisClusterClient {
     private typealias Perform = (_ connection: RedisConnection, _ asking: Bool, _ completion: @escaping Completion) -> Void
 
     /// A client for the cluster `seeds` name, on `loop`; nothing happens until ``start()``.
-    public init(seeds: RedisClusterSeeds, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil) {
+    /// With `rediss+cluster://` every link uses `tls` (`cluster.tls`), or the system's CA store
+    /// when it is nil; `tls` is ignored for a plain cluster.
+    public init(seeds: RedisClusterSeeds, loop: EventLoop, timings: RedisTimings = RedisTimings(), clientName: String? = nil,
+                tls: RedisTLSContext? = nil) {
         self.seeds = seeds
         self.loop = loop
         self.timings = timings
         self.clientName = clientName
+        // One configuration for every link (loading the system's store once, not per link).
+        self.tls = seeds.tls ? (tls ?? (try? RedisTLSContext(settings: RedisTLSSettings()))) : nil
         refreshBackoff = Backoff(initial: timings.initialBackoffSeconds, maximum: timings.maxBackoffSeconds)
-        source = RedisClusterMapSource(seeds: seeds, loop: loop, timings: timings, clientName: clientName)
+        source = RedisClusterMapSource(seeds: seeds, loop: loop, timings: timings, clientName: clientName, tls: self.tls)
         refreshTimer = LoopTimer(loop: loop) { [unowned self] in refreshNow() }
     }
 
@@ -203,7 +217,8 @@ public final class RedisClusterClient {
     /// The connection to `address`, made (and started) the first time it is needed.
     private func connection(to address: RedisHostPort) -> RedisConnection {
         if let known = connections[address] { return known }
-        let connection = RedisConnection(endpoint: seeds.node(at: address), loop: loop, timings: timings, clientName: clientName)
+        let connection = RedisConnection(target: .server(seeds.node(at: address)), loop: loop, timings: timings,
+                                         clientName: clientName, tls: tls)
         connection.onStateChange = { [unowned self, unowned connection] state in
             guard connections[address] === connection else { return }
             if !state.isConnected { requestRefresh() }
@@ -238,9 +253,11 @@ public final class RedisClusterClient {
             refreshing = false
             switch result {
             case .success(let fresh):
+                lastRefreshError = nil
                 apply(fresh)
                 if isReady { refreshBackoff.reset() } else { requestRefresh() }
-            case .failure:
+            case .failure(let error):
+                lastRefreshError = error
                 requestRefresh()
             }
         }

@@ -2,8 +2,10 @@ import RollcallEventLoop
 
 /// Asks a Redis Cluster for its slot map (`CLUSTER SLOTS`): first the masters a
 /// ``RedisClusterClient`` is connected to, then each seed in turn through a short-lived
-/// ``RedisConnection`` (which resolves a host name off the loop and logs in). Every step waits
-/// at most ``RedisTimings/timeoutSeconds``; the first answer that parses wins. Loop thread only.
+/// ``RedisConnection`` (which resolves a host name off the loop and logs in, over TLS for
+/// `rediss+cluster://`). Every step waits at most ``RedisTimings/timeoutSeconds``, and a seed
+/// whose link fails (refused, a certificate that does not verify) ends its step at once with
+/// that reason; the first answer that parses wins. Loop thread only.
 final class RedisClusterMapSource {
     /// The map, or why no node gave one.
     typealias Completion = (Result<RedisClusterSlotMap, RedisError>) -> Void
@@ -12,6 +14,7 @@ final class RedisClusterMapSource {
     private let loop: EventLoop
     private let timings: RedisTimings
     private let clientName: String?
+    private let tls: RedisTLSContext?
     /// The seed connection of the step under way, if any.
     private var probe: RedisConnection?
     private var deadline: LoopTimer!
@@ -21,12 +24,13 @@ final class RedisClusterMapSource {
     /// The seed asked first next time: the one that answered last.
     private var firstSeed = 0
 
-    /// A source for `seeds` on `loop`.
-    init(seeds: RedisClusterSeeds, loop: EventLoop, timings: RedisTimings, clientName: String?) {
+    /// A source for `seeds` on `loop`; its seed connections use `tls` for `rediss+cluster://`.
+    init(seeds: RedisClusterSeeds, loop: EventLoop, timings: RedisTimings, clientName: String?, tls: RedisTLSContext?) {
         self.seeds = seeds
         self.loop = loop
         self.timings = timings
         self.clientName = clientName
+        self.tls = tls
         deadline = LoopTimer(loop: loop) { [unowned self] in onDeadline?() }
     }
 
@@ -66,7 +70,7 @@ final class RedisClusterMapSource {
                 if case .seed(let index) = step { firstSeed = index }
                 completion(.success(map))
             } catch {
-                let why = (error as? RedisError)?.message ?? "\(error)"
+                let why = (error as? RedisError).map { "\($0.code.rawValue) \($0.message)" } ?? "\(error)"
                 next(steps.dropFirst(), failures: failures + ["\(address): \(why)"], completion: completion)
             }
         }
@@ -76,13 +80,23 @@ final class RedisClusterMapSource {
             connection.send(["CLUSTER", "SLOTS"]) { answered(address, $0) }
         case .seed(let index):
             let address = seeds.seeds[index]
-            let probe = RedisConnection(endpoint: seeds.node(at: address), loop: loop, timings: timings, clientName: clientName)
+            let probe = RedisConnection(target: .server(seeds.node(at: address)), loop: loop, timings: timings,
+                                        clientName: clientName, tls: tls)
             self.probe = probe
             probe.onStateChange = { [unowned probe] state in
                 guard state.isConnected else { return }
                 probe.send(["CLUSTER", "SLOTS"]) { answered(address, $0) }
             }
-            startDeadline { answered(address, .failure(RedisError(.timeout, "not connected and answered within \(self.timings.timeoutSeconds) s"))) }
+            // A seed that cannot be reached (refused, a certificate that does not verify) ends
+            // its step on the loop's next turn, with that reason: the next seed is asked at once.
+            var failure: RedisError?
+            probe.onLinkFailure = { [unowned self] error in
+                failure = error
+                deadline.schedule(after: 0)
+            }
+            startDeadline {
+                answered(address, .failure(failure ?? RedisError(.timeout, "not connected and answered within \(self.timings.timeoutSeconds) s")))
+            }
             probe.start()
         }
     }
@@ -101,6 +115,7 @@ final class RedisClusterMapSource {
         guard let probe else { return }
         self.probe = nil
         probe.onStateChange = nil
+        probe.onLinkFailure = nil
         // Closing runs the connection's pending completions: their answers are ignored (generation).
         probe.close()
     }

@@ -44,10 +44,8 @@ public struct RedisEndpoint: Equatable, CustomStringConvertible {
     /// ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
         let invalid = { RedisURLSyntax.invalid($0, in: url, expected: "redis://[:password@]host:port[/db] or rediss://…") }
-        let lowered = url.lowercased()
-        let tls = lowered.hasPrefix("rediss://")
-        guard tls || lowered.hasPrefix("redis://") else { throw invalid(.init("the scheme is not redis:// or rediss://")) }
-        var rest = Substring(url.dropFirst(tls ? 9 : 8))
+        let (tls, afterScheme) = try RedisURLSyntax.afterScheme(of: url, plain: "redis://", tls: "rediss://").mapError(invalid).get()
+        var rest = afterScheme
         let credentials = try RedisURLSyntax.takeCredentials(from: &rest).mapError(invalid).get()
         var databaseText: Substring?
         if let slash = rest.firstIndex(of: "/") {

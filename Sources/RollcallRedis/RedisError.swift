@@ -8,11 +8,11 @@ public typealias RedisError = CodedError<RedisErrorCode>
 
 /// The stable codes of a ``RedisError``.
 public enum RedisErrorCode: String, StableErrorCode {
-    /// `cluster.redis` is not a `redis://`, `redis+sentinel://` or `redis+cluster://` URL (``RedisTarget``).
+    /// `cluster.redis` is not a `redis[s]://`, `redis[s]+sentinel://` or `redis[s]+cluster://` URL (``RedisTarget``).
     case invalidEndpoint = "REDIS_INVALID_ENDPOINT"
-    /// `cluster.redis` names a kind of Redis this build does not speak yet (`rediss+cluster://`:
-    /// TLS to a Redis Cluster), or a ``RedisConnection`` was given a ``RedisTarget/cluster(_:)``
-    /// target (a cluster is spoken by ``RedisClusterClient``).
+    /// A ``RedisConnection`` (or a ``RedisSubscriber`` through it) was given a
+    /// ``RedisTarget/cluster(_:)`` target: a Redis Cluster is spoken by ``RedisClusterClient``,
+    /// one connection per master.
     case unsupportedEndpoint = "REDIS_UNSUPPORTED_ENDPOINT"
     /// A host name did not resolve (or not within the timeout). Retried at the next reconnect.
     case unresolved = "REDIS_UNRESOLVED"

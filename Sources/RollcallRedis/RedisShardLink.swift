@@ -15,18 +15,17 @@ protocol RedisShardLinkOwner: AnyObject {
 }
 
 /// One master's pub/sub link for sharded pub/sub (`SSUBSCRIBE`), reconnecting with backoff,
-/// probed like ``RedisSubscriber``'s (a `PUBLISH` of a token through `probe`, on a plain
-/// channel only this link subscribes). Loop thread only.
+/// probed like ``RedisSubscriber``'s (``SubscriberProbe``: a `PUBLISH` of a token through the
+/// client's connection to the same master, on a plain channel only this link subscribes).
+/// Loop thread only.
 ///
-/// hiredis 0.14's async layer knows `subscribe`, not `ssubscribe`: a push on a context not in
-/// subscribed mode aborts, and in subscribed mode a push reaches a callback only through the
-/// name of a plain `SUBSCRIBE`. So the link subscribes its probe channel first (subscribed
-/// mode from the first reply on), and each shard channel also with a plain `SUBSCRIBE` of the
-/// same name (nobody `PUBLISH`es to it: it only routes `smessage`, `ssubscribe` and
-/// `sunsubscribe` pushes to this link). `SSUBSCRIBE`'s error replies (`-MOVED`) come through
-/// hiredis' queue of commands sent in subscribed mode, in order. That queue keeps one entry
-/// per `SSUBSCRIBE`/`SUNSUBSCRIBE` sent for the link's lifetime (freed with the context):
-/// channels of one slot are sent many per command.
+/// The link subscribes its probe channel first, and each shard channel also with a plain
+/// `SUBSCRIBE` of the same name (nobody `PUBLISH`es to it). That routing was written for
+/// hiredis 0.14's async layer, which knew `subscribe`, not `ssubscribe` (a push reached a
+/// callback only through the name of a plain `SUBSCRIBE`); the transport that replaced it
+/// (``RedisLink``: every reply, pushes and `SSUBSCRIBE`'s `-MOVED` alike, handed to the link
+/// in order) no longer needs it. It is harmless and stays until it is removed with a test of
+/// its own. Channels of one slot are sent many per command.
 final class RedisShardLink {
     /// The master this link goes to.
     let master: RedisHostPort
@@ -36,36 +35,29 @@ final class RedisShardLink {
     var isUp: Bool { reconnector.isReady }
 
     private weak var owner: RedisShardLinkOwner?
-    private let loop: EventLoop
-    private let timings: RedisTimings
     private let locator: RedisLocator
     private let reconnector: RedisReconnector
-    /// The command connection the probe is published through (the same master's).
-    private let probe: () -> RedisConnection?
-    private let probePrefix: [UInt8]
-    private var link: RedisLink?
-    private var probeChannel: [UInt8] = []
-    private var outstandingProbe: [UInt8]?
-    private var probeCount = 0
-    private var probeTimer: LoopTimer!
+    /// The current link, its subscription's deadline, then its probe rounds.
+    private let probe: SubscriberProbe
+    private var link: RedisLink? { probe.link }
     /// Channels sent with `SSUBSCRIBE` and not confirmed yet.
     private var awaiting: Set<[UInt8]> = []
     /// Channels this link sent `SUNSUBSCRIBE` for (their `sunsubscribe` is no loss).
     private var leaving: Set<[UInt8]> = []
     private static let channelsPerCommand = 256
 
-    /// A link to `endpoint` (the master at `master`), reporting to `owner`; nothing happens until ``start()``.
+    /// A link to `endpoint` (the master at `master`; over TLS with `tls` for a `rediss` one),
+    /// reporting to `owner`, its probes published through what `publisher` returns (the
+    /// command connection to the same master); nothing happens until ``start()``.
     init(master: RedisHostPort, endpoint: RedisEndpoint, owner: RedisShardLinkOwner, loop: EventLoop, timings: RedisTimings,
-         probeChannelPrefix: [UInt8], probe: @escaping () -> RedisConnection?) {
+         tls: RedisTLSContext? = nil, probeChannelPrefix: [UInt8], publisher: @escaping () -> RedisConnection?) {
         self.master = master
         self.owner = owner
-        self.loop = loop
-        self.timings = timings
-        self.probe = probe
-        probePrefix = probeChannelPrefix
-        locator = RedisLocator(target: .server(endpoint), loop: loop, timeoutSeconds: timings.timeoutSeconds)
+        locator = RedisLocator(target: .server(endpoint), loop: loop, timeoutSeconds: timings.timeoutSeconds, tls: tls)
         reconnector = RedisReconnector(loop: loop, timings: timings)
-        probeTimer = LoopTimer(loop: loop) { [unowned self] in probeTimerFired() }
+        probe = SubscriberProbe(loop: loop, timings: timings, channelPrefix: probeChannelPrefix, place: master.description,
+                                publisher: publisher)
+        probe.onFailure = { [unowned self] error in drop(error) }
         reconnector.bringUp = { [unowned self] in
             reconnector.locate(with: locator) { [weak self] endpoint in self?.open(endpoint) }
         }
@@ -103,30 +95,23 @@ final class RedisShardLink {
     /// Closes the link for good.
     func close() {
         guard !reconnector.isClosed else { return }
-        takeDownLink()
+        probe.stop()
         reconnector.close(RedisError(.closed, "the shard link was closed"))
         locator.close()
-    }
-
-    deinit {
-        link?.delegate = nil
-        link?.close()
     }
 
     // MARK: Link
 
     private func open(_ endpoint: RedisEndpoint) {
         guard let link = reconnector.makeLink(to: endpoint, with: locator, reportingTo: self) else { return }
-        self.link = link
-        outstandingProbe = nil
+        probe.begin(on: link)
         awaiting.removeAll()
         leaving.removeAll()
-        probeChannel = probePrefix + Array(Self.randomID().utf8)
         if let auth = endpoint.authArguments { link.send(auth) }
-        // Subscribed mode first: every reply after this one goes through hiredis' pub/sub path.
-        link.send([Array("SUBSCRIBE".utf8), probeChannel])
+        // The probe channel first: its confirmation makes the link up; the shard channels'
+        // confirmations follow, one by one (`awaiting`).
+        link.send([Array("SUBSCRIBE".utf8), probe.channel])
         send(channels)
-        probeTimer.schedule(after: timings.timeoutSeconds)
     }
 
     /// `SUBSCRIBE` (routing) then `SSUBSCRIBE` for `channels`, a batch per command.
@@ -145,7 +130,7 @@ final class RedisShardLink {
     }
 
     private func established() {
-        probeTimer.schedule(after: timings.probeIntervalSeconds)
+        probe.established()
         reconnector.ready()
         if awaiting.isEmpty { owner?.shardLink(self, subscribed: channels) }
     }
@@ -172,51 +157,9 @@ final class RedisShardLink {
         owner?.shardLink(self, lost: [channel], movedTo: nil)
     }
 
-    private func probeTimerFired() {
-        guard link != nil else { return }
-        guard reconnector.isReady else {
-            drop(RedisError(.timeout, "subscribing at \(master) took longer than \(timings.timeoutSeconds) s"))
-            return
-        }
-        if outstandingProbe != nil {
-            drop(RedisError(.timeout, "the probe message did not arrive within \(timings.timeoutSeconds) s"))
-            return
-        }
-        guard let connection = probe(), connection.state.isConnected else {
-            probeTimer.schedule(after: timings.probeIntervalSeconds)
-            return
-        }
-        probeCount += 1
-        let token = Array(String(probeCount).utf8)
-        outstandingProbe = token
-        probeTimer.schedule(after: timings.timeoutSeconds)
-        let current = link
-        connection.send([Array("PUBLISH".utf8), probeChannel, token]) { [weak self] result in
-            guard let self, current === link, outstandingProbe == token else { return }
-            switch result {
-            case .success(.integer(0)):
-                drop(RedisError(.subscriptionLost, "no subscriber on this link's probe channel at \(master)"))
-            case .success:
-                break
-            case .failure:
-                outstandingProbe = nil
-                probeTimer.schedule(after: timings.probeIntervalSeconds)
-            }
-        }
-    }
-
     private func drop(_ error: RedisError) {
-        takeDownLink()
+        probe.stop()
         reconnector.lost(error)
-    }
-
-    private func takeDownLink() {
-        guard let link else { return }
-        self.link = nil
-        link.delegate = nil
-        link.close()
-        outstandingProbe = nil
-        probeTimer.cancel()
     }
 
     /// `channels` in commands of at most ``channelsPerCommand`` names, one slot per command
@@ -231,10 +174,6 @@ final class RedisShardLink {
             }
         }
         return batches
-    }
-
-    private static func randomID() -> String {
-        (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
     }
 }
 
@@ -257,7 +196,12 @@ extension RedisShardLink: RedisLinkDelegate {
             drop(RedisError(.protocolViolation, "unexpected reply on the shard pub/sub link at \(master): \(reply)"))
             return
         }
-        switch String(decoding: kindBytes, as: UTF8.self) {
+        let kind = String(decoding: kindBytes, as: UTF8.self)
+        if let push = probe.take(kind, on: channel, elements) {
+            if push == .subscribed, !reconnector.isReady { established() }
+            return
+        }
+        switch kind {
         case "smessage":
             guard elements.count >= 3, case .bulk(let payload) = elements[2], channels.contains(channel) else { return }
             owner?.shardLink(self, message: payload, on: channel)
@@ -265,13 +209,6 @@ extension RedisShardLink: RedisLinkDelegate {
             confirmed(channel)
         case "sunsubscribe":
             serverUnsubscribed(channel)
-        case "message":
-            guard channel == probeChannel, elements.count >= 3, case .bulk(let payload) = elements[2],
-                  payload == outstandingProbe else { return }
-            outstandingProbe = nil
-            probeTimer.schedule(after: timings.probeIntervalSeconds)
-        case "subscribe":
-            if channel == probeChannel, !reconnector.isReady { established() }
         default:
             break
         }

@@ -14,6 +14,7 @@ import RollcallEventLoop
 ///   (after each connect, move or addition): messages published while they were not may be
 ///   lost, so compare state (`seq`) for those channels there, as with ``RedisSubscriber``.
 /// - Each link is probed through the client's command connection to the same master.
+/// - With `rediss+cluster://` the links speak TLS with the client's ``RedisClusterClient/tls``.
 public final class RedisShardedSubscriber {
     /// A message on a subscribed channel: `(channel, payload)`.
     public var onMessage: ((_ channel: [UInt8], _ payload: [UInt8]) -> Void)?
@@ -111,7 +112,7 @@ public final class RedisShardedSubscriber {
     private func link(to master: RedisHostPort) -> RedisShardLink {
         if let known = links[master] { return known }
         let link = RedisShardLink(master: master, endpoint: client.seeds.node(at: master), owner: self, loop: loop,
-                                  timings: timings, probeChannelPrefix: probePrefix) { [weak self] in
+                                  timings: timings, tls: client.tls, probeChannelPrefix: probePrefix) { [weak self] in
             self?.client.connection(toMaster: master)
         }
         links[master] = link

@@ -1,6 +1,6 @@
 import RollcallEventLoop
 
-/// The pub/sub connection: its own hiredis context in subscribed mode, on the same loop.
+/// The pub/sub connection: its own link in subscribed mode, on the same loop.
 /// Use it on the loop's thread only.
 ///
 /// - It goes where its ``publisher`` goes, found again at every connect (the publisher's
@@ -9,10 +9,10 @@ import RollcallEventLoop
 /// - ``subscribe(_:)`` / ``unsubscribe(_:)`` change the channel set (binary names); the set
 ///   outlives links: after any loss a new link subscribes every channel again, then
 ///   ``onResubscribed`` runs (compare what may have been missed then).
-/// - Probe: hiredis 0.14 gives no callback for a `PING` on a subscribed context, so every
-///   ``RedisTimings/probeIntervalSeconds`` the subscriber `PUBLISH`es a token, through the
-///   command connection, to a channel only this link is subscribed to. No receiver, or no
-///   message within ``RedisTimings/timeoutSeconds``: the link is declared down and replaced.
+/// - Probe (``SubscriberProbe``): every ``RedisTimings/probeIntervalSeconds`` a token is
+///   `PUBLISH`ed, through the command connection, to a channel only this link is subscribed
+///   to. No receiver, or no message within ``RedisTimings/timeoutSeconds``: the link is
+///   declared down and replaced.
 public final class RedisSubscriber {
     /// A message on a subscribed channel: `(channel, payload)`.
     public var onMessage: ((_ channel: [UInt8], _ payload: [UInt8]) -> Void)?
@@ -34,21 +34,17 @@ public final class RedisSubscriber {
     /// The connection probes are published through.
     public let publisher: RedisConnection
 
-    private let loop: EventLoop
-    private let probePrefix: [UInt8]
     private var locator: RedisLocator { publisher.locator }
     /// Bumped at each connect and at close: a late answer of the locator is ignored.
     /// True from sending `ROLE` on a new link until its answer (Sentinel).
     private var awaitingRole = false
-    private var link: RedisLink?
+    /// The current link (the probe's).
+    private var link: RedisLink? { probe.link }
     /// Where ``link`` goes.
     private var linkAddress: RedisHostPort?
     private let reconnector: RedisReconnector
-    private var probeChannel: [UInt8] = []
-    private var outstandingProbe: [UInt8]?
-    private var probeCount = 0
-    /// Handshake deadline, then probe interval and probe deadline.
-    private var probeTimer: LoopTimer!
+    /// The current link, its subscription's deadline, then its probe rounds.
+    private let probe: SubscriberProbe
     /// Channels per `SUBSCRIBE` command when a link subscribes the whole set.
     private static let channelsPerCommand = 512
 
@@ -57,12 +53,12 @@ public final class RedisSubscriber {
     /// `keyPrefix` in it). Nothing happens until ``start()``.
     public init(loop: EventLoop, publisher: RedisConnection,
                 probeChannelPrefix: String = "rollcall:probe:", timings: RedisTimings = RedisTimings()) {
-        self.loop = loop
         self.publisher = publisher
         self.timings = timings
-        probePrefix = Array(probeChannelPrefix.utf8)
         reconnector = RedisReconnector(loop: loop, timings: timings)
-        probeTimer = LoopTimer(loop: loop) { [unowned self] in self.probeTimerFired() }
+        probe = SubscriberProbe(loop: loop, timings: timings, channelPrefix: Array(probeChannelPrefix.utf8),
+                                place: publisher.target.description) { publisher }
+        probe.onFailure = { [unowned self] error in drop(error) }
         reconnector.bringUp = { [unowned self] in connect() }
         reconnector.notify = { [unowned self] state in onStateChange?(state) }
     }
@@ -97,13 +93,8 @@ public final class RedisSubscriber {
     /// Closes the subscriber for good.
     public func close() {
         guard !reconnector.isClosed else { return }
-        takeDownLink()
+        probe.stop()
         reconnector.close(RedisError(.closed, "the subscriber was closed"))
-    }
-
-    deinit {
-        link?.delegate = nil
-        link?.close()
     }
 
     /// Test hook: unsubscribes every channel on the live link behind the subscriber's back,
@@ -121,10 +112,8 @@ public final class RedisSubscriber {
 
     private func open(_ endpoint: RedisEndpoint) {
         guard let link = reconnector.makeLink(to: endpoint, with: locator, reportingTo: self) else { return }
-        self.link = link
+        probe.begin(on: link)
         linkAddress = endpoint.address
-        outstandingProbe = nil
-        probeChannel = probePrefix + Array(Self.randomID().utf8)
         if let auth = endpoint.authArguments { link.send(auth) }
         awaitingRole = locator.checksRole
         if awaitingRole { link.send([Array("ROLE".utf8)]) }
@@ -138,64 +127,20 @@ public final class RedisSubscriber {
         }
         if !batch.isEmpty { link.send([Array("SUBSCRIBE".utf8)] + batch) }
         // Confirmations come in order: the probe channel's says every channel before it is in.
-        link.send([Array("SUBSCRIBE".utf8), probeChannel])
-        probeTimer.schedule(after: timings.timeoutSeconds)
+        link.send([Array("SUBSCRIBE".utf8), probe.channel])
     }
 
     private func established() {
-        probeTimer.schedule(after: timings.probeIntervalSeconds)
+        probe.established()
         reconnector.ready()
         onResubscribed?()
-    }
-
-    private func probeTimerFired() {
-        guard let link else { return }
-        guard reconnector.isReady else {
-            drop(RedisError(.timeout, "subscribing at \(target) took longer than \(timings.timeoutSeconds) s"))
-            return
-        }
-        if outstandingProbe != nil {
-            drop(RedisError(.timeout, "the probe message did not arrive within \(timings.timeoutSeconds) s"))
-            return
-        }
-        probeCount += 1
-        let token = Array(String(probeCount).utf8)
-        outstandingProbe = token
-        probeTimer.schedule(after: timings.timeoutSeconds)
-        publisher.send([Array("PUBLISH".utf8), probeChannel, token]) { [weak self] result in
-            guard let self, link === self.link, self.outstandingProbe == token else { return }
-            switch result {
-            case .success(.integer(0)):
-                self.drop(RedisError(.subscriptionLost, "no subscriber on this link's probe channel"))
-            case .success:
-                break
-            case .failure:
-                // The command connection is down (its own watchdog reports that): skip this round.
-                self.outstandingProbe = nil
-                self.probeTimer.schedule(after: self.timings.probeIntervalSeconds)
-            }
-        }
     }
 
     /// Takes the current link down, reports the state and schedules a reconnect
     /// (``RedisLinkLifecycle/lost(_:now:)``).
     private func drop(_ error: RedisError) {
-        takeDownLink()
+        probe.stop()
         reconnector.lost(error)
-    }
-
-    /// Closes the current link, if any, and stops its probes.
-    private func takeDownLink() {
-        guard let link else { return }
-        self.link = nil
-        link.delegate = nil
-        link.close()
-        outstandingProbe = nil
-        probeTimer.cancel()
-    }
-
-    private static func randomID() -> String {
-        (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
     }
 }
 
@@ -226,21 +171,13 @@ extension RedisSubscriber: RedisLinkDelegate {
             drop(RedisError(reconnector.isReady ? .protocolViolation : .handshakeRefused, "unexpected reply on the pub/sub link: \(detail)"))
             return
         }
-        switch String(decoding: kindBytes, as: UTF8.self) {
-        case "message":
-            guard case .bulk(let payload) = elements[2] else { return }
-            if channel == probeChannel {
-                guard payload == outstandingProbe else { return }
-                outstandingProbe = nil
-                probeTimer.schedule(after: timings.probeIntervalSeconds)
-            } else if channels.contains(channel) {
-                onMessage?(channel, payload)
-            }
-        case "subscribe":
-            if channel == probeChannel, !reconnector.isReady { established() }
-        default:
-            break
+        let kind = String(decoding: kindBytes, as: UTF8.self)
+        if let push = probe.take(kind, on: channel, elements) {
+            if push == .subscribed, !reconnector.isReady { established() }
+            return
         }
+        guard kind == "message", case .bulk(let payload) = elements[2], channels.contains(channel) else { return }
+        onMessage?(channel, payload)
     }
 
     func link(_ link: RedisLink, failed error: RedisError) {

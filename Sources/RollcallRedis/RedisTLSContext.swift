@@ -2,7 +2,8 @@ import CRedisShim
 import Foundation
 
 /// `cluster.tls` (PROTOCOL §9): how links to a `rediss://` Redis (and its sentinels, with
-/// `rediss+sentinel://`) verify the server and present themselves.
+/// `rediss+sentinel://`; every node, with `rediss+cluster://`) verify the server and present
+/// themselves.
 public struct RedisTLSSettings: Equatable, Sendable {
     /// PEM file of the CA(s) the server's certificate must chain to; nil: the system's store.
     public var caFile: String?
@@ -11,7 +12,8 @@ public struct RedisTLSSettings: Equatable, Sendable {
     /// PEM private key of ``certFile``.
     public var keyFile: String?
     /// The name the server's certificate must carry; nil: the host the link goes to as it was
-    /// named (the URL's host, or for a master behind Sentinel the host the sentinels announce).
+    /// named (the URL's host, for a master behind Sentinel the host the sentinels announce, for
+    /// a Redis Cluster's master the host its slot map names).
     /// An IP address is checked against the certificate's IP SANs.
     public var serverName: String?
 

@@ -4,12 +4,10 @@
 /// - `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]` or
 ///   `rediss+sentinel://…` (TLS to the sentinels and the master): the master that the
 ///   sentinels name (``RedisSentinelSet``), found again after every loss;
-/// - `redis+cluster://[user:password@]host:port[,host:port…]`: a Redis Cluster
-///   (``RedisClusterSeeds``), spoken by ``RedisClusterClient`` (one ``RedisConnection`` per
-///   master). The broker does not serve it yet: its engine does not shard its keys.
-///
-/// `rediss+cluster://` is refused with ``RedisError/Code/unsupportedEndpoint``: this build does
-/// not speak TLS to a Redis Cluster yet.
+/// - `redis+cluster://[user:password@]host:port[,host:port…]` or `rediss+cluster://…` (TLS to
+///   every node): a Redis Cluster (``RedisClusterSeeds``), spoken by ``RedisClusterClient``
+///   (one ``RedisConnection`` per master). The broker does not serve it yet: its engine does
+///   not shard its keys.
 public enum RedisTarget: Equatable, CustomStringConvertible {
     /// One Redis server.
     case server(RedisEndpoint)
@@ -18,20 +16,18 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
     /// A Redis Cluster: the seed nodes to ask for the slot map, and the masters' credentials.
     case cluster(RedisClusterSeeds)
 
-    /// Parses `cluster.redis`; throws ``RedisError`` (``RedisError/Code/invalidEndpoint`` or
-    /// ``RedisError/Code/unsupportedEndpoint``) naming what is wrong, never the password.
+    /// Parses `cluster.redis`; throws ``RedisError`` (``RedisError/Code/invalidEndpoint``)
+    /// naming what is wrong, never the password.
     public init(parsing url: String) throws {
         let lowered = url.lowercased()
         if lowered.hasPrefix(RedisSentinelSet.scheme) || lowered.hasPrefix(RedisSentinelSet.tlsScheme) {
             self = .sentinel(try RedisSentinelSet(parsing: url))
-        } else if lowered.hasPrefix(RedisClusterSeeds.scheme) {
+        } else if lowered.hasPrefix(RedisClusterSeeds.scheme) || lowered.hasPrefix(RedisClusterSeeds.tlsScheme) {
             self = .cluster(try RedisClusterSeeds(parsing: url))
         } else if lowered.hasPrefix("redis://") || lowered.hasPrefix("rediss://") {
             self = .server(try RedisEndpoint(parsing: url))
-        } else if let scheme = Self.unsupportedSchemes.first(where: { lowered.hasPrefix($0.scheme) }) {
-            throw RedisError(.unsupportedEndpoint, "\(scheme.why) (\"\(RedisURLSyntax.redacted(url))\"); use redis://, rediss://, redis+sentinel://, rediss+sentinel:// or redis+cluster://")
         } else {
-            throw RedisError(.invalidEndpoint, "the scheme is not redis://, rediss://, redis+sentinel://, rediss+sentinel:// or redis+cluster:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
+            throw RedisError(.invalidEndpoint, "the scheme is not redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster:// in Redis URL \"\(RedisURLSyntax.redacted(url))\"")
         }
     }
 
@@ -42,13 +38,13 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         return false
     }
 
-    /// True for `rediss://` and `rediss+sentinel://`: every link (to the sentinels too) speaks TLS.
-    /// A Redis Cluster is spoken in plain text only (`rediss+cluster://` is refused).
+    /// True for `rediss://`, `rediss+sentinel://` and `rediss+cluster://`: every link (to the
+    /// sentinels, to every node of a Redis Cluster) speaks TLS.
     public var usesTLS: Bool {
         switch self {
         case .server(let endpoint): endpoint.tls
         case .sentinel(let set): set.tls
-        case .cluster: false  // `rediss+cluster://` is refused
+        case .cluster(let seeds): seeds.tls
         }
     }
 
@@ -60,11 +56,6 @@ public enum RedisTarget: Equatable, CustomStringConvertible {
         case .cluster(let seeds): seeds.description
         }
     }
-
-    /// Schemes PROTOCOL §9 names that this build refuses, each with why.
-    private static let unsupportedSchemes: [(scheme: String, why: String)] = [
-        ("rediss+cluster://", "TLS to a Redis Cluster is not supported yet"),
-    ]
 }
 
 /// `redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db]`: the sentinels to
@@ -102,9 +93,8 @@ public struct RedisSentinelSet: Equatable, CustomStringConvertible {
     /// Parses the URL; throws ``RedisError/Code/invalidEndpoint`` naming what is wrong.
     public init(parsing url: String) throws {
         let invalid = { RedisURLSyntax.invalid($0, in: url, expected: "redis+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] or rediss+sentinel://…") }
-        let tls = url.lowercased().hasPrefix(Self.tlsScheme)
-        guard tls || url.lowercased().hasPrefix(Self.scheme) else { throw invalid(.init("the scheme is not redis+sentinel:// or rediss+sentinel://")) }
-        var rest = Substring(url.dropFirst(tls ? Self.tlsScheme.count : Self.scheme.count))
+        let (tls, afterScheme) = try RedisURLSyntax.afterScheme(of: url, plain: Self.scheme, tls: Self.tlsScheme).mapError(invalid).get()
+        var rest = afterScheme
         let credentials = try RedisURLSyntax.takeCredentials(from: &rest).mapError(invalid).get()
         guard let slash = rest.firstIndex(of: "/") else { throw invalid(.init("no /masterName")) }
         let hosts = rest[..<slash]

@@ -1,6 +1,15 @@
 /// The pieces `cluster.redis` URLs share (``RedisEndpoint``, ``RedisTarget``): credentials,
 /// `host[:port]` with bracketed IPv6, percent escapes, and the redacted form for messages.
 enum RedisURLSyntax {
+    /// What follows the scheme `plain` or its TLS form `tls` (either in any case) at the start
+    /// of `url`, and whether it was `tls`; a message when `url` starts with neither.
+    static func afterScheme(of url: String, plain: String, tls: String) -> Result<(tls: Bool, rest: Substring), Failure> {
+        let lowered = url.lowercased()
+        if lowered.hasPrefix(tls) { return .success((true, Substring(url.dropFirst(tls.count)))) }
+        if lowered.hasPrefix(plain) { return .success((false, Substring(url.dropFirst(plain.count)))) }
+        return .failure(Failure("the scheme is not \(plain) or \(tls)"))
+    }
+
     /// `[[user]:password@]` taken off the front of `rest` (the last `@` ends it, so a password
     /// may hold an unescaped `@`); a message (to which the caller adds the URL) when malformed.
     static func takeCredentials(from rest: inout Substring) -> Result<(user: String?, password: String?), Failure> {

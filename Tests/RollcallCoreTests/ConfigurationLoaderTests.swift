@@ -384,6 +384,9 @@ struct ConfigurationRefusalTests {
         .init(json: #"{"listen": {"host": "0.0.0.0"}}"#, code: .conflict, keyPath: "auth.mode", mentions: "needs auth.allowInsecure: true"),
         .init(json: #"{"listen": {"host": "::"}}"#, code: .conflict, keyPath: "auth.mode", mentions: "non-loopback listen.host ::"),
         .init(json: #"{"listen": {"host": "rollcall.example"}}"#, code: .conflict, keyPath: "auth.mode", mentions: "auth.allowInsecure"),
+        // cluster.tls only with a rediss URL (settings that would be ignored).
+        .init(json: #"{"cluster": {"redis": "redis+cluster://127.0.0.1:7000", "tls": {"serverName": "redis.internal"}}}"#,
+              code: .conflict, keyPath: "cluster.tls", mentions: "not a rediss://, rediss+sentinel:// or rediss+cluster:// URL"),
     ]
 
     @Test("each invalid configuration is refused naming its key", arguments: cases)
@@ -411,6 +414,14 @@ struct ConfigurationRefusalTests {
         _ = try load(#"{"auth": {"mode": "jwt"}}"#, environment: ["ROLLCALL_JWT_SECRET": "k"])
         _ = try load(#"{"auth": {"mode": "jwt", "secretEnv": "MINE"}}"#, environment: ["MINE": "k"])
         _ = try load(#"{"listen": {"host": "0.0.0.0"}, "auth": {"mode": "jwt", "secret": "k"}}"#)
+    }
+
+    @Test("cluster.tls is accepted with rediss://, rediss+sentinel:// and rediss+cluster://")
+    func clusterTLSWithEveryTLSScheme() throws {
+        for url in ["rediss://127.0.0.1:6380", "rediss+sentinel://127.0.0.1:26379/m", "rediss+cluster://127.0.0.1:7000,127.0.0.1:7001"] {
+            let configuration = try load(#"{"cluster": {"redis": "\#(url)", "tls": {"serverName": "redis.internal"}}}"#)
+            #expect(configuration.cluster.redis == url && configuration.cluster.tls.serverName == "redis.internal")
+        }
     }
 
     @Test("auth none on a public address is accepted with auth.allowInsecure")

@@ -106,7 +106,26 @@ struct RedisClusterRoutingTests {
         #expect(seeds.user == "app" && seeds.password == "s@cret")
         #expect(seeds.node(at: seeds.seeds[2]) == RedisEndpoint(host: "node-3", port: 7002, user: "app", password: "s@cret"))
         #expect(target.description == "redis+cluster://app:***@10.0.0.1:7000,[::1]:6379,node-3:7002")
-        #expect(!target.isSentinel)
+        #expect(!target.isSentinel && !target.usesTLS && !seeds.tls)
+    }
+
+    @Test("rediss+cluster:// parses into seeds over TLS: every node's endpoint is TLS, checked against the host as the URL or the slot map names it")
+    func tlsClusterURL() throws {
+        let target = try RedisTarget(parsing: "REDISS+CLUSTER://:s3cret@redis-0.internal:6380,10.0.0.2:6380")
+        guard case .cluster(let seeds) = target else {
+            Issue.record("not a cluster target: \(target)")
+            return
+        }
+        #expect(seeds.tls && target.usesTLS && seeds.password == "s3cret")
+        #expect(seeds.seeds == [RedisHostPort(host: "redis-0.internal", port: 6380), RedisHostPort(host: "10.0.0.2", port: 6380)])
+        #expect(target.description == "rediss+cluster://:***@redis-0.internal:6380,10.0.0.2:6380")
+        // A seed by name: resolved, its name kept for the certificate check; a master as
+        // CLUSTER SLOTS announces it (an address, or a host name with cluster-announce-hostname).
+        let seed = seeds.node(at: seeds.seeds[0])
+        #expect(seed.tls && seed.host == "redis-0.internal" && seed.password == "s3cret")
+        #expect(seed.at(RedisHostPort(host: "10.0.0.1", port: 6380)).namedHost == "redis-0.internal")
+        let master = seeds.node(at: RedisHostPort(host: "10.0.0.3", port: 6380))
+        #expect(master.tls && master.at(RedisHostPort(host: "10.0.0.3", port: 6380)).namedHost == nil)
     }
 
     @Test("a malformed redis+cluster:// URL is REDIS_INVALID_ENDPOINT naming what is wrong", arguments: [
@@ -114,6 +133,8 @@ struct RedisClusterRoutingTests {
         ("redis+cluster://127.0.0.1:7000,", "no host"),
         ("redis+cluster://127.0.0.1:70000", "port"),
         ("redis+cluster://pw@127.0.0.1:7000", "credentials"),
+        ("rediss+cluster://:pw@127.0.0.1:7000/2", "path"),
+        ("rediss+cluster://", "no host"),
     ])
     func malformedClusterURL(url: String, word: String) {
         #expect {

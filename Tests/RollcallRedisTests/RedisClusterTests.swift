@@ -216,15 +216,27 @@ struct RedisClusterTests {
 }
 
 /// Starts one ``RedisClusterNodes`` for the suite it marks and stops it after the suite's last
-/// test; the suite's tests read it from ``current``.
+/// test; the suite's tests read it from ``current`` (and, for a TLS cluster, its CA from
+/// ``certificates``).
 struct SharedRedisCluster: SuiteTrait, TestScoping {
     /// The cluster of the suite under way.
     @TaskLocal static var current: RedisClusterNodes?
+    /// The certificates of the suite's TLS cluster (nil for a plain one).
+    @TaskLocal static var certificates: TestCertificates?
+    /// Replicas per master (each of 3 masters).
+    var replicasPerMaster = 1
+    /// True: every node also listens with TLS, signed by ``certificates``' CA (`tls-cluster yes`).
+    var tls = false
 
     /// Runs the suite with a cluster started for it, and kills every node after its last test.
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let cluster = try RedisClusterNodes()
-        try await Self.$current.withValue(cluster) { try await function() }
+        let certificates = tls ? try TestCertificates() : nil
+        let cluster = try RedisClusterNodes(replicasPerMaster: replicasPerMaster, tls: certificates.map {
+            RedisServer.TLS(certFile: $0.serverCert, keyFile: $0.serverKey, caFile: $0.caFile)
+        })
+        try await Self.$current.withValue(cluster) {
+            try await Self.$certificates.withValue(certificates) { try await function() }
+        }
         for node in cluster.nodes { node.kill() }
     }
 }

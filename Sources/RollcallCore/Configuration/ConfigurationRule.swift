@@ -74,8 +74,8 @@ package struct ConfigurationRule {
                 // Only a rediss URL speaks TLS: settings that would be ignored are refused.
                 guard configuration.cluster.tls.isSet else { return nil }
                 let url = configuration.cluster.redis?.lowercased() ?? ""
-                return url.hasPrefix("rediss://") || url.hasPrefix("rediss+sentinel://") ? nil
-                    : "is set, but cluster.redis is not a rediss:// or rediss+sentinel:// URL (TLS is used only with those)"
+                return ["rediss://", "rediss+sentinel://", "rediss+cluster://"].contains { url.hasPrefix($0) } ? nil
+                    : "is set, but cluster.redis is not a rediss://, rediss+sentinel:// or rediss+cluster:// URL (TLS is used only with those)"
             },
             ConfigurationRule(path: "cluster.keyPrefix") { configuration, _ in
                 ClusterNames.problem(withKeyPrefix: configuration.cluster.keyPrefix)

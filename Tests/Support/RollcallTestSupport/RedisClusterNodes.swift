@@ -1,10 +1,15 @@
 import Foundation
 
-/// A throwaway Redis Cluster for tests: `masters` masters and one replica each, every one a
-/// ``RedisServer`` on a free loopback port (`cluster-enabled yes`, a small
+/// A throwaway Redis Cluster for tests: `masters` masters and `replicasPerMaster` replicas
+/// each, every one a ``RedisServer`` on a free loopback port (`cluster-enabled yes`, a small
 /// `cluster-node-timeout`, its `nodes.conf` in its own folder), joined by
-/// `redis-cli --cluster create … --cluster-replicas 1 --cluster-yes` and waited for until
+/// `redis-cli --cluster create … --cluster-replicas N --cluster-yes` and waited for until
 /// ``waitUntilHealthy(timeout:)``; every node is killed when the value goes.
+///
+/// With `tls`, each node also listens with TLS (``RedisServer/tlsPort``) and speaks TLS on the
+/// cluster bus and to its master (`tls-cluster yes`, `tls-replication yes`): Redis then
+/// announces the TLS ports to TLS clients (``tlsURL``) and the plain ones to plain clients, so
+/// the harness keeps driving every node over its plain port.
 public final class RedisClusterNodes: @unchecked Sendable {
     /// Every node, masters first as created (a failover swaps roles: ask ``masterPorts()``).
     public let nodes: [RedisServer]
@@ -14,8 +19,16 @@ public final class RedisClusterNodes: @unchecked Sendable {
     /// `redis+cluster://127.0.0.1:PORT,…` naming every node as a seed.
     public var url: String { "redis+cluster://" + nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") }
 
-    /// Starts `masters` × 2 nodes, creates the cluster and waits until it is healthy.
-    public init(masters: Int = 3, nodeTimeoutMilliseconds: Int = 1000, startTimeout: TimeInterval = 60) throws {
+    /// `rediss+cluster://127.0.0.1:TLSPORT,…` naming every node's TLS port as a seed (nil without TLS).
+    public var tlsURL: String? {
+        let ports = nodes.compactMap(\.tlsPort)
+        return ports.count == nodes.count ? "rediss+cluster://" + ports.map { "127.0.0.1:\($0)" }.joined(separator: ",") : nil
+    }
+
+    /// Starts `masters` × (1 + `replicasPerMaster`) nodes (with TLS listeners when `tls` is
+    /// given), creates the cluster and waits until it is healthy.
+    public init(masters: Int = 3, replicasPerMaster: Int = 1, tls: RedisServer.TLS? = nil, nodeTimeoutMilliseconds: Int = 1000,
+                startTimeout: TimeInterval = 60) throws {
         self.nodeTimeoutMilliseconds = nodeTimeoutMilliseconds
         let arguments = [
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -25,11 +38,14 @@ public final class RedisClusterNodes: @unchecked Sendable {
         ]
         // The bus port on a free port of its own (by default it is the port + 10000, which
         // does not exist for a free port above 55535).
-        nodes = try (0..<(masters * 2)).map { _ in
-            try RedisServer(arguments: arguments + ["--cluster-port", String(RedisServer.freeLoopbackPort())])
+        nodes = try (0..<(masters * (1 + replicasPerMaster))).map { _ in
+            let busPort = try RedisServer.freeLoopbackPort()
+            let own = arguments + ["--cluster-port", String(busPort)]
+            guard let tls else { return try RedisServer(arguments: own) }
+            return try RedisServer(tls: tls, arguments: own + ["--tls-cluster", "yes", "--tls-replication", "yes"])
         }
         let create = try Self.cli(["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
-            + ["--cluster-replicas", "1", "--cluster-yes"], timeout: startTimeout)
+            + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"], timeout: startTimeout)
         guard create.contains("[OK] All 16384 slots covered") else {
             throw TestSupportError("redis-cli --cluster create failed:\n\(create)")
         }
@@ -57,8 +73,8 @@ public final class RedisClusterNodes: @unchecked Sendable {
         try Self.cli(["-h", "127.0.0.1", "-p", String(port)] + words).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// The node at `port`.
-    public func node(port: Int) -> RedisServer? { nodes.first { $0.port == port } }
+    /// The node at `port` (its plain or its TLS port).
+    public func node(port: Int) -> RedisServer? { nodes.first { $0.port == port || $0.tlsPort == port } }
 
     /// The node id of the node at `port` (`CLUSTER MYID`).
     public func nodeID(port: Int) throws -> String { try command(port: port, ["CLUSTER", "MYID"]) }

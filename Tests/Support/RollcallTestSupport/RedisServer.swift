@@ -66,10 +66,10 @@ public final class RedisServer: @unchecked Sendable {
         try launch(timeout: startTimeout)
     }
 
-    /// A server that also listens with TLS on ``tlsPort`` (`--tls-port`, with `tls`'s files);
-    /// the plain ``port`` stays for the harness (its readiness check, `CONFIG SET` of the
-    /// certificate from tests).
-    public init(tls: TLS, password: String? = nil, startTimeout: TimeInterval = 10) throws {
+    /// A server that also listens with TLS on ``tlsPort`` (`--tls-port`, with `tls`'s files, and
+    /// `arguments` after them); the plain ``port`` stays for the harness (its readiness check,
+    /// `CONFIG SET` of the certificate from tests).
+    public init(tls: TLS, password: String? = nil, arguments: [String] = [], startTimeout: TimeInterval = 10) throws {
         self.password = password
         appendOnly = false
         port = try Self.freeLoopbackPort()
@@ -79,7 +79,7 @@ public final class RedisServer: @unchecked Sendable {
         extraArguments = [
             "--tls-port", String(tlsPort), "--tls-cert-file", tls.certFile, "--tls-key-file", tls.keyFile,
             "--tls-ca-cert-file", tls.caFile, "--tls-auth-clients", tls.requireClientCertificate ? "yes" : "no",
-        ]
+        ] + arguments
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("rollcall-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try launch(timeout: startTimeout)
