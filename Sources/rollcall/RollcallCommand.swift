@@ -42,8 +42,8 @@ struct RollcallCommand: ParsableCommand {
             try TLSFiles.check(configuration.tls)
             try KeySetFiles.check(configuration.auth)
             if configuration.cluster.isEnabled {
-                _ = try ClusterLink.target(of: configuration)
                 _ = try ClusterLink.tlsContext(of: configuration)
+                _ = try ClusterLink.target(of: configuration)
             }
         } catch {
             logFormat.report("configuration error: \(error)")

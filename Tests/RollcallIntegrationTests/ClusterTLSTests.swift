@@ -88,6 +88,8 @@ struct ClusterTLSTests {
         (["caFile": "CA"], "redis://127.0.0.1:6380", "cluster.tls"),
         (["cafile": "CA"], "rediss://127.0.0.1:6380", "cluster.tls.cafile"),
         (["serverName": 5], "rediss://127.0.0.1:6380", "cluster.tls.serverName"),
+        // Checked for a Redis Cluster URL too, though the broker refuses it (for now) at start.
+        (["caFile": "/nonexistent/ca.pem"], "rediss+cluster://127.0.0.1:7000,127.0.0.1:7001", "cluster.tls.caFile"),
     ] as [([String: Any], String, String)])
     func checkConfigRefusesBadTLS(tls: [String: Any], url: String, reason: String) throws {
         let certificates = try Self.certificates.get()

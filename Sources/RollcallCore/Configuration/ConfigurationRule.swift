@@ -60,7 +60,7 @@ package struct ConfigurationRule {
                 guard let url = configuration.cluster.redis else { return nil }
                 let schemes = ["redis://", "redis+sentinel://", "rediss://", "rediss+sentinel://", "redis+cluster://", "rediss+cluster://"]
                 return schemes.contains { url.lowercased().hasPrefix($0) && url.count > $0.count } ? nil
-                    : "must be a redis[s]://[user:password@]host:port[/db] or redis[s]+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] URL (got \(JSON.string(url).compactString))"
+                    : "must be a redis[s]://[user:password@]host:port[/db], redis[s]+sentinel://[user:password@]host:port[,host:port…]/masterName[/db] or redis[s]+cluster://[user:password@]host:port[,host:port…] URL (got \(JSON.string(url).compactString))"
             },
             ConfigurationRule(path: "cluster.tls.keyFile") { configuration, _ in
                 let tls = configuration.cluster.tls

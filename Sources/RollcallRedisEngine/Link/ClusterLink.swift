@@ -102,7 +102,9 @@ public final class ClusterLink {
     /// ``ClusterError`` (``ClusterError/Code/invalidConfiguration``) naming the `cluster.tls` key
     /// whose file cannot be read or does not load. `rollcall --check-config` runs it too.
     public static func tlsContext(of configuration: Configuration) throws(ClusterError) -> RedisTLSContext? {
-        guard let target = try? target(of: configuration), target.usesTLS else { return nil }
+        // Parsed here, not through `target(of:)`, so that the files of a `rediss+cluster://`
+        // URL are checked too, although the broker refuses that URL (for now) at start.
+        guard let url = configuration.cluster.redis, let target = try? RedisTarget(parsing: url), target.usesTLS else { return nil }
         let tls = configuration.cluster.tls
         do {
             return try RedisTLSContext(settings: RedisTLSSettings(
