@@ -57,6 +57,8 @@ extension ClusterReport {
                      _ result: inout BenchResult) -> String {
         let verdict = measured <= target ? "MET" : target < floor ? "BELOW FLOOR" : "MISSED"
         result.metrics.append(BenchMetric("\(setup): \(measure), \(op), target ÷ floor", target / max(floor, 1e-9), "×"))
+        result.metrics.append(BenchMetric("\(setup): \(measure), \(op), measured ÷ floor", measured / max(floor, 1e-9), "×"))
+        result.metrics.append(BenchMetric("\(setup): \(measure), \(op)", measured, "µs", atMost: target))
         return "| \(setup) | \(op) | \(measure) | \(format(target)) | \(format(measured)) | \(format(floor)) | "
             + "\(format(target / max(floor, 1e-9))) | \(format(measured / max(floor, 1e-9))) | \(verdict) |"
     }
