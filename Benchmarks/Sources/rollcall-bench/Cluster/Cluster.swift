@@ -20,11 +20,18 @@ struct Cluster: ParsableCommand {
     @Option(help: "Nodes of the cluster.")
     var nodes = 3
 
-    @Flag(help: "Measure only CPU per op (each setup's join, setState and publish batches), e.g. to profile a node.")
+    @Flag(help: "Measure only CPU per op (each setup's join, setState and publish batches, their floors, the big-channel joins), e.g. to profile a node.")
     var costOnly = false
+
+    @Flag(help: "Measure only the joins into one big channel on the cluster (--big-channel members), e.g. for an A/B of that path.")
+    var bigChannelOnly = false
+
+    @Option(help: "Members of the big channel that new sessions join and leave (issue 30: 1000).")
+    var bigChannel = 1000
 
     func validate() throws {
         guard (2...6).contains(nodes) else { throw ValidationError("--nodes must be 2...6") }
+        guard (10...20_000).contains(bigChannel) else { throw ValidationError("--big-channel must be 10...20000") }
     }
 
     /// Sizes of the phases: --quick keeps the whole run near a minute.
@@ -35,6 +42,8 @@ struct Cluster: ParsableCommand {
     private var latencyRate: Double { 100 }
     private var stormUsers: Int { report.quick ? 400 : 1000 }
     private var stormSeconds: Double { report.quick ? 3 : 10 }
+    private var bigChannelJoiners: Int { 100 }
+    private var bigChannelRounds: Int { report.quick ? 3 : 10 }
 
     func run() throws {
         setvbuf(stdout, nil, _IOLBF, 0)
@@ -57,8 +66,13 @@ struct Cluster: ParsableCommand {
             let group = try NodeGroup(label: "\(nodes) nodes", count: nodes, binary: binary, redis: redis)
             defer { group.stop() }
             guard group.waitHealthy(timeout: 10) else { throw StormError("the nodes never answered /healthz 200") }
+            if bigChannelOnly {
+                try phase("big channel, \(nodes) nodes", failures) { out.bigJoins.append(try bigChannelJoins(group, redis: redis)) }
+                return
+            }
             try measure(group, redis: redis, setup: "\(nodes) nodes + Redis", into: &out, latency: \.clusterLatency, failures,
                         phases: (cost: "Redis cost, \(nodes) nodes", latency: "cross-node latency", storm: "storm, \(nodes) nodes"))
+            try phase("big channel, \(nodes) nodes", failures) { out.bigJoins.append(try bigChannelJoins(group, redis: redis)) }
             if costOnly { return }
             try phase("Redis stop", failures) {
                 out.pause = try RedisPause.run(group: group, redis: redis, members: 30, closing: 3, pauseSeconds: 3)
@@ -68,6 +82,12 @@ struct Cluster: ParsableCommand {
             }
         }
         redis.command(["FLUSHALL"])
+        if bigChannelOnly {
+            out.failures = failures.list
+            out.notes.append("machine at end: loadavg \(Self.loadAverage())")
+            try out.result().finish(report)
+            return
+        }
 
         // One node on Redis: the broker's own cost of cluster mode.
         try phase("1 node + Redis", failures) {
@@ -76,6 +96,7 @@ struct Cluster: ParsableCommand {
             guard group.waitHealthy(timeout: 10) else { throw StormError("the node never answered /healthz 200") }
             out.costs += try OpCostRun(group: group, redis: redis, setup: "1 node + Redis",
                                        sessions: costSessions, rounds: costRounds).measure()
+            out.floors += try CostFloorRun(group: group, redis: redis, setup: "1 node + Redis", rounds: costRounds, batch: costSessions).measure()
         }
 
         // One standalone node (cluster.redis null).
@@ -100,6 +121,11 @@ struct Cluster: ParsableCommand {
         try phase(phases.cost, failures) {
             out.costs += try OpCostRun(group: group, redis: redis, setup: setup, sessions: costSessions, rounds: costRounds).measure()
         }
+        if let redis {
+            try phase("floors, \(setup)", failures) {
+                out.floors += try CostFloorRun(group: group, redis: redis, setup: setup, rounds: costRounds, batch: costSessions).measure()
+            }
+        }
         if costOnly { return }
         try phase(phases.latency, failures) {
             out[keyPath: latency] = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes,
@@ -109,6 +135,12 @@ struct Cluster: ParsableCommand {
             out.storms.append(try ClusterStorm(group: group, redis: redis, setup: setup,
                                                users: stormUsers, joinSeconds: stormSeconds).run())
         }
+    }
+
+    /// Joins into a channel of `bigChannel` members on `group`.
+    private func bigChannelJoins(_ group: NodeGroup, redis: RedisServerProcess) throws -> BigChannelJoinOutcome {
+        try BigChannelJoin(group: group, redis: redis, setup: "\(nodes) nodes + Redis", members: bigChannel,
+                           joinersPerRound: bigChannelJoiners, rounds: bigChannelRounds).run()
     }
 
     /// Runs one phase; an error is reported as "not measured" and the run goes on.

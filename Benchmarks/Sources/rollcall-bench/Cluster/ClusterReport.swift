@@ -5,6 +5,8 @@ import Foundation
 struct ClusterReport {
     var nodes = 3
     var costs: [OpCost] = []
+    var floors: [CostFloor] = []
+    var bigJoins: [BigChannelJoinOutcome] = []
     /// Latency samples (ms) per receiving node, cluster and standalone.
     var clusterLatency: [[Double]] = []
     var standaloneLatency: [[Double]] = []
@@ -24,6 +26,8 @@ struct ClusterReport {
         result.yLabel = "ms"
         result.notes = notes
         addCosts(&result)
+        addFloors(&result)
+        addBigJoins(&result)
         addLatency(&result)
         addStorms(&result)
         addFailures(&result)
