@@ -29,6 +29,7 @@ extension ClusterPresence {
         if let member = channel.members.removeValue(forKey: session.number), member.flags.presence, member.baseline == nil {
             channel.waiting -= 1
         }
+        channel.messagesAwaitingJoin[session.number] = nil
         if channel.waiting == 0 { channel.recent.removeAll() }
         forgetIfEmpty(key)
     }
@@ -81,15 +82,16 @@ extension ClusterPresence {
         // messages Redis kept for it (``messagesAfterSnapshots``).
         let heldLimit = configuration.limits.heldMessageBytes
         let someAreCatchingUp = !messagesAfterSnapshots.isEmpty
+        let someAreJoining = !channel.messagesAwaitingJoin.isEmpty
         outbox.fanOut {
             for member in channel.members.values
             where member.flags.messages && member.session.sessionId != publisher && !keptInStore.contains(member.session.sessionId) {
                 if let number {
                     guard number > member.messagesBefore else { continue }
-                    if let waiting = member.messagesAwaitingJoin {
+                    if someAreJoining, let waiting = channel.messagesAwaitingJoin[member.session.number] {
                         // A round trip; bounded all the same, as for a claim.
                         if waiting.count < Self.maxMessagesAwaitingAClaim {
-                            channel.members[member.session.number]?.messagesAwaitingJoin?.append((number, bytes))
+                            channel.messagesAwaitingJoin[member.session.number]!.append((number, bytes))
                         }
                         continue
                     }
@@ -111,11 +113,11 @@ extension ClusterPresence {
     /// those that came meanwhile and are later go out now, in order. (A second join sent
     /// before the first was answered changes nothing here.)
     func joinAnswered(_ session: Session, in key: ChannelKey, messageNumber number: Int) {
-        guard let channel = local[key], let member = channel.members[session.number], member.messagesAwaitingJoin != nil else { return }
+        guard let channel = local[key], channel.members[session.number] != nil,
+              let waiting = channel.messagesAwaitingJoin.removeValue(forKey: session.number) else { return }
         channel.members[session.number]?.messagesBefore = number
-        channel.members[session.number]?.messagesAwaitingJoin = nil
         let heldLimit = configuration.limits.heldMessageBytes
-        for message in member.messagesAwaitingJoin ?? [] where message.number > number {
+        for message in waiting where message.number > number {
             outbox.sendMessage(message.bytes, to: session, heldLimit: heldLimit)
         }
     }

@@ -21,73 +21,72 @@ extension ClusterPresence {
         let user = session.userId
         let channelKeys = keys.channel(key)
         let owner = (sessionRecord: keys.session(session.sessionId), node: nodeId)
-        do {
-            let change: StoreCommand, state: PresenceState
-            if let current {
-                do throws(BrokerError) {
-                    (change, state) = try stateChange(of: user, in: key, channelKeys, from: current, update, removed, ttlMs: ttlMs,
-                                                      owner: owner)
-                } catch {
-                    done(.failure(error))
-                    return
-                }
-            } else {
-                // Not a member as the read saw it. Before the state is held for a later join
-                // (`pending`), Redis confirms in one script that the session is still this
-                // node's and the user still not a member: a node the others declared dead must
-                // not answer `pending` for a joined session that was handed over and ended
-                // (docs/protocol.md 49). An empty `expected` changes nothing.
-                state = .empty
-                change = PresenceScripts.setState(channelArguments(key, channelKeys, intervalHead: false), user: user, expected: [],
-                                                  newState: [], head: [], encodedName: [], owner: owner, ttl: [])
+        let change: StoreCommand, state: PresenceState, stored: [UInt8]
+        if let current {
+            do throws(BrokerError) {
+                (change, state, stored) = try stateChange(of: user, in: key, channelKeys, from: current, update, removed, ttlMs: ttlMs,
+                                                          owner: owner)
+            } catch {
+                done(.failure(error))
+                return
             }
-            runScript(change) { [self] result in
-                switch result {
-                case .failure(let error):
-                    done(.failure(error))
-                case .success(let reply):
-                    let decoded = StateScriptReply(reply)
-                    switch decoded.outcome {
-                    case .ok where current != nil:
-                        local[key]?.members[session.number]?.storedState = state.encoded
-                        scheduleFlush(key, dueAndNow: decoded.dueAndNow)
-                        scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
-                        done(.success(Answer(result: .object(["state": state.json]))))
-                    case .notMember:
-                        done(Result { () throws(BrokerError) in
-                            try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
-                        })
-                    case .fenced:
-                        done(.failure(Self.fenced(configuration)))
-                    case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: reply[1].bytes, attempt: attempt + 1,
-                                           deadline: deadline, then: done)
-                    case .retry where attempt < Self.maxAttempts:
-                        done(.failure(Self.deadlinePassed(configuration)))
-                    default:
-                        done(.failure(Self.unexpected(reply)))
-                    }
+        } else {
+            // Not a member, as this session knows. Before the state is held for a later join
+            // (`pending`), Redis confirms in one script that the session is still this
+            // node's and the user still not a member: a node the others declared dead must
+            // not answer `pending` for a joined session that was handed over and ended
+            // (docs/protocol.md 49). An empty `expected` changes nothing.
+            (state, stored) = (.empty, [])
+            change = PresenceScripts.setState(channelArguments(key, channelKeys, intervalHead: false), user: user, expected: [],
+                                              newState: [], head: [], encodedName: [], owner: owner, ttl: [])
+        }
+        runScript(change) { [self] result in
+            switch result {
+            case .failure(let error):
+                done(.failure(error))
+            case .success(let reply):
+                let decoded = StateScriptReply(reply)
+                switch decoded.outcome {
+                case .ok where current != nil:
+                    local[key]?.members[session.number]?.storedState = stored
+                    scheduleFlush(key, dueAndNow: decoded.dueAndNow)
+                    scheduleExpiry(key, user, earliest: decoded.earliestExpiry, dueAndNow: decoded.dueAndNow)
+                    done(.success(Answer(result: .object(["state": state.json]))))
+                case .notMember:
+                    done(Result { () throws(BrokerError) in
+                        try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
+                    })
+                case .fenced:
+                    done(.failure(Self.fenced(configuration)))
+                case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
+                    attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: reply[1].bytes, attempt: attempt + 1,
+                                       deadline: deadline, then: done)
+                case .retry where attempt < Self.maxAttempts:
+                    done(.failure(Self.deadlinePassed(configuration)))
+                default:
+                    done(.failure(Self.unexpected(reply)))
                 }
             }
         }
     }
 
-    /// The script that changes the member's `current` state by `update` and `removed`, and the
-    /// state it stores.
+    /// The script that changes the member's `current` state by `update` and `removed`, the
+    /// state it stores, and that state's bytes.
     private func stateChange(of user: Name, in key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, from current: [UInt8],
                              _ update: StateUpdate?, _ removed: [String], ttlMs: Int64?,
-                             owner: (sessionRecord: String, node: String)) throws(BrokerError) -> (StoreCommand, PresenceState) {
+                             owner: (sessionRecord: String, node: String)) throws(BrokerError) -> (StoreCommand, PresenceState, [UInt8]) {
         var state = PresenceState(stored: current) ?? .empty
         for stateKey in removed { state.remove(stateKey) }
         if let update { state = try update.merged(into: state, limits: configuration.state) }
         // Keys set get their TTL, or lose it without one; removed keys lose theirs.
         var ttls: [TTLOperation] = removed.map { .clear($0) }
         for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
+        let stored = state.encoded
         let command = PresenceScripts.setState(
-            channelArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
+            channelArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: stored,
             head: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
             encodedName: PresenceEvents.encodedName(user), owner: owner, ttl: ttls)
-        return (command, state)
+        return (command, state, stored)
     }
 
     /// The user is not a member: the state is held by this session for its join (as one node).

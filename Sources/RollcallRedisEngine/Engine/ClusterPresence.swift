@@ -86,7 +86,8 @@ final class ClusterPresence {
             channel.members[session.number]?.baseline = nil
         } else {
             // Messages that come before the answer wait for it: it says which were published after the join.
-            channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil, messagesAwaitingJoin: [])
+            channel.members[session.number] = LocalChannel.Member(session: session, flags: request.flags, baseline: nil)
+            channel.messagesAwaitingJoin[session.number] = []
         }
         if waitsForSnapshot { channel.waiting += 1 }
         let guess = channel.members[session.number]?.storedState
@@ -94,7 +95,10 @@ final class ClusterPresence {
             switch outcome {
             case .failure(let error):
                 if waitsForSnapshot { channel.waiting -= 1 }
-                if !alreadyJoined { channel.members[session.number] = nil }
+                if !alreadyJoined {
+                    channel.members[session.number] = nil
+                    channel.messagesAwaitingJoin[session.number] = nil
+                }
                 forgetIfEmpty(key)
                 done(.failure(error))
             case .success(let reply):
@@ -121,44 +125,42 @@ final class ClusterPresence {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
-        do {
-            let state: PresenceState
-            do throws(BrokerError) {
-                state = try request.mergedState(onto: current.flatMap(PresenceState.init(stored:)) ?? .empty,
-                                                pending: session.presence.pendingStates[key], limits: configuration.state)
-            } catch {
+        let state: PresenceState
+        do throws(BrokerError) {
+            state = try request.mergedState(onto: current.flatMap(PresenceState.init(stored:)) ?? .empty,
+                                            pending: session.presence.pendingStates[key], limits: configuration.state)
+        } catch {
+            done(.failure(error))
+            return
+        }
+        let stateBytes = state.encoded
+        let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
+        let join = PresenceScripts.join(
+            channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
+            expected: current, newState: stateBytes,
+            joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
+            changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
+            encodedName: PresenceEvents.encodedName(user),
+            snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
+            indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
+            sessionRecord: keys.session(session.sessionId), node: nodeId,
+            ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
+        runScript(join) { [self] result in
+            switch result {
+            case .failure(let error):
                 done(.failure(error))
-                return
-            }
-            let stateBytes = state.encoded
-            let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
-            let join = PresenceScripts.join(
-                channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
-                expected: current, newState: stateBytes,
-                joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
-                changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
-                encodedName: PresenceEvents.encodedName(user),
-                snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
-                indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
-                sessionRecord: keys.session(session.sessionId), node: nodeId,
-                ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
-            runScript(join) { [self] result in
-                switch result {
-                case .failure(let error):
-                    done(.failure(error))
-                case .success(let reply):
-                    let decoded = JoinScriptReply(reply)
-                    switch decoded.outcome {
-                    case .ok:
-                        local[key]?.members[session.number]?.storedState = stateBytes
-                        done(.success(decoded))
-                    case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                        attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, deadline: deadline, then: done)
-                    case .retry where attempt < Self.maxAttempts:
-                        done(.failure(Self.deadlinePassed(configuration)))
-                    case .fenced: done(.failure(Self.fenced(configuration)))
-                    default: done(.failure(Self.unexpected(reply)))
-                    }
+            case .success(let reply):
+                let decoded = JoinScriptReply(reply)
+                switch decoded.outcome {
+                case .ok:
+                    local[key]?.members[session.number]?.storedState = stateBytes
+                    done(.success(decoded))
+                case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
+                    attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, deadline: deadline, then: done)
+                case .retry where attempt < Self.maxAttempts:
+                    done(.failure(Self.deadlinePassed(configuration)))
+                case .fenced: done(.failure(Self.fenced(configuration)))
+                default: done(.failure(Self.unexpected(reply)))
                 }
             }
         }

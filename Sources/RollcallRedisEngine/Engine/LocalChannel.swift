@@ -19,9 +19,6 @@ final class LocalChannel {
         /// Messages numbered up to this one (`mq`) are not for it: published before it joined,
         /// or before it was resumed here, when it got them elsewhere or with its resume.
         var messagesBefore = 0
-        /// While a first join's answer is on its way: the messages that came meanwhile, kept
-        /// until the answer says which were published after the join (nil otherwise).
-        var messagesAwaitingJoin: [(number: Int, bytes: [UInt8])]?
         /// The user's state in Redis as this session last saw it (nil: not a member, or not
         /// known): the `expected` of its next join or `setState`, so that no read precedes the
         /// script. A wrong guess costs one more attempt, which the script's answer feeds.
@@ -41,6 +38,10 @@ final class LocalChannel {
     var delivered: Int?
     /// Sessions waiting for a snapshot.
     var waiting = 0
+    /// Per session whose first join's answer is on its way: the messages that came meanwhile,
+    /// kept until the answer says which were published after the join. Apart from
+    /// ``members``, so that keeping one does not copy the members being walked.
+    var messagesAwaitingJoin: [UInt64: [(number: Int, bytes: [UInt8])]] = [:]
     /// Events delivered (or held back) while sessions wait, for replay to them.
     var recent: [Event] = []
 
