@@ -129,10 +129,11 @@ enum PresenceScripts {
         if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
         local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
         if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
+        local occupied = redis.call('ZCARD', ch.members) > 0
         -- The session's last publish token here (kept while the channel has members, so that
         -- nobody could receive a message twice): the same token again is a retry of a publish
         -- that ran, and publishes nothing.
-        if token ~= '' and redis.call('ZCARD', ch.members) > 0 then
+        if token ~= '' and occupied then
           local tokens = ch.base .. ':lp'
           if redis.call('HGET', tokens, session) == token then return {'ok', live} end
           if redis.call('HLEN', tokens) >= 4096 then redis.call('DEL', tokens) end
@@ -160,7 +161,7 @@ enum PresenceScripts {
         -- before, however late its pub/sub link delivers it (the join and the claim answer
         -- the number they saw).
         local number = 0
-        if redis.call('ZCARD', ch.members) > 0 then number = redis.call('HINCRBY', ch.base, 'mq', 1) end
+        if occupied then number = redis.call('HINCRBY', ch.base, 'mq', 1) end
         redis.call('PUBLISH', ch.events, 'N' .. number .. '\\n' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)
         return {'ok', live}
         """)
