@@ -190,7 +190,7 @@ def main():
         connections = loop.run_until_complete(fill(f"ws://127.0.0.1:{port}/v1", members))
         pipe = Pipe(redis_port)
         # Past the interval flush of the last joins (intervalSeconds 1): nothing pending.
-        wait_until(lambda: pipe.call([[b"HLEN", b"bench:c:m:1:c:pend"]])[0] == b":0\r\n", 10, "the interval flush")
+        wait_until(lambda: pipe.call([[b"HLEN", b"bench:{c:m:1:c}:pend"]])[0] == b":0\r\n", 10, "the interval flush")
         monitor.terminate()
         monitor.wait()
         join_text = join_arguments = None

@@ -23,6 +23,25 @@ import Testing
         #expect(arguments.map { String(decoding: $0, as: UTF8.self) } == ["rc:", "20", "ann", "bob"])
     }
 
+    @Test func keysGoToKEYSInTheirOrderAndComeFirstInACall() {
+        let keyed = LuaScript("test.keys", parameters: [.text("user"), .key("channel"), .number("limit"), .key("members")],
+                              rest: "usersFrom", body: "return usersFrom\n")
+        #expect(keyed.source == """
+            local user = ARGV[1]
+            local channel = KEYS[1]
+            local limit = tonumber(ARGV[2])
+            local members = KEYS[2]
+            local usersFrom = 3
+            return usersFrom
+
+            """)
+        #expect(keyed.store.keyCount == 2)
+        let arguments = keyed.arguments(["user": "ann", "channel": "P{c:m:1:a}", "limit": 5, "members": "P{c:m:1:a}:m"],
+                                        rest: [Array("bob".utf8)])
+        #expect(arguments.map { String(decoding: $0, as: UTF8.self) } == ["P{c:m:1:a}", "P{c:m:1:a}:m", "ann", "5", "bob"])
+        #expect(script.store.keyCount == 0, "a script with no key parameter declares none")
+    }
+
     @Test func flagsAndBytesPassAsRedisReceivesThem() {
         let flags = LuaScript("test.flags", parameters: [.text("on"), .text("off"), .text("raw")], body: "")
         let arguments = flags.arguments(["on": true, "off": false, "raw": [UInt8]([0, 255])])

@@ -49,7 +49,7 @@ struct ClusterKeys {
     func channel(_ channel: ChannelKey) -> ChannelKeys {
         let id = Self.channelId(channel)
         return ChannelKeys(
-            base: prefix + "c:" + id, id: id, events: prefix + "e:" + id,
+            base: prefix + "{c:" + id + "}", id: id, events: prefix + "e:" + id,
             listEntry: (channel.type == .message ? "m" : "s") + channel.name.string)
     }
 

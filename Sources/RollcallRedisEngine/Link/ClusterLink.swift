@@ -276,7 +276,7 @@ public final class ClusterLink {
     private func markGrace() {
         let silenceMs = Int64((configuration.cluster.heartbeatSeconds * 1500).rounded())
         let arguments = Self.graceScript.arguments(["meta": configuration.cluster.keyPrefix + "meta", "silenceMs": silenceMs])
-        Self.graceScript.redis.run(on: commands, arguments: arguments) { [logger] result in
+        Self.graceScript.run(on: commands, arguments: arguments) { [logger] result in
             if case .success(.integer(1)) = result { logger.info("cluster: no node beat while Redis was out of reach; every node gets a grace window") }
         }
     }
@@ -378,7 +378,8 @@ public final class ClusterLink {
             case .command(let words):
                 commands.send(words, completion: completion)
             case .script(let script, let arguments):
-                redisScript(script).run(on: commands, arguments: arguments, completion: completion)
+                redisScript(script).run(on: commands, keys: Array(arguments.prefix(script.keyCount)),
+                                        arguments: Array(arguments.dropFirst(script.keyCount)), completion: completion)
             }
         }
     }

@@ -4,7 +4,7 @@ import RollcallEventLoop
 import RollcallRedis
 
 /// What a node checks in Redis before it serves (PROTOCOL §9), on a loop of its own:
-/// - the key prefix is the cluster's, not foreign data: `P meta` says `format rollcall-1`,
+/// - the key prefix is the cluster's, not foreign data: `P meta` says `format rollcall-2`,
 ///   or Redis holds no key under the prefix but the ones running nodes write after a data
 ///   loss (`P meta` with only `lastBeat`/`grace`, `P nodes`, `P node:<id>`; then this node
 ///   writes `P meta` and a new epoch);
@@ -12,7 +12,7 @@ import RollcallRedis
 /// - then it registers itself (`P node:<id>`, `P nodes`).
 public enum ClusterStartCheck {
     /// The format written in `P meta`.
-    static let format = "rollcall-1"
+    static let format = "rollcall-2"
 
     /// Claims the prefix, compares sections with live nodes, registers the node.
     /// The rest of the arguments: name/value pairs of sections. The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
@@ -87,7 +87,7 @@ public enum ClusterStartCheck {
     /// After Redis lost the data: registers the node again on a running link.
     static func registerAgain(configuration: Configuration, nodeId: String, on connection: RedisConnection,
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
-        register.redis.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+        register.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
             done(interpret(result, configuration: configuration))
         }
     }
@@ -112,7 +112,7 @@ public enum ClusterStartCheck {
         while outcome == nil, Date() < deadline {
             if !sent, connection.state.isConnected {
                 sent = true
-                register.redis.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
+                register.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
             }
             tick.schedule(after: 0.01)
             loop.runOnce()

@@ -99,7 +99,7 @@ package final class NodeHeartbeat {
             "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "timeoutMs": timeoutMs,
             "meta": keyPrefix + "meta", "deadMark": keyPrefix + "dead:" + nodeId,
         ])
-        Self.beat.redis.run(on: connection, arguments: arguments) { [weak self] result in
+        Self.beat.run(on: connection, arguments: arguments) { [weak self] result in
             guard let self else { return }
             slowestBeatMs = max(slowestBeatMs, MonotonicClock.now - sentAt)
             if case .failure(let error) = result, error.code == .errorReply { answeredError = error.message }
@@ -122,6 +122,6 @@ package final class NodeHeartbeat {
             "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "deadMark": keyPrefix + "dead:" + nodeId,
         ])
         // Should this fail, the next beat answers "dead" again and the node revives then.
-        Self.revive.redis.run(on: connection, arguments: arguments) { _ in }
+        Self.revive.run(on: connection, arguments: arguments) { _ in }
     }
 }

@@ -85,7 +85,7 @@ public final class WebhookStream {
             "stream": stream, "group": Self.group, "consumer": consumer, "count": count, "delayMs": delayMs,
             "claimIdleMs": claimIdleMs,
         ])
-        WebhookStreamScripts.take.redis.run(on: connection, arguments: arguments) { [prefix] result in
+        WebhookStreamScripts.take.run(on: connection, arguments: arguments) { [prefix] result in
             done(result.map { reply in
                 let reply = StoreReply(reply)
                 let events = (reply[0].elements ?? []).compactMap { Self.event($0, prefix: prefix) }
@@ -101,7 +101,7 @@ public final class WebhookStream {
         let entries = entryIds(ids)
         guard !entries.isEmpty else { return done(.success(())) }
         let script = WebhookStreamScripts.settle
-        script.redis.run(on: connection, arguments: script.arguments(["stream": stream, "group": Self.group], rest: entries)) { result in
+        script.run(on: connection, arguments: script.arguments(["stream": stream, "group": Self.group], rest: entries)) { result in
             done(result.map { _ in () })
         }
     }
@@ -112,7 +112,7 @@ public final class WebhookStream {
         let entries = entryIds(ids)
         let script = WebhookStreamScripts.touch
         let arguments = script.arguments(["stream": stream, "group": Self.group, "consumer": consumer], rest: entries)
-        script.redis.run(on: connection, arguments: arguments) { result in
+        script.run(on: connection, arguments: arguments) { result in
             guard case .success(.integer(let length)) = result else { return done(nil) }
             done(Int(length))
         }

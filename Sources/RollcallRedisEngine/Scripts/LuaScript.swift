@@ -2,10 +2,13 @@ import RollcallCore
 import RollcallRedis
 
 /// One argument a Lua script takes, by name: the script's prologue reads it into a `local`
-/// of that name, as text or as a number.
+/// of that name, as a key, as text or as a number.
 package struct LuaParameter: Equatable {
     /// How the prologue reads the argument.
     enum Kind: Equatable {
+        /// `local name = KEYS[k]`: a key the script declares (a Redis Cluster routes the call by
+        /// its keys' slot, and every key a script declares must share one).
+        case key
         /// `local name = ARGV[i]`.
         case text
         /// `local name = tonumber(ARGV[i])`.
@@ -17,6 +20,8 @@ package struct LuaParameter: Equatable {
     /// How it is read.
     let kind: Kind
 
+    /// A key the script declares (`KEYS`).
+    static func key(_ name: String) -> LuaParameter { LuaParameter(name: name, kind: .key) }
     /// A text argument.
     static func text(_ name: String) -> LuaParameter { LuaParameter(name: name, kind: .text) }
     /// A numeric argument.
@@ -28,7 +33,10 @@ package struct LuaParameter: Equatable {
 /// reads `ARGV` by position, and a call passes its arguments by the same names, in the same
 /// order (``command(_:rest:)``; checked in debug builds, so every test that runs a script
 /// checks its call). Arguments past the named ones (a list of users, TTL operations, config
-/// sections) are the *rest*: the prologue sets `local <rest> = <index of the first one>`.
+/// sections) are the *rest*: the prologue sets `local <rest> = <index of the first one>` (in
+/// `ARGV`). Key parameters (``LuaParameter/key(_:)``) go to `KEYS` in their order, whatever
+/// their place in the list: a call passes every argument by name in the list's order, and
+/// ``arguments(_:rest:)`` puts the keys first (``StoreScript/keyCount``).
 package struct LuaScript {
     /// What the core runs (`StoreCommand.script`): the name for logs and metrics, and the source.
     let store: StoreScript
@@ -42,7 +50,8 @@ package struct LuaScript {
     init(_ name: String, parameters: [LuaParameter], rest: String? = nil, library: String = "", body: String) {
         self.parameters = parameters
         self.rest = rest
-        store = StoreScript(name: name, source: Self.prologue(parameters, rest: rest) + library + body)
+        store = StoreScript(name: name, source: Self.prologue(parameters, rest: rest) + library + body,
+                            keyCount: parameters.count { $0.kind == .key })
         redis = RedisScript(store.source)
     }
 
@@ -51,41 +60,60 @@ package struct LuaScript {
     /// The script for a link that runs it itself (``RedisScript/run(on:keys:arguments:completion:)``).
     let redis: RedisScript
 
+    /// Runs the script on `connection` with `arguments` as ``arguments(_:rest:)`` made them (its
+    /// keys first), for a link that runs it itself rather than through the core.
+    func run(on connection: RedisConnection, arguments: [[UInt8]], completion: @escaping RedisConnection.Completion) {
+        redis.run(on: connection, keys: Array(arguments.prefix(store.keyCount)),
+                  arguments: Array(arguments.dropFirst(store.keyCount)), completion: completion)
+    }
+
     /// The script with its arguments, as the core asks Redis to run it.
     func command(_ named: KeyValuePairs<String, any LuaArgument>..., rest: [[UInt8]] = []) -> StoreCommand {
         .script(store, arguments: arguments(named, rest: rest))
     }
 
-    /// The arguments, in the script's order: each named group in turn, then `rest`.
+    /// The arguments as Redis takes them: the keys (in the order the parameters name them),
+    /// then the other named arguments in their order, then `rest`.
     package func arguments(_ named: KeyValuePairs<String, any LuaArgument>..., rest: [[UInt8]] = []) -> [[UInt8]] {
         arguments(named, rest: rest)
     }
 
     private func arguments(_ groups: [KeyValuePairs<String, any LuaArgument>], rest extra: [[UInt8]]) -> [[UInt8]] {
-        var values: [[UInt8]] = []
-        values.reserveCapacity(parameters.count + extra.count)
+        var keys: [[UInt8]] = [], values: [[UInt8]] = []
+        keys.reserveCapacity(store.keyCount)
+        values.reserveCapacity(parameters.count - store.keyCount + extra.count)
+        var index = 0
         for group in groups {
             for (name, value) in group {
-                assert(values.count < parameters.count && parameters[values.count].name == name,
-                       "\(store.name): argument \(values.count + 1) is passed as \"\(name)\", but the script names it \"\(values.count < parameters.count ? parameters[values.count].name : "nothing")\"")
-                values.append(value.luaBytes)
+                assert(index < parameters.count && parameters[index].name == name,
+                       "\(store.name): argument \(index + 1) is passed as \"\(name)\", but the script names it \"\(index < parameters.count ? parameters[index].name : "nothing")\"")
+                if parameters[index].kind == .key { keys.append(value.luaBytes) } else { values.append(value.luaBytes) }
+                index += 1
             }
         }
-        assert(values.count == parameters.count, "\(store.name): \(values.count) of its \(parameters.count) named arguments passed")
+        assert(index == parameters.count, "\(store.name): \(index) of its \(parameters.count) named arguments passed")
         assert(rest != nil || extra.isEmpty, "\(store.name) takes no arguments past its named ones")
-        values += extra
-        return values
+        return keys + values + extra
     }
 
-    /// `local <name> = ARGV[<i>]` for each parameter, then `local <rest> = <next index>`.
+    /// `local <name> = KEYS[<k>]` or `ARGV[<i>]` for each parameter, then
+    /// `local <rest> = <next ARGV index>`.
     static func prologue(_ parameters: [LuaParameter], rest: String?) -> String {
-        var lines = parameters.enumerated().map { index, parameter in
+        var keys = 0, values = 0
+        var lines = parameters.map { parameter in
             switch parameter.kind {
-            case .text: "local \(parameter.name) = ARGV[\(index + 1)]"
-            case .number: "local \(parameter.name) = tonumber(ARGV[\(index + 1)])"
+            case .key:
+                keys += 1
+                return "local \(parameter.name) = KEYS[\(keys)]"
+            case .text:
+                values += 1
+                return "local \(parameter.name) = ARGV[\(values)]"
+            case .number:
+                values += 1
+                return "local \(parameter.name) = tonumber(ARGV[\(values)])"
             }
         }
-        if let rest { lines.append("local \(rest) = \(parameters.count + 1)") }
+        if let rest { lines.append("local \(rest) = \(values + 1)") }
         return lines.joined(separator: "\n") + "\n"
     }
 

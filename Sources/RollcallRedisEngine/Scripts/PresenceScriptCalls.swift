@@ -21,7 +21,7 @@ extension PresenceScripts {
         let hooks: String, channelFields: [UInt8]
 
         static let parameters: [LuaParameter] = [
-            .text("channelBase"), .text("channelId"), .text("channelEvents"), .text("channelDue"),
+            .key("channelBase"), .text("channelId"), .text("channelEvents"), .text("channelDue"),
             .number("maxInstantEvents"), .number("hysteresis"), .number("intervalMs"), .text("intervalHead"),
             .text("hooks"), .text("channelFields"),
         ]

@@ -19,7 +19,7 @@ enum ServerAPIScripts {
             for _, entry in ipairs(entries) do
               if #out / 4 >= limit then more = 1; break end
               local name = string.sub(entry, 2)
-              local base = prefix .. 'c:' .. t .. ':' .. #name .. ':' .. name
+              local base = prefix .. '{c:' .. t .. ':' .. #name .. ':' .. name .. '}'
               out[#out + 1] = entry
               out[#out + 1] = redis.call('ZCARD', base .. ':m')
               out[#out + 1] = redis.call('HGET', base, 'mode') or 'announce'

@@ -9,18 +9,23 @@ public enum StoreCommand: Sendable, Equatable {
     case command([[UInt8]])
 }
 
-/// A Lua script the cluster engines run. Scripts compute every key from their arguments
-/// (one Redis or Sentinel, not Redis Cluster: docs/cluster.md).
+/// A Lua script the cluster engines run. The first ``keyCount`` arguments of a call are the
+/// keys it declares (`KEYS`, by which a Redis Cluster routes it to a slot's master); the rest
+/// are its `ARGV` (docs/cluster.md, "Keys").
 public struct StoreScript: Sendable, Hashable {
     /// A short name for logs and metrics.
     public let name: String
     /// The Lua source.
     public let source: String
+    /// How many of a call's first arguments are keys (`KEYS`).
+    public let keyCount: Int
 
-    /// A script named `name` (logs and metrics) with its Lua source.
-    public init(name: String, source: String) {
+    /// A script named `name` (logs and metrics) with its Lua source, whose calls pass
+    /// `keyCount` keys before their other arguments.
+    public init(name: String, source: String, keyCount: Int = 0) {
         self.name = name
         self.source = source
+        self.keyCount = keyCount
     }
 }
 
