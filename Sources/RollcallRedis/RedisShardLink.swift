@@ -19,13 +19,9 @@ protocol RedisShardLinkOwner: AnyObject {
 /// client's connection to the same master, on a plain channel only this link subscribes).
 /// Loop thread only.
 ///
-/// The link subscribes its probe channel first, and each shard channel also with a plain
-/// `SUBSCRIBE` of the same name (nobody `PUBLISH`es to it). That routing was written for
-/// hiredis 0.14's async layer, which knew `subscribe`, not `ssubscribe` (a push reached a
-/// callback only through the name of a plain `SUBSCRIBE`); the transport that replaced it
-/// (``RedisLink``: every reply, pushes and `SSUBSCRIBE`'s `-MOVED` alike, handed to the link
-/// in order) no longer needs it. It is harmless and stays until it is removed with a test of
-/// its own. Channels of one slot are sent many per command.
+/// The link subscribes its probe channel first (a plain `SUBSCRIBE`), then its shard channels
+/// with `SSUBSCRIBE` alone (``RedisLink`` hands it every reply in order: pushes and
+/// `SSUBSCRIBE`'s `-MOVED` alike). Channels of one slot are sent many per command.
 final class RedisShardLink {
     /// The master this link goes to.
     let master: RedisHostPort
@@ -88,7 +84,6 @@ final class RedisShardLink {
         leaving.formUnion(gone)
         for batch in Self.batches(gone) {
             link.send([Array("SUNSUBSCRIBE".utf8)] + batch)
-            link.send([Array("UNSUBSCRIBE".utf8)] + batch)
         }
     }
 
@@ -114,12 +109,11 @@ final class RedisShardLink {
         send(channels)
     }
 
-    /// `SUBSCRIBE` (routing) then `SSUBSCRIBE` for `channels`, a batch per command.
+    /// `SSUBSCRIBE` for `channels`, a batch per command.
     private func send(_ channels: Set<[UInt8]>) {
         guard let link, !channels.isEmpty else { return }
         awaiting.formUnion(channels)
         for batch in Self.batches(channels) {
-            link.send([Array("SUBSCRIBE".utf8)] + batch)
             link.send([Array("SSUBSCRIBE".utf8)] + batch)
         }
     }
@@ -141,9 +135,6 @@ final class RedisShardLink {
         let moved = Set(awaiting.filter { RedisClusterSlot.of($0) == slot })
         channels.subtract(moved)
         awaiting.subtract(moved)
-        if let link {
-            for batch in Self.batches(moved) { link.send([Array("UNSUBSCRIBE".utf8)] + batch) }
-        }
         owner?.shardLink(self, lost: moved, movedTo: to)
         if awaiting.isEmpty, reconnector.isReady { owner?.shardLink(self, subscribed: channels) }
         return true
@@ -153,7 +144,6 @@ final class RedisShardLink {
         if leaving.remove(channel) != nil { return }
         guard channels.remove(channel) != nil else { return }
         awaiting.remove(channel)
-        link?.send([Array("UNSUBSCRIBE".utf8), channel])
         owner?.shardLink(self, lost: [channel], movedTo: nil)
     }
 

@@ -105,6 +105,35 @@ struct RedisClusterTests {
         }
     }
 
+    @Test("shard channels are subscribed with SSUBSCRIBE alone: each master lists its own among its shard channels, and no plain channel but the link's probe; one unsubscribed leaves its master's list")
+    func subscribesShardChannelsOnly() throws {
+        let cluster = try #require(SharedRedisCluster.current)
+        try EventLoop.withTestLoop { loop in
+            let client = try readyClient(cluster, on: loop)
+            defer { client.close() }
+            let map = try #require(client.map)
+            let channels = (0..<12).map { "rc:{only:\($0)}:events" }
+            let shards = Shards(client, on: loop, channels: channels)
+            defer { shards.subscriber.close() }
+            try #require(loop.run(until: { channels.allSatisfy { shards.resubscribed[$0] == 1 } }, timeout: patience), "never subscribed")
+            try publish("hello", on: channels, to: shards, via: client, on: loop)
+            func lines(_ port: Int, _ words: [String]) throws -> Set<String> {
+                Set(try cluster.command(port: port, words).split(separator: "\n").map { String($0) })
+            }
+            for master in map.masters {
+                let mine = Set(channels.filter { map.master(of: RedisClusterSlot.of($0)) == master })
+                #expect(try lines(master.port, ["PUBSUB", "SHARDCHANNELS", "rc:{only:*"]) == mine, "\(master)")
+                let plain = try lines(master.port, ["PUBSUB", "CHANNELS", "rc:*"])
+                #expect(plain.allSatisfy { $0.hasPrefix("rc:probe:") } && plain.count <= 1, "\(master) has plain channels \(plain)")
+            }
+            let gone = channels[0], master = try #require(map.master(of: RedisClusterSlot.of(gone)))
+            shards.subscriber.unsubscribe(gone)
+            let left = loop.run(until: { (try? lines(master.port, ["PUBSUB", "SHARDCHANNELS", "rc:{only:*"]).contains(gone)) == false },
+                                timeout: patience)
+            #expect(left, "\(gone) is still a shard channel of \(master)")
+        }
+    }
+
     @Test("a slot migrated under the client is followed: ASK while it moves (the map unchanged), MOVED once it moved (the map updated), replies in send order; its shard channel is subscribed again on the target")
     func followsAMigratingSlot() throws {
         let cluster = try #require(SharedRedisCluster.current)
