@@ -24,6 +24,19 @@ struct RedisClusterTLSTests {
         return client
     }
 
+    /// Runs `body` with a client of the shared TLS cluster that trusts the test CA, once it is
+    /// connected to every master.
+    private func withReadyClient(_ body: (RedisClusterNodes, RedisClusterClient, EventLoop) throws -> Void) throws {
+        let cluster = try #require(SharedRedisCluster.current)
+        let certificates = try #require(SharedRedisCluster.certificates)
+        try EventLoop.withTestLoop { loop in
+            let client = try client(cluster, RedisTLSSettings(caFile: certificates.caFile), on: loop)
+            defer { client.close() }
+            try #require(loop.run(until: { client.isReady }, timeout: patience), "never ready: \(String(describing: client.lastRefreshError))")
+            try body(cluster, client, loop)
+        }
+    }
+
     /// Sends `arguments` routed by `keys` and turns the loop until the outcome.
     private func call(_ client: RedisClusterClient, _ arguments: [String], keys: [String], on loop: EventLoop) throws -> Result<RedisReply, RedisError> {
         var outcome: Result<RedisReply, RedisError>?
@@ -34,12 +47,7 @@ struct RedisClusterTLSTests {
 
     @Test("rediss+cluster://: the slot map names the TLS ports; keys of 60 hash tags land on all three masters and read back, and a script runs, over TLS")
     func routesOverTLS() throws {
-        let cluster = try #require(SharedRedisCluster.current)
-        let certificates = try #require(SharedRedisCluster.certificates)
-        try EventLoop.withTestLoop { loop in
-            let client = try client(cluster, RedisTLSSettings(caFile: certificates.caFile), on: loop)
-            defer { client.close() }
-            try #require(loop.run(until: { client.isReady }, timeout: patience), "never ready: \(String(describing: client.lastRefreshError))")
+        try withReadyClient { cluster, client, loop in
             let map = try #require(client.map)
             let tlsPorts = Set(cluster.nodes.compactMap(\.tlsPort))
             #expect(map.masters.count == 3 && map.masters.allSatisfy { tlsPorts.contains($0.port) }, "the masters as a TLS client sees them: \(map.masters)")
@@ -71,12 +79,7 @@ struct RedisClusterTLSTests {
 
     @Test("rediss+cluster://: the sharded subscriber's TLS links get messages on every master, and their probes (PUBLISH through each master's TLS connection) keep them up")
     func shardedPubSubOverTLS() throws {
-        let cluster = try #require(SharedRedisCluster.current)
-        let certificates = try #require(SharedRedisCluster.certificates)
-        try EventLoop.withTestLoop { loop in
-            let client = try client(cluster, RedisTLSSettings(caFile: certificates.caFile), on: loop)
-            defer { client.close() }
-            try #require(loop.run(until: { client.isReady }, timeout: patience), "never ready: \(String(describing: client.lastRefreshError))")
+        try withReadyClient { cluster, client, loop in
             let masters = try #require(client.map?.masters)
             let channels = (0..<12).map { "tls:{c:\($0)}:events" }
             #expect(Set(channels.compactMap { client.map?.master(of: RedisClusterSlot.of($0)) }).count == 3)
