@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RollcallRedisEngine
+@testable import RollcallRedisEngine
 import RollcallCore
 import RollcallEventLoop
 import RollcallProtocol
@@ -70,7 +70,16 @@ final class ClusterBed {
     /// Nodes stopped by ``stop(node:)``: no ticks, no link, as after kill -9.
     private var stopped: Set<Int> = []
 
-    init(nodes: Int, configuration base: Configuration, prefix: String = "bed:", heartbeatSeconds: Double = 0.1) throws {
+    /// With `slotAudit`: the scripts of `among` that touched keys of two Redis Cluster slots.
+    func crossSlotScripts(among scripts: [LuaScript]) throws -> Set<String> {
+        Set(try scripts.map(\.store.name).filter { try redis.command(["EXISTS", SlotAudit.markKey(scriptName: $0)]) == ":1" })
+    }
+
+    /// With `slotAudit`, the nodes run their scripts under ``SlotAudit`` (``ClusterLink/auditsSlots``):
+    /// a script that touches keys of two Redis Cluster slots is marked in Redis
+    /// (``crossSlotScripts(among:)``), and runs as ever.
+    init(nodes: Int, configuration base: Configuration, prefix: String = "bed:", heartbeatSeconds: Double = 0.1,
+         slotAudit: Bool = false) throws {
         redis = try RedisServer()
         guard let loop = EventLoop() else { throw TestSupportError("libev could not be loaded") }
         self.loop = loop
@@ -88,6 +97,7 @@ final class ClusterBed {
             let broker = Broker(configuration: configuration, nodeId: nodeId, engines: BrokerEngines.onRedis)
             let link = try ClusterLink(configuration: configuration, nodeId: nodeId, epoch: epoch, loop: loop, logger: logger)
             link.deliver = { [unowned self] event in feed(index, event) }
+            link.auditsSlots = slotAudit
             brokers.append(broker)
             links.append(link)
             feeding.append(false)

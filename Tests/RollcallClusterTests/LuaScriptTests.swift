@@ -48,8 +48,8 @@ import Testing
         #expect(arguments == [[UInt8(ascii: "1")], [UInt8(ascii: "0")], [0, 255]])
     }
 
-    @Test func everyEngineScriptNamesEachParameterOnce() {
-        let scripts: [LuaScript] = [
+    /// Every script of the Redis engine.
+    static let everyEngineScript: [LuaScript] = [
             PresenceScripts.join, PresenceScripts.leave, PresenceScripts.setState, PresenceScripts.flush, PresenceScripts.publish,
             PresenceScripts.onlineUsers, PresenceScripts.readExpiries, PresenceScripts.snapshot, PresenceScripts.overdueExpiries,
             PresenceScripts.overdueFlushes, SessionScripts.start, SessionScripts.hold, SessionScripts.keepHeard, SessionScripts.claim, SessionScripts.cancelClaim,
@@ -59,6 +59,9 @@ import Testing
             ServerAPIScripts.channels, ServerAPIScripts.info, ServerAPIScripts.sessionsOfUser, ClusterStartCheck.register,
             NodeHeartbeat.beat, NodeHeartbeat.revive, WebhookStreamScripts.take, WebhookStreamScripts.settle, WebhookStreamScripts.touch,
         ]
+
+    @Test func everyEngineScriptNamesEachParameterOnce() {
+        let scripts = Self.everyEngineScript
         #expect(Set(scripts.map(\.store.name)).count == scripts.count)
         for script in scripts {
             let names = script.parameters.map(\.name) + (script.rest.map { [$0] } ?? [])

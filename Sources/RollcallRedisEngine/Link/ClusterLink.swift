@@ -48,6 +48,11 @@ public final class ClusterLink {
     /// The scripts run so far, by name (unique: LuaScriptTests): hashing a name is cheap, hashing
     /// a whole Lua source on every call cost a tenth of a node's CPU per op (BENCHMARKS.md, issue 28).
     private var scripts: [String: RedisScript] = [:]
+    /// Tests only: run the core's scripts under ``SlotAudit``, which marks in Redis each script
+    /// that touches keys of two Redis Cluster slots and changes nothing else (docs/cluster.md,
+    /// "Where the build stands"). Set before the first call.
+    package var auditsSlots = false
+    private var auditedScripts: [String: RedisScript] = [:]
     private var subscribedOnce = false
     private var hadOutage = false
     /// True once both links have been connected at least once (the node has joined).
@@ -378,10 +383,22 @@ public final class ClusterLink {
             case .command(let words):
                 commands.send(words, completion: completion)
             case .script(let script, let arguments):
-                redisScript(script).run(on: commands, keys: Array(arguments.prefix(script.keyCount)),
-                                        arguments: Array(arguments.dropFirst(script.keyCount)), completion: completion)
+                let keys = Array(arguments.prefix(script.keyCount)), rest = Array(arguments.dropFirst(script.keyCount))
+                guard auditsSlots else {
+                    redisScript(script).run(on: commands, keys: keys, arguments: rest, completion: completion)
+                    break
+                }
+                audited(script).run(on: commands, keys: keys, arguments: rest, completion: completion)
             }
         }
+    }
+
+    /// The script under ``SlotAudit`` (``auditsSlots``), made once per script.
+    private func audited(_ script: StoreScript) -> RedisScript {
+        if let cached = auditedScripts[script.name] { return cached }
+        let made = RedisScript(SlotAudit.prelude(scriptName: script.name) + script.source)
+        auditedScripts[script.name] = made
+        return made
     }
 
     /// The script with its SHA-1, made once per script (the connection loads it on each new
