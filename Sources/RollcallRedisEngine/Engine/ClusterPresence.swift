@@ -101,7 +101,7 @@ final class ClusterPresence {
                 }
                 forgetIfEmpty(key)
                 done(.failure(error))
-            case .success(let reply):
+            case .success(let (reply, roster)):
                 session.presence.joined[key] = request.flags
                 session.presence.pendingStates[key] = nil
                 session.presence.pendingTTLs[key] = nil
@@ -110,7 +110,10 @@ final class ClusterPresence {
                 scheduleExpiry(key, session.userId, earliest: reply.earliestExpiry, dueAndNow: reply.dueAndNow)
                 if waitsForSnapshot {
                     channel.waiting -= 1
-                    answer.after = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel)
+                    if let roster {
+                        answer.after = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: roster,
+                                                      own: reply.roster, in: channel)
+                    }
                 }
                 done(.success(answer))
                 if !alreadyJoined { joinAnswered(session, in: key, messageNumber: reply.messageNumber) }
@@ -119,9 +122,10 @@ final class ClusterPresence {
     }
 
     /// One attempt at the join script, expecting the user's stored state to be `current` (the
-    /// session's guess, then what a `retry` answered).
+    /// session's guess, then what a `retry` answered). Succeeds with the reply and, for a
+    /// joiner that asked for presence, the roster of its snapshot (``roster(replied:seq:version:held:sent:in:)``).
     private func attemptJoin(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
-                             then done: @escaping (Result<JoinScriptReply, BrokerError>) -> Void) {
+                             then done: @escaping (Result<(JoinScriptReply, LocalChannel.Roster?), BrokerError>) -> Void) {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
@@ -135,6 +139,7 @@ final class ClusterPresence {
         }
         let stateBytes = state.encoded
         let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
+        let sent = request.flags.presence ? local[key]?.roster : nil
         let join = PresenceScripts.join(
             channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
             expected: current, newState: stateBytes,
@@ -143,7 +148,7 @@ final class ClusterPresence {
             encodedName: PresenceEvents.encodedName(user),
             snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
             indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
-            sessionRecord: keys.session(session.sessionId), node: nodeId,
+            sessionRecord: keys.session(session.sessionId), node: nodeId, held: sent?.held ?? .none,
             ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
         runScript(join) { [self] result in
             switch result {
@@ -154,7 +159,12 @@ final class ClusterPresence {
                 switch decoded.outcome {
                 case .ok:
                     local[key]?.members[session.number]?.storedState = stateBytes
-                    done(.success(decoded))
+                    var roster: LocalChannel.Roster?
+                    if request.flags.presence, let channel = local[key] {
+                        roster = self.roster(replied: decoded.roster, seq: decoded.seq, version: decoded.rosterVersion ?? 0,
+                                             held: decoded.rosterHeld, sent: sent, in: channel)
+                    }
+                    done(.success((decoded, roster)))
                 case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
                     attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, deadline: deadline, then: done)
                 case .retry where attempt < Self.maxAttempts:
