@@ -215,12 +215,15 @@ extension ClusterPresence {
             return
         }
         let channelKeys = keys.channel(key)
-        let sent = local[key]?.roster
+        let reading = local[key]
+        let sent = reading?.roster
+        reading?.rosterReads += 1
         let snapshot = PresenceScripts.snapshot(channelArguments(key, channelKeys, intervalHead: false),
                                                 limit: max(1, configuration.presence.snapshotMaxMembers), held: sent?.held ?? .none,
                                                 viewers: sessions.map(\.userId))
         store.call([snapshot]) { [self] result in
             defer { finished?() }
+            reading?.rosterReads -= 1
             guard let channel = local[key] else { return }
             let waiting = sessions.enumerated().filter { channel.members[$0.element.number] != nil }
             guard !waiting.isEmpty else { return }
@@ -238,6 +241,7 @@ extension ClusterPresence {
                 return
             case .success(let replies):
                 let reply = SnapshotScriptReply(replies.first ?? .null)
+                channel.intervalMode = reply.mode == PresenceMode.interval.rawValue
                 let roster = roster(replied: reply.roster, seq: reply.seq, version: reply.rosterVersion, held: reply.rosterHeld,
                                     sent: sent, in: channel)
                 for (index, session) in waiting {

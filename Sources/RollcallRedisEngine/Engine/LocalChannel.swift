@@ -49,6 +49,12 @@ final class LocalChannel {
     /// viewer's own entry spliced in (docs/cluster.md, "One roster per node per seq").
     /// Dropped with the channel, and after a lost link to Redis.
     var roster: Roster?
+    /// Joins and snapshot reads of this node in flight that may bring a new ``roster``: a
+    /// join sent meanwhile in interval mode follows them (``PresenceScripts/HeldRoster/follows``).
+    var rosterReads = 0
+    /// The channel was in interval mode at the last answer: its roster moves once per
+    /// interval, so joins sent together wait for one read of it.
+    var intervalMode = false
 
     /// A roster as of one of the channel's events.
     struct Roster {

@@ -61,6 +61,9 @@ extension PresenceScripts {
     struct HeldRoster {
         /// The `seq` and roster version it was built at; `seq` -1: none held.
         let seq: Int, version: Int
+        /// A join only: when the pair no longer holds, build none either (the node has a
+        /// roster read in flight, sent before, whose answer comes first and may be the one).
+        var follows = false
 
         /// No roster held.
         static let none = HeldRoster(seq: -1, version: 0)
@@ -79,7 +82,7 @@ extension PresenceScripts {
             "user": user.string, "session": session, "flags": flags, "expected": expected.map { [UInt8(ascii: "=")] + $0 } ?? [],
             "newState": newState, "headJoin": joinHead, "headChanged": changedHead, "enc": encodedName, "limit": snapshotLimit,
         ], indexes.arguments, ["info": info ?? [], "sessionRecord": sessionRecord, "node": node,
-                               "rosterSeq": held.seq, "rosterVersion": held.version],
+                               "rosterSeq": held.seq, "rosterVersion": held.version, "rosterFollows": held.follows],
         rest: ClusterPresence.ttlOperations(ttl))
     }
 

@@ -29,7 +29,8 @@ enum ScriptOutcome: Equatable {
 }
 
 /// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry,
-/// message number, roster version, held}` (the last two when the joiner asked for presence).
+/// message number, roster version, held (0 built, 1 held, 2 followed)}` (the last two when the
+/// joiner asked for presence).
 struct JoinScriptReply {
     let outcome: ScriptOutcome
     /// Occupancy after the join.
@@ -49,6 +50,9 @@ struct JoinScriptReply {
     /// The roster the node sent (``PresenceScripts/HeldRoster``) is the one as of ``seq``:
     /// the script built none.
     let rosterHeld: Bool
+    /// The join followed a roster read in flight (``PresenceScripts/HeldRoster/follows``) and
+    /// the roster it sent did not hold: the script built none.
+    let rosterFollowed: Bool
     /// The member's earliest state-key expiry.
     let earliestExpiry: StoreReply
     /// The number of the channel's last message when the join ran (`mq`): the joiner gets
@@ -66,6 +70,7 @@ struct JoinScriptReply {
         messageNumber = Int(reply[7].integer ?? 0)
         rosterVersion = reply[8].integer.map { Int($0) }
         rosterHeld = reply[9].integer == 1
+        rosterFollowed = reply[9].integer == 2
     }
 }
 

@@ -18,7 +18,8 @@ enum PresenceScripts {
     static let join = LuaScript("presence.join", parameters: Channel.parameters + [
         .text("user"), .text("session"), .text("flags"), .text("expected"), .text("newState"),
         .text("headJoin"), .text("headChanged"), .text("enc"), .number("limit"),
-    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node"), .number("rosterSeq"), .number("rosterVersion")],
+    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node"), .number("rosterSeq"), .number("rosterVersion"),
+       .number("rosterFollows")],
     rest: "ttlFrom", library: library, body: """
         -- Fencing: only the node that owns the session joins for it (a node cut off, or declared
         -- dead, may not know yet that the session was resumed elsewhere or handed over).
@@ -61,12 +62,14 @@ enum PresenceScripts {
           tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest,
           tonumber(redis.call('HGET', ch.base, 'mq') or '0')}
         if limit > 0 then
-          -- The node's roster of this `seq` and version still holds: the joiner's own entry alone.
+          -- The node's roster of this `seq` and version still holds (1), or the node has a read
+          -- in flight that brings the current one (2): the joiner's own entry alone.
           local version = currentRosterVersion()
-          if rosterSeq == reply[4] and rosterVersion == version then
+          local held = rosterSeq == reply[4] and rosterVersion == version
+          if held or rosterFollows == 1 then
             local own, ownInfo = ownEntrySince(user)
             reply[6] = {0, {}, own, ownInfo}
-            reply[10] = 1
+            reply[10] = held and 1 or 2
           else
             reply[6] = rosterAtLastEvent(limit, user)
             reply[10] = 0
