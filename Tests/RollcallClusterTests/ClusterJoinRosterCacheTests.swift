@@ -20,6 +20,8 @@ struct ClusterJoinRosterCacheTests {
     final class RosterAnswers {
         var built = 0
         var held = 0
+        /// Joins that followed a read in flight and built none.
+        var followed = 0
     }
 
     private func watch(_ bed: ClusterBed, node: Int) -> RosterAnswers {
@@ -32,7 +34,7 @@ struct ClusterJoinRosterCacheTests {
                 case "presence.join":
                     let decoded = JoinScriptReply(reply)
                     guard decoded.outcome == .ok, decoded.rosterVersion != nil else { continue }
-                    if decoded.rosterHeld { answers.held += 1 } else { answers.built += 1 }
+                    if decoded.rosterHeld { answers.held += 1 } else if decoded.rosterFollowed { answers.followed += 1 } else { answers.built += 1 }
                 case "presence.snapshot":
                     if SnapshotScriptReply(reply).rosterHeld { answers.held += 1 } else { answers.built += 1 }
                 default:
@@ -284,6 +286,76 @@ struct ClusterJoinRosterCacheTests {
         let again = try join(bed, "v", on: 0)
         #expect((answers.built, answers.held) == (1, 0), "the copy of the channel's earlier life at seq 1 is not used")
         #expect(Set(again.entries.keys) == ["p", "v"], "\(again.entries)")
+    }
+
+    /// Sends a join of `client` to the room without waiting for its answer; returns its request id.
+    private func sendJoin(_ bed: ClusterBed, _ client: ClusterBed.Client) -> Int {
+        client.nextId += 1
+        let request: JSON = .object(JSONObject([("id", .int(client.nextId)), ("op", .string("join")), ("channel", .string("room"))]))
+        bed.feed(client.node, .received(client.connection, request.encoded()))
+        return client.nextId
+    }
+
+    /// Members a0…a4 on node 0: a0 joined (node 0 knows the room is in interval mode), and its
+    /// join announced (seq 4) and delivered there; a1…a4 logged in, not joined.
+    private func burstRoom(_ bed: ClusterBed) throws -> [ClusterBed.Client] {
+        _ = try filledRoom(bed)
+        _ = try join(bed, "a0", on: 0)
+        try flushNow(bed)
+        try bed.pump(until: { (try? self.presence(bed, 0).local[Self.room]?.delivered) == 4 }, what: "node 0 delivered seq 4")
+        return try (1...4).map { try bed.login("a\($0)", on: 0) }
+    }
+
+    @Test("joins sent at once after a seq step: the first builds the roster, the others follow it and copy it")
+    func burstFollowsOneRead() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: intervalConfiguration(), prefix: "rosterburst:")
+        let joiners = try burstRoom(bed)
+        let answers = watch(bed, node: 0)
+        let ids = joiners.map { sendJoin(bed, $0) }
+        try bed.pump(until: { zip(joiners, ids).allSatisfy { $0.replies[$1] != nil && $0.events.contains { $0.string("type") == "snapshot" } } },
+                     what: "every joiner answered, with its snapshot")
+        #expect((answers.built, answers.held, answers.followed) == (1, 0, 3), "one roster built for the four joins")
+        let first = try snapshot(of: joiners[0])
+        #expect(first.seq == 4 && Set(first.entries.keys) == ["m0", "m1", "m2", "m3", "a0", "a1"], "\(first.entries)")
+        for (index, joiner) in joiners.enumerated().dropFirst() {
+            let shown = try snapshot(of: joiner)
+            var copied = shown.entries, read = first.entries
+            copied["a\(index + 1)"] = nil
+            read["a1"] = nil
+            #expect(shown.seq == 4 && shown.occupancy == first.occupancy && copied == read, "a\(index + 1): \(shown.entries)")
+        }
+        try expectFresh(bed, (joiners[1], first.seq, first.occupancy, try snapshot(of: joiners[1]).entries), user: "a2", reader: "fresh", on: 0)
+    }
+
+    @Test("joins that followed a read whose roster was not the one at their seq get theirs from one snapshot read")
+    func burstReadsAgainWhenTheSeqMoved() throws {
+        let bed = try ClusterBed(nodes: 2, configuration: intervalConfiguration(), prefix: "rosterburstmoved:")
+        let joiners = try burstRoom(bed)
+        let base = try base(bed)
+        // The first join runs in Redis; its answer waits (the node has it in flight), the
+        // channel's seq moves (as an event would), then the others are sent and run.
+        var held = false
+        bed.delaysStoreReply = { index, commands in
+            guard index == 0, !held, commands.contains(where: { if case .script(let script, _) = $0 { script.name == "presence.join" } else { false } })
+            else { return false }
+            held = true
+            return true
+        }
+        let answers = watch(bed, node: 0)
+        var ids = [sendJoin(bed, joiners[0])]
+        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", base + ":st", "a1"])) == ":1" }, what: "the first join ran")
+        _ = try bed.redis.command(["HINCRBY", base, "seq", "1"])
+        ids += joiners.dropFirst().map { sendJoin(bed, $0) }
+        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", base + ":st", "a4"])) == ":1" },
+                     what: "the other joins ran (in order: a4's is the last)")
+        bed.releaseHeldReplies(node: 0)
+        try bed.pump(until: { zip(joiners, ids).allSatisfy { $0.replies[$1] != nil && $0.events.contains { $0.string("type") == "snapshot" } } },
+                     what: "every joiner answered, with its snapshot")
+        #expect((answers.built, answers.held, answers.followed) == (2, 0, 3), "the first join's roster, then one read for the three others")
+        #expect(try snapshot(of: joiners[0]).seq == 4)
+        for joiner in joiners.dropFirst() {
+            #expect(try snapshot(of: joiner).seq == 5, "the roster at the seq it joined at, or later")
+        }
     }
 
     @Test("a resync's snapshot read at an unchanged seq copies the roster too, and every session's snapshot equals a fresh read")
