@@ -59,6 +59,13 @@ final class ClusterBed {
     /// Called with each store call a node makes, before its link sends it (the loop is not
     /// running then: a blocking command to Redis from here runs before the call does).
     var beforeStoreCall: ((Int, [StoreCommand]) -> Void)?
+    /// Called with each store call a node made and what came back for it (node index,
+    /// commands, result), before the node handles the answer.
+    var afterStoreReply: ((Int, [StoreCommand], Result<[StoreReply], StoreFailure>) -> Void)?
+    private var watchedCalls: [Int: [StoreTicket: [StoreCommand]]] = [:]
+    /// Answers to ``run(_:on:)``, by ticket (numbered down from the top: no broker's).
+    private var directAnswers: [StoreTicket: Result<[StoreReply], StoreFailure>] = [:]
+    private var nextDirectTicket = UInt64.max
     private var nextConnection: UInt64 = 0
     private var feeding: [Bool] = []
     private var queued: [[InboundEvent]] = []
@@ -130,6 +137,13 @@ final class ClusterBed {
             delayedReplies[index, default: []].append(event)
             return
         }
+        if case .storeReplied(let ticket, let result) = event, ticket.rawValue > nextDirectTicket {
+            directAnswers[ticket] = result
+            return
+        }
+        if case .storeReplied(let ticket, let result) = event, let commands = watchedCalls[index]?.removeValue(forKey: ticket) {
+            afterStoreReply?(index, commands, result)
+        }
         if case .storeReplied(let ticket, _) = event, lostReplies[index]?.remove(ticket) != nil {
             queued[index].append(.storeReplied(ticket, .failure(StoreFailure(.unavailable, "answer lost by the test", retryAfterMs: 100))))
         } else {
@@ -161,6 +175,7 @@ final class ClusterBed {
             feed(index, .storeReplied(ticket, .failure(StoreFailure(.unavailable, "link dropped by the test", retryAfterMs: 100))))
         case .store(let ticket, let commands):
             beforeStoreCall?(index, commands)
+            if afterStoreReply != nil { watchedCalls[index, default: [:]][ticket] = commands }
             if losesStoreReply?(index, commands) == true { lostReplies[index, default: []].insert(ticket) }
             if delaysStoreReply?(index, commands) == true { delayedTickets[index, default: []].insert(ticket) }
             links[index].perform(action)
@@ -186,6 +201,19 @@ final class ClusterBed {
             return true
         }
         if answerLost { losesStoreReply = fault } else { dropsStoreCall = fault }
+    }
+
+    /// Runs `commands` on node `node`'s link to Redis (as a node's engine would, behind its
+    /// broker's back) and waits for Redis' answer.
+    func run(_ commands: [StoreCommand], on node: Int) throws -> [StoreReply] {
+        let ticket = StoreTicket(nextDirectTicket)
+        nextDirectTicket -= 1
+        links[node].perform(.store(ticket, commands))
+        try pump(until: { directAnswers[ticket] != nil }, what: "Redis' answer to \(commands.count) commands")
+        switch directAnswers.removeValue(forKey: ticket)! {
+        case .success(let replies): return replies
+        case .failure(let failure): throw TestSupportError("store call failed: \(failure)")
+        }
     }
 
     /// Hands node `node` the pub/sub messages ``delaysStoreMessage`` held back, in order.

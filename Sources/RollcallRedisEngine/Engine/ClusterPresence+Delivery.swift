@@ -169,28 +169,19 @@ extension ClusterPresence {
 
     // MARK: - Snapshots
 
-    /// The snapshot frames for `viewer` (and the events it missed since), from a roster the
-    /// store read at `seq` (``PresenceScripts`` `rosterAtLastEvent`); marks the viewer as
-    /// having seen up to `seq`.
-    func snapshotFrames(of key: ChannelKey, viewer: Session, seq: Int, mode: String?, roster: StoreReply,
+    /// The snapshot frames for `viewer` (and the events it missed since), from `roster`, the
+    /// roster as of `seq` (``PresenceScripts`` `rosterAtLastEvent`), and the viewer's own entry
+    /// when it joined since that event (`own[2]`, `own[3]`: state and info, empty: none); marks
+    /// the viewer as having seen up to `seq`.
+    func snapshotFrames(of key: ChannelKey, viewer: Session, seq: Int, mode: String?, roster: LocalChannel.Roster, own: StoreReply,
                         in channel: LocalChannel) -> [[UInt8]] {
         let limit = max(1, configuration.presence.snapshotMaxMembers)
-        let flat = roster[1].elements ?? []
-        var entries: [(userId: Name, state: [UInt8], info: [UInt8]?)] = []
-        entries.reserveCapacity(flat.count / 3)
-        var index = 0
-        while index + 2 < flat.count {
-            let info = flat[index + 2].bytes.flatMap { $0.isEmpty ? nil : $0 }
-            entries.append((Name(unchecked: flat[index].text ?? ""), flat[index + 1].bytes ?? Array("{}".utf8), info))
-            index += 3
-        }
-        let total = Int(roster[0].integer ?? 0)
-        let built = RosterPage(encodedEntries: entries, more: total > entries.count)
+        let total = roster.total
         var insert: RosterPage.EncodedEntry?
-        if let stored = roster[2].bytes, !stored.isEmpty, let state = PresenceState(stored: stored) {
-            insert = RosterPage.EncodedEntry((viewer.userId, state, roster[3].bytes.flatMap { $0.isEmpty ? nil : $0 }), includeState: true)
+        if let stored = own[2].bytes, !stored.isEmpty, let state = PresenceState(stored: stored) {
+            insert = RosterPage.EncodedEntry((viewer.userId, state, own[3].bytes.flatMap { $0.isEmpty ? nil : $0 }), includeState: true)
         }
-        let array = built.array(inserting: insert, limit: limit)
+        let array = roster.page.array(inserting: insert, limit: limit)
         let nextPage = array.more ? array.last.map { PageCursor.encode(after: $0) } : nil
         var frames = [PresenceEvents.snapshot(
             channel: key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: total + (insert == nil ? 0 : 1),
@@ -224,10 +215,15 @@ extension ClusterPresence {
             return
         }
         let channelKeys = keys.channel(key)
+        let reading = local[key]
+        let sent = reading?.roster
+        reading?.rosterReads += 1
         let snapshot = PresenceScripts.snapshot(channelArguments(key, channelKeys, intervalHead: false),
-                                                limit: max(1, configuration.presence.snapshotMaxMembers), viewers: sessions.map(\.userId))
+                                                limit: max(1, configuration.presence.snapshotMaxMembers), held: sent?.held ?? .none,
+                                                viewers: sessions.map(\.userId))
         store.call([snapshot]) { [self] result in
             defer { finished?() }
+            reading?.rosterReads -= 1
             guard let channel = local[key] else { return }
             let waiting = sessions.enumerated().filter { channel.members[$0.element.number] != nil }
             guard !waiting.isEmpty else { return }
@@ -245,10 +241,13 @@ extension ClusterPresence {
                 return
             case .success(let replies):
                 let reply = SnapshotScriptReply(replies.first ?? .null)
+                channel.intervalMode = reply.mode == PresenceMode.interval.rawValue
+                let roster = roster(replied: reply.roster, seq: reply.seq, version: reply.rosterVersion, held: reply.rosterHeld,
+                                    sent: sent, in: channel)
                 for (index, session) in waiting {
                     channel.waiting -= 1
-                    let frames = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode,
-                                                roster: reply.roster(forViewerAt: index), in: channel)
+                    let frames = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: roster,
+                                                own: reply.roster(forViewerAt: index), in: channel)
                     for frame in frames { outbox.send(frame, to: session) }
                 }
             }
@@ -287,6 +286,8 @@ extension ClusterPresence {
     func resyncEverything() {
         let channels = local.keys.sorted()
         guard !channels.isEmpty else { return }
+        // Redis may have restarted or failed over, and its `seq` and roster versions with it.
+        for channel in local.values { channel.roster = nil }
         let commands = channels.map { key in StoreCommand.command([Array("HGET".utf8), Array(keys.channel(key).base.utf8), Array("seq".utf8)]) }
         store.call(commands) { [self] result in
             guard case .success(let replies) = result else {

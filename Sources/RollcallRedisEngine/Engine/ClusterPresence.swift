@@ -101,27 +101,39 @@ final class ClusterPresence {
                 }
                 forgetIfEmpty(key)
                 done(.failure(error))
-            case .success(let reply):
+            case .success(let (reply, roster)):
                 session.presence.joined[key] = request.flags
                 session.presence.pendingStates[key] = nil
                 session.presence.pendingTTLs[key] = nil
                 var answer = Answer(result: .object(["occupancy": .int(reply.occupancy), "mode": .string(reply.mode)]))
                 scheduleFlush(key, dueAndNow: reply.dueAndNow)
                 scheduleExpiry(key, session.userId, earliest: reply.earliestExpiry, dueAndNow: reply.dueAndNow)
+                var readsSnapshot = false
                 if waitsForSnapshot {
-                    channel.waiting -= 1
-                    answer.after = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: reply.roster, in: channel)
+                    if let roster {
+                        channel.waiting -= 1
+                        answer.after = snapshotFrames(of: key, viewer: session, seq: reply.seq, mode: reply.mode, roster: roster,
+                                                      own: reply.roster, in: channel)
+                    } else {
+                        // It followed a read whose roster was not the one at its `seq`: read
+                        // again, once for every such joiner of the channel (next tick).
+                        readsSnapshot = true
+                    }
                 }
                 done(.success(answer))
                 if !alreadyJoined { joinAnswered(session, in: key, messageNumber: reply.messageNumber) }
+                if readsSnapshot, local[key] === channel {
+                    snapshotRetries.schedule(SnapshotRetry(channel: key, session: session.number), at: clock.monotonic)
+                }
             }
         }
     }
 
     /// One attempt at the join script, expecting the user's stored state to be `current` (the
-    /// session's guess, then what a `retry` answered).
+    /// session's guess, then what a `retry` answered). Succeeds with the reply and, for a
+    /// joiner that asked for presence, the roster of its snapshot (``roster(replied:seq:version:held:sent:in:)``).
     private func attemptJoin(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
-                             then done: @escaping (Result<JoinScriptReply, BrokerError>) -> Void) {
+                             then done: @escaping (Result<(JoinScriptReply, LocalChannel.Roster?), BrokerError>) -> Void) {
         let key = request.channel
         let user = session.userId
         let channelKeys = keys.channel(key)
@@ -135,6 +147,15 @@ final class ClusterPresence {
         }
         let stateBytes = state.encoded
         let flags = (request.flags.presence ? "p" : "-") + (request.flags.messages ? "m" : "-")
+        let channel = request.flags.presence ? local[key] : nil
+        let sent = channel?.roster
+        var held = sent?.held ?? .none
+        // One roster read per burst: a join sent while another read of the roster is in flight
+        // (interval mode) builds none when the node's copy does not hold; it copies what that
+        // read brings when it is the one at its `seq`.
+        held.follows = channel.map { $0.rosterReads > 0 && $0.intervalMode } ?? false
+        let leads = held.follows ? nil : channel
+        leads?.rosterReads += 1
         let join = PresenceScripts.join(
             channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
             expected: current, newState: stateBytes,
@@ -143,9 +164,10 @@ final class ClusterPresence {
             encodedName: PresenceEvents.encodedName(user),
             snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
             indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
-            sessionRecord: keys.session(session.sessionId), node: nodeId,
+            sessionRecord: keys.session(session.sessionId), node: nodeId, held: held,
             ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
         runScript(join) { [self] result in
+            leads?.rosterReads -= 1
             switch result {
             case .failure(let error):
                 done(.failure(error))
@@ -154,7 +176,17 @@ final class ClusterPresence {
                 switch decoded.outcome {
                 case .ok:
                     local[key]?.members[session.number]?.storedState = stateBytes
-                    done(.success(decoded))
+                    var roster: LocalChannel.Roster?
+                    if request.flags.presence, let channel = local[key] {
+                        channel.intervalMode = decoded.mode == PresenceMode.interval.rawValue
+                        if !decoded.rosterFollowed {
+                            roster = self.roster(replied: decoded.roster, seq: decoded.seq, version: decoded.rosterVersion ?? 0,
+                                                 held: decoded.rosterHeld, sent: sent, in: channel)
+                        } else if let kept = channel.roster, kept.seq == decoded.seq, kept.version == decoded.rosterVersion {
+                            roster = kept
+                        }
+                    }
+                    done(.success((decoded, roster)))
                 case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
                     attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, deadline: deadline, then: done)
                 case .retry where attempt < Self.maxAttempts:

@@ -44,6 +44,30 @@ final class LocalChannel {
     var messagesAwaitingJoin: [UInt64: [(number: Int, bytes: [UInt8])]] = [:]
     /// Events delivered (or held back) while sessions wait, for replay to them.
     var recent: [Event] = []
+    /// The roster as of the channel's last event that Redis last built for this node,
+    /// encoded once: a snapshot at the same `seq` and roster version copies it, with the
+    /// viewer's own entry spliced in (docs/cluster.md, "One roster per node per seq").
+    /// Dropped with the channel, and after a lost link to Redis.
+    var roster: Roster?
+    /// Joins and snapshot reads of this node in flight that may bring a new ``roster``: a
+    /// join sent meanwhile in interval mode follows them (``PresenceScripts/HeldRoster/follows``).
+    var rosterReads = 0
+    /// The channel was in interval mode at the last answer: its roster moves once per
+    /// interval, so joins sent together wait for one read of it.
+    var intervalMode = false
+
+    /// A roster as of one of the channel's events.
+    struct Roster {
+        /// The `seq` and roster version it was built at.
+        let seq: Int, version: Int
+        /// Its first `presence.snapshotMaxMembers` entries, encoded in byte order of user id.
+        let page: RosterPage
+        /// How many members it has.
+        let total: Int
+
+        /// What the snapshot scripts are told the node holds.
+        var held: PresenceScripts.HeldRoster { PresenceScripts.HeldRoster(seq: seq, version: version) }
+    }
 
     /// Most events kept for replay; a session whose snapshot is older gets a fresh one.
     static let recentLimit = 256

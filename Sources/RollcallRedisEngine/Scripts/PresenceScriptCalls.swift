@@ -56,19 +56,33 @@ extension PresenceScripts {
         case silent = "-"
     }
 
+    /// Which roster as of the last event the node holds for a channel (``LocalChannel/Roster``):
+    /// a snapshot script builds none while the channel's `seq` and roster version are these.
+    struct HeldRoster {
+        /// The `seq` and roster version it was built at; `seq` -1: none held.
+        let seq: Int, version: Int
+        /// A join only: when the pair no longer holds, build none either (the node has a
+        /// roster read in flight, sent before, whose answer comes first and may be the one).
+        var follows = false
+
+        /// No roster held.
+        static let none = HeldRoster(seq: -1, version: 0)
+    }
+
     /// `presence.join`: `session` of `user` joins with `flags` (`p`/`-`, `m`/`-`) and
     /// `newState`, if the member's state is still `expected` (nil: not a member); the events'
     /// heads for a join and a state change, the user's encoded name, how many members the
-    /// snapshot may list (0: none), the indexes, the login's `info`, and the fencing check
-    /// (`sessionRecord` must be owned by `node`).
+    /// snapshot may list (0: none), the indexes, the login's `info`, the fencing check
+    /// (`sessionRecord` must be owned by `node`), and the roster the node holds (`held`).
     static func join(_ channel: Channel, user: Name, session: String, flags: String, expected: [UInt8]?, newState: [UInt8],
                      joinHead: [UInt8], changedHead: [UInt8], encodedName: [UInt8], snapshotLimit: Int,
-                     indexes: MembershipIndexes, info: [UInt8]?, sessionRecord: String, node: String,
+                     indexes: MembershipIndexes, info: [UInt8]?, sessionRecord: String, node: String, held: HeldRoster,
                      ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
         join.command(channel.arguments, [
             "user": user.string, "session": session, "flags": flags, "expected": expected.map { [UInt8(ascii: "=")] + $0 } ?? [],
             "newState": newState, "headJoin": joinHead, "headChanged": changedHead, "enc": encodedName, "limit": snapshotLimit,
-        ], indexes.arguments, ["info": info ?? [], "sessionRecord": sessionRecord, "node": node],
+        ], indexes.arguments, ["info": info ?? [], "sessionRecord": sessionRecord, "node": node,
+                               "rosterSeq": held.seq, "rosterVersion": held.version, "rosterFollows": held.follows],
         rest: ClusterPresence.ttlOperations(ttl))
     }
 
@@ -120,9 +134,11 @@ extension PresenceScripts {
     }
 
     /// `presence.snapshot`: one roster of up to `limit` members for `viewers` (the first one's
-    /// entry spliced in when it joined since the last event, the others' entries apart).
-    static func snapshot(_ channel: Channel, limit: Int, viewers: [Name]) -> StoreCommand {
-        snapshot.command(channel.arguments, ["limit": limit], rest: viewers.map { Array($0.string.utf8) })
+    /// entry spliced in when it joined since the last event, the others' entries apart), none
+    /// when the roster the node holds (`held`) still holds.
+    static func snapshot(_ channel: Channel, limit: Int, held: HeldRoster, viewers: [Name]) -> StoreCommand {
+        snapshot.command(channel.arguments, ["limit": limit, "rosterSeq": held.seq, "rosterVersion": held.version],
+                         rest: viewers.map { Array($0.string.utf8) })
     }
 
     /// `presence.flush`: the channel's due `interval` event, once, whoever runs it.

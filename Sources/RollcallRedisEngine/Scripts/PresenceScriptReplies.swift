@@ -29,7 +29,8 @@ enum ScriptOutcome: Equatable {
 }
 
 /// `presence.join`: `{outcome, occupancy, mode, seq, due-and-now, roster, earliest expiry,
-/// message number}`.
+/// message number, roster version, held (0 built, 1 held, 2 followed)}` (the last two when the
+/// joiner asked for presence).
 struct JoinScriptReply {
     let outcome: ScriptOutcome
     /// Occupancy after the join.
@@ -40,8 +41,18 @@ struct JoinScriptReply {
     let seq: Int
     /// The interval flush now due, and Redis' time (``ClusterPresence/scheduleFlush(_:dueAndNow:)``).
     let dueAndNow: StoreReply
-    /// The snapshot's roster, for a joiner that asked for presence.
+    /// The snapshot's roster, for a joiner that asked for presence; only the joiner's own
+    /// entry when ``rosterHeld``.
     let roster: StoreReply
+    /// The channel's roster version (with ``seq``, what the roster is keyed on); nil when no
+    /// roster was asked for.
+    let rosterVersion: Int?
+    /// The roster the node sent (``PresenceScripts/HeldRoster``) is the one as of ``seq``:
+    /// the script built none.
+    let rosterHeld: Bool
+    /// The join followed a roster read in flight (``PresenceScripts/HeldRoster/follows``) and
+    /// the roster it sent did not hold: the script built none.
+    let rosterFollowed: Bool
     /// The member's earliest state-key expiry.
     let earliestExpiry: StoreReply
     /// The number of the channel's last message when the join ran (`mq`): the joiner gets
@@ -57,6 +68,9 @@ struct JoinScriptReply {
         roster = reply[5]
         earliestExpiry = reply[6]
         messageNumber = Int(reply[7].integer ?? 0)
+        rosterVersion = reply[8].integer.map { Int($0) }
+        rosterHeld = reply[9].integer == 1
+        rosterFollowed = reply[9].integer == 2
     }
 }
 
@@ -129,21 +143,28 @@ struct OnlineUsersScriptReply {
     }
 }
 
-/// `presence.snapshot` (a fresh snapshot for a resumed or resynced session): `{outcome, mode,
-/// seq, roster}`.
+/// `presence.snapshot` (a fresh snapshot for a resumed or resynced session): `{occupancy, mode,
+/// seq, roster, others, roster version, held}`.
 struct SnapshotScriptReply {
     let mode: String?
     let seq: Int
-    /// The roster as the first viewer sees it (`rosterAtLastEvent`).
+    /// The roster as the first viewer sees it (`rosterAtLastEvent`); only that viewer's own
+    /// entry when ``rosterHeld``.
     let roster: StoreReply
     /// Each further viewer's own entry, as state and info (empty: none to add).
     let others: [StoreReply]
+    /// The channel's roster version (with ``seq``, what the roster is keyed on).
+    let rosterVersion: Int
+    /// The roster the node sent is the one as of ``seq``: the script built none.
+    let rosterHeld: Bool
 
     init(_ reply: StoreReply) {
         mode = reply[1].text
         seq = Int(reply[2].integer ?? 0)
         roster = reply[3]
         others = reply[4].elements ?? []
+        rosterVersion = Int(reply[5].integer ?? 0)
+        rosterHeld = reply[6].integer == 1
     }
 
     /// The roster as viewer `index` (in the order the script was given) sees it.

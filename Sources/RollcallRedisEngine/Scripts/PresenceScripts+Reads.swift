@@ -81,12 +81,22 @@ extension PresenceScripts {
         return redis.call('ZRANGEBYSCORE', dueSet, '-inf', now - slackMs, 'LIMIT', 0, limit)
         """)
 
-    /// One roster of up to `limit` members for the viewers (the rest: user names).
-    static let snapshot = LuaScript("presence.snapshot", parameters: Channel.parameters + [.number("limit")], rest: "viewersFrom",
-                                    library: library, body: """
+    /// One roster of up to `limit` members for the viewers (the rest: user names), or none
+    /// when the node's copy (`rosterSeq`, `rosterVersion`) still holds.
+    static let snapshot = LuaScript("presence.snapshot", parameters: Channel.parameters + [
+        .number("limit"), .number("rosterSeq"), .number("rosterVersion"),
+    ], rest: "viewersFrom", library: library, body: """
         -- One roster for every viewer; only a viewer who joined since the last (interval) event
         -- sees its own entry added, so each further viewer gets that entry alone.
-        local roster = rosterAtLastEvent(limit, ARGV[viewersFrom])
+        local seq = tonumber(redis.call('HGET', ch.base, 'seq') or '0')
+        local version = currentRosterVersion()
+        local roster, cached = nil, 0
+        if rosterSeq == seq and rosterVersion == version then
+          local own, ownInfo = ownEntrySince(ARGV[viewersFrom])
+          roster, cached = {0, {}, own, ownInfo}, 1
+        else
+          roster = rosterAtLastEvent(limit, ARGV[viewersFrom])
+        end
         local others = {}
         for i = viewersFrom + 1, #ARGV do
           local viewer = ARGV[i]
@@ -100,6 +110,6 @@ extension PresenceScripts {
           others[#others + 1] = info
         end
         return {redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), roster, others}
+          seq, roster, others, version, cached}
         """)
 }

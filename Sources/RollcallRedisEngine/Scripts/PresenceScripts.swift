@@ -18,7 +18,8 @@ enum PresenceScripts {
     static let join = LuaScript("presence.join", parameters: Channel.parameters + [
         .text("user"), .text("session"), .text("flags"), .text("expected"), .text("newState"),
         .text("headJoin"), .text("headChanged"), .text("enc"), .number("limit"),
-    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node")],
+    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node"), .number("rosterSeq"), .number("rosterVersion"),
+       .number("rosterFollows")],
     rest: "ttlFrom", library: library, body: """
         -- Fencing: only the node that owns the session joins for it (a node cut off, or declared
         -- dead, may not know yet that the session was resumed elsewhere or handed over).
@@ -42,7 +43,11 @@ enum PresenceScripts {
         if not current then
           redis.call('ZADD', ch.members, 0, user)
           -- The first member: the channel's hash is new, so its join is announced with `seq` 1.
-          if redis.call('ZCARD', ch.members) == 1 then hookChannel('occupied', 1) end
+          if redis.call('ZCARD', ch.members) == 1 then
+            hookChannel('occupied', 1)
+            -- A channel starts again at `seq` 1: its roster version moves past the last one's.
+            bumpRosterVersion()
+          end
           redis.call('HSET', ch.st, user, newState)
           if info ~= '' then redis.call('HSET', ch.info, user, info) else redis.call('HDEL', ch.info, user) end
           redis.call('ZADD', userChannels, 0, ch.id)
@@ -56,7 +61,21 @@ enum PresenceScripts {
         local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
           tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest,
           tonumber(redis.call('HGET', ch.base, 'mq') or '0')}
-        if limit > 0 then reply[6] = rosterAtLastEvent(limit, user) end
+        if limit > 0 then
+          -- The node's roster of this `seq` and version still holds (1), or the node has a read
+          -- in flight that brings the current one (2): the joiner's own entry alone.
+          local version = currentRosterVersion()
+          local held = rosterSeq == reply[4] and rosterVersion == version
+          if held or rosterFollows == 1 then
+            local own, ownInfo = ownEntrySince(user)
+            reply[6] = {0, {}, own, ownInfo}
+            reply[10] = held and 1 or 2
+          else
+            reply[6] = rosterAtLastEvent(limit, user)
+            reply[10] = 0
+          end
+          reply[9] = version
+        end
         return reply
         """)
 
@@ -84,6 +103,8 @@ enum PresenceScripts {
           redis.call('HDEL', ch.pending, user)
           redis.call('HDEL', ch.pendingInfo, user)
           redis.call('ZREM', ch.listed, user)
+          -- Gone from the roster as of the last event with no `seq` step.
+          bumpRosterVersion()
         else
           memberChanged(kind == 't' and 'timeout' or 'leave', user, enc, true, before, head)
         end
@@ -241,6 +262,20 @@ enum PresenceScripts {
           return {tonumber(redis.call('HGET', ch.base, 'due') or '0'), now}
         end
 
+        -- The roster version (`rv` in the channel's hash; 0 before any): with `seq`, what a
+        -- node's copy of the roster as of the last event is keyed on. Every change to that
+        -- roster that steps no `seq` bumps it (docs/cluster.md, "One roster per node per seq").
+        -- It moves to Redis' clock in µs when that is further, so a channel that empties and
+        -- starts again at `seq` 1 never shows an earlier (`seq`, version) pair again.
+        local function currentRosterVersion()
+          return tonumber(redis.call('HGET', ch.base, 'rv') or '0')
+        end
+
+        local function bumpRosterVersion()
+          local micros = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+          redis.call('HSET', ch.base, 'rv', string.format('%.0f', math.max(currentRosterVersion() + 1, micros)))
+        end
+
         local function footer(occupancy, mode, seq)
           return ',"occupancy":' .. occupancy .. ',"mode":"' .. mode .. '","seq":' .. seq .. ',"timestamp":' .. now .. '}'
         end
@@ -269,11 +304,15 @@ enum PresenceScripts {
 
         local function flush()
           local pending = redis.call('HGETALL', ch.pending)
-          redis.call('DEL', ch.pending, ch.pendingInfo)
+          redis.call('DEL', ch.pending)
           redis.call('HDEL', ch.base, 'due')
           redis.call('ZREM', ch.due, ch.id)
-          if #pending == 0 then return end
+          if #pending == 0 then
+            redis.call('DEL', ch.pendingInfo)
+            return
+          end
           local joins, leaves, timeouts, changes = {}, {}, {}, {}
+          local infoChanged = false
           for i = 1, #pending, 2 do
             local user, p = pending[i], parsePending(pending[i + 1])
             local current = redis.call('HGET', ch.st, user)
@@ -286,9 +325,16 @@ enum PresenceScripts {
               if current ~= '{}' then changes[#changes + 1] = entry end
             elseif p.was and current and current ~= p.before then
               changes[#changes + 1] = entry
+            elseif p.was and current and (redis.call('HGET', ch.info, user) or '') ~= (redis.call('HGET', ch.pendingInfo, user) or '') then
+              -- Left and joined again with another info, the same state: no event shows it.
+              infoChanged = true
             end
           end
-          if #joins + #leaves + #timeouts + #changes == 0 then return end
+          redis.call('DEL', ch.pendingInfo)
+          if #joins + #leaves + #timeouts + #changes == 0 then
+            if infoChanged then bumpRosterVersion() end
+            return
+          end
           if redis.call('EXISTS', ch.listed) == 1 then
             for _, e in ipairs(joins) do redis.call('ZADD', ch.listed, 0, e.user) end
             for _, e in ipairs(leaves) do redis.call('ZREM', ch.listed, e.user) end
@@ -429,6 +475,16 @@ enum PresenceScripts {
             insertInfo = redis.call('HGET', ch.info, viewer) or ''
           end
           return {occupancy, shown, insert, insertInfo}
+        end
+
+        -- The viewer's current state and info when it joined since the last event (else ''
+        -- twice): what a snapshot adds to the roster as of that event.
+        local function ownEntrySince(viewer)
+          local record = redis.call('HGET', ch.pending, viewer)
+          if record and string.sub(record, 1, 1) == '0' then
+            return redis.call('HGET', ch.st, viewer) or '', redis.call('HGET', ch.info, viewer) or ''
+          end
+          return '', ''
         end
 
         """
