@@ -177,7 +177,7 @@ extension ClusterSessions {
             case .success(let replies):
                 let sessions = ServerAPIScripts.userSessions(replies.first ?? .null)
                 var remaining = sessions.count + 1
-                let oneEnded = { [self] in
+                let oneEnded = {
                     remaining -= 1
                     if remaining == 0 { done(.success(.object(["sessions": .int(sessions.count)]))) }
                 }
