@@ -16,7 +16,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-bench-build test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-bench-build test-swift test-swift-cluster test-swift-integration test-swift-alone test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
 	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -138,7 +138,8 @@ test: build
 	swift build --build-tests
 	$(MAKE) --no-print-directory test-bench-build
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
-	$(MAKE) --no-print-directory -j4 --output-sync=target test-swift test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory -j5 --output-sync=target $(SWIFT_SHARDS) test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory test-swift-alone
 	$(MAKE) --no-print-directory test-js
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
 
@@ -149,9 +150,31 @@ test: build
 test-bench-build:
 	swift build --package-path Benchmarks --scratch-path .build --product rollcall-bench
 
-## The Swift suites alone (built by `make test` first).
-test-swift:
-	swift test --skip-build
+## The Swift suites alone (built by `make test` first), in two test processes side by side
+## (SWIFT_SHARDS). In one process, Swift concurrency runs test bodies on as many threads as
+## the machine has cores, and most of these tests block their thread while they wait on a
+## broker, Redis or a deadline: on 2 cores one `swift test` ran two tests at a time and took
+## about 176 s while using under 40 % of the CPU (docs/testing.md, "CI time"). Two processes
+## run four at a time; four processes (eight) used 90 % of the CPU and failed the SIGSTOP
+## outage tests. Every test is in exactly one shard: the first takes RollcallIntegrationTests'
+## cluster and chaos suites and everything outside RollcallIntegrationTests, the second the
+## other integration suites, and the SWIFT_ALONE suites run by themselves afterwards
+## (test-swift-alone): they measure how fast their own loop turns (a burst of 3,000 joins must
+## not delay a heartbeat 400 ms), which a machine busy with both shards cannot promise.
+## `--ignore-lock`: the shards only read the build folder (`--skip-build`), and SwiftPM's lock
+## on it would run them one after another.
+SWIFT_TEST := swift test --skip-build --ignore-lock
+SWIFT_SHARD_CLUSTER := RollcallIntegrationTests\.(Cluster|Chaos)
+SWIFT_ALONE := RollcallClusterTests\.ClusterBurstTests
+SWIFT_SHARDS := test-swift-cluster test-swift-integration
+test-swift: $(SWIFT_SHARDS)
+	$(MAKE) --no-print-directory test-swift-alone
+test-swift-cluster:
+	$(SWIFT_TEST) --skip 'RollcallIntegrationTests\.(?!Cluster|Chaos)' --skip '$(SWIFT_ALONE)'
+test-swift-integration:
+	$(SWIFT_TEST) --filter RollcallIntegrationTests --skip '$(SWIFT_SHARD_CLUSTER)'
+test-swift-alone:
+	$(SWIFT_TEST) --filter '$(SWIFT_ALONE)'
 
 ## Drive the browser demo (examples/web) in two headless Chromium sessions against the
 ## real broker, and the operator's console (examples/admin) against a three-node cluster on
