@@ -131,10 +131,13 @@ test-image: image-deps
 ## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
 ## The suites run side by side where they wait more than they compute (2 cores on CI): the
-## Swift suites with the JavaScript, server API, operator and fuzz-replay checks, then the
-## versioned-dependency build with the browser tests. Each suite's output is printed whole when
-## it ends (--output-sync); a failing suite fails `make test`.
-test: build
+## Swift suites in two processes (test-swift) with the server API, operator and fuzz-replay
+## checks, then the join-burst suite alone, the JavaScript suite alone (its liveness and
+## rate-limit timings failed beside the Swift suites), then the versioned-dependency build with
+## the browser tests. Each suite's output is printed whole when it ends (--output-sync); a
+## failing suite fails `make test`. One `swift build --build-tests` builds every product and
+## the test targets (what `make build` then a second build did). docs/testing.md, "CI time".
+test: deps
 	swift build --build-tests
 	$(MAKE) --no-print-directory test-bench-build
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
