@@ -16,7 +16,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-bench-build test-swift test-swift-cluster test-swift-integration test-swift-alone test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-builds test-bench-build test-swift test-swift-cluster test-swift-integration test-swift-alone test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
 	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -133,18 +133,25 @@ test-image: image-deps
 ## The suites run side by side where they wait more than they compute (2 cores on CI): the
 ## Swift suites in two processes (test-swift) with the server API, operator and fuzz-replay
 ## checks, then the join-burst suite alone, the JavaScript suite alone (its liveness and
-## rate-limit timings failed beside the Swift suites), then the versioned-dependency build with
-## the browser tests. Each suite's output is printed whole when it ends (--output-sync); a
-## failing suite fails `make test`. One `swift build --build-tests` builds every product and
-## the test targets (what `make build` then a second build did). docs/testing.md, "CI time".
+## rate-limit timings failed beside the Swift suites), then the versioned-dependency and bench
+## builds (test-builds) beside the browser tests. Each suite's output is printed whole when it
+## ends (--output-sync); a failing suite fails `make test`. One `swift build --build-tests`
+## builds every product and the test targets (what `make build` then a second build did).
+## docs/testing.md, "CI time".
 test: deps
 	swift build --build-tests
-	$(MAKE) --no-print-directory test-bench-build
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
 	$(MAKE) --no-print-directory -j5 --output-sync=target $(SWIFT_SHARDS) test-api test-ops test-fuzz-replay
 	$(MAKE) --no-print-directory test-swift-alone
 	$(MAKE) --no-print-directory test-js
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-builds test-browser
+
+## The two compile checks, one after the other: RollcallClient as a versioned dependency, then
+## the bench. `make test` runs them beside the browser tests, which wait more than they compute
+## and took longer than both (docs/testing.md, "CI time").
+test-builds:
+	$(MAKE) --no-print-directory test-consumer
+	$(MAKE) --no-print-directory test-bench-build
 
 ## The bench (Benchmarks/, a package of its own) still compiles against this commit: built into
 ## the debug build's folder, so only the bench's own targets compile and the root's modules are
