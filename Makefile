@@ -177,7 +177,8 @@ SWIFT_TEST := swift test --skip-build --ignore-lock
 SWIFT_SHARD_CLUSTER := RollcallIntegrationTests\.(Cluster|Chaos)
 SWIFT_ALONE := RollcallClusterTests\.ClusterBurstTests
 SWIFT_SHARDS := test-swift-cluster test-swift-integration
-test-swift: $(SWIFT_SHARDS)
+test-swift:
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(SWIFT_SHARDS)
 	$(MAKE) --no-print-directory test-swift-alone
 test-swift-cluster:
 	$(SWIFT_TEST) --skip 'RollcallIntegrationTests\.(?!Cluster|Chaos)' --skip '$(SWIFT_ALONE)'
