@@ -135,10 +135,8 @@ test-image: image-deps
 ## checks, then the join-burst suite alone, the JavaScript suite alone (its liveness and
 ## rate-limit timings failed beside the Swift suites), then the versioned-dependency and bench
 ## builds (test-builds) beside the browser tests. Each suite's output is printed whole when it
-## ends (--output-sync); a failing suite fails `make test`. One `swift build --build-tests`
-## builds every product and the test targets (what `make build` then a second build did).
-## docs/testing.md, "CI time".
-test: deps
+## ends (--output-sync); a failing suite fails `make test`. docs/testing.md, "CI time".
+test: build
 	swift build --build-tests
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
 	$(MAKE) --no-print-directory -j5 --output-sync=target $(SWIFT_SHARDS) test-api test-ops test-fuzz-replay
