@@ -16,7 +16,7 @@ PYTHON   ?= python3
 CONFIG   ?= config.json
 SUDO     := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-bench-build test-swift test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
+.PHONY: deps browser-deps api-deps ops-deps build run cluster test test-builds test-bench-build test-swift test-swift-cluster test-swift-integration test-swift-alone test-ops test-api test-browser test-fuzz-replay test-consumer test-client-nolws fuzz test-asan test-tsan \
 	chaos leak-check soak soak-js release bench bench-deps clean image image-deps test-image
 
 ## Install missing Debian packages (apt-get update runs only when something is missing).
@@ -131,16 +131,25 @@ test-image: image-deps
 ## the versioned-dependency check of RollcallClient, then the browser demo in headless Chromium.
 ## `.ci/run` is exactly this.
 ## The suites run side by side where they wait more than they compute (2 cores on CI): the
-## Swift suites with the JavaScript, server API, operator and fuzz-replay checks, then the
-## versioned-dependency build with the browser tests. Each suite's output is printed whole when
-## it ends (--output-sync); a failing suite fails `make test`.
+## Swift suites in two processes (test-swift) with the server API, operator and fuzz-replay
+## checks, then the join-burst suite alone, the JavaScript suite alone (its liveness and
+## rate-limit timings failed beside the Swift suites), then the versioned-dependency and bench
+## builds (test-builds) beside the browser tests. Each suite's output is printed whole when it
+## ends (--output-sync); a failing suite fails `make test`. docs/testing.md, "CI time".
 test: build
 	swift build --build-tests
-	$(MAKE) --no-print-directory test-bench-build
 	$(MAKE) --no-print-directory $(FUZZ_REPLAYER)
-	$(MAKE) --no-print-directory -j4 --output-sync=target test-swift test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory -j5 --output-sync=target $(SWIFT_SHARDS) test-api test-ops test-fuzz-replay
+	$(MAKE) --no-print-directory test-swift-alone
 	$(MAKE) --no-print-directory test-js
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-consumer test-browser
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-builds test-browser
+
+## The two compile checks, one after the other: RollcallClient as a versioned dependency, then
+## the bench. `make test` runs them beside the browser tests, which wait more than they compute
+## and took longer than both (docs/testing.md, "CI time").
+test-builds:
+	$(MAKE) --no-print-directory test-consumer
+	$(MAKE) --no-print-directory test-bench-build
 
 ## The bench (Benchmarks/, a package of its own) still compiles against this commit: built into
 ## the debug build's folder, so only the bench's own targets compile and the root's modules are
@@ -149,9 +158,32 @@ test: build
 test-bench-build:
 	swift build --package-path Benchmarks --scratch-path .build --product rollcall-bench
 
-## The Swift suites alone (built by `make test` first).
+## The Swift suites alone (built by `make test` first), in two test processes side by side
+## (SWIFT_SHARDS). In one process, Swift concurrency runs test bodies on as many threads as
+## the machine has cores, and most of these tests block their thread while they wait on a
+## broker, Redis or a deadline: on 2 cores one `swift test` ran two tests at a time and took
+## about 176 s while using under 40 % of the CPU (docs/testing.md, "CI time"). Two processes
+## run four at a time; four processes (eight) used 90 % of the CPU and failed the SIGSTOP
+## outage tests. Every test is in exactly one shard: the first takes RollcallIntegrationTests'
+## cluster and chaos suites and everything outside RollcallIntegrationTests, the second the
+## other integration suites, and the SWIFT_ALONE suites run by themselves afterwards
+## (test-swift-alone): they measure how fast their own loop turns (a burst of 3,000 joins must
+## not delay a heartbeat 400 ms), which a machine busy with both shards cannot promise.
+## `--ignore-lock`: the shards only read the build folder (`--skip-build`), and SwiftPM's lock
+## on it would run them one after another.
+SWIFT_TEST := swift test --skip-build --ignore-lock
+SWIFT_SHARD_CLUSTER := RollcallIntegrationTests\.(Cluster|Chaos)
+SWIFT_ALONE := RollcallClusterTests\.ClusterBurstTests
+SWIFT_SHARDS := test-swift-cluster test-swift-integration
 test-swift:
-	swift test --skip-build
+	$(MAKE) --no-print-directory -j2 --output-sync=target $(SWIFT_SHARDS)
+	$(MAKE) --no-print-directory test-swift-alone
+test-swift-cluster:
+	$(SWIFT_TEST) --skip 'RollcallIntegrationTests(?!\.(Cluster|Chaos))' --skip '$(SWIFT_ALONE)'
+test-swift-integration:
+	$(SWIFT_TEST) --filter RollcallIntegrationTests --skip '$(SWIFT_SHARD_CLUSTER)'
+test-swift-alone:
+	$(SWIFT_TEST) --filter '$(SWIFT_ALONE)'
 
 ## Drive the browser demo (examples/web) in two headless Chromium sessions against the
 ## real broker, and the operator's console (examples/admin) against a three-node cluster on
