@@ -52,7 +52,6 @@ public final class ClusterLink {
     /// that touches keys of two Redis Cluster slots and changes nothing else (docs/cluster.md,
     /// "Where the build stands"). Set before the first call.
     package var auditsSlots = false
-    private var auditedScripts: [String: RedisScript] = [:]
     private var subscribedOnce = false
     private var hadOutage = false
     /// True once both links have been connected at least once (the node has joined).
@@ -383,34 +382,26 @@ public final class ClusterLink {
             case .command(let words):
                 commands.send(words, completion: completion)
             case .script(let script, let arguments):
-                let keys = Array(arguments.prefix(script.keyCount)), rest = Array(arguments.dropFirst(script.keyCount))
-                guard auditsSlots else {
-                    redisScript(script).run(on: commands, keys: keys, arguments: rest, completion: completion)
-                    break
-                }
-                audited(script).run(on: commands, keys: keys, arguments: rest, completion: completion)
+                redisScript(script).run(on: commands, declaringKeys: script.keyCount, of: arguments, completion: completion)
             }
         }
-    }
-
-    /// The script under ``SlotAudit`` (``auditsSlots``), made once per script.
-    private func audited(_ script: StoreScript) -> RedisScript {
-        if let cached = auditedScripts[script.name] { return cached }
-        let made = RedisScript(SlotAudit.prelude(scriptName: script.name) + script.source)
-        auditedScripts[script.name] = made
-        return made
     }
 
     /// The script with its SHA-1, made once per script (the connection loads it on each new
     /// link before its first `EVALSHA`: ``RedisConnection/load(_:)``).
     private func redisScript(_ script: StoreScript) -> RedisScript {
         if let cached = scripts[script.name] {
-            assert(cached.source == script.source, "two scripts are named \(script.name)")
+            assert(cached.source == source(of: script), "two scripts are named \(script.name)")
             return cached
         }
-        let made = RedisScript(script.source)
+        let made = RedisScript(source(of: script))
         scripts[script.name] = made
         return made
+    }
+
+    /// A script's source as this link runs it: under ``SlotAudit`` with ``auditsSlots``.
+    private func source(of script: StoreScript) -> String {
+        auditsSlots ? SlotAudit.prelude(scriptName: script.name) + script.source : script.source
     }
 }
 

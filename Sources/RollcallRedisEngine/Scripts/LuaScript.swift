@@ -63,8 +63,7 @@ package struct LuaScript {
     /// Runs the script on `connection` with `arguments` as ``arguments(_:rest:)`` made them (its
     /// keys first), for a link that runs it itself rather than through the core.
     func run(on connection: RedisConnection, arguments: [[UInt8]], completion: @escaping RedisConnection.Completion) {
-        redis.run(on: connection, keys: Array(arguments.prefix(store.keyCount)),
-                  arguments: Array(arguments.dropFirst(store.keyCount)), completion: completion)
+        redis.run(on: connection, declaringKeys: store.keyCount, of: arguments, completion: completion)
     }
 
     /// The script with its arguments, as the core asks Redis to run it.
@@ -130,4 +129,14 @@ package struct LuaScript {
         end
 
         """
+}
+
+extension RedisScript {
+    /// Runs the script with `arguments` laid out as a ``LuaScript`` call lays them out: the
+    /// first `keyCount` are its keys (`KEYS`), the rest its `ARGV`.
+    func run(on connection: RedisConnection, declaringKeys keyCount: Int, of arguments: [[UInt8]],
+             completion: @escaping RedisConnection.Completion) {
+        run(on: connection, keys: Array(arguments.prefix(keyCount)), arguments: Array(arguments.dropFirst(keyCount)),
+            completion: completion)
+    }
 }
