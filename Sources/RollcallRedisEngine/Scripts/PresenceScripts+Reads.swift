@@ -99,13 +99,7 @@ extension PresenceScripts {
         end
         local others = {}
         for i = viewersFrom + 1, #ARGV do
-          local viewer = ARGV[i]
-          local state, info = '', ''
-          local raw = redis.call('HGET', ch.pending, viewer)
-          if raw and not parsePending(raw).was then
-            state = redis.call('HGET', ch.st, viewer) or ''
-            info = redis.call('HGET', ch.info, viewer) or ''
-          end
+          local state, info = ownEntrySince(ARGV[i])
           others[#others + 1] = state
           others[#others + 1] = info
         end
