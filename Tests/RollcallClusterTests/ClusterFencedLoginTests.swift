@@ -58,7 +58,7 @@ struct ClusterFencedLoginTests {
 
         let leave = try bed.request(alice, "leave", ["channel": .string("kept")])
         #expect(leave["error"]?.string("code") == "UNAVAILABLE", "\(leave.compactString)")
-        #expect(try bed.redis.command(["HEXISTS", "fence:{c:m:4:kept}:s", alice.sessionId]) == ":1",
+        #expect(try bed.redis.command(["HEXISTS", "fence:{0}c:m:4:kept:s", alice.sessionId]) == ":1",
                 "the session is still a member of kept in Redis (its new owner decides)")
     }
 
@@ -75,7 +75,7 @@ struct ClusterFencedLoginTests {
         #expect(try bed.redis.command(["SREM", "fence:ns:n1", alice.sessionId]) == ":1")
         #expect(try bed.redis.command(["ZADD", "fence:held", "1", alice.sessionId]) == ":1")
         try bed.pump(until: {
-            (try? bed.redis.command(["EXISTS", record])) == ":0" && (try? bed.redis.command(["HEXISTS", "fence:{c:m:4:room}:st", "alice"])) == ":0"
+            (try? bed.redis.command(["EXISTS", record])) == ":0" && (try? bed.redis.command(["HEXISTS", "fence:{0}c:m:4:room:st", "alice"])) == ":0"
         }, what: "the handed-over session timed out and left room")
 
         // Before: the node read "not a member" and answered `pending: true`, as if the session
@@ -85,7 +85,7 @@ struct ClusterFencedLoginTests {
         #expect(set["error"]?["retryAfterMs"]?.numberValue != nil, "\(set.compactString)")
         let remove = try bed.request(alice, "removeState", ["channel": .string("room"), "keys": .array([.string("mood")])])
         #expect(remove["error"]?.string("code") == "UNAVAILABLE", "\(remove.compactString)")
-        #expect(try bed.redis.command(["HEXISTS", "fence:{c:m:4:room}:st", "alice"]) == ":0", "alice is not made a member again")
+        #expect(try bed.redis.command(["HEXISTS", "fence:{0}c:m:4:room:st", "alice"]) == ":0", "alice is not made a member again")
     }
 
     @Test("a setState before joining, on a node that owns the session, still holds the state for the join")
@@ -96,7 +96,7 @@ struct ClusterFencedLoginTests {
         #expect(set["result"]?["pending"]?.boolValue == true, "\(set.compactString)")
         let join = try bed.request(alice, "join", ["channel": .string("room")])
         #expect(join["ok"]?.boolValue == true, "\(join.compactString)")
-        #expect(try bed.redis.command(["HSTRLEN", "fence:{c:m:4:room}:st", "alice"]) == ":15", "alice joined with {\"mood\":\"busy\"}")
+        #expect(try bed.redis.command(["HSTRLEN", "fence:{0}c:m:4:room:st", "alice"]) == ":15", "alice joined with {\"mood\":\"busy\"}")
     }
 
     private func declareDeadNow(_ node: String, _ bed: ClusterBed) throws {

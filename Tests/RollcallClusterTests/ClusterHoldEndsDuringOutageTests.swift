@@ -50,7 +50,7 @@ struct ClusterHoldEndsDuringOutageTests {
         let gone = (try? bed.pump(until: { (try? bed.redis.command(["EXISTS", "holdrs:s:\(alice.sessionId)"])) == ":0" },
                                   timeout: 15, what: "alice's record gone")) != nil
         #expect(gone, "alice's session record is gone: held \((try? bed.redis.command(["ZCARD", "holdrs:held"])) ?? "?"), ending \((try? bed.redis.command(["ZCARD", "holdrs:ending"])) ?? "?")")
-        let left = (try? bed.pump(until: { (try? bed.redis.command(["ZSCORE", "holdrs:{c:m:4:room}:m", "alice"])) == "$-1" },
+        let left = (try? bed.pump(until: { (try? bed.redis.command(["ZSCORE", "holdrs:{0}c:m:4:room:m", "alice"])) == "$-1" },
                                   timeout: 15, what: "alice gone from room")) != nil
         #expect(left, "alice left room in Redis; sc \((try? bed.redis.command(["SCARD", "holdrs:sc:\(alice.sessionId)"])) ?? "?"), ending \((try? bed.redis.command(["ZCARD", "holdrs:ending"])) ?? "?")")
         let listing = try bed.request(watcher, "getOnlineUsers", ["channel": .string("room")])

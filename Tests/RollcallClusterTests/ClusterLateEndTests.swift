@@ -55,7 +55,7 @@ struct ClusterLateEndTests {
 
         #expect(join["ok"]?.boolValue == true, "before: UNAVAILABLE (fenced), the session gone in Redis: \(join.compactString)")
         #expect(try bed.redis.command(["EXISTS", record]) == ":1", "the resumed session is still in Redis")
-        #expect(try bed.redis.command(["HEXISTS", "lateend:{c:m:4:room}:st", "alice"]) == ":1", "alice is still in room")
+        #expect(try bed.redis.command(["HEXISTS", "lateend:{0}c:m:4:room:st", "alice"]) == ":1", "alice is still in room")
         let status = try bed.request(again, "getUserStatus", ["userIds": .array([.string("alice")])])
         #expect(status.compactString.contains("\"status\":\"online\""), "\(status.compactString)")
     }

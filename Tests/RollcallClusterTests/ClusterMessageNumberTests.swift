@@ -68,7 +68,7 @@ struct ClusterMessageNumberTests {
             ("id", .int(dave.nextId)), ("op", .string("join")), ("channel", .string("room")),
         ])).encoded()))
         let prefix = "msgnumwait:"
-        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", prefix + "{c:m:4:room}:st", "dave"])) == ":1" },
+        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", prefix + "{0}c:m:4:room:st", "dave"])) == ":1" },
                      what: "dave's join ran in Redis")
         bed.delaysStoreReply = nil
         #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("during")])["ok"]?.boolValue == true)

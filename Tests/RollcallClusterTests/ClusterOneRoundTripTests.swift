@@ -58,7 +58,7 @@ struct ClusterOneRoundTripTests {
         #expect(set["result"]?["state"]?["a"]?.stringValue == "1" && set["result"]?["state"]?["b"]?.stringValue == "2",
                 "the laptop's key kept: \(set.compactString)")
         #expect(calls.made == [["presence.setState"], ["presence.setState"]], "\(calls.made)")
-        let stored = try bed.redis.command(["HSTRLEN", "onerttwrong:{c:m:4:room}:st", "alice"])
+        let stored = try bed.redis.command(["HSTRLEN", "onerttwrong:{0}c:m:4:room:st", "alice"])
         #expect(stored == ":\(#"{"a":"1","b":"2"}"#.utf8.count)", "\(stored)")
     }
 

@@ -16,7 +16,7 @@ struct ClusterRequestDeadlineTests {
     func aContendedJoinStopsAtItsDeadline() throws {
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "deadline:")  // nodeTimeoutSeconds 1
         let alice = try bed.login("alice", on: 0)
-        let stateKey = "deadline:{c:m:4:room}:st"
+        let stateKey = "deadline:{0}c:m:4:room:st"
         var joinScripts = 0
         // The bed holds this closure: capturing it strongly would keep the bed, and its
         // redis-server, alive after the test.

@@ -48,7 +48,7 @@ struct ClusterUnavailablePublishTests {
 
         // Alice's connection drops: her session is held, and Redis keeps messages for her.
         bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["SISMEMBER", "keptmsg:{c:m:4:room}:hm", alice.sessionId])) == ":1" },
+        try bed.pump(until: { (try? bed.redis.command(["SISMEMBER", "keptmsg:{0}c:m:4:room:hm", alice.sessionId])) == ":1" },
                      what: "alice's hold recorded in Redis")
         // Node 1's subscriber link lags: it hears bob's message only after alice resumed there.
         bed.delaysStoreMessage = { node, payload in node == 0 && payload.first == UInt8(ascii: "M") }

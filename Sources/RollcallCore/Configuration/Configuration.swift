@@ -208,6 +208,10 @@ public struct Configuration: Sendable, Equatable {
         public var nodeTimeoutSeconds = 5.0
         /// *(1.2)* TLS to a `rediss://` or `rediss+sentinel://` Redis.
         public var tls = TLS()
+        /// Not a config-file key: how many key groups the Redis engine spreads owners' keys over
+        /// (docs/cluster.md, "Key groups"); nil: what the kind of `redis` needs (1 on one Redis,
+        /// 1024 on Redis Cluster). Tests set it to lay keys out as on Redis Cluster on one Redis.
+        public var keyGroupCount: Int? = nil
         public init() {}
 
         /// `cluster.tls` *(1.2)*: how links to a `rediss` Redis verify the server and present

@@ -11,11 +11,26 @@ struct ClusterKeys {
     /// kinds `webhooks.events` selects.
     let webhookHooks: String
 
-    /// The names under `prefix`; the scripts write the webhook events `webhooks` selects.
-    init(prefix: String, webhooks: Configuration.Webhooks = Configuration.Webhooks()) {
+    /// How owners' keys are spread over hash tags (1 group on one Redis).
+    let groups: KeyGroups
+
+    /// The names under `prefix`, owners spread over `groups`; the scripts write the webhook
+    /// events `webhooks` selects.
+    init(prefix: String, groups: KeyGroups = KeyGroups(count: 1), webhooks: Configuration.Webhooks = Configuration.Webhooks()) {
         self.prefix = prefix
+        self.groups = groups
         webhookHooks = Self.hooks(webhooks, stream: prefix + "wh")
     }
+
+    /// The names `configuration.cluster` uses.
+    init(configuration: Configuration) {
+        self.init(prefix: configuration.cluster.keyPrefix, groups: KeyGroups(for: configuration), webhooks: configuration.webhooks)
+    }
+
+    /// `P{<group>}`: the hash tag of key group `group` (``KeyGroups``), which every key of its
+    /// owners (channels, users) starts with, and under which its buckets live (`channels`,
+    /// `due`, …).
+    func groupTag(_ group: Int) -> String { prefix + "{\(group)}" }
 
     /// The `hooks` argument for `webhooks` writing into `stream`.
     static func hooks(_ webhooks: Configuration.Webhooks, stream: String) -> String {
@@ -32,13 +47,15 @@ struct ClusterKeys {
 
     /// The keys and arguments of one channel.
     struct ChannelKeys {
-        /// `P c:<t>:<n>:<name>`: the channel's hash (`seq`, `mode`, `due`, `ml`, `ih`); its
+        /// `P{<group>}c:<t>:<n>:<name>`: the channel's hash (`seq`, `mode`, `due`, `ml`, `ih`); its
         /// members, states, counts, sessions, pending changes, token infos (1.1) and infos at
         /// the last event of pending users are this key plus `:m`, `:st`, `:n`, `:s`, `:pend`,
         /// `:info`, `:pinfo`.
         let base: String
         /// `<t>:<n>:<name>`: the channel's id in sets of channels.
         let id: String
+        /// `P{<group>}`: its group's tag, the start of its group's buckets.
+        let group: String
         /// `P e:<id>`: the pub/sub channel of its events.
         let events: String
         /// `<t><name>`: its entry in the cluster's list of channels (message before stream, byte order).
@@ -48,8 +65,9 @@ struct ClusterKeys {
     /// The keys of `channel`.
     func channel(_ channel: ChannelKey) -> ChannelKeys {
         let id = Self.channelId(channel)
+        let group = groupTag(groups.group(of: "c:" + id))
         return ChannelKeys(
-            base: prefix + "{c:" + id + "}", id: id, events: prefix + "e:" + id,
+            base: group + "c:" + id, id: id, group: group, events: prefix + "e:" + id,
             listEntry: (channel.type == .message ? "m" : "s") + channel.name.string)
     }
 

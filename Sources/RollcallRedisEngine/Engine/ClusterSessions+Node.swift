@@ -219,7 +219,7 @@ extension BrokerEngines {
     /// The Redis engines (cluster mode): presence, user status and sessions on Redis. A
     /// broker made with them runs as a node of the cluster `configuration.cluster` names.
     package static func onRedis(_ broker: Broker) -> BrokerEngines {
-        let keys = ClusterKeys(prefix: broker.configuration.cluster.keyPrefix, webhooks: broker.configuration.webhooks)
+        let keys = ClusterKeys(configuration: broker.configuration)
         let presence = ClusterPresence(of: broker, keys: keys)
         let userStatus = ClusterUserStatus(of: broker, keys: keys)
         broker.directory.indexesIds = true

@@ -4,16 +4,14 @@ import RollcallEventLoop
 import RollcallRedis
 
 /// What a node checks in Redis before it serves (PROTOCOL §9), on a loop of its own:
-/// - the key prefix is the cluster's, not foreign data: `P meta` says `format rollcall-2`,
+/// - the key prefix is the cluster's, not foreign data: `P meta` says `format rollcall-3/g<n>`
+///   (``KeyGroups/format``: nodes that spread keys over another number of groups refuse it),
 ///   or Redis holds no key under the prefix but the ones running nodes write after a data
 ///   loss (`P meta` with only `lastBeat`/`grace`, `P nodes`, `P node:<id>`; then this node
 ///   writes `P meta` and a new epoch);
 /// - its `presence`, `state`, `userStatus` and `limits` sections equal those of every live node;
 /// - then it registers itself (`P node:<id>`, `P nodes`).
 public enum ClusterStartCheck {
-    /// The format written in `P meta`.
-    static let format = "rollcall-2"
-
     /// Claims the prefix, compares sections with live nodes, registers the node.
     /// The rest of the arguments: name/value pairs of sections. The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
     /// run's sessions are held exactly as when a node is declared dead.
@@ -45,7 +43,7 @@ public enum ClusterStartCheck {
           until cursor == '0'
           redis.call('HSET', meta, 'format', format, 'epoch', epoch)
         elseif found ~= format then
-          return {'foreign', meta}
+          return {'foreign', meta .. ' (format ' .. found .. ', this node writes ' .. format .. ')'}
         end
         local live = redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeoutMs, '+inf')
         for _, other in ipairs(live) do
@@ -79,7 +77,7 @@ public enum ClusterStartCheck {
             [Array(name.utf8), Array((configuration.canonicalSection(name) ?? "").utf8)]
         }
         return register.arguments([
-            "prefix": configuration.cluster.keyPrefix, "format": format, "epoch": UUID().uuidString.lowercased(), "node": nodeId,
+            "prefix": configuration.cluster.keyPrefix, "format": KeyGroups(for: configuration).format, "epoch": UUID().uuidString.lowercased(), "node": nodeId,
             "timeoutMs": Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()),
         ], rest: sections)
     }

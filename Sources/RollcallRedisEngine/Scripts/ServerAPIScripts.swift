@@ -8,7 +8,7 @@ enum ServerAPIScripts {
     /// Returns flat
     /// (entry, occupancy, mode, seq) and whether more follow.
     static let channels = LuaScript("api.channels", parameters: [.text("prefix"), .text("after"), .text("namePrefix"), .number("limit")],
-                                    library: LuaScript.lessBytes, body: """
+                                    library: LuaScript.lessBytes + KeyGroups.luaChannelBaseOfOneGroup, body: """
         local out, more = {}, 0
         for _, t in ipairs({'m', 's'}) do
           local low, high = t .. namePrefix, t .. namePrefix .. '\\255'
@@ -19,7 +19,7 @@ enum ServerAPIScripts {
             for _, entry in ipairs(entries) do
               if #out / 4 >= limit then more = 1; break end
               local name = string.sub(entry, 2)
-              local base = prefix .. '{c:' .. t .. ':' .. #name .. ':' .. name .. '}'
+              local base = channelBaseOf(t .. ':' .. #name .. ':' .. name)
               out[#out + 1] = entry
               out[#out + 1] = redis.call('ZCARD', base .. ':m')
               out[#out + 1] = redis.call('HGET', base, 'mode') or 'announce'

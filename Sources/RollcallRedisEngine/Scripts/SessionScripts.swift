@@ -124,8 +124,8 @@ package enum SessionScripts {
         local channels = redis.call('SMEMBERS', prefix .. 'sc:' .. id)
         local flags, numbers = {}, {}
         for i, channel in ipairs(channels) do
-          flags[i] = redis.call('HGET', prefix .. '{c:' .. channel .. '}:s', id) or '--'
-          numbers[i] = tonumber(redis.call('HGET', prefix .. '{c:' .. channel .. '}', 'mq') or '0')
+          flags[i] = redis.call('HGET', channelBaseOf(channel) .. ':s', id) or '--'
+          numbers[i] = tonumber(redis.call('HGET', channelBaseOf(channel), 'mq') or '0')
         end
         local messages = redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)
         local dropped = tonumber(redis.call('GET', prefix .. 'hmd:' .. id) or '0')
@@ -292,7 +292,7 @@ package enum SessionScripts {
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
     /// `markLive`, `forget`, `orphan`; the script's first parameter is `prefix`); the start
     /// check (`ClusterStartCheck`) uses them too.
-    package static let library = """
+    package static let library = KeyGroups.luaChannelBaseOfOneGroup + """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -305,7 +305,7 @@ package enum SessionScripts {
         -- appends them); it no longer counts among a channel's live message sessions.
         local function markHeld(id)
           for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
-            local base = prefix .. '{c:' .. channel .. '}'
+            local base = channelBaseOf(channel)
             local flags = redis.call('HGET', base .. ':s', id)
             if flags and string.find(flags, 'm', 1, true) and redis.call('SADD', base .. ':hm', id) == 1 then
               redis.call('HINCRBY', base, 'ml', -1)
@@ -315,7 +315,7 @@ package enum SessionScripts {
 
         local function markLive(id)
           for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
-            local base = prefix .. '{c:' .. channel .. '}'
+            local base = channelBaseOf(channel)
             if redis.call('SREM', base .. ':hm', id) == 1 then redis.call('HINCRBY', base, 'ml', 1) end
           end
         end

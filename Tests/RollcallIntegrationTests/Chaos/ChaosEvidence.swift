@@ -20,7 +20,7 @@ enum ChaosEvidence {
             ' ending=' .. tostring(redis.call('ZSCORE', P .. 'ending', s)))
         end
         for i = 3, #ARGV do
-          local c = P .. '{c:m:' .. lp(ARGV[i]) .. '}'
+          local c = P .. '{0}c:m:' .. lp(ARGV[i])
           local h = redis.call('HMGET', c, 'seq', 'mode', 'due')
           table.insert(out, '#' .. ARGV[i] .. ' seq=' .. tostring(h[1]) .. ' mode=' .. tostring(h[2]) .. ' due=' .. tostring(h[3]) ..
             ' in :m=' .. tostring(redis.call('ZSCORE', c .. ':m', U) ~= false) .. ' in :lm=' .. tostring(redis.call('ZSCORE', c .. ':lm', U) ~= false) ..
