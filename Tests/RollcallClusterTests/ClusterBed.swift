@@ -317,10 +317,14 @@ final class ClusterBed {
     /// has handed over what it heard before the hold (`handing` gone from the record).
     func holdInRedis(_ client: Client) throws {
         disconnect(client, abnormally: true)
-        let prefix = brokers[client.node].configuration.cluster.keyPrefix
-        let record = prefix + "s:" + client.sessionId
+        let keys = ClusterKeys(configuration: brokers[client.node].configuration)
+        guard let user = brokers[client.node].directory.session(id: client.sessionId)?.userId else {
+            throw TestSupportError("\(client.sessionId) is not a session of node \(client.node)")
+        }
+        let record = keys.user(user).session(client.sessionId).record
+        let held = keys.heldSessions(group: keys.userGroup(user))
         try pump(until: {
-            (try? redis.command(["ZRANK", prefix + "held", client.sessionId]))?.hasPrefix(":") == true
+            (try? redis.command(["ZRANK", held, client.sessionId]))?.hasPrefix(":") == true
                 && (try? redis.command(["HEXISTS", record, "handing"])) == ":0"
         }, what: "\(client.sessionId) held in Redis, its node's hand-over done")
     }

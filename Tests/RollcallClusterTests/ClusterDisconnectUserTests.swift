@@ -31,7 +31,7 @@ struct ClusterDisconnectUserTests {
         #expect(listing["result"]?["users"]?.arrayValue?.compactMap { $0.string("userId") } == ["watcher"], "\(listing.compactString)")
         let status = try bed.request(watcher, "getUserStatus", ["userIds": .array([.string("bob")])])
         #expect(status["result"]?["statuses"]?.arrayValue?.first?.string("status") == "loggedOut", "\(status.compactString)")
-        #expect(try bed.redis.command(["EXISTS", "disc:s:\(bob.sessionId)"]) == ":0", "bob's session record is gone")
+        #expect(try bed.redis.command(["EXISTS", "disc:{0}s:\(bob.sessionId)"]) == ":0", "bob's session record is gone")
     }
 
     @Test("a login over maxSessionsPerUser ends the oldest session on another node in Redis, even if that node never hears of it")
@@ -47,9 +47,9 @@ struct ClusterDisconnectUserTests {
             node == 0 && commands.contains { if case .command(let words) = $0 { String(decoding: words[0], as: UTF8.self) == "PUBLISH" } else { false } }
         }
         let second = try bed.login("bob", on: 0)
-        try bed.pump(until: { (try? bed.redis.command(["EXISTS", "cap:s:\(first.sessionId)"])) == ":0" },
+        try bed.pump(until: { (try? bed.redis.command(["EXISTS", "cap:{0}s:\(first.sessionId)"])) == ":0" },
                      what: "the oldest session is ended in Redis")
-        #expect(try bed.redis.command(["ZCARD", "cap:us:3:bob"]) == ":1", "bob has one session in Redis: \(second.sessionId)")
+        #expect(try bed.redis.command(["ZCARD", "cap:{0}us:3:bob"]) == ":1", "bob has one session in Redis: \(second.sessionId)")
         try bed.pump(until: {
             watcher.events.contains { $0.string("type") == "leave" && $0.string("publisher") == "bob" }
         }, what: "the old session left room")

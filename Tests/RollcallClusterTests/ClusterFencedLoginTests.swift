@@ -33,7 +33,7 @@ struct ClusterFencedLoginTests {
         #expect(reply["ok"]?.boolValue == false, "\(reply.compactString)")
         #expect(reply["error"]?.string("code") == "UNAVAILABLE", "\(reply.compactString)")
         #expect(reply["error"]?["retryAfterMs"]?.numberValue != nil, "\(reply.compactString)")
-        #expect(try bed.redis.command(["EXISTS", "fence:us:5:alice"]) == ":0", "no session of alice was recorded")
+        #expect(try bed.redis.command(["EXISTS", "fence:{0}us:5:alice"]) == ":0", "no session of alice was recorded")
         // Once the node's heartbeat put it back among the live nodes, logins work again.
         try bed.pump(until: { (try? bed.redis.command(["ZSCORE", "fence:nodes", "n1"])).map { !$0.hasPrefix("$-1") } == true },
                      what: "n1's next heartbeat")
@@ -49,7 +49,7 @@ struct ClusterFencedLoginTests {
         #expect(try bed.request(bob, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         // The session is handed over (as when the others declare its node dead) while its node
         // does not know yet: it has no node now.
-        #expect(try bed.redis.command(["HSET", "fence:s:\(alice.sessionId)", "node", "n9"]) == ":0")
+        #expect(try bed.redis.command(["HSET", "fence:{0}s:\(alice.sessionId)", "node", "n9"]) == ":0")
 
         let join = try bed.request(alice, "join", ["channel": .string("room")])
         #expect(join["error"]?.string("code") == "UNAVAILABLE", "\(join.compactString)")
@@ -70,10 +70,10 @@ struct ClusterFencedLoginTests {
         // What the reap script does to the session of a node it declares dead (orphan), with
         // its hold already over: held with no node; a reaper then times it out and takes alice
         // out of the channel. Alice's node has not learned any of it yet.
-        let record = "fence:s:\(alice.sessionId)"
+        let record = "fence:{0}s:\(alice.sessionId)"
         #expect(try bed.redis.command(["HSET", record, "node", "\"\"", "heldUntil", "1"]) == ":0")
-        #expect(try bed.redis.command(["SREM", "fence:ns:n1", alice.sessionId]) == ":1")
-        #expect(try bed.redis.command(["ZADD", "fence:held", "1", alice.sessionId]) == ":1")
+        #expect(try bed.redis.command(["SREM", "fence:ns:n1", "0/" + alice.sessionId]) == ":1")
+        #expect(try bed.redis.command(["ZADD", "fence:{0}held", "1", alice.sessionId]) == ":1")
         try bed.pump(until: {
             (try? bed.redis.command(["EXISTS", record])) == ":0" && (try? bed.redis.command(["HEXISTS", "fence:{0}c:m:4:room:st", "alice"])) == ":0"
         }, what: "the handed-over session timed out and left room")

@@ -19,7 +19,7 @@ struct ClusterHoldEndsDuringOutageTests {
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         bed.disconnect(alice, abnormally: true)
         // Let the hold reach Redis, then stop Redis for longer than what is left of the hold.
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", "holdout:held"])) == ":1" }, what: "the hold recorded")
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", "holdout:{0}held"])) == ":1" }, what: "the hold recorded")
         bed.redis.suspend()
         let stoppedAt = Date()
         try? bed.pump(until: { Date().timeIntervalSince(stoppedAt) > 6 }, timeout: 7, what: "the hold's end, Redis stopped")
@@ -27,7 +27,7 @@ struct ClusterHoldEndsDuringOutageTests {
         try bed.pump(until: {
             watcher.events.contains { $0.string("type") == "timeout" && $0.string("publisher") == "alice" }
         }, timeout: 15, what: "alice's timeout once Redis is back")
-        try bed.pump(until: { (try? bed.redis.command(["EXISTS", "holdout:s:\(alice.sessionId)"])) == ":0" }, what: "alice's record gone")
+        try bed.pump(until: { (try? bed.redis.command(["EXISTS", "holdout:{0}s:\(alice.sessionId)"])) == ":0" }, what: "alice's record gone")
         let status = try bed.request(watcher, "getUserStatus", ["userIds": .array([.string("alice")])])
         #expect(status["result"]?["statuses"]?.arrayValue?.first?.string("status") == "offline", "\(status.compactString)")
     }
@@ -40,19 +40,19 @@ struct ClusterHoldEndsDuringOutageTests {
         #expect(try bed.request(watcher, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", "holdrs:held"])) == ":1" }, what: "the hold recorded")
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", "holdrs:{0}held"])) == ":1" }, what: "the hold recorded")
         _ = try? bed.redis.command(["SHUTDOWN", "SAVE"])
         let stoppedAt = Date()
         try? bed.pump(until: { Date().timeIntervalSince(stoppedAt) > 6 }, timeout: 7, what: "the hold's end, Redis down")
         try bed.redis.startAgainAfterShutdown()
         // The watcher's node may resubscribe after the timeout event went out: it then resyncs
         // (a snapshot), so the check is on Redis and on the listing, not on the event.
-        let gone = (try? bed.pump(until: { (try? bed.redis.command(["EXISTS", "holdrs:s:\(alice.sessionId)"])) == ":0" },
+        let gone = (try? bed.pump(until: { (try? bed.redis.command(["EXISTS", "holdrs:{0}s:\(alice.sessionId)"])) == ":0" },
                                   timeout: 15, what: "alice's record gone")) != nil
-        #expect(gone, "alice's session record is gone: held \((try? bed.redis.command(["ZCARD", "holdrs:held"])) ?? "?"), ending \((try? bed.redis.command(["ZCARD", "holdrs:ending"])) ?? "?")")
+        #expect(gone, "alice's session record is gone: held \((try? bed.redis.command(["ZCARD", "holdrs:{0}held"])) ?? "?"), ending \((try? bed.redis.command(["ZCARD", "holdrs:{0}ending"])) ?? "?")")
         let left = (try? bed.pump(until: { (try? bed.redis.command(["ZSCORE", "holdrs:{0}c:m:4:room:m", "alice"])) == "$-1" },
                                   timeout: 15, what: "alice gone from room")) != nil
-        #expect(left, "alice left room in Redis; sc \((try? bed.redis.command(["SCARD", "holdrs:sc:\(alice.sessionId)"])) ?? "?"), ending \((try? bed.redis.command(["ZCARD", "holdrs:ending"])) ?? "?")")
+        #expect(left, "alice left room in Redis; sc \((try? bed.redis.command(["SCARD", "holdrs:{0}sc:\(alice.sessionId)"])) ?? "?"), ending \((try? bed.redis.command(["ZCARD", "holdrs:{0}ending"])) ?? "?")")
         let listing = try bed.request(watcher, "getOnlineUsers", ["channel": .string("room")])
         #expect(listing["result"]?["users"]?.arrayValue?.compactMap { $0.string("userId") } == ["watcher"], "\(listing.compactString)")
         let status = try bed.request(watcher, "getUserStatus", ["userIds": .array([.string("alice")])])

@@ -25,7 +25,7 @@ struct ClusterHoldRetryTests {
             return true
         }
         bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", "holdretry:held"])) == ":1" }, timeout: 3,
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", "holdretry:{0}held"])) == ":1" }, timeout: 3,
                      what: "the hold in Redis after the retry")
         #expect(dropped == 1)
         try bed.pump(until: {

@@ -34,7 +34,7 @@ struct ClusterHoldRoundTripMessagesTests {
         #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("before")])["ok"]?.boolValue == true)
         if heardAfterTheAnswer {
             bed.disconnect(alice, abnormally: true)
-            try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+            try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}held"])) == ":1" }, what: "alice held in Redis")
             // Carol's read answers after the hold's answer (one command link, in order).
             #expect(try bed.request(carol, "getOnlineUsers", ["channel": .string("room")])["ok"]?.boolValue == true)
         } else {
@@ -48,7 +48,7 @@ struct ClusterHoldRoundTripMessagesTests {
                 bed.delaysStoreMessage = nil
             }
             bed.disconnect(alice, abnormally: true)
-            try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+            try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}held"])) == ":1" }, what: "alice held in Redis")
         }
         bed.releaseHeldMessages(node: 0)
         bed.delaysStoreMessage = nil
@@ -77,7 +77,7 @@ struct ClusterHoldRoundTripMessagesTests {
         bed.delaysStoreMessage = { index, _ in index == 0 }
         #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("before")])["ok"]?.boolValue == true)
         bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}held"])) == ":1" }, what: "alice held in Redis")
         #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("after")])["ok"]?.boolValue == true)
 
         let back = bed.open(on: 1)

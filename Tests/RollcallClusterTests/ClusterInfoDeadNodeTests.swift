@@ -37,7 +37,7 @@ struct ClusterInfoDeadNodeTests {
             if handedOver {
                 afterHandOver += 1
             } else {
-                handedOver = try bed.redis.command(["ZCARD", "info:held"]) == ":\(dying)" && bed.redis.command(["EXISTS", "info:ns:n2"]) == ":0"
+                handedOver = try bed.redis.command(["ZCARD", "info:{0}held"]) == ":\(dying)" && bed.redis.command(["EXISTS", "info:ns:n2"]) == ":0"
             }
         }
         #expect(counts.allSatisfy { $0 == expected }, "getInfo's sessions over the hand-over: \(counts.map(String.init).joined(separator: " "))")

@@ -20,7 +20,7 @@ struct ClusterLateAdoptedTests {
         let alice = try bed.member("alice", on: 0)
         _ = try bed.member("bob", on: 1)
         try bed.holdInRedis(alice)
-        let sessionKey = prefix + "s:" + alice.sessionId
+        let sessionKey = prefix + "{0}s:" + alice.sessionId
 
         // Node 0 hears its control messages late; node 1's claim runs but its answer is lost.
         bed.delaysStoreMessage = { index, payload in index == 0 && payload.starts(with: Array("adopted ".utf8)) }
@@ -36,7 +36,7 @@ struct ClusterLateAdoptedTests {
         bed.delaysStoreMessage = nil
         #expect(try bed.request(back, "setState", ["channel": .string("room"), "state": .object(JSONObject([("k", .string("v"))]))])["ok"]?.boolValue == true)
         #expect(back.closedWith == nil, "the session resumed on node 0 is still served: \(String(describing: back.closedWith))")
-        #expect(try bed.redis.command(["SISMEMBER", prefix + "ns:n1", alice.sessionId]) == ":1", "Redis has it on node 0 (n1)")
+        #expect(try bed.redis.command(["SISMEMBER", prefix + "ns:n1", "0/" + alice.sessionId]) == ":1", "Redis has it on node 0 (n1)")
         #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
     }
 

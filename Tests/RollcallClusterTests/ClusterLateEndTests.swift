@@ -24,7 +24,7 @@ struct ClusterLateEndTests {
         let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "lateend:")
         let alice = try bed.login("alice", on: 0)
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
-        let record = "lateend:s:\(alice.sessionId)"
+        let record = "lateend:{0}s:\(alice.sessionId)"
 
         // Redis out of reach for the end only: the hold runs, the end of the hold fails.
         var endsDropped = 0

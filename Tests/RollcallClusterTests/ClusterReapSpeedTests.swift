@@ -36,7 +36,7 @@ struct ClusterReapSpeedTests {
         bed.stop(node: 1)
         let stoppedAt = Date()
         try bed.pump(until: {
-            (try? bed.redis.command(["ZCARD", "reap:held"])) == ":0"
+            (try? bed.redis.command(["ZCARD", "reap:{0}held"])) == ":0"
                 && (try? bed.redis.command(["SCARD", "reap:ns:n2"])) == ":0"
                 && (try? bed.redis.command(["ZSCORE", "reap:nodes", "n2"])) == "$-1"
         }, timeout: 40, what: "every session of the dead node timed out")

@@ -62,7 +62,7 @@ struct ClusterResumeMessageOrderTests {
         let login = JSON.object(JSONObject([("id", .int(1)), ("op", .string("login")), ("resumeToken", .string(alice.resumeToken)),
                                             ("userId", .string("alice"))]))
         bed.feed(0, .received(back.connection, login.encoded()))
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":0" }, what: "the claim run in Redis")
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}held"])) == ":0" }, what: "the claim run in Redis")
         bed.delaysStoreReply = nil
         #expect(try bed.request(bob, "publish", ["channel": .string("room"), "message": .string("live")])["ok"]?.boolValue == true)
         try bed.pump(until: { messages(carol) == ["kept", "live"] }, what: "node 0 heard the live message")

@@ -25,7 +25,7 @@ struct ClusterUnavailableLoginTests {
         #expect(try bed.request(watcher, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         bed.disconnect(alice, abnormally: true)
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "held"])) == ":1" }, what: "alice held in Redis")
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}held"])) == ":1" }, what: "alice held in Redis")
         return (alice, watcher)
     }
 
@@ -35,9 +35,9 @@ struct ClusterUnavailableLoginTests {
         let retry = try bed.login("alice", on: 1, ["resumeToken": .string(alice.resumeToken)])
         #expect(retry.resumed, "the retry resumes the session")
         #expect(retry.sessionId == alice.sessionId)
-        #expect(try bed.redis.command(["HSTRLEN", prefix + "s:" + alice.sessionId, "node"]) == ":2", "live on n2")
-        #expect(try bed.redis.command(["ZCARD", prefix + "held"]) == ":0")
-        #expect(try bed.redis.command(["ZCARD", prefix + "us:5:alice"]) == ":1", "one session of alice")
+        #expect(try bed.redis.command(["HSTRLEN", prefix + "{0}s:" + alice.sessionId, "node"]) == ":2", "live on n2")
+        #expect(try bed.redis.command(["ZCARD", prefix + "{0}held"]) == ":0")
+        #expect(try bed.redis.command(["ZCARD", prefix + "{0}us:5:alice"]) == ":1", "one session of alice")
     }
 
     private func firstAttempt(_ bed: ClusterBed, _ alice: ClusterBed.Client) throws -> JSON {
@@ -91,15 +91,15 @@ struct ClusterUnavailableLoginTests {
         bed.failFirstCall(running: "session.start", on: 0, answerLost: true)
         let first = try bed.request(bed.open(on: 0), "login", ["userId": .string("alice")])
         #expect(first["error"]?.string("code") == "UNAVAILABLE", "\(first.compactString)")
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "us:5:alice"])) == ":0" }, timeout: 3,
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}us:5:alice"])) == ":0" }, timeout: 3,
                      what: "alice's session gone from Redis")
-        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "ending"])) == ":0" }, timeout: 3,
+        try bed.pump(until: { (try? bed.redis.command(["ZCARD", prefix + "{0}ending"])) == ":0" }, timeout: 3,
                      what: "the end finished")
         let status = try bed.request(watcher, "getUserStatus", ["userIds": .array([.string("alice")])])
         #expect(status["result"]?["statuses"]?.arrayValue?.first?.string("status") == "offline", "\(status.compactString)")
         // The retry is a login like any other.
         let retry = try bed.login("alice", on: 0)
-        #expect(try bed.redis.command(["ZCARD", prefix + "us:5:alice"]) == ":1")
+        #expect(try bed.redis.command(["ZCARD", prefix + "{0}us:5:alice"]) == ":1")
         #expect(!retry.sessionId.isEmpty)
     }
 
@@ -129,7 +129,7 @@ struct ClusterUnavailableLoginTests {
         bed.links[0].perform(.store(StoreTicket(UInt64.max), start))
         // The next login's calls run after it, on the same link.
         let watcher = try bed.login("watcher", on: 0)
-        #expect(try bed.redis.command(["ZCARD", prefix + "us:5:alice"]) == ":0", "no session of alice")
+        #expect(try bed.redis.command(["ZCARD", prefix + "{0}us:5:alice"]) == ":0", "no session of alice")
         let status = try bed.request(watcher, "getUserStatus", ["userIds": .array([.string("alice")])])
         #expect(status["result"]?["statuses"]?.arrayValue?.first?.string("status") != "online", "\(status.compactString)")
     }

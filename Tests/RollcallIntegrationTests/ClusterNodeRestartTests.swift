@@ -37,7 +37,7 @@ extension ClusterSessionTests {
         #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
         #expect(try cluster.node(2).metric("rollcall_sessions{state=\"live\"}") ?? 0 == 0, "the new incarnation owns nothing")
         #expect(cluster.heldSessionsInRedis() == 2, "alice and carol held in Redis")
-        #expect(try RedisWire.bulk(port: cluster.redisPort, ["HGET", cluster.keyPrefix + "s:" + aliceSession, "node"]) == "",
+        #expect(try RedisWire.bulk(port: cluster.redisPort, ["HGET", cluster.keyPrefix + "{0}s:" + aliceSession, "node"]) == "",
                 "held with no node, not the restarted n3's")
 
         // Held, so no recipients: the message is kept for alice (and for carol, until she times out).

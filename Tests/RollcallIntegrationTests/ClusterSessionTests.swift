@@ -190,7 +190,7 @@ struct ClusterSessionTests {
         // with n3's arguments), and n3 stops before it can leave her channels or stamp her record.
         cluster.kill(node: 2, signal: SIGSTOP)
         let ended = try RedisWire.bulk(port: cluster.redisPort, [
-            "EVAL", SessionScripts.end.source, "0", cluster.keyPrefix, sessionId, "n3", "l", "closed", "",
+            "EVAL", SessionScripts.end.source, "1", cluster.keyPrefix + "{0}s:" + sessionId, cluster.keyPrefix, sessionId, "n3", "l", "closed", "",
         ])
         #expect(ended == "ok")
         cluster.kill(node: 2, signal: SIGKILL)
@@ -201,7 +201,7 @@ struct ClusterSessionTests {
         let record = try bob.waitForStatus(of: "alice") { $0.statusText != "online" }
         #expect(record.statusText == "offline", "her last session ended: offline")
         #expect(try bob.channelOp("getOnlineUsers", "lobby")["users"] == [["userId": "bob"]])
-        #expect(eventually(timeout: 5) { (try? RedisWire.command(port: cluster.redisPort, ["ZCARD", cluster.keyPrefix + "ending"])) == ":0" },
+        #expect(eventually(timeout: 5) { (try? RedisWire.command(port: cluster.redisPort, ["ZCARD", cluster.keyPrefix + "{0}ending"])) == ":0" },
                 "the finished end is off the list")
         #expect(try cluster.metric("rollcall_cluster_ends_finished_total") == 1, "alice's end, finished once, by one node; carol's by her node")
         #expect(try bob.presenceEventsAfterBarrier().isEmpty, "one leave, nothing else")

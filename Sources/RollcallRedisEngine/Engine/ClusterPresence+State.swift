@@ -20,7 +20,7 @@ extension ClusterPresence {
                                     then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
-        let owner = (sessionRecord: keys.session(session.sessionId), node: nodeId)
+        let owner = (sessionRecord: keys.user(user).session(session.sessionId).record, node: nodeId)
         let change: StoreCommand, state: PresenceState, stored: [UInt8]
         if let current {
             do throws(BrokerError) {

@@ -164,7 +164,7 @@ final class ClusterPresence {
             encodedName: PresenceEvents.encodedName(user),
             snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
             indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
-            sessionRecord: keys.session(session.sessionId), node: nodeId, held: held,
+            sessionRecord: keys.user(user).session(session.sessionId).record, node: nodeId, held: held,
             ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
         runScript(join) { [self] result in
             leads?.rosterReads -= 1
@@ -258,7 +258,7 @@ final class ClusterPresence {
         return PresenceScripts.leave(channelArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
                                      head: head, encodedName: PresenceEvents.encodedName(user),
                                      indexes: membershipIndexes(user, session: sessionId, channelKeys),
-                                     owner: owner.map { (sessionRecord: keys.session(sessionId), node: $0) })
+                                     owner: owner.map { (sessionRecord: keys.user(user).session(sessionId).record, node: $0) })
     }
 
     /// When a request that started now must have its answer: `nodeTimeoutSeconds` from now
@@ -365,7 +365,7 @@ final class ClusterPresence {
     /// The indexes a membership change of `user`'s session `sessionId` in `channelKeys` keeps.
     func membershipIndexes(_ user: Name, session sessionId: String, _ channelKeys: ClusterKeys.ChannelKeys) -> PresenceScripts.MembershipIndexes {
         PresenceScripts.MembershipIndexes(userChannels: keys.userChannels(user), allChannels: keys.allChannels,
-                                          channelEntry: channelKeys.listEntry, sessionChannels: keys.sessionChannels(sessionId))
+                                          channelEntry: channelKeys.listEntry, sessionChannels: keys.user(user).session(sessionId).channels)
     }
 
     /// One change to a state key's deadline, as the presence scripts take it.

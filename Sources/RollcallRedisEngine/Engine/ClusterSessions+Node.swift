@@ -41,7 +41,7 @@ extension ClusterSessions {
     /// script holds Redis for long (issue 29 item 8).
     private func reap(sweeping: Bool) {
         let commands = [SessionScripts.reap(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
-                                            batch: Self.reapBatch)]
+                                            batch: Self.reapBatch, groups: keys.groups.count)]
             + (sweeping ? [userStatus.sweepCommand] : [])
         call(commands) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
@@ -170,7 +170,7 @@ extension ClusterSessions {
     /// in Redis and only closes the connection). A node that never hears of it keeps a
     /// connection whose session no longer exists anywhere else (fenced: its changes are refused).
     func disconnectUser(_ request: DisconnectUserRequest, then done: @escaping (Result<JSON, BrokerError>) -> Void) {
-        call([ServerAPIScripts.sessionsOfUser(prefix: keys.prefix, user: request.userId)]) { [self] result in
+        call([ServerAPIScripts.sessionsOfUser(sessions: keys.user(request.userId).sessions, user: request.userId)]) { [self] result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))
@@ -185,7 +185,7 @@ extension ClusterSessions {
                     if node == nodeId, let session = broker.directory.session(id: sessionId) {
                         broker.disconnect(session, reason: request.reason, recorded: oneEnded)
                     } else {
-                        endRemotely(sessionId, node: node, loggedOut: true, then: oneEnded)
+                        endRemotely(sessionId, user: request.userId, node: node, loggedOut: true, then: oneEnded)
                         if !node.isEmpty, node != nodeId {
                             tell(node: node, .end(sessionId: sessionId, code: .disconnectedByServer, reason: request.reason))
                         }
@@ -198,7 +198,9 @@ extension ClusterSessions {
 
     /// `getInfo`: the live nodes with their sessions, and the cluster's totals.
     func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
-        call([ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds)]) { result in
+        let command = ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
+                                            groups: keys.groups.count)
+        call([command]) { result in
             switch result {
             case .failure(let failure):
                 done(.failure(failure.brokerError))

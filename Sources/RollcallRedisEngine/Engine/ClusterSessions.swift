@@ -143,7 +143,8 @@ final class ClusterSessions: SessionEngine {
                        token: ResumeToken, then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
         guard broker.connections[connection] != nil else { return }
         let session = broker.newSession(request, on: connection, grant: grant, timeoutMs: timeoutMs, token: token)
-        let start = SessionScripts.start(prefix: keys.prefix, id: session.sessionId, user: request.userId,
+        let start = SessionScripts.start(prefix: keys.prefix, record: keys.user(request.userId).session(session.sessionId).record,
+                                         id: session.sessionId, user: request.userId,
                                          platform: request.platform.rawValue, node: nodeId,
                                          presenceTimeoutMs: session.presenceTimeoutMs, tokenHash: Self.tokenHash(token),
                                          maxSessionsPerUser: configuration.limits.maxSessionsPerUser)
@@ -155,7 +156,7 @@ final class ClusterSessions: SessionEngine {
             case .failure(let failure):
                 // As a claim: the start may have run or still run, so it is made void.
                 userStatus.stopHearingIfUnused(request.userId)
-                if failure.mayHaveReachedRedis { cancelStart(session.sessionId) }
+                if failure.mayHaveReachedRedis { cancelStart(session.sessionId, user: request.userId) }
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard broker.connections[connection] != nil else {
@@ -175,7 +176,7 @@ final class ClusterSessions: SessionEngine {
                 broker.directory.add(session)
                 broker.admit(session, on: connection)
                 userStatus.sessionStarted(session, reply: replies.count > 1 ? replies[1] : .null)
-                for (sessionId, node) in started.overTheLimit { endOverTheLimit(sessionId, node: node) }
+                for (sessionId, node) in started.overTheLimit { endOverTheLimit(sessionId, user: request.userId, node: node) }
                 done(.success(broker.loginResult(session, resumed: false, channels: nil)), session)
             }
         }
@@ -199,14 +200,16 @@ final class ClusterSessions: SessionEngine {
         }
     }
 
-    /// Makes void a `session.start` this node gave up on, as ``cancelClaim(tokenHash:newTokenHash:)``:
+    /// Makes void a `session.start` of `user` this node gave up on, as ``cancelClaim(tokenHash:newTokenHash:)``:
     /// if it ran, the session ends as a close would (it joined nothing; the user's record
     /// follows, `offline` after the last session); if not, it will refuse.
-    func cancelStart(_ sessionId: String) {
-        call([SessionScripts.cancelStart(prefix: keys.prefix, id: sessionId, node: nodeId, markMs: cancelMarkMs)]) { [self] result in
+    func cancelStart(_ sessionId: String, user: Name) {
+        let cancel = SessionScripts.cancelStart(prefix: keys.prefix, record: keys.user(user).session(sessionId).record, id: sessionId,
+                                                node: nodeId, markMs: cancelMarkMs)
+        call([cancel]) { [self] result in
             switch result {
             case .failure:
-                unfinishedEnds.append { [self] in cancelStart(sessionId) }
+                unfinishedEnds.append { [self] in cancelStart(sessionId, user: user) }
             case .success(let replies):
                 let reply = replies.first ?? .null
                 guard reply[0].text == "ended", let user = reply[1].text else { return }
@@ -219,12 +222,12 @@ final class ClusterSessions: SessionEngine {
     /// it is, and its connection closed with 4409 by the node that has it (told on its control
     /// channel; it then finds the session gone in Redis and only closes the connection), so the
     /// cap holds even when that message is lost.
-    private func endOverTheLimit(_ sessionId: String, node: String) {
+    private func endOverTheLimit(_ sessionId: String, user: Name, node: String) {
         if node == nodeId, let session = broker.directory.session(id: sessionId) {
             broker.closeOverTheLimit(session)
             return
         }
-        endRemotely(sessionId, node: node)
+        endRemotely(sessionId, user: user, node: node)
         if !node.isEmpty, node != nodeId { tell(node: node, .end(sessionId: sessionId, code: .sessionLimit, reason: nil)) }
     }
 
@@ -271,7 +274,8 @@ final class ClusterSessions: SessionEngine {
     }
 
     private func keepHeard(_ session: Session, events: [[UInt8]], dropped: Int) {
-        let keep = SessionScripts.keepHeard(prefix: keys.prefix, id: session.sessionId, node: nodeId,
+        let keep = SessionScripts.keepHeard(prefix: keys.prefix, record: keys.user(session.userId).session(session.sessionId).record,
+                                            id: session.sessionId, node: nodeId,
                                             limit: configuration.limits.heldMessageBytes, dropped: dropped, heard: events)
         call([keep]) { [self] result in
             switch result {
@@ -311,7 +315,9 @@ final class ClusterSessions: SessionEngine {
     /// tick while the session is still held here: before, it stayed live in Redis for good
     /// (`heldUntil` 0), its user listed everywhere (chaos finding 6).
     func held(_ session: Session) {
-        call([SessionScripts.hold(prefix: keys.prefix, id: session.sessionId, node: nodeId)]) { [self] result in
+        let hold = SessionScripts.hold(prefix: keys.prefix, record: keys.user(session.userId).session(session.sessionId).record,
+                                       id: session.sessionId, node: nodeId)
+        call([hold]) { [self] result in
             switch result {
             case .success:
                 break
@@ -356,8 +362,8 @@ final class ClusterSessions: SessionEngine {
     /// retried — finds it `moved` instead of ending the resumed session behind its node's back.
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
                       loggedOut: Bool = false, tokenHash: String? = nil, retried: Bool = false, recorded: (() -> Void)? = nil) {
-        let end = SessionScripts.end(prefix: keys.prefix, id: sessionId, node: node ?? nodeId, kind: kind == .timeout ? .timeout : .leave,
-                                     loggedOut: loggedOut, tokenHash: tokenHash)
+        let end = SessionScripts.end(prefix: keys.prefix, record: keys.user(user).session(sessionId).record, id: sessionId,
+                                     node: node ?? nodeId, kind: kind == .timeout ? .timeout : .leave, loggedOut: loggedOut, tokenHash: tokenHash)
         call([end]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the
@@ -413,13 +419,14 @@ final class ClusterSessions: SessionEngine {
         }
     }
 
-    /// Ends a session this node does not have, owned by `node` (`''`: no node, held after its
-    /// node stopped): its record, then its channels (`leave`), then the user's record. `then`
-    /// runs once Redis has the end, or once there was nothing to end, or Redis did not answer
-    /// (the end is then retried at the reaper's ticks).
-    func endRemotely(_ sessionId: String, node: String = "", loggedOut: Bool = false, then: (() -> Void)? = nil) {
-        call([.command(["HGET", keys.session(sessionId), "user"].map(storeArgument)),
-              .command(["SMEMBERS", keys.sessionChannels(sessionId)].map(storeArgument))]) { [self] result in
+    /// Ends a session of `user` this node does not have, owned by `node` (`''`: no node, held
+    /// after its node stopped): its record, then its channels (`leave`), then the user's
+    /// record. `then` runs once Redis has the end, or once there was nothing to end, or Redis
+    /// did not answer (the end is then retried at the reaper's ticks).
+    func endRemotely(_ sessionId: String, user: Name, node: String = "", loggedOut: Bool = false, then: (() -> Void)? = nil) {
+        let sessionKeys = keys.user(user).session(sessionId)
+        call([.command(["HGET", sessionKeys.record, "user"].map(storeArgument)),
+              .command(["SMEMBERS", sessionKeys.channels].map(storeArgument))]) { [self] result in
             guard case .success(let replies) = result, let user = replies.first?.text else {
                 then?()
                 return

@@ -11,14 +11,16 @@ extension ServerAPIScripts {
         return channels.command(["prefix": prefix, "after": entry, "namePrefix": namePrefix, "limit": pageSize])
     }
 
-    /// `api.info`: the nodes that beat within `liveNodeTimeoutMs`, with their sessions.
-    static func info(prefix: String, liveNodeTimeoutMs: Int64) -> StoreCommand {
-        info.command(["prefix": prefix, "timeout": liveNodeTimeoutMs])
+    /// `api.info`: the nodes that beat within `liveNodeTimeoutMs`, with their sessions
+    /// (held ones read from the buckets of `groups` key groups).
+    static func info(prefix: String, liveNodeTimeoutMs: Int64, groups: Int) -> StoreCommand {
+        info.command(["prefix": prefix, "timeout": liveNodeTimeoutMs, "groups": groups])
     }
 
-    /// `api.sessionsOfUser`: the sessions of `user`, each with its node.
-    static func sessionsOfUser(prefix: String, user: Name) -> StoreCommand {
-        sessionsOfUser.command(["prefix": prefix, "user": user.string])
+    /// `api.sessionsOfUser`: the sessions of `user` (listed in `sessions`,
+    /// ``ClusterKeys/UserKeys/sessions``), each with its node.
+    static func sessionsOfUser(sessions: String, user: Name) -> StoreCommand {
+        sessionsOfUser.command(["sessions": sessions, "user": user.string])
     }
 
     // MARK: - Replies

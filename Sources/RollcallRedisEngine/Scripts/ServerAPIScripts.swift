@@ -35,8 +35,9 @@ enum ServerAPIScripts {
     /// (live and held); a node is live when it beat within `timeout` ms. A node past that
     /// window but not yet declared dead (still in `P nodes`: the reaper hands its sessions
     /// over at its next tick, later in a grace window) is not listed, but its sessions count:
-    /// they are still there, and resumable once handed over.
-    static let info = LuaScript("api.info", parameters: [.text("prefix"), .number("timeout")], body: """
+    /// they are still there, and resumable once handed over. Held sessions with no node are
+    /// counted from the `held` buckets of every one of the `groups` key groups.
+    static let info = LuaScript("api.info", parameters: [.text("prefix"), .number("timeout"), .number("groups")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         local nodes, total = {}, 0
@@ -51,18 +52,23 @@ enum ServerAPIScripts {
           total = total + count
         end
         -- Held sessions no node has (their node stopped) count too.
-        for _, id in ipairs(redis.call('ZRANGE', prefix .. 'held', 0, -1)) do
-          if redis.call('HGET', prefix .. 's:' .. id, 'node') == '' then total = total + 1 end
+        for group = 0, groups - 1 do
+          local tag = prefix .. '{' .. group .. '}'
+          for _, id in ipairs(redis.call('ZRANGE', tag .. 'held', 0, -1)) do
+            if redis.call('HGET', tag .. 's:' .. id, 'node') == '' then total = total + 1 end
+          end
         end
         return {nodes, redis.call('ZCARD', prefix .. 'channels'), total}
         """)
 
-    /// `disconnectUser`: the user's sessions, each with its node ('' while held with no node).
-    static let sessionsOfUser = LuaScript("api.sessionsOfUser", parameters: [.text("prefix"), .text("user")], body: """
+    /// `disconnectUser`: the user's sessions (`sessions`, its `P{<g>}us:<n>:<user>`), each with
+    /// its node ('' while held with no node). One user: one slot.
+    static let sessionsOfUser = LuaScript("api.sessionsOfUser", parameters: [.key("sessions"), .text("user")], body: """
         local out = {}
-        for _, id in ipairs(redis.call('ZRANGE', prefix .. 'us:' .. #user .. ':' .. user, 0, -1)) do
+        local tag = string.sub(sessions, 1, #sessions - #('us:' .. #user .. ':' .. user))
+        for _, id in ipairs(redis.call('ZRANGE', sessions, 0, -1)) do
           out[#out + 1] = id
-          out[#out + 1] = redis.call('HGET', prefix .. 's:' .. id, 'node') or ''
+          out[#out + 1] = redis.call('HGET', tag .. 's:' .. id, 'node') or ''
         end
         return out
         """)

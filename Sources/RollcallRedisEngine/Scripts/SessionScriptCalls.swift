@@ -11,26 +11,28 @@ extension SessionScripts {
         case leave = "l"
     }
 
-    /// `session.start`: records session `id` of `user` on `node`, with its presence timeout
-    /// and resume token hash, ending the user's oldest sessions over `maxSessionsPerUser`.
-    static func start(prefix: String, id: String, user: Name, platform: String, node: String, presenceTimeoutMs: Int64,
+    /// `session.start`: records session `id` of `user` on `node` (its record `record`,
+    /// ``ClusterKeys/SessionKeys/record``), with its presence timeout and resume token hash,
+    /// ending the user's oldest sessions over `maxSessionsPerUser`.
+    static func start(prefix: String, record: String, id: String, user: Name, platform: String, node: String, presenceTimeoutMs: Int64,
                       tokenHash: String, maxSessionsPerUser: Int) -> StoreCommand {
         start.command([
-            "prefix": prefix, "id": id, "user": user.string, "platform": platform, "node": node, "timeout": presenceTimeoutMs,
+            "record": record, "prefix": prefix, "id": id, "user": user.string, "platform": platform, "node": node, "timeout": presenceTimeoutMs,
             "token": tokenHash, "max": maxSessionsPerUser,
         ])
     }
 
-    /// `session.hold`: `node`'s session `id` lost its connection and is held.
-    static func hold(prefix: String, id: String, node: String) -> StoreCommand {
-        hold.command(["prefix": prefix, "id": id, "node": node])
+    /// `session.hold`: `node`'s session `id` (its record `record`) lost its connection and is held.
+    static func hold(prefix: String, record: String, id: String, node: String) -> StoreCommand {
+        hold.command(["record": record, "prefix": prefix, "id": id, "node": node])
     }
 
     /// `session.keepHeard`: `node` hands Redis the messages it kept for its held session `id`
-    /// before the hold ran there (oldest first; `dropped` did not fit), ahead of Redis' own,
-    /// within `limit` bytes.
-    static func keepHeard(prefix: String, id: String, node: String, limit: Int, dropped: Int, heard: [[UInt8]]) -> StoreCommand {
-        keepHeard.command(["prefix": prefix, "id": id, "node": node, "limit": limit, "dropped": dropped], rest: heard)
+    /// (its record `record`) before the hold ran there (oldest first; `dropped` did not fit),
+    /// ahead of Redis' own, within `limit` bytes.
+    static func keepHeard(prefix: String, record: String, id: String, node: String, limit: Int, dropped: Int,
+                          heard: [[UInt8]]) -> StoreCommand {
+        keepHeard.command(["record": record, "prefix": prefix, "id": id, "node": node, "limit": limit, "dropped": dropped], rest: heard)
     }
 
     /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
@@ -48,25 +50,26 @@ extension SessionScripts {
         cancelClaim.command(["prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs])
     }
 
-    /// `session.cancelStart`: the `session.start` of session `id` on `node` is void — the
-    /// session ended if it ran, refused for `markMs` if it runs later.
-    static func cancelStart(prefix: String, id: String, node: String, markMs: Int64) -> StoreCommand {
-        cancelStart.command(["prefix": prefix, "id": id, "node": node, "markMs": markMs])
+    /// `session.cancelStart`: the `session.start` of session `id` (its record `record`) on
+    /// `node` is void — the session ended if it ran, refused for `markMs` if it runs later.
+    static func cancelStart(prefix: String, record: String, id: String, node: String, markMs: Int64) -> StoreCommand {
+        cancelStart.command(["record": record, "prefix": prefix, "id": id, "node": node, "markMs": markMs])
     }
 
-    /// `session.end`: session `id` (owned by `node`) ends for good, `kind` for its channels;
+    /// `session.end`: session `id` (its record `record`, owned by `node`) ends for good, `kind` for its channels;
     /// `loggedOut` says whether the user logged out (else the connection closed); `tokenHash`:
     /// the resume token's hash the node knew for it, so that an end sent late does not end a
     /// resumed session (nil: any).
-    static func end(prefix: String, id: String, node: String, kind: EndKind, loggedOut: Bool, tokenHash: String? = nil) -> StoreCommand {
-        end.command(["prefix": prefix, "id": id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed",
+    static func end(prefix: String, record: String, id: String, node: String, kind: EndKind, loggedOut: Bool,
+                    tokenHash: String? = nil) -> StoreCommand {
+        end.command(["record": record, "prefix": prefix, "id": id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed",
                      "token": tokenHash ?? ""])
     }
 
     /// `session.reap`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead and ends
-    /// up to `batch` sessions whose hold ran out.
-    static func reap(prefix: String, node: String, nodeTimeoutMs: Int64, batch: Int) -> StoreCommand {
-        reap.command(["prefix": prefix, "self": node, "timeout": nodeTimeoutMs, "limit": batch])
+    /// up to `batch` sessions whose hold ran out, reading the buckets of `groups` key groups.
+    static func reap(prefix: String, node: String, nodeTimeoutMs: Int64, batch: Int, groups: Int) -> StoreCommand {
+        reap.command(["prefix": prefix, "self": node, "timeout": nodeTimeoutMs, "limit": batch, "groups": groups])
     }
 
     /// `session.handOver`: every session of `node` becomes held with no node.

@@ -1,32 +1,36 @@
 import RollcallCore
 
 /// The Lua scripts of cluster sessions (docs/cluster.md, "Sessions across nodes"). A session
-/// is `P s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), listed in
-/// `P us:<n>:<user>` (by start time, for `maxSessionsPerUser`), `P tok:<hash>` (resume
-/// token → id), `P ns:<node>` (a node's sessions) and, while held, `P held` (by deadline).
-/// Each script's first parameter is `prefix`, `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
+/// is `P{<g>}s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), `<g>`
+/// its user's key group (``SessionScriptKeys``), listed in `P{<g>}us:<n>:<user>` (by start
+/// time, for `maxSessionsPerUser`), `P tok:<hash>` (resume token → `<g>/<id>`), `P ns:<node>`
+/// (a node's sessions, as `<g>/<id>`) and, while held, its group's bucket `P{<g>}held` (by
+/// deadline). A script the node gives a session id is given its record's key too (`record`,
+/// declared: the node knows each of its sessions' users). Each script's `prefix` is
+/// `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
 package enum SessionScripts {
     /// A new session. Returns `{'ok', over}`, `over` the user's sessions over the limit,
     /// oldest first, each as id and node (`''` while held with no node); or `{'fenced'}` when
     /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat);
     /// or `{'cancelled'}` when its node gave up on it before it ran (``cancelStart``).
     static let start = LuaScript("session.start", parameters: [
-        .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"), .number("max"),
+        .key("record"), .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"), .number("max"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
-        if redis.call('EXISTS', prefix .. 'cancel:s:' .. id) == 1 then return {'cancelled'} end
-        redis.call('HSET', prefix .. 's:' .. id, 'user', user, 'platform', platform, 'node', node, 'started', now,
+        local tag = tagOfRecord(record, id)
+        if redis.call('EXISTS', tag .. 'cancel:s:' .. id) == 1 then return {'cancelled'} end
+        redis.call('HSET', record, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
-        redis.call('ZADD', userSessions(user), now, id)
-        redis.call('SET', prefix .. 'tok:' .. token, id)
-        redis.call('SADD', prefix .. 'ns:' .. node, id)
-        local all = redis.call('ZRANGE', userSessions(user), 0, -1)
+        redis.call('ZADD', userSessions(tag, user), now, id)
+        redis.call('SET', prefix .. 'tok:' .. token, entryOf(tag, id))
+        redis.call('SADD', prefix .. 'ns:' .. node, entryOf(tag, id))
+        local all = redis.call('ZRANGE', userSessions(tag, user), 0, -1)
         local excess, out = #all - max, {}
         for _, other in ipairs(all) do
           if excess <= 0 then break end
           if other ~= id then
             out[#out + 1] = other
-            out[#out + 1] = redis.call('HGET', prefix .. 's:' .. other, 'node') or ''
+            out[#out + 1] = redis.call('HGET', tag .. 's:' .. other, 'node') or ''
             excess = excess - 1
           end
         end
@@ -38,13 +42,14 @@ package enum SessionScripts {
     /// node, which kept them. `held <id>` on the node's control channel follows them all (one
     /// pub/sub link, in publish order), and then the node hands them over (``keepHeard``);
     /// until it has (`handing`, at most `staleMs` of ``claim``), a resume waits.
-    static let hold = LuaScript("session.hold", parameters: [.text("prefix"), .text("id"), .text("node")], library: library, body: """
-        local key = prefix .. 's:' .. id
+    static let hold = LuaScript("session.hold", parameters: [.key("record"), .text("prefix"), .text("id"), .text("node")],
+                                library: library, body: """
+        local key, tag = record, tagOfRecord(record, id)
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
         redis.call('HSET', key, 'heldUntil', deadline, 'handing', now)
-        redis.call('ZADD', prefix .. 'held', deadline, id)
-        markHeld(id)
+        redis.call('ZADD', tag .. 'held', deadline, id)
+        markHeld(id, tag)
         redis.call('PUBLISH', prefix .. 'n:' .. node, 'held ' .. id)
         return 'ok'
         """)
@@ -56,9 +61,9 @@ package enum SessionScripts {
     /// on this node meanwhile: the node delivers them itself) or `gone` (ended, or on another
     /// node). Either way a resume no longer waits for it.
     static let keepHeard = LuaScript("session.keepHeard", parameters: [
-        .text("prefix"), .text("id"), .text("node"), .number("limit"), .number("dropped"),
+        .key("record"), .text("prefix"), .text("id"), .text("node"), .number("limit"), .number("dropped"),
     ], rest: "heard", library: library, body: """
-        local key = prefix .. 's:' .. id
+        local key = record
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         redis.call('HDEL', key, 'handing')
         if tonumber(redis.call('HGET', key, 'heldUntil') or '0') == 0 then return 'live' end
@@ -95,9 +100,10 @@ package enum SessionScripts {
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
         if redis.call('EXISTS', prefix .. 'cancel:t:' .. newToken) == 1 then return {'none'} end
-        local id = redis.call('GET', prefix .. 'tok:' .. token)
-        if not id then return {'none'} end
-        local key = prefix .. 's:' .. id
+        local entry = redis.call('GET', prefix .. 'tok:' .. token)
+        if not entry then return {'none'} end
+        local tag, id = fromEntry(entry)
+        local key = tag .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout', 'handing')
         if not f[1] or f[1] ~= user then return {'none'} end
         if tonumber(f[4]) == 0 then
@@ -111,17 +117,17 @@ package enum SessionScripts {
           if beat and now - tonumber(beat) < staleMs then return {'wait'} end
         end
         redis.call('DEL', prefix .. 'tok:' .. token)
-        redis.call('SET', prefix .. 'tok:' .. newToken, id)
+        redis.call('SET', prefix .. 'tok:' .. newToken, entry)
         redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
         redis.call('HDEL', key, 'handing')
-        redis.call('ZREM', prefix .. 'held', id)
+        redis.call('ZREM', tag .. 'held', id)
         if f[3] ~= '' then
-          redis.call('SREM', prefix .. 'ns:' .. f[3], id)
+          redis.call('SREM', prefix .. 'ns:' .. f[3], entry)
           if f[3] ~= node then redis.call('PUBLISH', prefix .. 'n:' .. f[3], 'adopted ' .. id .. ' ' .. token) end
         end
-        redis.call('SADD', prefix .. 'ns:' .. node, id)
-        markLive(id)
-        local channels = redis.call('SMEMBERS', prefix .. 'sc:' .. id)
+        redis.call('SADD', prefix .. 'ns:' .. node, entry)
+        markLive(id, tag)
+        local channels = redis.call('SMEMBERS', tag .. 'sc:' .. id)
         local flags, numbers = {}, {}
         for i, channel in ipairs(channels) do
           flags[i] = redis.call('HGET', channelBaseOf(channel) .. ':s', id) or '--'
@@ -152,23 +158,24 @@ package enum SessionScripts {
         .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
     ], library: library, body: """
         if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return 'gone' end
-        local id = redis.call('GET', prefix .. 'tok:' .. newToken)
-        if not id then
+        local entry = redis.call('GET', prefix .. 'tok:' .. newToken)
+        if not entry then
           redis.call('SET', prefix .. 'cancel:t:' .. newToken, '1', 'PX', markMs)
           return 'marked'
         end
-        local key = prefix .. 's:' .. id
+        local tag, id = fromEntry(entry)
+        local key = tag .. 's:' .. id
         local holder = redis.call('HGET', key, 'node')
         if holder ~= node and holder ~= '' then return 'gone' end
         redis.call('DEL', prefix .. 'tok:' .. newToken)
-        redis.call('SET', prefix .. 'tok:' .. token, id)
+        redis.call('SET', prefix .. 'tok:' .. token, entry)
         redis.call('HSET', key, 'token', token)
         if holder == node then
           local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
           redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
-          redis.call('ZADD', prefix .. 'held', deadline, id)
-          redis.call('SREM', prefix .. 'ns:' .. node, id)
-          markHeld(id)
+          redis.call('ZADD', tag .. 'held', deadline, id)
+          redis.call('SREM', prefix .. 'ns:' .. node, entry)
+          markHeld(id, tag)
         end
         -- The messages the claim handed over come first, before any kept since.
         local handed = redis.call('LRANGE', prefix .. 'hmc:' .. id, 0, -1)
@@ -188,17 +195,18 @@ package enum SessionScripts {
     /// the node then sends `status.ended`; it joined no channel); if not, a mark
     /// (`P cancel:s:<id>`, for `markMs`) makes it refuse when it runs (`{'marked'}`).
     static let cancelStart = LuaScript("session.cancelStart", parameters: [
-        .text("prefix"), .text("id"), .text("node"), .number("markMs"),
+        .key("record"), .text("prefix"), .text("id"), .text("node"), .number("markMs"),
     ], library: library, body: """
         if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return {'gone'} end
-        local f = redis.call('HMGET', prefix .. 's:' .. id, 'user', 'node', 'token')
+        local tag = tagOfRecord(record, id)
+        local f = redis.call('HMGET', record, 'user', 'node', 'token')
         if not f[1] then
-          redis.call('SET', prefix .. 'cancel:s:' .. id, '1', 'PX', markMs)
+          redis.call('SET', tag .. 'cancel:s:' .. id, '1', 'PX', markMs)
           return {'marked'}
         end
         if f[2] ~= node and f[2] ~= '' then return {'gone'} end
-        forget(id, f[1], f[2], f[3])
-        markEnding(id, f[1], 'l', 'closed')
+        forget(tag, id, f[1], f[2], f[3])
+        markEnding(tag, id, f[1], 'l', 'closed')
         return {'ended', f[1]}
         """)
 
@@ -212,15 +220,15 @@ package enum SessionScripts {
     /// was out of reach, sent again once Redis was back, must not end the session its client
     /// resumed meanwhile.
     package static let end = LuaScript("session.end", parameters: [
-        .text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how"), .text("token"),
+        .key("record"), .text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how"), .text("token"),
     ], library: library, body: """
-        local key = prefix .. 's:' .. id
-        local f = redis.call('HMGET', key, 'user', 'node', 'token')
+        local tag = tagOfRecord(record, id)
+        local f = redis.call('HMGET', record, 'user', 'node', 'token')
         if not f[1] then return 'gone' end
         if f[2] ~= node and f[2] ~= '' then return 'moved' end
         if token ~= '' and f[3] ~= token then return 'moved' end
-        forget(id, f[1], f[2], f[3])
-        markEnding(id, f[1], kind, how)
+        forget(tag, id, f[1], f[2], f[3])
+        markEnding(tag, id, f[1], kind, how)
         return 'ok'
         """)
 
@@ -231,9 +239,13 @@ package enum SessionScripts {
     /// sessions of each kind. Returns the dead nodes, the ended sessions and the unfinished
     /// ends, each end as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids
     /// not left yet. An unfinished end is due again one timeout later (should this node die as
-    /// well); `status.ended` takes it off the list.
-    static let reap = LuaScript("session.reap", parameters: [.text("prefix"), .text("self"), .number("timeout"), .number("limit")],
-                                library: library, body: """
+    /// well); `status.ended` takes it off the list. It reads the `held` and `ending` buckets of
+    /// every one of the `groups` key groups, in group order, up to `limit` sessions of each
+    /// kind in all: one script over every group for now (it declares no key; split per Redis
+    /// Cluster master in step 5 of docs/cluster.md, "Where the build stands").
+    static let reap = LuaScript("session.reap", parameters: [
+        .text("prefix"), .text("self"), .number("timeout"), .number("limit"), .number("groups"),
+    ], library: library, body: """
         local dead = {}
         -- Commands a node sent before Redis stopped may run only once it is back, after every
         -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
@@ -255,27 +267,36 @@ package enum SessionScripts {
             end
           end
         end
-        local ended = {}
-        for _, id in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'held', '-inf', now, 'LIMIT', 0, limit)) do
-          local key = prefix .. 's:' .. id
-          local f = redis.call('HMGET', key, 'user', 'node', 'token')
-          if not f[1] then
-            redis.call('ZREM', prefix .. 'held', id)
-          elseif f[2] == '' then
-            forget(id, f[1], f[2], f[3])
-            markEnding(id, f[1], 't', 'closed')
-            ended[#ended + 1] = {id, f[1], 't', 'closed', redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
+        local ended, seen = {}, 0
+        for group = 0, groups - 1 do
+          if seen >= limit then break end
+          local tag = prefix .. '{' .. group .. '}'
+          for _, id in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'held', '-inf', now, 'LIMIT', 0, limit - seen)) do
+            seen = seen + 1
+            local key = tag .. 's:' .. id
+            local f = redis.call('HMGET', key, 'user', 'node', 'token')
+            if not f[1] then
+              redis.call('ZREM', tag .. 'held', id)
+            elseif f[2] == '' then
+              forget(tag, id, f[1], f[2], f[3])
+              markEnding(tag, id, f[1], 't', 'closed')
+              ended[#ended + 1] = {id, f[1], 't', 'closed', redis.call('SMEMBERS', tag .. 'sc:' .. id)}
+            end
           end
         end
         local unfinished = {}
         if now - grace >= timeout then
-          for _, id in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'ending', '-inf', now - timeout, 'LIMIT', 0, limit)) do
-            local f = redis.call('HMGET', prefix .. 'end:' .. id, 'user', 'kind', 'how')
-            if not f[1] then
-              redis.call('ZREM', prefix .. 'ending', id)
-            else
-              redis.call('ZADD', prefix .. 'ending', now, id)
-              unfinished[#unfinished + 1] = {id, f[1], f[2], f[3], redis.call('SMEMBERS', prefix .. 'sc:' .. id)}
+          for group = 0, groups - 1 do
+            if #unfinished >= limit then break end
+            local tag = prefix .. '{' .. group .. '}'
+            for _, id in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'ending', '-inf', now - timeout, 'LIMIT', 0, limit - #unfinished)) do
+              local f = redis.call('HMGET', tag .. 'end:' .. id, 'user', 'kind', 'how')
+              if not f[1] then
+                redis.call('ZREM', tag .. 'ending', id)
+              else
+                redis.call('ZADD', tag .. 'ending', now, id)
+                unfinished[#unfinished + 1] = {id, f[1], f[2], f[3], redis.call('SMEMBERS', tag .. 'sc:' .. id)}
+              end
             end
           end
         end
@@ -290,21 +311,21 @@ package enum SessionScripts {
         """)
 
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
-    /// `markLive`, `forget`, `orphan`; the script's first parameter is `prefix`); the start
-    /// check (`ClusterStartCheck`) uses them too.
-    package static let library = KeyGroups.luaChannelBaseOfOneGroup + """
+    /// `markLive`, `forget`, `orphan`, and ``SessionScriptKeys``'; every script has a `prefix`
+    /// parameter); the start check (`ClusterStartCheck`) uses them too.
+    package static let library = KeyGroups.luaChannelBaseOfOneGroup + SessionScriptKeys.library + """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
-        local function userSessions(user) return prefix .. 'us:' .. #user .. ':' .. user end
+        local function userSessions(tag, user) return tag .. 'us:' .. #user .. ':' .. user end
         -- Fencing: a node the others declared dead (taken out of `nodes`) starts and claims
         -- nothing until its heartbeat has told it so and put it back.
         local function isLive(node) return redis.call('ZSCORE', prefix .. 'nodes', node) ~= false end
 
         -- A held session keeps its `message` events in `P hm:<id>` (the publish script
         -- appends them); it no longer counts among a channel's live message sessions.
-        local function markHeld(id)
-          for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
+        local function markHeld(id, tag)
+          for _, channel in ipairs(redis.call('SMEMBERS', tag .. 'sc:' .. id)) do
             local base = channelBaseOf(channel)
             local flags = redis.call('HGET', base .. ':s', id)
             if flags and string.find(flags, 'm', 1, true) and redis.call('SADD', base .. ':hm', id) == 1 then
@@ -313,42 +334,43 @@ package enum SessionScripts {
           end
         end
 
-        local function markLive(id)
-          for _, channel in ipairs(redis.call('SMEMBERS', prefix .. 'sc:' .. id)) do
+        local function markLive(id, tag)
+          for _, channel in ipairs(redis.call('SMEMBERS', tag .. 'sc:' .. id)) do
             local base = channelBaseOf(channel)
             if redis.call('SREM', base .. ':hm', id) == 1 then redis.call('HINCRBY', base, 'ml', 1) end
           end
         end
 
-        local function forget(id, user, node, token)
+        local function forget(tag, id, user, node, token)
           redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id, prefix .. 'hmc:' .. id)
-          redis.call('DEL', prefix .. 's:' .. id)
-          redis.call('ZREM', userSessions(user), id)
+          redis.call('DEL', tag .. 's:' .. id)
+          redis.call('ZREM', userSessions(tag, user), id)
           redis.call('DEL', prefix .. 'tok:' .. token)
-          redis.call('ZREM', prefix .. 'held', id)
-          if node ~= '' then redis.call('SREM', prefix .. 'ns:' .. node, id) end
+          redis.call('ZREM', tag .. 'held', id)
+          if node ~= '' then redis.call('SREM', prefix .. 'ns:' .. node, entryOf(tag, id)) end
         end
 
         -- A session gone from Redis whose channels and user status are still to follow: its
-        -- node does that next and `status.ended` takes it off `P ending`; should the node die
-        -- first, a reaper finishes it (`session.reap`).
-        local function markEnding(id, user, kind, how)
-          redis.call('ZADD', prefix .. 'ending', now, id)
-          redis.call('HSET', prefix .. 'end:' .. id, 'user', user, 'kind', kind, 'how', how)
+        -- node does that next and `status.ended` takes it off `P{<g>}ending`; should the node
+        -- die first, a reaper finishes it (`session.reap`).
+        local function markEnding(tag, id, user, kind, how)
+          redis.call('ZADD', tag .. 'ending', now, id)
+          redis.call('HSET', tag .. 'end:' .. id, 'user', user, 'kind', kind, 'how', how)
         end
 
         -- The sessions of `node` become held with no node: a live one from now, a held one
         -- keeps its deadline.
         local function orphan(node)
-          for _, id in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
-            local key = prefix .. 's:' .. id
+          for _, entry in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
+            local tag, id = fromEntry(entry)
+            local key = tag .. 's:' .. id
             local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
             if held == 0 then
               held = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
-              markHeld(id)
+              markHeld(id, tag)
             end
             redis.call('HSET', key, 'node', '', 'heldUntil', held)
-            redis.call('ZADD', prefix .. 'held', held, id)
+            redis.call('ZADD', tag .. 'held', held, id)
           end
           redis.call('DEL', prefix .. 'ns:' .. node)
         end

@@ -16,7 +16,7 @@ extension UserStatusScripts {
     /// `status.started`: the user goes online with `session`; `customStatus` (nil: unchanged)
     /// lives `ttlMs`. Answers ``Changed`` whose result is the catch-up records.
     static func started(keys: ClusterKeys, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
-        started.command(["prefix": keys.prefix, "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs])
+        started.command(["status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs])
     }
 
     /// `status.resumed`: as ``started(keys:user:session:customStatus:ttlMs:)`` for a resumed
@@ -24,29 +24,30 @@ extension UserStatusScripts {
     static func resumed(keys: ClusterKeys, user: Name, session: String, customStatus: String?, ttlMs: Int64,
                         windowMs: Int64) -> StoreCommand {
         resumed.command([
-            "prefix": keys.prefix, "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
-            "window": windowMs,
+            "status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string,
+            "session": session, "custom": customArgument(customStatus), "ttl": ttlMs, "window": windowMs,
         ])
     }
 
     /// `status.ended`: `session` (already gone from Redis) ended `how`; `clearCustomStatus`
     /// is `userStatus.clearCustomStatusOnOffline`.
     static func ended(keys: ClusterKeys, user: Name, session: String, how: EndKind, clearCustomStatus: Bool) -> StoreCommand {
-        ended.command(["prefix": keys.prefix, "hooks": keys.webhookHooks, "user": user.string, "session": session, "how": how.rawValue, "clear": clearCustomStatus])
+        ended.command(["status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string, "session": session, "how": how.rawValue, "clear": clearCustomStatus])
     }
 
     /// `status.setCustom`: the user's custom status (nil: cleared) for `ttlMs`. Answers
     /// ``Changed`` whose result is the user's record.
     static func setCustomStatus(keys: ClusterKeys, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
         setCustomStatus.command([
-            "prefix": keys.prefix, "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+            "status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string,
+            "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
         ])
     }
 
     /// `status.records`: the records of `users`, in order. Answers ``Changed`` whose result
     /// is one record (or nil) per user.
     static func records(keys: ClusterKeys, users: [Name]) -> StoreCommand {
-        records.command(["prefix": keys.prefix, "hooks": keys.webhookHooks], rest: users.map { Array($0.string.utf8) })
+        records.command(["prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.subscribe`: `subscriber` subscribes to `targets` (never itself) for
@@ -54,7 +55,8 @@ extension UserStatusScripts {
     static func subscribe(keys: ClusterKeys, subscriber: Name, durationMs: Int64, maxSubscriptions: Int, maxSubscribers: Int,
                           targets: [Name]) -> StoreCommand {
         subscribe.command([
-            "prefix": keys.prefix, "hooks": keys.webhookHooks, "me": subscriber.string, "duration": durationMs, "maxSubs": maxSubscriptions,
+            "expiries": keys.user(subscriber).subscriptionExpiries, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks,
+            "me": subscriber.string, "duration": durationMs, "maxSubs": maxSubscriptions,
             "maxSubscribers": maxSubscribers,
         ], rest: targets.map { Array($0.string.utf8) })
     }
@@ -62,24 +64,26 @@ extension UserStatusScripts {
     /// `status.unsubscribe`: `targets`, or every subscription when `all`. Answers the targets
     /// that were subscribed and are not any more (``removedTargets(_:)``).
     static func unsubscribe(keys: ClusterKeys, subscriber: Name, all: Bool, targets: [Name]) -> StoreCommand {
-        unsubscribe.command(["prefix": keys.prefix, "hooks": keys.webhookHooks, "me": subscriber.string, "all": all], rest: targets.map { Array($0.string.utf8) })
+        unsubscribe.command(["expiries": keys.user(subscriber).subscriptionExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
+                             "hooks": keys.webhookHooks, "me": subscriber.string, "all": all], rest: targets.map { Array($0.string.utf8) })
     }
 
     /// `status.subscriptions`: the live subscriptions of `subscriber` (``subscriptionExpiries(_:)``).
     static func subscriptions(keys: ClusterKeys, subscriber: Name) -> StoreCommand {
-        subscriptions.command(["prefix": keys.prefix, "hooks": keys.webhookHooks, "me": subscriber.string])
+        subscriptions.command(["expiries": keys.user(subscriber).subscriptionExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
+                               "hooks": keys.webhookHooks, "me": subscriber.string])
     }
 
     /// `status.resync`: per user of `users`, the records changed in the last `windowMs`.
     /// Answers ``Changed`` whose result holds one catch-up list per user.
     static func resync(keys: ClusterKeys, windowMs: Int64, users: [Name]) -> StoreCommand {
-        resync.command(["prefix": keys.prefix, "hooks": keys.webhookHooks, "window": windowMs], rest: users.map { Array($0.string.utf8) })
+        resync.command(["prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "window": windowMs], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired
     /// subscriptions. Answers ``Changed`` whose result is the cluster's subscription count.
     static func sweep(keys: ClusterKeys, limit: Int) -> StoreCommand {
-        sweep.command(["prefix": keys.prefix, "hooks": keys.webhookHooks, "limit": limit])
+        sweep.command(["prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "limit": limit])
     }
 
     /// A custom status as a script argument: `-` for none, else `=` and the text.

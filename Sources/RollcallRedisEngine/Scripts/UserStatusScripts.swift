@@ -1,17 +1,21 @@
 import RollcallCore
 
 /// The Lua scripts of user status in cluster mode (docs/cluster.md, "User status across
-/// nodes"). Argument 1 is always `cluster.keyPrefix`; times are Redis' (`TIME`, ms). Names in
-/// keys are length-prefixed (`<bytes>:<name>`, as ``ClusterKeys``):
+/// nodes"). Every script takes `prefix` (`cluster.keyPrefix`) and `groups` (the key group
+/// count, ``KeyGroups``); times are Redis' (`TIME`, ms). Names in keys are length-prefixed
+/// (`<bytes>:<name>`, as ``ClusterKeys``). Every key of a user is under its key group's tag
+/// `P{<g>}` (`userTag(user)`, ``SessionScriptKeys``); a script about one user declares one key
+/// of that user (`status` or `expiries`), so that Redis Cluster routes it to the user's slot:
 ///
-/// - `P st:<n>:<user>` hash: `status`, `cs` (the custom status, raw UTF-8), `csx` (its expiry),
+/// - `P{<g>}st:<n>:<user>` hash: `status`, `cs` (the custom status, raw UTF-8), `csx` (its expiry),
 ///   `lu`, `lo`, `lc` (the record's three times), `le` (end of the user's latest session), `pf`
 ///   (platforms last announced, comma-separated);
-/// - `P sub:<n>:<subscriber>` zset target → createdAt (age order for `maxSubscriptionsPerUser`),
-///   `P subx:<n>:<subscriber>` zset target → expiresAt, `P subr:<n>:<target>` zset
+/// - `P{<g>}sub:<n>:<subscriber>` zset target → createdAt (age order for `maxSubscriptionsPerUser`),
+///   `P{<g>}subx:<n>:<subscriber>` zset target → expiresAt, `P{<g>}subr:<n>:<target>` zset
 ///   subscriber → expiresAt (`maxSubscribersPerUser`, who to tell);
-/// - `P csx` zset user → custom status expiry, `P subexp` zset `<n>:<subscriber><target>` →
-///   expiresAt: what the sweep (every node's reaper tick) expires;
+/// - the buckets `P{<g>}csx` zset user → custom status expiry (the users of group `g`),
+///   `P{<g>}subexp` zset `<n>:<subscriber><target>` → expiresAt (the subscribers of group
+///   `g`): what the sweep (every node's reaper tick) expires, reading every group's;
 /// - pub/sub `P uu:<n>:<user>`: the user's inbox, heard by every node with a session of the user.
 ///
 /// Scripts that can change a record answer `{result, announced records}` (see
@@ -19,19 +23,19 @@ import RollcallCore
 /// or nil}`) and into an inbox as `U<except session>\n<user>\n<status>\n<lu>\n<lo>\n<lc>\n
 /// <platforms>\n<-, or = and the custom status>`: the node encodes it with the one-node encoder,
 /// so every record has the same bytes as on one node. Platforms come from the user's sessions
-/// in Redis (`P us:`, `P s:<id>` `platform`), live and held.
+/// in Redis (`P{<g>}us:`, `P{<g>}s:<id>` `platform`), live and held.
 enum UserStatusScripts {
     /// A new session (run right after `session.start`, in the same call), with the login's
     /// custom status (`custom`: `-` none, `=text`) and its TTL. Returns the catch-up records: subscribed targets changed after the user's latest
     /// session end (none when no session of the user ever ended); nothing, and no change, when
     /// `session.start` recorded no session (the node was fenced).
     static let started = LuaScript("status.started", parameters: [
-        .text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
     ], library: library, body: """
         -- `session.start` refused a fenced node: no session, so no change to the user either.
-        if redis.call('EXISTS', prefix .. 's:' .. session) == 0 then return {{}, {}} end
+        if redis.call('EXISTS', userTag(user) .. 's:' .. session) == 0 then return {{}, {}} end
         expireCustom(user)
-        local key = stKey(user)
+        local key = status
         local f = redis.call('HMGET', key, 'status', 'cs', 'pf', 'le')
         local changed = false
         if f[1] ~= 'online' then
@@ -60,10 +64,11 @@ enum UserStatusScripts {
     /// A held session resumed (here or on another node), with the login's custom status and
     /// its TTL. Returns the catch-up records (targets changed within `window` ms).
     static let resumed = LuaScript("status.resumed", parameters: [
-        .text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"), .number("window"),
+        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .number("window"),
     ], library: library, body: """
         expireCustom(user)
-        local key = stKey(user)
+        local key = status
         local text = string.sub(custom, 2)
         if custom ~= '-' and text ~= '' and redis.call('EXISTS', key) == 1 and text ~= redis.call('HGET', key, 'cs') then
           setCustom(user, text, ttl)
@@ -77,14 +82,16 @@ enum UserStatusScripts {
     /// was taken over, and nothing changes). `how`: `logout` or `closed`; `clear`:
     /// clearCustomStatusOnOffline (`1`/`0`). The last session: `loggedOut` after
     /// logout, else `offline`; otherwise the platforms may change. The end is finished: it
-    /// leaves `P ending` (`SessionScripts.end`).
-    static let ended = LuaScript("status.ended", parameters: [.text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("how"), .text("clear")],
-                                 library: library, body: """
-        if redis.call('EXISTS', prefix .. 's:' .. session) == 1 then return {'live', announced} end
-        redis.call('ZREM', prefix .. 'ending', session)
-        redis.call('DEL', prefix .. 'end:' .. session)
+    /// leaves its group's `P{<g>}ending` (`SessionScripts.end`).
+    static let ended = LuaScript("status.ended", parameters: [
+        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("how"), .text("clear"),
+    ], library: library, body: """
+        local tag = userTag(user)
+        if redis.call('EXISTS', tag .. 's:' .. session) == 1 then return {'live', announced} end
+        redis.call('ZREM', tag .. 'ending', session)
+        redis.call('DEL', tag .. 'end:' .. session)
         expireCustom(user)
-        local key = stKey(user)
+        local key = status
         redis.call('HSET', key, 'le', int(now))
         local changed = false
         if redis.call('ZCARD', usKey(user)) == 0 then
@@ -115,10 +122,10 @@ enum UserStatusScripts {
     /// `setCustomStatus`: `custom` is `-` (clear) or `=text`, for `ttl` ms. Setting the
     /// current value again changes nothing. Returns the user's record.
     static let setCustomStatus = LuaScript("status.setCustom", parameters: [
-        .text("prefix"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
     ], library: library, body: """
         expireCustom(user)
-        local key = stKey(user)
+        local key = status
         local wanted = string.sub(custom, 2)
         if custom == '-' or wanted == '' then wanted = false end
         if wanted ~= redis.call('HGET', key, 'cs') then
@@ -132,7 +139,8 @@ enum UserStatusScripts {
 
     /// `getUserStatus` (and the records of `getSubscriptions`), for the users (the rest).
     /// Returns one record per user, in order.
-    static let records = LuaScript("status.records", parameters: [.text("prefix"), .text("hooks")], rest: "usersFrom", library: library, body: """
+    static let records = LuaScript("status.records", parameters: [.text("prefix"), .number("groups"), .text("hooks")], rest: "usersFrom",
+                                   library: library, body: """
         local out = {}
         for i = usersFrom, #ARGV do out[#out + 1] = current(ARGV[i]) end
         return {out, announced}
@@ -143,7 +151,7 @@ enum UserStatusScripts {
     /// subscriber). Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
     /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
     static let subscribe = LuaScript("status.subscribe", parameters: [
-        .text("prefix"), .text("hooks"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
+        .key("expiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
@@ -180,8 +188,9 @@ enum UserStatusScripts {
 
     /// `unsubscribeUserStatus`: subscriber `me`, every subscription when `all` is `1`, else the
     /// targets (the rest). Returns the targets that were subscribed and are not any more.
-    static let unsubscribe = LuaScript("status.unsubscribe", parameters: [.text("prefix"), .text("hooks"), .text("me"), .text("all")],
-                                       rest: "targetsFrom", library: library, body: """
+    static let unsubscribe = LuaScript("status.unsubscribe", parameters: [
+        .key("expiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .text("all"),
+    ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local targets = {}
         if all == '1' then
@@ -201,15 +210,17 @@ enum UserStatusScripts {
 
     /// `getSubscriptions`, first step, for subscriber `me`. Returns the live
     /// subscriptions as target, expiresAt, target, expiresAt….
-    static let subscriptions = LuaScript("status.subscriptions", parameters: [.text("prefix"), .text("hooks"), .text("me")], library: library, body: """
-        return redis.call('ZRANGEBYSCORE', subxKey(me), '(' .. now, '+inf', 'WITHSCORES')
+    static let subscriptions = LuaScript("status.subscriptions", parameters: [
+        .key("expiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"),
+    ], library: library, body: """
+        return redis.call('ZRANGEBYSCORE', expiries, '(' .. now, '+inf', 'WITHSCORES')
         """)
 
     /// After this node's pub/sub link came back (inbox messages may have been lost): per user,
     /// the records a session of the user may have missed in the last `window` ms, for the users
     /// (the rest). Returns per user the user's own record if it changed within the window, then
     /// the subscribed targets that did.
-    static let resync = LuaScript("status.resync", parameters: [.text("prefix"), .text("hooks"), .number("window")], rest: "usersFrom",
+    static let resync = LuaScript("status.resync", parameters: [.text("prefix"), .number("groups"), .text("hooks"), .number("window")], rest: "usersFrom",
                                   library: library, body: """
         local since = now - window
         local out = {}
@@ -226,45 +237,54 @@ enum UserStatusScripts {
 
     /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
     /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
-    /// `limit`: the most of each to handle. Returns the subscriptions of the whole
-    /// cluster not expired yet (`rollcall_subscriptions`).
-    static let sweep = LuaScript("status.sweep", parameters: [.text("prefix"), .text("hooks"), .number("limit")], library: library, body: """
-        for _, user in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
-          expireCustom(user)
-        end
-        for _, entry in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'subexp', '-inf', now, 'LIMIT', 0, limit)) do
-          local colon = string.find(entry, ':', 1, true)
-          local count = tonumber(string.sub(entry, 1, colon - 1))
-          local subscriber = string.sub(entry, colon + 1, colon + count)
-          local target = string.sub(entry, colon + count + 1)
-          local expiresAt = tonumber(redis.call('ZSCORE', subxKey(subscriber), target) or '0')
-          if expiresAt > now then
-            redis.call('ZADD', prefix .. 'subexp', int(expiresAt), entry)
-          else
-            removeSubscription(subscriber, target)
+    /// `limit`: the most of each to handle in each key group. Returns the subscriptions of the
+    /// whole cluster not expired yet (`rollcall_subscriptions`). It reads the `csx` and
+    /// `subexp` buckets of every one of the `groups` key groups: one script over every group
+    /// for now (it declares no key; split per Redis Cluster master in step 5 of
+    /// docs/cluster.md, "Where the build stands").
+    static let sweep = LuaScript("status.sweep", parameters: [.text("prefix"), .number("groups"), .text("hooks"), .number("limit")],
+                                 library: library, body: """
+        local unexpired = 0
+        for group = 0, groups - 1 do
+          local tag = prefix .. '{' .. group .. '}'
+          for _, user in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
+            expireCustom(user)
           end
+          for _, entry in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'subexp', '-inf', now, 'LIMIT', 0, limit)) do
+            local colon = string.find(entry, ':', 1, true)
+            local count = tonumber(string.sub(entry, 1, colon - 1))
+            local subscriber = string.sub(entry, colon + 1, colon + count)
+            local target = string.sub(entry, colon + count + 1)
+            local expiresAt = tonumber(redis.call('ZSCORE', subxKey(subscriber), target) or '0')
+            if expiresAt > now then
+              redis.call('ZADD', tag .. 'subexp', int(expiresAt), entry)
+            else
+              removeSubscription(subscriber, target)
+            end
+          end
+          unexpired = unexpired + redis.call('ZCOUNT', tag .. 'subexp', '(' .. int(now), '+inf')
         end
-        return {redis.call('ZCOUNT', prefix .. 'subexp', '(' .. int(now), '+inf'), announced}
+        return {unexpired, announced}
         """)
 
-    static let library = WebhookStreamScripts.writer + """
+    static let library = WebhookStreamScripts.writer + SessionScriptKeys.library + """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
         local function int(n) return string.format('%d', n) end
         local function named(name) return #name .. ':' .. name end
-        local function stKey(user) return prefix .. 'st:' .. named(user) end
-        local function usKey(user) return prefix .. 'us:' .. named(user) end
-        local function subKey(user) return prefix .. 'sub:' .. named(user) end
-        local function subxKey(user) return prefix .. 'subx:' .. named(user) end
-        local function subrKey(user) return prefix .. 'subr:' .. named(user) end
+        local function stKey(user) return userTag(user) .. 'st:' .. named(user) end
+        local function usKey(user) return userTag(user) .. 'us:' .. named(user) end
+        local function subKey(user) return userTag(user) .. 'sub:' .. named(user) end
+        local function subxKey(user) return userTag(user) .. 'subx:' .. named(user) end
+        local function subrKey(user) return userTag(user) .. 'subr:' .. named(user) end
         local function inbox(user) return prefix .. 'uu:' .. named(user) end
 
         -- Sorted, distinct platforms of the user's sessions (live and held), comma-separated.
         local function platformsOf(user)
-          local seen, list = {}, {}
-          for _, id in ipairs(redis.call('ZRANGE', usKey(user), 0, -1)) do
-            local platform = redis.call('HGET', prefix .. 's:' .. id, 'platform')
+          local seen, list, tag = {}, {}, userTag(user)
+          for _, id in ipairs(redis.call('ZRANGE', tag .. 'us:' .. named(user), 0, -1)) do
+            local platform = redis.call('HGET', tag .. 's:' .. id, 'platform')
             if platform and not seen[platform] then
               seen[platform] = true
               list[#list + 1] = platform
@@ -312,11 +332,11 @@ enum UserStatusScripts {
           local key = stKey(user)
           if text then
             redis.call('HSET', key, 'cs', text, 'csx', int(now + ttl), 'lc', int(now))
-            redis.call('ZADD', prefix .. 'csx', int(now + ttl), user)
+            redis.call('ZADD', userTag(user) .. 'csx', int(now + ttl), user)
           else
             redis.call('HDEL', key, 'cs', 'csx')
             redis.call('HSET', key, 'lc', int(now))
-            redis.call('ZREM', prefix .. 'csx', user)
+            redis.call('ZREM', userTag(user) .. 'csx', user)
           end
         end
 
@@ -325,14 +345,14 @@ enum UserStatusScripts {
           local key = stKey(user)
           local expiresAt = tonumber(redis.call('HGET', key, 'csx') or '0')
           if expiresAt == 0 then
-            redis.call('ZREM', prefix .. 'csx', user)
+            redis.call('ZREM', userTag(user) .. 'csx', user)
             return
           end
           if expiresAt > now then return end
           local lu = tonumber(redis.call('HGET', key, 'lu') or '0')
           redis.call('HDEL', key, 'cs', 'csx')
           redis.call('HSET', key, 'lc', int(expiresAt), 'lu', int(math.max(lu, expiresAt)))
-          redis.call('ZREM', prefix .. 'csx', user)
+          redis.call('ZREM', userTag(user) .. 'csx', user)
           announce(user, '')
         end
 
@@ -345,14 +365,14 @@ enum UserStatusScripts {
         local function track(me, target, expiresAt)
           redis.call('ZADD', subxKey(me), int(expiresAt), target)
           redis.call('ZADD', subrKey(target), int(expiresAt), me)
-          redis.call('ZADD', prefix .. 'subexp', int(expiresAt), named(me) .. target)
+          redis.call('ZADD', userTag(me) .. 'subexp', int(expiresAt), named(me) .. target)
         end
 
         local function removeSubscription(me, target)
           redis.call('ZREM', subKey(me), target)
           redis.call('ZREM', subxKey(me), target)
           redis.call('ZREM', subrKey(target), me)
-          redis.call('ZREM', prefix .. 'subexp', named(me) .. target)
+          redis.call('ZREM', userTag(me) .. 'subexp', named(me) .. target)
         end
 
         local function dropExpired(me)

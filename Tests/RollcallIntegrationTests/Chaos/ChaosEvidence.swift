@@ -8,16 +8,18 @@ import Foundation
 enum ChaosEvidence {
     private static let script = """
         local P, U = ARGV[1], ARGV[2]
+        -- The user's keys and its group's buckets: the chaos runs have one key group.
+        local G = P .. '{0}'
         local function lp(s) return #s .. ':' .. s end
         local out = {}
         table.insert(out, 'uc [' .. table.concat(redis.call('ZRANGE', P .. 'uc:' .. lp(U), 0, -1), ' ') .. ']')
-        for _, s in ipairs(redis.call('ZRANGE', P .. 'us:' .. lp(U), 0, -1)) do
-          local h = redis.call('HGETALL', P .. 's:' .. s)
+        for _, s in ipairs(redis.call('ZRANGE', G .. 'us:' .. lp(U), 0, -1)) do
+          local h = redis.call('HGETALL', G .. 's:' .. s)
           local fields = {}
           for i = 1, #h, 2 do if not string.find(h[i], 'tok') then table.insert(fields, h[i] .. '=' .. h[i + 1]) end end
           table.insert(out, 'session ' .. s .. ' {' .. table.concat(fields, ' ') .. '} sc [' ..
-            table.concat(redis.call('SMEMBERS', P .. 'sc:' .. s), ' ') .. '] held=' .. tostring(redis.call('ZSCORE', P .. 'held', s)) ..
-            ' ending=' .. tostring(redis.call('ZSCORE', P .. 'ending', s)))
+            table.concat(redis.call('SMEMBERS', G .. 'sc:' .. s), ' ') .. '] held=' .. tostring(redis.call('ZSCORE', G .. 'held', s)) ..
+            ' ending=' .. tostring(redis.call('ZSCORE', G .. 'ending', s)))
         end
         for i = 3, #ARGV do
           local c = P .. '{0}c:m:' .. lp(ARGV[i])

@@ -131,7 +131,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// cluster has declared a killed node dead and turned its sessions into holds (the
     /// `rollcall_cluster_nodes` gauge can drop a moment earlier).
     func heldSessionsInRedis() -> Int? {
-        guard let reply = try? RedisWire.command(port: redis.port, ["ZCARD", keyPrefix + "held"]), reply.hasPrefix(":") else { return nil }
+        guard let reply = try? RedisWire.command(port: redis.port, ["ZCARD", keyPrefix + "{0}held"]), reply.hasPrefix(":") else { return nil }
         return Int(reply.dropFirst())
     }
 

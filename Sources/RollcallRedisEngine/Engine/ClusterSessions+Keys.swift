@@ -1,0 +1,71 @@
+import RollcallCore
+
+/// The keys of users and their sessions (docs/cluster.md, "Keys"): every one under its user's
+/// key group's tag `P{<g>}` (``KeyGroups``, `g` the group of `u:<n>:<user>`), so that a script
+/// about one user and its sessions runs on one Redis Cluster slot, beside that group's buckets
+/// of the cluster-wide session and user-status indexes (`P{<g>}held`, `P{<g>}ending`,
+/// `P{<g>}csx`, `P{<g>}subexp`).
+extension ClusterKeys {
+    /// The keys of one user, all under its group's tag.
+    struct UserKeys {
+        /// `P{<g>}`: the tag of the user's key group.
+        let group: String
+        /// `<n>:<user>`: the user's name in its keys.
+        let name: String
+
+        /// `P{<g>}uc:<n>:<user>`: the channels the user is a member of (`getUserChannels`).
+        var channels: String { group + "uc:" + name }
+        /// `P{<g>}us:<n>:<user>`: the user's sessions by start time (`maxSessionsPerUser`).
+        var sessions: String { group + "us:" + name }
+        /// `P{<g>}st:<n>:<user>`: the user's status record.
+        var status: String { group + "st:" + name }
+        /// `P{<g>}sub:<n>:<user>`: the user's subscriptions, target → createdAt.
+        var subscriptions: String { group + "sub:" + name }
+        /// `P{<g>}subx:<n>:<user>`: the user's subscriptions, target → expiresAt.
+        var subscriptionExpiries: String { group + "subx:" + name }
+        /// `P{<g>}subr:<n>:<user>`: the user's subscribers, subscriber → expiresAt.
+        var subscribers: String { group + "subr:" + name }
+
+        /// The keys of the user's session `id`.
+        func session(_ id: String) -> SessionKeys { SessionKeys(group: group, id: id) }
+    }
+
+    /// The keys of one session, under its user's group's tag. A session id is minted before
+    /// its user is known, so what starts from an id alone (`P tok:<hash>`, `P ns:<node>`)
+    /// names the session by its ``entry``.
+    struct SessionKeys {
+        /// `P{<g>}`: the tag of its user's key group.
+        let group: String
+        /// The session's id.
+        let id: String
+
+        /// `P{<g>}s:<id>`: the session's record (user, platform, node, …).
+        var record: String { group + "s:" + id }
+        /// `P{<g>}sc:<id>`: the channels the session joined.
+        var channels: String { group + "sc:" + id }
+        /// `P{<g>}end:<id>`: an end in progress (user, kind, how), listed in `P{<g>}ending`.
+        var ending: String { group + "end:" + id }
+        /// `P{<g>}cancel:s:<id>`: the mark of a `session.start` its node gave up on.
+        var startCancel: String { group + "cancel:s:" + id }
+    }
+
+    /// The group of `user`'s keys: the group of `u:<n>:<user>`.
+    func userGroup(_ user: Name) -> Int { groups.group(of: "u:" + Self.lengthPrefixed(user.string)) }
+
+    /// The keys of `user`.
+    func user(_ user: Name) -> UserKeys {
+        UserKeys(group: groupTag(userGroup(user)), name: Self.lengthPrefixed(user.string))
+    }
+
+    /// `P{<group>}held`: group `group`'s held sessions by the deadline of their hold.
+    func heldSessions(group: Int) -> String { groupTag(group) + "held" }
+
+    /// `P{<group>}ending`: group `group`'s session ends begun and not finished, by start.
+    func endingSessions(group: Int) -> String { groupTag(group) + "ending" }
+
+    /// `P{<group>}csx`: group `group`'s users by the expiry of their custom status.
+    func customStatusExpiries(group: Int) -> String { groupTag(group) + "csx" }
+
+    /// `P{<group>}subexp`: group `group`'s subscriptions (`<n>:<subscriber><target>`) by expiry.
+    func subscriptionExpiryIndex(group: Int) -> String { groupTag(group) + "subexp" }
+}
