@@ -395,7 +395,7 @@ final class ClusterSessions: SessionEngine {
 
     /// The rest of an end `session.end` (or the reaper) began: the session leaves `channels`,
     /// then the user's record follows (`loggedOut` after a logout of the last session), in one
-    /// store call, so the record (which takes the end off `P ending`, the reaper's safety net)
+    /// store call, so the record (which takes the end off `P{<g>}ending`, the reaper's safety net)
     /// never runs without the leaves before it. Redis out of reach: the whole call is tried
     /// again at the next reaper tick, until it answers; both steps are idempotent, so a call
     /// that ran but whose answer was lost changes nothing twice. `then` runs once Redis

@@ -214,7 +214,7 @@ package enum SessionScripts {
     /// `kind`: how its members leave (`l` leave, `t` timeout); `how`: how it ended (`logout` or
     /// `closed`); `token`: the hash of the resume token the ending node knew for it (`''`:
     /// any). Returns `ok` (its channels are left by the caller, then
-    /// `status.ended`; until then the end is listed in `P ending`), `gone` when it ended
+    /// `status.ended`; until then the end is listed in its group's `P{<g>}ending`), `gone` when it ended
     /// already, or `moved` when another node took it over — or a resume took it over since
     /// (its token changed), even on this node: a node's end of a hold that ran out while Redis
     /// was out of reach, sent again once Redis was back, must not end the session its client
