@@ -14,7 +14,8 @@ package enum SessionScripts {
     /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat);
     /// or `{'cancelled'}` when its node gave up on it before it ran (``cancelStart``).
     static let start = LuaScript("session.start", parameters: [
-        .key("record"), .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"), .number("max"),
+        .key("record"), .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"),
+        .number("max"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
         local tag = tagOfRecord(record, id)
