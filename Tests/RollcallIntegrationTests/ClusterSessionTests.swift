@@ -190,7 +190,8 @@ struct ClusterSessionTests {
         // with n3's arguments), and n3 stops before it can leave her channels or stamp her record.
         cluster.kill(node: 2, signal: SIGSTOP)
         let ended = try RedisWire.bulk(port: cluster.redisPort, [
-            "EVAL", SessionScripts.end.source, "1", cluster.keyPrefix + "{0}s:" + sessionId, cluster.keyPrefix, sessionId, "n3", "l", "closed", "",
+            "EVAL", SessionScripts.end.source, "3", cluster.keyPrefix + "{0}s:" + sessionId, cluster.keyPrefix + "{0}held", cluster.keyPrefix + "{0}ending",
+            cluster.keyPrefix, sessionId, "n3", "l", "closed", "",
         ])
         #expect(ended == "ok")
         cluster.kill(node: 2, signal: SIGKILL)

@@ -26,6 +26,11 @@ extension ClusterKeys {
         /// `P{<g>}subr:<n>:<user>`: the user's subscribers, subscriber → expiresAt.
         var subscribers: String { group + "subr:" + name }
 
+        /// `P{<g>}csx`: the bucket of the user's group listing users by custom status expiry.
+        var customStatusExpiries: String { group + "csx" }
+        /// `P{<g>}subexp`: the bucket of the user's group listing its users' subscriptions by expiry.
+        var subscriptionExpiryIndex: String { group + "subexp" }
+
         /// The keys of the user's session `id`.
         func session(_ id: String) -> SessionKeys { SessionKeys(group: group, id: id) }
     }
@@ -47,6 +52,10 @@ extension ClusterKeys {
         var ending: String { group + "end:" + id }
         /// `P{<g>}cancel:s:<id>`: the mark of a `session.start` its node gave up on.
         var startCancel: String { group + "cancel:s:" + id }
+        /// `P{<g>}held`: the bucket of its group listing held sessions.
+        var heldSessions: String { group + "held" }
+        /// `P{<g>}ending`: the bucket of its group listing ends not finished.
+        var endingSessions: String { group + "ending" }
     }
 
     /// The group of `user`'s keys: the group of `u:<n>:<user>`.

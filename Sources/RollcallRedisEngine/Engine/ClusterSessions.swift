@@ -204,8 +204,8 @@ final class ClusterSessions: SessionEngine {
     /// if it ran, the session ends as a close would (it joined nothing; the user's record
     /// follows, `offline` after the last session); if not, it will refuse.
     func cancelStart(_ sessionId: String, user: Name) {
-        let cancel = SessionScripts.cancelStart(prefix: keys.prefix, record: keys.user(user).session(sessionId).record, id: sessionId,
-                                                node: nodeId, markMs: cancelMarkMs)
+        let cancel = SessionScripts.cancelStart(prefix: keys.prefix, session: keys.user(user).session(sessionId), node: nodeId,
+                                                markMs: cancelMarkMs)
         call([cancel]) { [self] result in
             switch result {
             case .failure:
@@ -315,8 +315,7 @@ final class ClusterSessions: SessionEngine {
     /// tick while the session is still held here: before, it stayed live in Redis for good
     /// (`heldUntil` 0), its user listed everywhere (chaos finding 6).
     func held(_ session: Session) {
-        let hold = SessionScripts.hold(prefix: keys.prefix, record: keys.user(session.userId).session(session.sessionId).record,
-                                       id: session.sessionId, node: nodeId)
+        let hold = SessionScripts.hold(prefix: keys.prefix, session: keys.user(session.userId).session(session.sessionId), node: nodeId)
         call([hold]) { [self] result in
             switch result {
             case .success:
@@ -362,8 +361,8 @@ final class ClusterSessions: SessionEngine {
     /// retried — finds it `moved` instead of ending the resumed session behind its node's back.
     func endInCluster(sessionId: String, user: Name, channels: [ChannelKey], kind: RemovalKind, node: String? = nil,
                       loggedOut: Bool = false, tokenHash: String? = nil, retried: Bool = false, recorded: (() -> Void)? = nil) {
-        let end = SessionScripts.end(prefix: keys.prefix, record: keys.user(user).session(sessionId).record, id: sessionId,
-                                     node: node ?? nodeId, kind: kind == .timeout ? .timeout : .leave, loggedOut: loggedOut, tokenHash: tokenHash)
+        let end = SessionScripts.end(prefix: keys.prefix, session: keys.user(user).session(sessionId), node: node ?? nodeId,
+                                     kind: kind == .timeout ? .timeout : .leave, loggedOut: loggedOut, tokenHash: tokenHash)
         call([end]) { [self] result in
             guard case .success(let replies) = result else {
                 // Redis was out of reach: the end is tried again at the next reaper tick, so the

@@ -22,9 +22,9 @@ extension SessionScripts {
         ])
     }
 
-    /// `session.hold`: `node`'s session `id` (its record `record`) lost its connection and is held.
-    static func hold(prefix: String, record: String, id: String, node: String) -> StoreCommand {
-        hold.command(["record": record, "prefix": prefix, "id": id, "node": node])
+    /// `session.hold`: `node`'s session `session` lost its connection and is held.
+    static func hold(prefix: String, session: ClusterKeys.SessionKeys, node: String) -> StoreCommand {
+        hold.command(["record": session.record, "held": session.heldSessions, "prefix": prefix, "id": session.id, "node": node])
     }
 
     /// `session.keepHeard`: `node` hands Redis the messages it kept for its held session `id`
@@ -50,19 +50,20 @@ extension SessionScripts {
         cancelClaim.command(["prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs])
     }
 
-    /// `session.cancelStart`: the `session.start` of session `id` (its record `record`) on
-    /// `node` is void — the session ended if it ran, refused for `markMs` if it runs later.
-    static func cancelStart(prefix: String, record: String, id: String, node: String, markMs: Int64) -> StoreCommand {
-        cancelStart.command(["record": record, "prefix": prefix, "id": id, "node": node, "markMs": markMs])
+    /// `session.cancelStart`: the `session.start` of session `session` on `node` is void —
+    /// the session ended if it ran, refused for `markMs` if it runs later.
+    static func cancelStart(prefix: String, session: ClusterKeys.SessionKeys, node: String, markMs: Int64) -> StoreCommand {
+        cancelStart.command(["record": session.record, "held": session.heldSessions, "ending": session.endingSessions, "prefix": prefix,
+                             "id": session.id, "node": node, "markMs": markMs])
     }
 
-    /// `session.end`: session `id` (its record `record`, owned by `node`) ends for good, `kind` for its channels;
+    /// `session.end`: session `session` (owned by `node`) ends for good, `kind` for its channels;
     /// `loggedOut` says whether the user logged out (else the connection closed); `tokenHash`:
     /// the resume token's hash the node knew for it, so that an end sent late does not end a
     /// resumed session (nil: any).
-    static func end(prefix: String, record: String, id: String, node: String, kind: EndKind, loggedOut: Bool,
+    static func end(prefix: String, session: ClusterKeys.SessionKeys, node: String, kind: EndKind, loggedOut: Bool,
                     tokenHash: String? = nil) -> StoreCommand {
-        end.command(["record": record, "prefix": prefix, "id": id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed",
+        end.command(["record": session.record, "held": session.heldSessions, "ending": session.endingSessions, "prefix": prefix, "id": session.id, "node": node, "kind": kind.rawValue, "how": loggedOut ? "logout" : "closed",
                      "token": tokenHash ?? ""])
     }
 

@@ -6,7 +6,9 @@ import RollcallCore
 /// time, for `maxSessionsPerUser`), `P tok:<hash>` (resume token → `<g>/<id>`), `P ns:<node>`
 /// (a node's sessions, as `<g>/<id>`) and, while held, its group's bucket `P{<g>}held` (by
 /// deadline). A script the node gives a session id is given its record's key too (`record`,
-/// declared: the node knows each of its sessions' users). Each script's `prefix` is
+/// declared: the node knows each of its sessions' users), and the buckets of its group it
+/// writes (`held`, `ending`; the library's `forget` and `markEnding` name the same keys from
+/// the record's tag, as the reaper calls them for every group). Each script's `prefix` is
 /// `cluster.keyPrefix`; times are Redis' (`TIME`, ms).
 package enum SessionScripts {
     /// A new session. Returns `{'ok', over}`, `over` the user's sessions over the limit,
@@ -43,13 +45,13 @@ package enum SessionScripts {
     /// node, which kept them. `held <id>` on the node's control channel follows them all (one
     /// pub/sub link, in publish order), and then the node hands them over (``keepHeard``);
     /// until it has (`handing`, at most `staleMs` of ``claim``), a resume waits.
-    static let hold = LuaScript("session.hold", parameters: [.key("record"), .text("prefix"), .text("id"), .text("node")],
+    static let hold = LuaScript("session.hold", parameters: [.key("record"), .key("held"), .text("prefix"), .text("id"), .text("node")],
                                 library: library, body: """
         local key, tag = record, tagOfRecord(record, id)
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
         redis.call('HSET', key, 'heldUntil', deadline, 'handing', now)
-        redis.call('ZADD', tag .. 'held', deadline, id)
+        redis.call('ZADD', held, deadline, id)
         markHeld(id, tag)
         redis.call('PUBLISH', prefix .. 'n:' .. node, 'held ' .. id)
         return 'ok'
@@ -196,7 +198,7 @@ package enum SessionScripts {
     /// the node then sends `status.ended`; it joined no channel); if not, a mark
     /// (`P cancel:s:<id>`, for `markMs`) makes it refuse when it runs (`{'marked'}`).
     static let cancelStart = LuaScript("session.cancelStart", parameters: [
-        .key("record"), .text("prefix"), .text("id"), .text("node"), .number("markMs"),
+        .key("record"), .key("held"), .key("ending"), .text("prefix"), .text("id"), .text("node"), .number("markMs"),
     ], library: library, body: """
         if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return {'gone'} end
         local tag = tagOfRecord(record, id)
@@ -221,7 +223,7 @@ package enum SessionScripts {
     /// was out of reach, sent again once Redis was back, must not end the session its client
     /// resumed meanwhile.
     package static let end = LuaScript("session.end", parameters: [
-        .key("record"), .text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how"), .text("token"),
+        .key("record"), .key("held"), .key("ending"), .text("prefix"), .text("id"), .text("node"), .text("kind"), .text("how"), .text("token"),
     ], library: library, body: """
         local tag = tagOfRecord(record, id)
         local f = redis.call('HMGET', record, 'user', 'node', 'token')

@@ -16,31 +16,43 @@ extension UserStatusScripts {
     /// `status.started`: the user goes online with `session`; `customStatus` (nil: unchanged)
     /// lives `ttlMs`. Answers ``Changed`` whose result is the catch-up records.
     static func started(keys: ClusterKeys, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
-        started.command(["status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs])
+        let mine = keys.user(user)
+        return started.command([
+            "status": mine.status, "customExpiries": mine.customStatusExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
+            "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+        ])
     }
 
     /// `status.resumed`: as ``started(keys:user:session:customStatus:ttlMs:)`` for a resumed
     /// session; the catch-up covers the records changed in the last `windowMs`.
     static func resumed(keys: ClusterKeys, user: Name, session: String, customStatus: String?, ttlMs: Int64,
                         windowMs: Int64) -> StoreCommand {
-        resumed.command([
-            "status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string,
-            "session": session, "custom": customArgument(customStatus), "ttl": ttlMs, "window": windowMs,
+        let mine = keys.user(user)
+        return resumed.command([
+            "status": mine.status, "customExpiries": mine.customStatusExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
+            "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+            "window": windowMs,
         ])
     }
 
     /// `status.ended`: `session` (already gone from Redis) ended `how`; `clearCustomStatus`
     /// is `userStatus.clearCustomStatusOnOffline`.
     static func ended(keys: ClusterKeys, user: Name, session: String, how: EndKind, clearCustomStatus: Bool) -> StoreCommand {
-        ended.command(["status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string, "session": session, "how": how.rawValue, "clear": clearCustomStatus])
+        let mine = keys.user(user)
+        return ended.command([
+            "status": mine.status, "customExpiries": mine.customStatusExpiries, "ending": mine.session(session).endingSessions,
+            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string, "session": session,
+            "how": how.rawValue, "clear": clearCustomStatus,
+        ])
     }
 
     /// `status.setCustom`: the user's custom status (nil: cleared) for `ttlMs`. Answers
     /// ``Changed`` whose result is the user's record.
     static func setCustomStatus(keys: ClusterKeys, user: Name, session: String, customStatus: String?, ttlMs: Int64) -> StoreCommand {
-        setCustomStatus.command([
-            "status": keys.user(user).status, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string,
-            "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+        let mine = keys.user(user)
+        return setCustomStatus.command([
+            "status": mine.status, "customExpiries": mine.customStatusExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
+            "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
         ])
     }
 
@@ -55,7 +67,8 @@ extension UserStatusScripts {
     static func subscribe(keys: ClusterKeys, subscriber: Name, durationMs: Int64, maxSubscriptions: Int, maxSubscribers: Int,
                           targets: [Name]) -> StoreCommand {
         subscribe.command([
-            "expiries": keys.user(subscriber).subscriptionExpiries, "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks,
+            "expiries": keys.user(subscriber).subscriptionExpiries, "subscriptionIndex": keys.user(subscriber).subscriptionExpiryIndex,
+            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks,
             "me": subscriber.string, "duration": durationMs, "maxSubs": maxSubscriptions,
             "maxSubscribers": maxSubscribers,
         ], rest: targets.map { Array($0.string.utf8) })
@@ -64,7 +77,8 @@ extension UserStatusScripts {
     /// `status.unsubscribe`: `targets`, or every subscription when `all`. Answers the targets
     /// that were subscribed and are not any more (``removedTargets(_:)``).
     static func unsubscribe(keys: ClusterKeys, subscriber: Name, all: Bool, targets: [Name]) -> StoreCommand {
-        unsubscribe.command(["expiries": keys.user(subscriber).subscriptionExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
+        unsubscribe.command(["expiries": keys.user(subscriber).subscriptionExpiries, "subscriptionIndex": keys.user(subscriber).subscriptionExpiryIndex,
+                             "prefix": keys.prefix, "groups": keys.groups.count,
                              "hooks": keys.webhookHooks, "me": subscriber.string, "all": all], rest: targets.map { Array($0.string.utf8) })
     }
 

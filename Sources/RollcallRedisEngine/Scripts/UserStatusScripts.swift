@@ -5,7 +5,10 @@ import RollcallCore
 /// count, ``KeyGroups``); times are Redis' (`TIME`, ms). Names in keys are length-prefixed
 /// (`<bytes>:<name>`, as ``ClusterKeys``). Every key of a user is under its key group's tag
 /// `P{<g>}` (`userTag(user)`, ``SessionScriptKeys``); a script about one user declares one key
-/// of that user (`status` or `expiries`), so that Redis Cluster routes it to the user's slot:
+/// of that user (`status` or `expiries`), so that Redis Cluster routes it to the user's slot,
+/// and the buckets of its group it writes (`customExpiries`, `subscriptionIndex`, `ending`;
+/// the library's helpers name the same keys from the user's tag, as the sweep calls them for
+/// every group):
 ///
 /// - `P{<g>}st:<n>:<user>` hash: `status`, `cs` (the custom status, raw UTF-8), `csx` (its expiry),
 ///   `lu`, `lo`, `lc` (the record's three times), `le` (end of the user's latest session), `pf`
@@ -30,7 +33,8 @@ enum UserStatusScripts {
     /// session end (none when no session of the user ever ended); nothing, and no change, when
     /// `session.start` recorded no session (the node was fenced).
     static let started = LuaScript("status.started", parameters: [
-        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
+        .text("custom"), .number("ttl"),
     ], library: library, body: """
         -- `session.start` refused a fenced node: no session, so no change to the user either.
         if redis.call('EXISTS', userTag(user) .. 's:' .. session) == 0 then return {{}, {}} end
@@ -64,8 +68,8 @@ enum UserStatusScripts {
     /// A held session resumed (here or on another node), with the login's custom status and
     /// its TTL. Returns the catch-up records (targets changed within `window` ms).
     static let resumed = LuaScript("status.resumed", parameters: [
-        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
-        .number("window"),
+        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
+        .text("custom"), .number("ttl"), .number("window"),
     ], library: library, body: """
         expireCustom(user)
         local key = status
@@ -84,11 +88,12 @@ enum UserStatusScripts {
     /// logout, else `offline`; otherwise the platforms may change. The end is finished: it
     /// leaves its group's `P{<g>}ending` (`SessionScripts.end`).
     static let ended = LuaScript("status.ended", parameters: [
-        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("how"), .text("clear"),
+        .key("status"), .key("customExpiries"), .key("ending"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"),
+        .text("session"), .text("how"), .text("clear"),
     ], library: library, body: """
         local tag = userTag(user)
         if redis.call('EXISTS', tag .. 's:' .. session) == 1 then return {'live', announced} end
-        redis.call('ZREM', tag .. 'ending', session)
+        redis.call('ZREM', ending, session)
         redis.call('DEL', tag .. 'end:' .. session)
         expireCustom(user)
         local key = status
@@ -122,7 +127,8 @@ enum UserStatusScripts {
     /// `setCustomStatus`: `custom` is `-` (clear) or `=text`, for `ttl` ms. Setting the
     /// current value again changes nothing. Returns the user's record.
     static let setCustomStatus = LuaScript("status.setCustom", parameters: [
-        .key("status"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"), .text("custom"), .number("ttl"),
+        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
+        .text("custom"), .number("ttl"),
     ], library: library, body: """
         expireCustom(user)
         local key = status
@@ -151,7 +157,7 @@ enum UserStatusScripts {
     /// subscriber). Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
     /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
     static let subscribe = LuaScript("status.subscribe", parameters: [
-        .key("expiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
+        .key("expiries"), .key("subscriptionIndex"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
@@ -189,7 +195,7 @@ enum UserStatusScripts {
     /// `unsubscribeUserStatus`: subscriber `me`, every subscription when `all` is `1`, else the
     /// targets (the rest). Returns the targets that were subscribed and are not any more.
     static let unsubscribe = LuaScript("status.unsubscribe", parameters: [
-        .key("expiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .text("all"),
+        .key("expiries"), .key("subscriptionIndex"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .text("all"),
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local targets = {}
