@@ -15,6 +15,9 @@ struct ClusterSlotAuditTests {
     /// The scripts that still cross slots in this scenario, to be split (docs/cluster.md, steps 2–5).
     static let notSplitYet: Set<String> = [
         "presence.join", "presence.leave", "presence.setState",
+        // Keeps a message for each held session in that session's keys (docs/cluster.md: a
+        // follow-up per held session's user group).
+        "presence.publish",
         "session.start", "session.hold", "session.claim", "session.end",
         "status.started", "status.resumed", "status.ended", "status.setCustom", "status.records", "status.subscribe", "status.unsubscribe",
         "api.channels", "api.info", "api.sessionsOfUser",
@@ -31,18 +34,31 @@ struct ClusterSlotAuditTests {
         return reply
     }
 
-    @Test("a session's whole life, with the server API beside it: the scripts crossing slots are exactly those not split yet")
+    @Test("a session's whole life (interval mode, TTL keys, a message kept while held), with the server API beside it: the scripts crossing slots are exactly those not split yet")
     func scriptsThatCrossSlots() throws {
-        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "audit:", slotAudit: true)
-        let alice = bed.open(on: 0), bob = bed.open(on: 1)
+        // A channel of more than 2 members goes to interval mode.
+        var configuration = Configuration()
+        configuration.presence.maxInstantEvents = 2
+        configuration.presence.hysteresis = 1
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "audit:", slotAudit: true)
+        let alice = bed.open(on: 0), bob = bed.open(on: 1), carol = bed.open(on: 1)
         let login = try attempt(bed, alice, "login", ["userId": "alice"])
         bob.sessionId = try attempt(bed, bob, "login", ["userId": "bob"])["result"]?.string("sessionId") ?? ""
         let token = login["result"]?.string("resumeToken") ?? ""
         alice.sessionId = login["result"]?.string("sessionId") ?? ""
         let room: [String: JSON] = ["channel": "room"]
+        _ = try attempt(bed, carol, "login", ["userId": "carol"])
         _ = try attempt(bed, alice, "join", room.merging(["state": .object(JSONObject([("mood", .string("calm"))])), "messages": true]) { $1 })
         _ = try attempt(bed, bob, "join", room.merging(["messages": true]) { $1 })
         _ = try attempt(bed, alice, "setState", room.merging(["state": .object(JSONObject([("mood", .string("busy"))]))]) { $1 })
+        // A key with a TTL (1.1), and a third member: the channel goes to interval mode.
+        _ = try attempt(bed, alice, "setState", room.merging(["state": .object(JSONObject([("typing", .string("1"))])), "ttlSeconds": 60]) { $1 })
+        _ = try attempt(bed, carol, "join", room.merging(["state": .object(JSONObject([("typing", .string("1"))])), "ttlSeconds": 30]) { $1 })
+        // (`command` sends an inline command: the script is one quoted word.)
+        let isInterval = "\"return redis.call('HGET', KEYS[1], 'mode') == 'interval' and 1 or 0\""
+        #expect(try bed.redis.command(["EVAL", isInterval, "1", "audit:{0}c:m:4:room"]) == ":1", "room went to interval mode")
+        _ = try attempt(bed, carol, "setState", room.merging(["state": .object(JSONObject([("mood", .string("away"))]))]) { $1 })
+        _ = try attempt(bed, carol, "leave", room)
         _ = try attempt(bed, bob, "publish", room.merging(["message": "hello"]) { $1 })
         _ = try attempt(bed, bob, "getOnlineUsers", room)
         _ = try attempt(bed, bob, "getUserChannels", ["userId": "alice"])
@@ -55,6 +71,8 @@ struct ClusterSlotAuditTests {
         _ = try bed.api("getInfo", [:], on: 1)
         // A drop, then a resume on the other node, then a leave and a logout.
         try bed.holdInRedis(alice)
+        // A message while alice is held: she keeps it for her resume.
+        _ = try attempt(bed, bob, "publish", room.merging(["message": "while you were out"]) { $1 })
         let again = bed.open(on: 1)
         let resumed = try attempt(bed, again, "login", ["userId": "alice", "resumeToken": .string(token)])
         #expect(resumed["result"]?["resumed"]?.boolValue == true, "\(resumed.compactString)")
