@@ -56,6 +56,18 @@ struct ClusterKeyGroupWebhookTests {
         return names
     }
 
+    @Test("a node's marks of the groups it wrote to last holdMs, one set per node and cluster prefix")
+    func marksLastTheirHold() {
+        let marks = WebhookStreamGroups.of(prefix: "kgmarks:", nodeId: "n1")
+        #expect(WebhookStreamGroups.of(prefix: "kgmarks:", nodeId: "n1") === marks)
+        #expect(WebhookStreamGroups.of(prefix: "kgmarks:", nodeId: "n2") !== marks)
+        marks.mark(3, now: 1000)
+        marks.mark(7, now: 2000)
+        #expect(marks.recent(now: 1000 + WebhookStreamGroups.holdMs) == [3, 7])
+        #expect(marks.recent(now: 2000 + WebhookStreamGroups.holdMs) == [7], "the older mark is forgotten")
+        #expect(marks.recent(now: 2001 + WebhookStreamGroups.holdMs).isEmpty)
+    }
+
     @Test("events of channels in many groups, written through two nodes, are all taken by one node once, in batches of batchMaxEvents")
     func everyGroupsEventsOnce() throws {
         let bed = try ClusterBed(nodes: 2, configuration: configuration(), prefix: "kgwh:")
