@@ -352,7 +352,7 @@ final class ClusterPresence {
         }
     }
 
-    /// Arguments 1–10 of every presence script (see ``PresenceScripts``).
+    /// Arguments 1–12 of every presence script (see ``PresenceScripts``).
     func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> PresenceScripts.Channel {
         let presence = configuration.presence
         return PresenceScripts.Channel(

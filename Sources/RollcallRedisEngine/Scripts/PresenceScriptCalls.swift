@@ -1,7 +1,7 @@
 import RollcallCore
 
 /// The presence scripts (``PresenceScripts``) as Swift calls: each function passes a script's
-/// arguments by the names its parameter list gives them — the channel's ten (``Channel``),
+/// arguments by the names its parameter list gives them — the channel's twelve (``Channel``),
 /// then the script's own — and any state-key deadlines (``ClusterPresence/TTLOperation``) as
 /// the rest. Their replies are decoded in `PresenceScriptReplies.swift`.
 extension PresenceScripts {
