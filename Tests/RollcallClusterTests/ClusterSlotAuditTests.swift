@@ -20,7 +20,7 @@ struct ClusterSlotAuditTests {
         "presence.publish",
         "session.start", "session.hold", "session.claim", "session.end",
         "status.started", "status.resumed", "status.ended", "status.setCustom", "status.records", "status.subscribe", "status.unsubscribe",
-        "api.channels", "api.info", "api.sessionsOfUser",
+        "api.info", "api.sessionsOfUser",
     ]
 
     /// Scripts run by the nodes' timers (reaper, sweeps, flushes): whether this scenario runs
@@ -85,5 +85,36 @@ struct ClusterSlotAuditTests {
         let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript).subtracting(Self.runByTimers)
         #expect(crossing == Self.notSplitYet,
                 "crossing but not listed: \(crossing.subtracting(Self.notSplitYet).sorted()); listed but not crossing: \(Self.notSplitYet.subtracting(crossing).sorted())")
+    }
+
+    @Test("laid out as on Redis Cluster (1024 key groups), the channel scripts and the readers of buckets touch one slot each")
+    func bucketsShareTheirChannelsSlot() throws {
+        var configuration = Configuration()
+        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
+        configuration.presence.maxInstantEvents = 1
+        configuration.presence.hysteresis = 0
+        configuration.presence.intervalSeconds = 0.2
+        configuration.webhooks.url = "http://127.0.0.1:9/hooks"
+        configuration.webhooks.secret = "s"
+        configuration.webhooks.events = ["presence", "channel"]
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "auditg:", slotAudit: true)
+        let alice = try bed.login("alice", on: 0), bob = try bed.login("bob", on: 1)
+        for room in ["room", "hall", "yard"] {
+            let channel: [String: JSON] = ["channel": .string(room)]
+            _ = try attempt(bed, alice, "join", channel.merging(["messages": true]) { $1 })
+            _ = try attempt(bed, bob, "join", channel)
+            _ = try attempt(bed, alice, "setState", channel.merging(["state": .object(JSONObject([("typing", .string("1"))])), "ttlSeconds": .number(JSONNumber(0.2))]) { $1 })
+            _ = try attempt(bed, bob, "publish", channel.merging(["message": "hello"]) { $1 })
+            _ = try attempt(bed, bob, "getOnlineUsers", channel)
+        }
+        try bed.pump(until: { alice.events.contains { $0.string("type") == "interval" } }, what: "an interval flush")
+        _ = try bed.api("getChannels", [:], on: 0)
+        _ = try bed.api("getInfo", [:], on: 1)
+        for room in ["room", "hall", "yard"] { _ = try attempt(bed, bob, "leave", ["channel": .string(room)]) }
+        let oneSlot: Set<String> = ["presence.flush", "presence.publish", "presence.onlineUsers", "presence.snapshot", "presence.readExpiries",
+                                    "presence.overdue", "presence.overdueExpiries", "api.channels"]
+        let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript)
+        #expect(crossing.isDisjoint(with: oneSlot), "\(crossing.intersection(oneSlot).sorted())")
+        #expect(crossing.isSubset(of: Self.notSplitYet.union(Self.runByTimers)), "\(crossing.subtracting(Self.notSplitYet).sorted())")
     }
 }
