@@ -14,7 +14,7 @@ import Testing
     func aChannelsKeysShareOneSlotWithItsGroupsBuckets(name: String) {
         for type in [ChannelType.message, .stream] {
             let channel = keys.channel(ChannelKey(type: type, name: Name(unchecked: name)))
-            let slots = Set((suffixes.map { channel.base + $0 } + [channel.group + "channels", channel.group + "due"]).map(RedisClusterSlot.of))
+            let slots = Set((suffixes.map { channel.base + $0 } + [channel.channelList, channel.dueFlushes, channel.dueExpiries, channel.webhookStream]).map(RedisClusterSlot.of))
             #expect(slots.count == 1, "\(channel.base): \(slots)")
         }
     }

@@ -14,14 +14,18 @@ import Testing
 struct ClusterSlotAuditTests {
     /// The scripts that still cross slots in this scenario, to be split (docs/cluster.md, steps 2–5).
     /// With one key group every user's keys and every channel's share the tag `P{0}`: off this
-    /// list since users' keys moved there (step 4) are `session.hold` and `status.*`, though
-    /// on Redis Cluster's 1024 groups `session.hold` (channels) and the status scripts that
-    /// read other users (``notSplitYetAcrossUserGroups``) still cross; `api.sessionsOfUser` is
-    /// one user's, one slot on any count.
+    /// list since users' keys moved there (step 4) are `session.hold`, `presence.setState` and
+    /// `status.*`, though on Redis Cluster's 1024 groups `session.hold` and `presence.setState`
+    /// (a channel's keys and a session's) and the status scripts that read other users
+    /// (``notSplitYetAcrossUserGroups``) still cross; `api.sessionsOfUser` is one user's, one
+    /// slot on any count.
     static let notSplitYet: Set<String> = [
-        "presence.join", "presence.leave", "presence.setState",
+        "presence.join", "presence.leave",
+        // Keeps a message for each held session in that session's keys (docs/cluster.md: a
+        // follow-up per held session's user group).
+        "presence.publish",
         "session.start", "session.claim", "session.end",
-        "api.channels", "api.info",
+        "api.info",
     ]
 
     /// Scripts run by the nodes' timers (reaper, sweeps, flushes): whether this scenario runs
@@ -35,18 +39,31 @@ struct ClusterSlotAuditTests {
         return reply
     }
 
-    @Test("a session's whole life, with the server API beside it: the scripts crossing slots are exactly those not split yet")
+    @Test("a session's whole life (interval mode, TTL keys, a message kept while held), with the server API beside it: the scripts crossing slots are exactly those not split yet")
     func scriptsThatCrossSlots() throws {
-        let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "audit:", slotAudit: true)
-        let alice = bed.open(on: 0), bob = bed.open(on: 1)
+        // A channel of more than 2 members goes to interval mode.
+        var configuration = Configuration()
+        configuration.presence.maxInstantEvents = 2
+        configuration.presence.hysteresis = 1
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "audit:", slotAudit: true)
+        let alice = bed.open(on: 0), bob = bed.open(on: 1), carol = bed.open(on: 1)
         let login = try attempt(bed, alice, "login", ["userId": "alice"])
         bob.sessionId = try attempt(bed, bob, "login", ["userId": "bob"])["result"]?.string("sessionId") ?? ""
         let token = login["result"]?.string("resumeToken") ?? ""
         alice.sessionId = login["result"]?.string("sessionId") ?? ""
         let room: [String: JSON] = ["channel": "room"]
+        _ = try attempt(bed, carol, "login", ["userId": "carol"])
         _ = try attempt(bed, alice, "join", room.merging(["state": .object(JSONObject([("mood", .string("calm"))])), "messages": true]) { $1 })
         _ = try attempt(bed, bob, "join", room.merging(["messages": true]) { $1 })
         _ = try attempt(bed, alice, "setState", room.merging(["state": .object(JSONObject([("mood", .string("busy"))]))]) { $1 })
+        // A key with a TTL (1.1), and a third member: the channel goes to interval mode.
+        _ = try attempt(bed, alice, "setState", room.merging(["state": .object(JSONObject([("typing", .string("1"))])), "ttlSeconds": 60]) { $1 })
+        _ = try attempt(bed, carol, "join", room.merging(["state": .object(JSONObject([("typing", .string("1"))])), "ttlSeconds": 30]) { $1 })
+        // (`command` sends an inline command: the script is one quoted word.)
+        let isInterval = "\"return redis.call('HGET', KEYS[1], 'mode') == 'interval' and 1 or 0\""
+        #expect(try bed.redis.command(["EVAL", isInterval, "1", "audit:{0}c:m:4:room"]) == ":1", "room went to interval mode")
+        _ = try attempt(bed, carol, "setState", room.merging(["state": .object(JSONObject([("mood", .string("away"))]))]) { $1 })
+        _ = try attempt(bed, carol, "leave", room)
         _ = try attempt(bed, bob, "publish", room.merging(["message": "hello"]) { $1 })
         _ = try attempt(bed, bob, "getOnlineUsers", room)
         _ = try attempt(bed, bob, "getUserChannels", ["userId": "alice"])
@@ -59,6 +76,8 @@ struct ClusterSlotAuditTests {
         _ = try bed.api("getInfo", [:], on: 1)
         // A drop, then a resume on the other node, then a leave and a logout.
         try bed.holdInRedis(alice)
+        // A message while alice is held: she keeps it for her resume.
+        _ = try attempt(bed, bob, "publish", room.merging(["message": "while you were out"]) { $1 })
         let again = bed.open(on: 1)
         let resumed = try attempt(bed, again, "login", ["userId": "alice", "resumeToken": .string(token)])
         #expect(resumed["result"]?["resumed"]?.boolValue == true, "\(resumed.compactString)")
@@ -80,7 +99,7 @@ struct ClusterSlotAuditTests {
     /// (`status.subscribe`, `status.unsubscribe`), the subscribers' sessions (`status.setCustom`
     /// of a user with a subscriber in another group), `P nodes`/`P ns:`/the buckets (`api.info`).
     static let notSplitYetAcrossUserGroups: Set<String> = [
-        "presence.join", "presence.leave",
+        "presence.join", "presence.leave", "presence.setState",
         "session.start", "session.end",
         "status.setCustom", "status.subscribe", "status.unsubscribe",
         "api.info",
@@ -99,6 +118,7 @@ struct ClusterSlotAuditTests {
         _ = try attempt(bed, alice, "setCustomStatus", ["customStatus": "away"])
         _ = try attempt(bed, alice, "join", room)
         _ = try attempt(bed, bob, "join", room)
+        _ = try attempt(bed, alice, "setState", room.merging(["state": .object(JSONObject([("mood", .string("calm"))]))]) { $1 })
         _ = try attempt(bed, alice, "subscribeUserStatus", ["userIds": ["bob"]])
         _ = try attempt(bed, alice, "getUserStatus", ["userIds": ["bob"]])
         _ = try attempt(bed, alice, "getSubscriptions")
@@ -114,5 +134,37 @@ struct ClusterSlotAuditTests {
         let expected = Self.notSplitYetAcrossUserGroups
         #expect(crossing == expected,
                 "crossing but not listed: \(crossing.subtracting(expected).sorted()); listed but not crossing: \(expected.subtracting(crossing).sorted())")
+    }
+
+    @Test("laid out as on Redis Cluster (1024 key groups), the channel scripts and the readers of buckets touch one slot each")
+    func bucketsShareTheirChannelsSlot() throws {
+        var configuration = Configuration()
+        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
+        configuration.presence.maxInstantEvents = 1
+        configuration.presence.hysteresis = 0
+        configuration.presence.intervalSeconds = 0.2
+        configuration.webhooks.url = "http://127.0.0.1:9/hooks"
+        configuration.webhooks.secret = "s"
+        configuration.webhooks.events = ["presence", "channel"]
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "auditg:", slotAudit: true)
+        let alice = try bed.login("alice", on: 0), bob = try bed.login("bob", on: 1)
+        for room in ["room", "hall", "yard"] {
+            let channel: [String: JSON] = ["channel": .string(room)]
+            _ = try attempt(bed, alice, "join", channel.merging(["messages": true]) { $1 })
+            _ = try attempt(bed, bob, "join", channel)
+            _ = try attempt(bed, alice, "setState", channel.merging(["state": .object(JSONObject([("typing", .string("1"))])), "ttlSeconds": .number(JSONNumber(0.2))]) { $1 })
+            _ = try attempt(bed, bob, "publish", channel.merging(["message": "hello"]) { $1 })
+            _ = try attempt(bed, bob, "getOnlineUsers", channel)
+        }
+        try bed.pump(until: { alice.events.contains { $0.string("type") == "interval" } }, what: "an interval flush")
+        _ = try bed.api("getChannels", [:], on: 0)
+        _ = try bed.api("getInfo", [:], on: 1)
+        for room in ["room", "hall", "yard"] { _ = try attempt(bed, bob, "leave", ["channel": .string(room)]) }
+        let oneSlot: Set<String> = ["presence.flush", "presence.publish", "presence.onlineUsers", "presence.snapshot", "presence.readExpiries",
+                                    "presence.overdue", "presence.overdueExpiries", "api.channels"]
+        let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript)
+        #expect(crossing.isDisjoint(with: oneSlot), "\(crossing.intersection(oneSlot).sorted())")
+        let listed = Self.notSplitYet.union(Self.notSplitYetAcrossUserGroups).union(Self.runByTimers)
+        #expect(crossing.isSubset(of: listed), "\(crossing.subtracting(listed).sorted())")
     }
 }

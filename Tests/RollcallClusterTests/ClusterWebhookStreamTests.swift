@@ -6,7 +6,7 @@ import RollcallRedis
 import Testing
 
 /// Issue 29 item 11: in cluster mode the scripts that make a change write its webhook events
-/// into the Redis stream `P wh` themselves (PROTOCOL §11 *(1.2)* "Nothing lost"), so an event
+/// into their key group's Redis stream `P{<g>}wh` themselves (PROTOCOL §11 *(1.2)* "Nothing lost"), so an event
 /// exists even when the node never hears the script's answer; every node takes them through
 /// ``WebhookStream``. Channel events carry the `seq` of the presence event that occupied or
 /// vacated the channel, user-status events the version of the user's record.
@@ -128,7 +128,7 @@ struct ClusterWebhookStreamTests {
         let bed = try ClusterBed(nodes: 1, configuration: configuration(), prefix: "whnone:")
         let stream = WebhookStream(link: bed.links[0], webhooks: bed.brokers[0].configuration.webhooks)
         #expect(try turn(bed, stream) == WebhookStream.Turn(events: [], dropped: 0, nextDueMs: nil))
-        #expect(try bed.redis.command(["EXISTS", "whnone:wh"]) == ":0")
+        #expect(try bed.redis.command(["EXISTS", "whnone:{0}wh"]) == ":0")
     }
 
     @Test("the stream keeps at most queueMaxEvents events: the oldest go, and the next turn reports how many")

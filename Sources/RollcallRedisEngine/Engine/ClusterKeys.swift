@@ -19,7 +19,7 @@ struct ClusterKeys {
     init(prefix: String, groups: KeyGroups = KeyGroups(count: 1), webhooks: Configuration.Webhooks = Configuration.Webhooks()) {
         self.prefix = prefix
         self.groups = groups
-        webhookHooks = Self.hooks(webhooks, stream: prefix + "wh")
+        webhookHooks = Self.hooks(webhooks, stream: prefix + "{0}wh")
     }
 
     /// The names `configuration.cluster` uses.
@@ -41,9 +41,10 @@ struct ClusterKeys {
         return "\(letters) \(max(1, webhooks.queueMaxEvents)) \(stream)"
     }
 
-    /// `P wh`: the stream of webhook events waiting for a 2xx (consumer group `d`);
-    /// `P wh:dropped` counts the ones `queueMaxEvents` pushed out.
-    var webhookStream: String { prefix + "wh" }
+    /// `P{<group>}wh`: group `group`'s stream of webhook events waiting for a 2xx (consumer
+    /// group `d`), written by the scripts of its channels (the user-status scripts write group
+    /// 0's for now); `P{<group>}wh:dropped` counts the ones `queueMaxEvents` pushed out.
+    func webhookStream(group: Int) -> String { groupTag(group) + "wh" }
 
     /// The keys and arguments of one channel.
     struct ChannelKeys {
@@ -60,15 +61,27 @@ struct ClusterKeys {
         let events: String
         /// `<t><name>`: its entry in the cluster's list of channels (message before stream, byte order).
         let listEntry: String
+        /// Its group's number (``KeyGroups/group(of:)``).
+        let groupNumber: Int
+
+        /// `P{<group>}channels`: its group's bucket of the list of channels.
+        var channelList: String { group + "channels" }
+        /// `P{<group>}due`: its group's bucket of due interval flushes.
+        var dueFlushes: String { group + "due" }
+        /// `P{<group>}due:ttl`: its group's bucket of members with state keys to expire.
+        var dueExpiries: String { group + "due:ttl" }
+        /// `P{<group>}wh`: its group's webhook stream.
+        var webhookStream: String { group + "wh" }
     }
 
     /// The keys of `channel`.
     func channel(_ channel: ChannelKey) -> ChannelKeys {
         let id = Self.channelId(channel)
-        let group = groupTag(groups.group(of: "c:" + id))
+        let number = groups.group(of: "c:" + id)
+        let group = groupTag(number)
         return ChannelKeys(
             base: group + "c:" + id, id: id, group: group, events: prefix + "e:" + id,
-            listEntry: (channel.type == .message ? "m" : "s") + channel.name.string)
+            listEntry: (channel.type == .message ? "m" : "s") + channel.name.string, groupNumber: number)
     }
 
     /// `<t>:<n>:<name>` of a channel.
@@ -103,11 +116,16 @@ struct ClusterKeys {
     /// `P sc:<session>`: the channels a session joined (so any node can end it).
     func sessionChannels(_ sessionId: String) -> String { prefix + "sc:" + sessionId }
 
-    /// `P channels`: every channel with members (`getChannels`).
-    var allChannels: String { prefix + "channels" }
+    /// `P{<group>}channels`: group `group`'s bucket of the channels with members (`getChannels`
+    /// merges every group's); a channel's own is ``ChannelKeys/channelList``.
+    func channelList(group: Int) -> String { groupTag(group) + "channels" }
 
-    /// `P due`: channels with an interval flush due, by Redis time.
-    var dueFlushes: String { prefix + "due" }
+    /// `P{<group>}due`: group `group`'s channels with an interval flush due, by Redis time.
+    func dueFlushes(group: Int) -> String { groupTag(group) + "due" }
+
+    /// `P{<group>}due:ttl`: group `group`'s members with state keys to expire (`<channel id>\n<user>`
+    /// by the earliest deadline, Redis ms).
+    func dueExpiries(group: Int) -> String { groupTag(group) + "due:ttl" }
 
     /// `P meta`: the cluster's format and epoch.
     var meta: String { prefix + "meta" }

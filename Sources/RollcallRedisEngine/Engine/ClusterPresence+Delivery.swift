@@ -349,13 +349,14 @@ extension ClusterPresence {
     }
 
     /// Every reaper tick: the flushes overdue by a heartbeat, whichever node scheduled them (it
-    /// may have died before its timer fired), at most 100 per tick. The flush script sends the
+    /// may have died before its timer fired), at most 100 per group's bucket (`P{<g>}due`) per
+    /// tick, every group asked in one call (one script per group). The flush script sends the
     /// `interval` event once, whoever runs it.
     func flushOverdue() {
         let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds
-        store.call([PresenceScripts.overdueFlushes(set: keys.dueFlushes, slackMs: slackMs, limit: 100)]) { [self] result in
+        callEveryGroup({ PresenceScripts.overdueFlushes(set: keys.dueFlushes(group: $0), slackMs: slackMs, limit: 100) }) { [self] result in
             guard case .success(let replies) = result else { return }
-            flush(ClusterKeys.channels(fromIds: replies.first))
+            flush(replies.flatMap { ClusterKeys.channels(fromIds: $0) })
         }
     }
 
@@ -363,7 +364,7 @@ extension ClusterPresence {
     private func flush(_ due: [ChannelKey]) {
         guard !due.isEmpty else { return }
         let commands = due.map { key in
-            PresenceScripts.flush(channelArguments(key, keys.channel(key), intervalHead: false))
+            PresenceScripts.flush(changeArguments(key, keys.channel(key), intervalHead: false))
         }
         store.call(commands) { [self] result in
             guard case .success(let replies) = result else {

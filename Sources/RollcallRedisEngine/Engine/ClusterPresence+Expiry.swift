@@ -48,7 +48,7 @@ extension ClusterPresence {
             }
             for (stateKey, _) in due { state.remove(stateKey) }
             let change = PresenceScripts.setState(
-                channelArguments(member.channel, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
+                changeArguments(member.channel, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
                 head: PresenceEvents.head("stateChanged", channel: member.channel, publisher: user, state: state),
                 encodedName: PresenceEvents.encodedName(user), owner: nil, ttl: due.map { .expired($0.0, $0.1) })
             store.call([change]) { [self] result in
@@ -71,11 +71,12 @@ extension ClusterPresence {
     }
 
     /// Members whose keys are overdue by more than a second anywhere in the cluster (the node
-    /// that set them stopped): expired by this node.
+    /// that set them stopped): expired by this node, at most 100 per group's bucket
+    /// (`P{<g>}due:ttl`) per tick, every group asked in one call (one script per group).
     func expireOverdue() {
-        store.call([PresenceScripts.overdueExpiries(set: keys.dueFlushes + ":ttl", limit: 100)]) { [self] result in
+        callEveryGroup({ PresenceScripts.overdueExpiries(set: keys.dueExpiries(group: $0), limit: 100) }) { [self] result in
             guard case .success(let replies) = result else { return }
-            for entry in replies.first?.elements ?? [] {
+            for entry in replies.flatMap({ $0.elements ?? [] }) {
                 guard let bytes = entry.bytes, let newline = bytes.firstIndex(of: UInt8(ascii: "\n")),
                       let channel = ClusterKeys.channel(fromId: String(decoding: bytes[..<newline], as: UTF8.self)) else { continue }
                 let user = Name(unchecked: String(decoding: bytes[(newline + 1)...], as: UTF8.self))

@@ -157,7 +157,7 @@ final class ClusterPresence {
         let leads = held.follows ? nil : channel
         leads?.rosterReads += 1
         let join = PresenceScripts.join(
-            channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
+            changeArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
             expected: current, newState: stateBytes,
             joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
             changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
@@ -255,7 +255,7 @@ final class ClusterPresence {
         case .timeout?: code = .timeout; head = PresenceEvents.head("timeout", channel: key, publisher: user, state: nil)
         case nil: code = .silent; head = []
         }
-        return PresenceScripts.leave(channelArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
+        return PresenceScripts.leave(changeArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
                                      head: head, encodedName: PresenceEvents.encodedName(user),
                                      indexes: membershipIndexes(user, session: sessionId, channelKeys),
                                      owner: owner.map { (sessionRecord: keys.user(user).session(sessionId).record, node: $0) })
@@ -352,19 +352,30 @@ final class ClusterPresence {
         }
     }
 
-    /// Arguments 1–10 of every presence script (see ``PresenceScripts``).
+    /// Arguments 1–12 of every presence script (see ``PresenceScripts``).
     func channelArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> PresenceScripts.Channel {
         let presence = configuration.presence
         return PresenceScripts.Channel(
-            base: channelKeys.base, id: channelKeys.id, events: channelKeys.events, dueFlushes: keys.dueFlushes,
+            base: channelKeys.base, id: channelKeys.id, events: channelKeys.events, dueFlushes: channelKeys.dueFlushes,
+            dueExpiries: channelKeys.dueExpiries, webhookStream: channelKeys.webhookStream,
             maxInstantEvents: presence.maxInstantEvents, hysteresis: presence.hysteresis, intervalMs: presence.intervalSeconds.milliseconds,
             intervalHead: intervalHead ? PresenceEvents.intervalHead(channel: key) : [],
             hooks: keys.webhookHooks, channelFields: keys.webhookHooks.isEmpty ? [] : BackendEvents.channelFields(key))
     }
 
+    /// ``channelArguments(_:_:intervalHead:)`` for a script that may write the channel's webhook
+    /// events (join, leave, setState, flush): with webhooks on and more than one key group, the
+    /// channel's group is marked for this node's taker (``WebhookStreamGroups``).
+    func changeArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> PresenceScripts.Channel {
+        if !keys.webhookHooks.isEmpty, keys.groups.count > 1 {
+            WebhookStreamGroups.of(prefix: keys.prefix, nodeId: nodeId).mark(channelKeys.groupNumber)
+        }
+        return channelArguments(key, channelKeys, intervalHead: intervalHead)
+    }
+
     /// The indexes a membership change of `user`'s session `sessionId` in `channelKeys` keeps.
     func membershipIndexes(_ user: Name, session sessionId: String, _ channelKeys: ClusterKeys.ChannelKeys) -> PresenceScripts.MembershipIndexes {
-        PresenceScripts.MembershipIndexes(userChannels: keys.userChannels(user), allChannels: keys.allChannels,
+        PresenceScripts.MembershipIndexes(userChannels: keys.userChannels(user), allChannels: channelKeys.channelList,
                                           channelEntry: channelKeys.listEntry, sessionChannels: keys.user(user).session(sessionId).channels)
     }
 

@@ -196,16 +196,17 @@ extension ClusterSessions {
         }
     }
 
-    /// `getInfo`: the live nodes with their sessions, and the cluster's totals.
+    /// `getInfo`: the live nodes with their sessions, and the cluster's totals (the channels
+    /// summed over every key group's bucket, asked beside the nodes and sessions).
     func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
-        let command = ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
-                                            groups: keys.groups.count)
-        call([command]) { result in
-            switch result {
-            case .failure(let failure):
+        var counts: Result<[StoreReply], StoreFailure>?, nodes: Result<[StoreReply], StoreFailure>?
+        let answered = {
+            guard let counts, let nodes else { return }
+            switch (nodes, counts) {
+            case (.failure(let failure), _), (_, .failure(let failure)):
                 done(.failure(failure.brokerError))
-            case .success(let replies):
-                let info = ServerAPIScripts.ClusterInfo(replies.first ?? .null)
+            case (.success(let replies), .success(let channelCounts)):
+                let info = ServerAPIScripts.ClusterInfo(replies.first ?? .null, channelCounts: channelCounts)
                 done(.success(.object([
                     "version": .string(BrokerVersion.current),
                     "nodes": .array(info.nodes.map { .object(["nodeId": .string($0.id), "sessions": .int($0.sessions)]) }),
@@ -213,6 +214,16 @@ extension ClusterSessions {
                     "sessions": .int(info.sessions),
                 ])))
             }
+        }
+        presence.callEveryGroup({ [keys] in ServerAPIScripts.channelCount(channelList: keys.channelList(group: $0)) }) {
+            counts = $0
+            answered()
+        }
+        let command = ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
+                                            groups: keys.groups.count)
+        call([command]) {
+            nodes = $0
+            answered()
         }
     }
 }

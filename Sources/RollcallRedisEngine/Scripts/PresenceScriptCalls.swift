@@ -1,16 +1,20 @@
 import RollcallCore
 
 /// The presence scripts (``PresenceScripts``) as Swift calls: each function passes a script's
-/// arguments by the names its parameter list gives them — the channel's ten (``Channel``),
+/// arguments by the names its parameter list gives them — the channel's twelve (``Channel``),
 /// then the script's own — and any state-key deadlines (``ClusterPresence/TTLOperation``) as
 /// the rest. Their replies are decoded in `PresenceScriptReplies.swift`.
 extension PresenceScripts {
-    /// The arguments every channel script takes first, read by the library as `ch`.
+    /// The arguments every channel script takes first, read by the library as `ch`: its keys
+    /// (`channelBase` the first) and its group's buckets are declared (`KEYS`, one slot).
     struct Channel {
         /// The channel's hash key, its id and its pub/sub channel.
         let base: String, id: String, events: String
-        /// The key of the cluster's due-flush set.
-        let dueFlushes: String
+        /// The buckets of the channel's key group it writes (docs/cluster.md, "Key groups and
+        /// buckets"): its due flushes (`P{<g>}due`), its members' state-key deadlines
+        /// (`P{<g>}due:ttl`) and its webhook stream (`P{<g>}wh`, where the script writes the
+        /// channel's events whatever stream `hooks` names).
+        let dueFlushes: String, dueExpiries: String, webhookStream: String
         /// `presence.maxInstantEvents`, `presence.hysteresis` and `intervalSeconds` in ms.
         let maxInstantEvents: Int, hysteresis: Int, intervalMs: Int64
         /// The head of the channel's `interval` events (empty: not needed by this call).
@@ -21,13 +25,14 @@ extension PresenceScripts {
         let hooks: String, channelFields: [UInt8]
 
         static let parameters: [LuaParameter] = [
-            .key("channelBase"), .text("channelId"), .text("channelEvents"), .text("channelDue"),
+            .key("channelBase"), .text("channelId"), .text("channelEvents"), .key("channelDue"), .key("channelDueTTL"), .key("channelStream"),
             .number("maxInstantEvents"), .number("hysteresis"), .number("intervalMs"), .text("intervalHead"),
             .text("hooks"), .text("channelFields"),
         ]
 
         var arguments: KeyValuePairs<String, any LuaArgument> {
-            ["channelBase": base, "channelId": id, "channelEvents": events, "channelDue": dueFlushes,
+            ["channelBase": base, "channelId": id, "channelEvents": events, "channelDue": dueFlushes, "channelDueTTL": dueExpiries,
+             "channelStream": webhookStream,
              "maxInstantEvents": maxInstantEvents, "hysteresis": hysteresis, "intervalMs": intervalMs, "intervalHead": intervalHead,
              "hooks": hooks, "channelFields": channelFields]
         }
@@ -35,11 +40,11 @@ extension PresenceScripts {
 
     /// The per-user index keys a membership change keeps up to date.
     struct MembershipIndexes {
-        /// The user's channels, the cluster's channel list with this channel's entry, and the
-        /// session's channels.
+        /// The user's channels, the channel's group's bucket of the list of channels
+        /// (`P{<g>}channels`, declared) with this channel's entry, and the session's channels.
         let userChannels: String, allChannels: String, channelEntry: String, sessionChannels: String
 
-        static let parameters: [LuaParameter] = [.text("userChannels"), .text("allChannels"), .text("channelEntry"), .text("sessionChannels")]
+        static let parameters: [LuaParameter] = [.text("userChannels"), .key("allChannels"), .text("channelEntry"), .text("sessionChannels")]
 
         var arguments: KeyValuePairs<String, any LuaArgument> {
             ["userChannels": userChannels, "allChannels": allChannels, "channelEntry": channelEntry, "sessionChannels": sessionChannels]
@@ -146,12 +151,14 @@ extension PresenceScripts {
         flush.command(channel.arguments)
     }
 
-    /// `presence.overdueExpiries`: up to `limit` members of `set` whose keys are a second overdue.
+    /// `presence.overdueExpiries`: up to `limit` members of `set` (one group's `P{<g>}due:ttl`)
+    /// whose keys are a second overdue.
     static func overdueExpiries(set: String, limit: Int) -> StoreCommand {
         overdueExpiries.command(["dueSet": set, "limit": limit])
     }
 
-    /// `presence.overdue`: up to `limit` channels of `set` whose flush is `slackMs` overdue.
+    /// `presence.overdue`: up to `limit` channels of `set` (one group's `P{<g>}due`) whose flush
+    /// is `slackMs` overdue.
     static func overdueFlushes(set: String, slackMs: Int64, limit: Int) -> StoreCommand {
         overdueFlushes.command(["dueSet": set, "slackMs": slackMs, "limit": limit])
     }

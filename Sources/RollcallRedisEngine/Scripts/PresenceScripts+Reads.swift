@@ -63,18 +63,18 @@ extension PresenceScripts {
         return {now, redis.call('HGET', ch.st, user) or '', redis.call('HGETALL', ttlKey(user))}
         """)
 
-    /// Members with TTL keys overdue by more than a second (their node stopped): channel id
-    /// and user, for any node to expire.
-    static let overdueExpiries = LuaScript("presence.overdueExpiries", parameters: [.text("dueSet"), .number("limit")], body: """
+    /// Members of one group's bucket (`P{<g>}due:ttl`) with TTL keys overdue by more than a
+    /// second (their node stopped): channel id and user, for any node to expire.
+    static let overdueExpiries = LuaScript("presence.overdueExpiries", parameters: [.key("dueSet"), .number("limit")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         return redis.call('ZRANGEBYSCORE', dueSet, '-inf', now - 1000, 'LIMIT', 0, limit)
         """)
 
-    /// The channels whose interval flush is overdue by `slackMs` (`P due`, Redis' clock): the
-    /// node that scheduled them died or is cut off, so any node's reaper flushes them.
-    /// Returns channel ids.
-    static let overdueFlushes = LuaScript("presence.overdue", parameters: [.text("dueSet"), .number("slackMs"), .number("limit")],
+    /// The channels of one group's bucket (`P{<g>}due`) whose interval flush is overdue by
+    /// `slackMs` (Redis' clock): the node that scheduled them died or is cut off, so any node's
+    /// reaper flushes them. Returns channel ids; the reaper asks every group.
+    static let overdueFlushes = LuaScript("presence.overdue", parameters: [.key("dueSet"), .number("slackMs"), .number("limit")],
                                           body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)

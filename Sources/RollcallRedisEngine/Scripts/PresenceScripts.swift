@@ -7,8 +7,8 @@ import RollcallCore
 /// members (`occupancy`, `mode`, `seq`, `timestamp` from Redis' clock) and publish.
 ///
 /// Each script names its arguments once (``LuaScript``): the channel's come first
-/// (``Channel/parameters``: its hash key, its id, its pub/sub channel, the key of the
-/// cluster's due-flush set, `maxInstantEvents`, `hysteresis`, `intervalSeconds` in ms and the
+/// (``Channel/parameters``: its hash key, its id, its pub/sub channel, its group's buckets of
+/// due flushes, TTL deadlines and webhook events, `maxInstantEvents`, `hysteresis`, `intervalSeconds` in ms and the
 /// head of its `interval` events), then the script's own; the calls are in
 /// `PresenceScriptCalls.swift`.
 ///
@@ -191,6 +191,8 @@ enum PresenceScripts {
     /// ``Channel`` arguments): the channel's keys, Redis' time, and the announce/interval
     /// rules of `PresenceEngine+Changes.swift` in Lua.
     static let library = LuaScript.lessBytes + WebhookStreamScripts.writer + """
+        -- A channel's webhook events go into its group's stream (declared: `channelStream`).
+        if hookStream ~= '' then hookStream = channelStream end
         local ch = {base = channelBase, id = channelId, events = channelEvents, due = channelDue,
           maxInstant = maxInstantEvents, hysteresis = hysteresis, intervalMs = intervalMs}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'
@@ -204,10 +206,10 @@ enum PresenceScripts {
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 
-        -- Per-key TTLs (1.1): `P c:<id>:ttl:<n>:<user>` holds key -> deadline; the cluster's
-        -- due set (`P due:ttl`) holds `<channel id>\\n<user>` by the member's earliest deadline.
+        -- Per-key TTLs (1.1): `P{<g>}c:<id>:ttl:<n>:<user>` holds key -> deadline; the group's
+        -- due set (`P{<g>}due:ttl`) holds `<channel id>\\n<user>` by the member's earliest deadline.
         local function ttlKey(user) return ch.base .. ':ttl:' .. #user .. ':' .. user end
-        local ttlDue = ch.due .. ':ttl'
+        local ttlDue = channelDueTTL
 
         local function earliestTTL(user)
           local earliest = nil
@@ -280,7 +282,7 @@ enum PresenceScripts {
           return ',"occupancy":' .. occupancy .. ',"mode":"' .. mode .. '","seq":' .. seq .. ',"timestamp":' .. now .. '}'
         end
 
-        -- Webhook events go into the cluster's stream in the script that makes the change
+        -- Webhook events go into the group's stream in the script that makes the change
         -- (PROTOCOL §11 "Nothing lost"; WebhookStreamScripts): a presence event as clients
         -- got it, and `channel` events with the `seq` of the event that occupied or vacated it.
         local function publishPresence(seq, subject, bytes)

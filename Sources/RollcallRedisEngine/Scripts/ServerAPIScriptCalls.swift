@@ -4,11 +4,17 @@ import RollcallCore
 /// names the scripts' parameter lists give them, and replies decoded once into Swift values. Nowhere else on
 /// the Swift side is one of these scripts' arguments or replies read by position.
 extension ServerAPIScripts {
-    /// `api.channels`: a page of up to `pageSize` channels whose name starts with
-    /// `namePrefix`, after the entry `after` (`m<name>` / `s<name>`, or nil for the first page).
-    static func channels(prefix: String, after: ChannelKey?, namePrefix: String, pageSize: Int) -> StoreCommand {
+    /// `api.channels` in one key group's bucket `channelList` (`P{<g>}channels`): a page of up to
+    /// `pageSize` channels whose name starts with `namePrefix`, after the entry `after`
+    /// (`m<name>` / `s<name>`, or nil for the first page).
+    static func channels(channelList: String, after: ChannelKey?, namePrefix: String, pageSize: Int) -> StoreCommand {
         let entry = after.map { ($0.type == .message ? "m" : "s") + $0.name.string } ?? ""
-        return channels.command(["prefix": prefix, "after": entry, "namePrefix": namePrefix, "limit": pageSize])
+        return channels.command(["channels": channelList, "after": entry, "namePrefix": namePrefix, "limit": pageSize])
+    }
+
+    /// `ZCARD P{<g>}channels`: how many channels with members one key group's bucket holds.
+    static func channelCount(channelList: String) -> StoreCommand {
+        .command([Array("ZCARD".utf8), Array(channelList.utf8)])
     }
 
     /// `api.info`: the nodes that beat within `liveNodeTimeoutMs`, with their sessions
@@ -25,7 +31,7 @@ extension ServerAPIScripts {
 
     // MARK: - Replies
 
-    /// `api.channels`' answer: `{flat (entry, occupancy, mode, seq)…, more}`.
+    /// `api.channels`' answer in one group: `{flat (entry, occupancy, mode, seq)…, more}`.
     struct ChannelPage {
         /// One channel of the page.
         struct Entry {
@@ -33,6 +39,9 @@ extension ServerAPIScripts {
             let occupancy: Int
             let mode: String
             let seq: Int
+            /// `m<name>` / `s<name>`: where it sorts in the cluster's list (message before
+            /// stream, byte order).
+            let entry: [UInt8]
         }
 
         let entries: [Entry]
@@ -42,29 +51,46 @@ extension ServerAPIScripts {
         init(_ reply: StoreReply) {
             let flat = reply[0].elements ?? []
             entries = stride(from: 0, to: flat.count - 3, by: 4).map { index in
-                let entry = flat[index].text ?? "m"
-                let key = ChannelKey(type: entry.hasPrefix("s") ? .stream : .message, name: Name(unchecked: String(entry.dropFirst())))
+                let entry = flat[index].bytes ?? Array("m".utf8)
+                let key = ChannelKey(type: entry.first == UInt8(ascii: "s") ? .stream : .message,
+                                     name: Name(unchecked: String(decoding: entry.dropFirst(), as: UTF8.self)))
                 return Entry(key: key, occupancy: Int(flat[index + 1].integer ?? 0), mode: flat[index + 2].text ?? "announce",
-                             seq: Int(flat[index + 3].integer ?? 0))
+                             seq: Int(flat[index + 3].integer ?? 0), entry: entry)
             }
             hasMore = reply[1].integer == 1
         }
+
+        init(entries: [Entry], hasMore: Bool) {
+            self.entries = entries
+            self.hasMore = hasMore
+        }
+
+        /// The cluster's page of `limit` from every group's page (each of at most `limit`
+        /// after the same cursor): their entries merged in the list's order and cut at
+        /// `limit`; more follow when an entry was cut or a group had more.
+        static func merged(_ pages: [ChannelPage], limit: Int) -> ChannelPage {
+            var all = pages.flatMap(\.entries)
+            all.sort { $0.entry.lexicographicallyPrecedes($1.entry) }
+            let more = all.count > limit || pages.contains { $0.hasMore }
+            return ChannelPage(entries: Array(all.prefix(max(0, limit))), hasMore: more)
+        }
     }
 
-    /// `api.info`'s answer: `{flat (node, sessions)…, channels, sessions}`.
+    /// `api.info`'s answer (`{flat (node, sessions)…, sessions}`) with the channel counts of
+    /// every group (`ZCARD P{<g>}channels`).
     struct ClusterInfo {
         /// The live nodes with their session counts, by node id.
         let nodes: [(id: String, sessions: Int)]
         let channels: Int
         let sessions: Int
 
-        init(_ reply: StoreReply) {
+        init(_ reply: StoreReply, channelCounts: [StoreReply]) {
             let flat = reply[0].elements ?? []
             nodes = stride(from: 0, to: flat.count - 1, by: 2)
                 .map { (id: flat[$0].text ?? "?", sessions: Int(flat[$0 + 1].integer ?? 0)) }
                 .sorted { $0.id < $1.id }
-            channels = Int(reply[1].integer ?? 0)
-            sessions = Int(reply[2].integer ?? 0)
+            channels = channelCounts.reduce(0) { $0 + Int($1.integer ?? 0) }
+            sessions = Int(reply[1].integer ?? 0)
         }
     }
 

@@ -1,25 +1,29 @@
 import RollcallCore
 
 /// The Lua scripts the server API needs in cluster mode (PROTOCOL §10): listings of the
-/// whole cluster. Each script's first parameter is `prefix`, `cluster.keyPrefix`.
+/// whole cluster. Each script's first parameter is `prefix`, `cluster.keyPrefix`, but for
+/// `api.channels`, which reads one key group's bucket and is run for every group.
 enum ServerAPIScripts {
-    /// `getChannels`: channels with members whose name starts with a prefix, message before
-    /// stream, byte order, after a cursor (`after`: `m<name>`/`s<name>`, or ''), at most `limit`.
-    /// Returns flat
-    /// (entry, occupancy, mode, seq) and whether more follow.
-    static let channels = LuaScript("api.channels", parameters: [.text("prefix"), .text("after"), .text("namePrefix"), .number("limit")],
-                                    library: LuaScript.lessBytes + KeyGroups.luaChannelBaseOfOneGroup, body: """
+    /// `getChannels` in one key group: the channels of its bucket (`channels`, `P{<g>}channels`)
+    /// whose name starts with a prefix, message before stream, byte order, after a cursor
+    /// (`after`: `m<name>`/`s<name>`, or ''), at most `limit`; the node merges every group's
+    /// pages (``ClusterPresence/getChannelsInCluster(_:then:)``). A channel's keys carry its
+    /// group's tag, the bucket's. Returns flat (entry, occupancy, mode, seq) and whether more
+    /// follow in this group.
+    static let channels = LuaScript("api.channels", parameters: [.key("channels"), .text("after"), .text("namePrefix"), .number("limit")],
+                                    library: LuaScript.lessBytes, body: """
+        local group = string.sub(channels, 1, #channels - #'channels')
         local out, more = {}, 0
         for _, t in ipairs({'m', 's'}) do
           local low, high = t .. namePrefix, t .. namePrefix .. '\\255'
           local min = '[' .. low
           if after ~= '' and not lessBytes(after, low) then min = '(' .. after end
           if after == '' or lessBytes(after, high) then
-            local entries = redis.call('ZRANGEBYLEX', prefix .. 'channels', min, '(' .. high, 'LIMIT', 0, limit + 1 - #out / 4)
+            local entries = redis.call('ZRANGEBYLEX', channels, min, '(' .. high, 'LIMIT', 0, limit + 1 - #out / 4)
             for _, entry in ipairs(entries) do
               if #out / 4 >= limit then more = 1; break end
               local name = string.sub(entry, 2)
-              local base = channelBaseOf(t .. ':' .. #name .. ':' .. name)
+              local base = group .. 'c:' .. t .. ':' .. #name .. ':' .. name
               out[#out + 1] = entry
               out[#out + 1] = redis.call('ZCARD', base .. ':m')
               out[#out + 1] = redis.call('HGET', base, 'mode') or 'announce'
@@ -31,8 +35,8 @@ enum ServerAPIScripts {
         return {out, more}
         """)
 
-    /// `getInfo`: live nodes with their session counts, channels with members, every session
-    /// (live and held); a node is live when it beat within `timeout` ms. A node past that
+    /// `getInfo`: live nodes with their session counts and every session (live and held; the
+    /// channels with members are counted per key group apart: `ZCARD P{<g>}channels`); a node is live when it beat within `timeout` ms. A node past that
     /// window but not yet declared dead (still in `P nodes`: the reaper hands its sessions
     /// over at its next tick, later in a grace window) is not listed, but its sessions count:
     /// they are still there, and resumable once handed over. Held sessions with no node are
@@ -58,7 +62,7 @@ enum ServerAPIScripts {
             if redis.call('HGET', tag .. 's:' .. id, 'node') == '' then total = total + 1 end
           end
         end
-        return {nodes, redis.call('ZCARD', prefix .. 'channels'), total}
+        return {nodes, total}
         """)
 
     /// `disconnectUser`: the user's sessions (`sessions`, its `P{<g>}us:<n>:<user>`), each with

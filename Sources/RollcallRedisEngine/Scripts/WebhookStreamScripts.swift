@@ -6,14 +6,16 @@ import RollcallCore
 /// through the consumer group `d` (``take``), posts them, and acknowledges them after a 2xx
 /// (`XACK` + `XDEL`). An event is one entry: `k` its kind (`p` presence, `c` channel, `u`
 /// user status), `b` its bytes (for `u`: the record's fields, as in a user's inbox), `v` the
-/// user's record version (`u` only). Its id is the entry's id, fixed when it is written.
+/// user's record version (`u` only). Its id is the entry's id with its group's number, fixed
+/// when it is written (``WebhookStream``).
 enum WebhookStreamScripts {
     /// The writing half, part of the presence and user-status libraries. The script's `hooks`
     /// argument is `''` (webhooks off on the node that runs it) or
     /// `<kinds> <queueMaxEvents> <stream key>` (``ClusterKeys/webhookHooks``); `hook(k, b, …)`
     /// appends one event of a kind the node's `webhooks.events` selects (others are never
     /// stored), and with `queueMaxEvents` entries already there the oldest one goes (counted in
-    /// `P wh:dropped`, read by the node that takes events next).
+    /// `<stream>:dropped`, read by the node that takes events next). A channel script writes
+    /// into its declared group stream instead of the one `hooks` names (``PresenceScripts/library``).
     static let writer = """
         local hookKinds, hookMax, hookStream = '', 0, ''
         if hooks ~= '' then
@@ -39,7 +41,7 @@ enum WebhookStreamScripts {
     /// turn (overflow), ms until the oldest new entry is due (0: none waits)}`. Writes nothing
     /// while the stream does not exist; creates the group on the first turn after it does.
     static let take = LuaScript("webhooks.take", parameters: [
-        .text("stream"), .text("group"), .text("consumer"), .number("count"), .number("delayMs"), .number("claimIdleMs"),
+        .key("stream"), .text("group"), .text("consumer"), .number("count"), .number("delayMs"), .number("claimIdleMs"),
     ], body: """
         local dropped = tonumber(redis.call('GETDEL', stream .. ':dropped') or '0')
         -- No stream yet (or Redis lost it): nothing to take, and no key is made here (polling
@@ -104,7 +106,7 @@ enum WebhookStreamScripts {
 
     /// A batch was acknowledged (2xx) or dropped for good: its entries leave the group's
     /// pending list and the stream.
-    static let settle = LuaScript("webhooks.settle", parameters: [.text("stream"), .text("group")], rest: "idsFrom", body: """
+    static let settle = LuaScript("webhooks.settle", parameters: [.key("stream"), .text("group")], rest: "idsFrom", body: """
         local ids = {}
         for i = idsFrom, #ARGV do ids[#ids + 1] = ARGV[i] end
         if #ids == 0 then return 0 end
@@ -114,7 +116,7 @@ enum WebhookStreamScripts {
 
     /// The batch in flight is still this node's: its entries' idle time starts again, so no
     /// other node claims them while this one retries. Answers the stream's length.
-    static let touch = LuaScript("webhooks.touch", parameters: [.text("stream"), .text("group"), .text("consumer")],
+    static let touch = LuaScript("webhooks.touch", parameters: [.key("stream"), .text("group"), .text("consumer")],
                                  rest: "idsFrom", body: """
         local args = {stream, group, consumer, 0}
         for i = idsFrom, #ARGV do args[#args + 1] = ARGV[i] end

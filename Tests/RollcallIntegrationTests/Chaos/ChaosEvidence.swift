@@ -27,7 +27,7 @@ enum ChaosEvidence {
           table.insert(out, '#' .. ARGV[i] .. ' seq=' .. tostring(h[1]) .. ' mode=' .. tostring(h[2]) .. ' due=' .. tostring(h[3]) ..
             ' in :m=' .. tostring(redis.call('ZSCORE', c .. ':m', U) ~= false) .. ' in :lm=' .. tostring(redis.call('ZSCORE', c .. ':lm', U) ~= false) ..
             ' :n=' .. tostring(redis.call('HGET', c .. ':n', U)) .. ' :pend=' .. tostring(redis.call('HGET', c .. ':pend', U)) ..
-            ' P due=' .. tostring(redis.call('ZSCORE', P .. 'due', 'm:' .. lp(ARGV[i]))))
+            ' P due=' .. tostring(redis.call('ZSCORE', P .. '{0}due', 'm:' .. lp(ARGV[i]))))
         end
         local t = redis.call('TIME')
         table.insert(out, 'redis time ' .. t[1] .. string.format('%03d', math.floor(t[2] / 1000)))

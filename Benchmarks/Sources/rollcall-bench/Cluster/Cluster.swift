@@ -29,9 +29,13 @@ struct Cluster: ParsableCommand {
     @Option(help: "Members of the big channel that new sessions join and leave (issue 30: 1000).")
     var bigChannel = 1000
 
+    @Option(help: "Run the nodes on a Redis Cluster of this many masters (1 or 3) the bench starts, instead of one redis-server: CPU per op on each master and their spread, on the nodes, and cross-node latency.")
+    var redisClusterMasters = 0
+
     func validate() throws {
         guard (2...6).contains(nodes) else { throw ValidationError("--nodes must be 2...6") }
         guard (10...20_000).contains(bigChannel) else { throw ValidationError("--big-channel must be 10...20000") }
+        guard [0, 1, 3].contains(redisClusterMasters) else { throw ValidationError("--redis-cluster-masters must be 1 or 3") }
     }
 
     /// Sizes of the phases: --quick keeps the whole run near a minute.
@@ -55,6 +59,10 @@ struct Cluster: ParsableCommand {
         out.latencyRate = latencyRate
         out.notes.append("machine at start: loadavg \(Self.loadAverage()), \(ProcessInfo.processInfo.activeProcessorCount) cores "
                          + "(shared: other engineers may be compiling)")
+        if redisClusterMasters > 0 {
+            try runOnRedisCluster(&out, failures)
+            return
+        }
         let redis = try RedisServerProcess(binary: redisServer)
         defer { redis.stop() }
         out.notes.append("node config (over the bench defaults: 127.0.0.1, port 0, warning logs): "
@@ -135,6 +143,32 @@ struct Cluster: ParsableCommand {
             out.storms.append(try ClusterStorm(group: group, redis: redis, setup: setup,
                                                users: stormUsers, joinSeconds: stormSeconds).run())
         }
+    }
+
+    /// The nodes on a Redis Cluster of `redisClusterMasters` masters: CPU per op (each master's
+    /// and the nodes') and cross-node latency.
+    private func runOnRedisCluster(_ out: inout ClusterReport, _ failures: PhaseFailures) throws {
+        let redisCluster = try RedisClusterProcesses(binary: redisServer, masters: redisClusterMasters)
+        defer { redisCluster.stop() }
+        let setup = "\(nodes) nodes + Redis Cluster (\(redisClusterMasters) master\(redisClusterMasters == 1 ? "" : "s"))"
+        out.notes.append("node config: " + NodeGroup.configText(redisURL: redisCluster.url) + ". Redis Cluster: \(redisClusterMasters) "
+                         + "redis-server \(Self.redisVersion(redisCluster.masters[0])) --save \"\" --appendonly no --cluster-enabled yes, "
+                         + "no replicas, slots per master \(redisCluster.slotsPerMaster).")
+        try phase(setup, failures) {
+            let group = try NodeGroup(label: setup, count: nodes, binary: broker.path, redisURL: redisCluster.url)
+            defer { group.stop() }
+            guard group.waitHealthy(timeout: 10) else { throw StormError("the nodes never answered /healthz 200") }
+            try phase("cost, \(setup)", failures) {
+                out.costs += try OpCostRun(group: group, redis: redisCluster, setup: setup, sessions: costSessions, rounds: costRounds).measure()
+            }
+            if costOnly { return }
+            try phase("cross-node latency, \(setup)", failures) {
+                out.clusterLatency = try CrossNodeLatency(group: group, members: latencyMembers, probes: latencyProbes, rate: latencyRate).measure()
+            }
+        }
+        out.failures = failures.list
+        out.notes.append("machine at end: loadavg \(Self.loadAverage())")
+        try out.result().finish(report)
     }
 
     /// Joins into a channel of `bigChannel` members on `group`.

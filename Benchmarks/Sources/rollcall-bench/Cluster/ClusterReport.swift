@@ -26,6 +26,7 @@ struct ClusterReport {
         result.yLabel = "ms"
         result.notes = notes
         addCosts(&result)
+        addMasterSpread(&result)
         addFloors(&result)
         addBigJoins(&result)
         addLatency(&result)
@@ -36,6 +37,22 @@ struct ClusterReport {
     }
 
     private func f(_ value: Double?) -> String { value.map { BenchMetric.format($0) } ?? "—" }
+
+    /// On a Redis Cluster: each master's CPU per op and how far the busiest and the idlest lie
+    /// from their mean (issue 30: within ±15 %).
+    private func addMasterSpread(_ result: inout BenchResult) {
+        let spread = costs.filter { ($0.redisCPUPerMaster?.count ?? 0) > 1 }
+        guard !spread.isEmpty else { return }
+        var table = ["| setup | op | Redis CPU µs/op on each master | spread from the mean |", "| --- | --- | --- | ---: |"]
+        for cost in spread {
+            let perMaster = (cost.redisCPUPerMaster ?? []).map { $0 * 1e6 / Double(max(1, cost.ops)) }
+            let mean = perMaster.reduce(0, +) / Double(perMaster.count)
+            let deviation = mean > 0 ? perMaster.map { abs($0 / mean - 1) }.max() ?? 0 : 0
+            table.append("| \(cost.setup) | \(cost.op) | \(perMaster.map { f($0) }.joined(separator: ", ")) | ±\(f(deviation * 100)) % |")
+            result.metrics.append(BenchMetric("\(cost.setup): spread of Redis CPU per \(cost.op) across masters", deviation * 100, "%"))
+        }
+        result.notes.append("Redis CPU per op on each master of the Redis Cluster (schedstat, idle removed):\n\n" + table.joined(separator: "\n"))
+    }
 
     private func addCosts(_ result: inout BenchResult) {
         guard !costs.isEmpty else { return }

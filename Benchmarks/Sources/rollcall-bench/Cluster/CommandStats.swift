@@ -28,6 +28,12 @@ struct CommandStats {
 
     subscript(name: String) -> Entry { entries[name] ?? Entry() }
 
+    /// Adds `entry`'s calls and microseconds to the command `name`'s.
+    mutating func add(_ name: String, _ entry: Entry) {
+        entries[name, default: Entry()].calls += entry.calls
+        entries[name, default: Entry()].usec += entry.usec
+    }
+
     /// Microseconds of every command except `skip`.
     func usec(excluding skip: Set<String>) -> Int {
         entries.filter { !skip.contains($0.key) }.reduce(0) { $0 + $1.value.usec }

@@ -56,8 +56,11 @@ final class NodeGroup {
     }
 
     /// The config as one line of JSON for the report.
-    static func configText(redis: RedisServerProcess?) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: config(redis: redis), options: [.sortedKeys])) ?? Data()
+    static func configText(redis: RedisServerProcess?) -> String { configText(redisURL: redis?.url) }
+
+    /// ``configText(redis:)`` for any `cluster.redis` URL.
+    static func configText(redisURL: String?) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: config(redisURL: redisURL, apiKey: nil), options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\\/", with: "/")
     }
 

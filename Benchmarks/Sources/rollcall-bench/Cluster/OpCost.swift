@@ -15,8 +15,11 @@ struct OpCost: Codable {
     let brokerCPU: Double
     /// Share of the broker's CPU (idle included) spent in the kernel, from /proc/PID/stat ticks.
     var brokerSystemShare: Double?
-    /// redis-server CPU seconds (schedstat), idle cost removed (nil without Redis).
+    /// redis-server CPU seconds (schedstat), idle cost removed (nil without Redis); every
+    /// master added up on a Redis Cluster.
     let redisCPU: Double?
+    /// On a Redis Cluster: each master's CPU seconds, idle cost removed (the spread across masters).
+    var redisCPUPerMaster: [Double]?
     /// `cmdstat_evalsha` (idle calls and usec removed): the scripts, including the commands they call.
     let evalshaCalls: Int?
     let evalshaUsec: Double?
@@ -43,19 +46,22 @@ struct OpCost: Codable {
 struct IdleRates {
     var broker = 0.0
     var redis = 0.0
+    /// Each server's share of `redis`.
+    var perServer: [Double] = []
     var stats = CommandStats()
     var seconds = 1.0
 
     /// Measures `seconds` of nothing happening (the clients are connected).
-    static func measure(_ group: NodeGroup, _ redis: RedisServerProcess?, seconds: Double) -> IdleRates {
-        redis?.command(["CONFIG", "RESETSTAT"])
-        let broker0 = group.cpuSeconds, redis0 = redis?.cpuSeconds ?? 0, start = MonotonicSeconds.now
+    static func measure(_ group: NodeGroup, _ redis: (any MeasuredRedis)?, seconds: Double) -> IdleRates {
+        redis?.resetStats()
+        let broker0 = group.cpuSeconds, redis0 = redis?.cpuSecondsPerServer ?? [], start = MonotonicSeconds.now
         usleep(UInt32(seconds * 1e6))
         let elapsed = MonotonicSeconds.now - start
         var rates = IdleRates(broker: (group.cpuSeconds - broker0) / elapsed, seconds: elapsed)
         if let redis {
-            rates.redis = (redis.cpuSeconds - redis0) / elapsed
-            rates.stats = CommandStats(info: redis.command(["INFO", "commandstats"]) ?? "")
+            rates.perServer = zip(redis.cpuSecondsPerServer, redis0).map { ($0 - $1) / elapsed }
+            rates.redis = rates.perServer.reduce(0, +)
+            rates.stats = redis.commandStats()
         }
         return rates
     }
@@ -72,7 +78,7 @@ struct IdleRates {
 /// sessions spread over a group's nodes, in channels of 10 members, and measures each batch.
 struct OpCostRun {
     let group: NodeGroup
-    let redis: RedisServerProcess?
+    let redis: (any MeasuredRedis)?
     let setup: String
     /// Sessions spread over the nodes.
     let sessions: Int
@@ -103,8 +109,8 @@ struct OpCostRun {
     /// quiet; CPU and command statistics around the whole batch.
     private func batch(_ op: String, _ spread: SpreadSessions, _ idle: IdleRates,
                        _ arguments: @escaping (Int, Int) -> JSON) -> OpCost {
-        redis?.command(["CONFIG", "RESETSTAT"])
-        let broker0 = group.cpuSeconds, redis0 = redis?.cpuSeconds ?? 0, start = MonotonicSeconds.now
+        redis?.resetStats()
+        let broker0 = group.cpuSeconds, redis0 = redis?.cpuSecondsPerServer ?? [], start = MonotonicSeconds.now
         let times0 = group.cpuTimes
         var ok = 0, failed = 0
         let all = Array(0..<sessions)
@@ -120,15 +126,17 @@ struct OpCostRun {
         var cost = OpCost(setup: setup, op: op, ops: ok, failed: failed, seconds: elapsed, brokerCPU: broker,
                           redisCPU: nil, evalshaCalls: nil, evalshaUsec: nil, hgetCalls: nil, hgetUsec: nil, otherUsec: nil)
         if let redis {
-            let stats = CommandStats(info: redis.command(["INFO", "commandstats"]) ?? "")
+            let stats = redis.commandStats()
+            let perServer = zip(zip(redis.cpuSecondsPerServer, redis0), idle.perServer).map { $0.0 - $0.1 - $1 * elapsed }
             cost = OpCost(setup: setup, op: op, ops: ok, failed: failed, seconds: elapsed, brokerCPU: broker,
-                          redisCPU: redis.cpuSeconds - redis0 - idle.redis * elapsed,
+                          redisCPU: perServer.reduce(0, +),
                           evalshaCalls: Int((Double(stats["evalsha"].calls) - idle.calls("evalsha", over: elapsed)).rounded()),
                           evalshaUsec: Double(stats["evalsha"].usec) - idle.usec("evalsha", over: elapsed),
                           hgetCalls: Int((Double(stats["hget"].calls) - idle.calls("hget", over: elapsed)).rounded()),
                           hgetUsec: Double(stats["hget"].usec) - idle.usec("hget", over: elapsed),
                           otherUsec: Double(stats.usec(excluding: ["evalsha", "info", "config"]))
                               - idle.usecExcluding(["evalsha", "info", "config"], over: elapsed))
+            if perServer.count > 1 { cost.redisCPUPerMaster = perServer }
         }
         if times.total > 0 { cost.brokerSystemShare = times.system / times.total }
         print("cluster: cost \(setup) \(op): \(ok) ok, \(failed) failed in \(fmt(elapsed)) s; broker \(fmt(cost.brokerMicrosPerOp)) µs/op"

@@ -16,8 +16,9 @@ final class RedisServerProcess {
     /// `redis://127.0.0.1:<port>`, for `cluster.redis`.
     var url: String { "redis://127.0.0.1:\(port)" }
 
-    /// Starts `binary` and waits (up to 10 s) until it answers `PING`.
-    init(binary: String = "/usr/bin/redis-server") throws {
+    /// Starts `binary` (with `extraArguments` after the bench's own) and waits (up to 10 s)
+    /// until it answers `PING`.
+    init(binary: String = "/usr/bin/redis-server", extraArguments: [String] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw RedisError(description: "redis-server not found at \(binary) (make build installs it)")
         }
@@ -26,7 +27,7 @@ final class RedisServerProcess {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", directory.path, "--logfile", "redis.log"]
+                             "--dir", directory.path, "--logfile", "redis.log"] + extraArguments
         // No FileHandles: Foundation's Process closes the handles it is given in this process
         // after the spawn (a shared one like FileHandle.nullDevice then closes whatever reused
         // its number, e.g. a client socket).

@@ -1,0 +1,38 @@
+import RollcallCore
+
+/// Readers over every key group's bucket (docs/cluster.md, "Key groups and buckets"): one
+/// command per group, all sent together, the replies handed over in group order once every
+/// one answered, so that the caller merges them in Swift. With one group that is one command,
+/// as before buckets existed.
+extension ClusterPresence {
+    /// Commands of one store call at most: a reader of 1024 groups sends its commands in calls
+    /// of this many, which the link pipelines beside other calls instead of sending one call of
+    /// 1024 alone (``ClusterLink/maxCommandsInFlight``).
+    static let groupReadBatch = 64
+
+    /// Runs `command(group)` for every group of ``ClusterKeys/groups``; `done` gets the replies
+    /// in group order, or the first failure.
+    func callEveryGroup(_ command: (Int) -> StoreCommand, then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+        let commands = keys.groups.all.map(command)
+        let batches = stride(from: 0, to: commands.count, by: Self.groupReadBatch).map {
+            Array(commands[$0..<min($0 + Self.groupReadBatch, commands.count)])
+        }
+        var replies = [[StoreReply]?](repeating: nil, count: batches.count)
+        var remaining = batches.count
+        var failed = false
+        for (index, batch) in batches.enumerated() {
+            store.call(batch) { result in
+                guard !failed else { return }
+                switch result {
+                case .failure(let failure):
+                    failed = true
+                    done(.failure(failure))
+                case .success(let answered):
+                    replies[index] = answered
+                    remaining -= 1
+                    if remaining == 0 { done(.success(replies.flatMap { $0 ?? [] })) }
+                }
+            }
+        }
+    }
+}
