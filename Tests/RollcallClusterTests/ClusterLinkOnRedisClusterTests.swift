@@ -195,6 +195,22 @@ struct ClusterEventsChannelTests {
     }
 }
 
+@Suite("Cluster: the key a plain store command is routed by")
+struct StoreRouteKeyTests {
+    @Test("the first argument of a one-key command; none for PUBLISH, an unknown command, DEL or EXISTS of two keys, a bare word")
+    func keyOfPlainCommands() {
+        func key(_ words: String...) -> String? { StoreRoute.key(of: words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) } }
+        #expect(key("HGET", "P{3}c:m:1:a", "seq") == "P{3}c:m:1:a")
+        #expect(key("zrange", "P uc:1:u", "0", "-1") == "P uc:1:u")
+        #expect(key("DEL", "k") == "k")
+        #expect(key("DEL", "k", "l") == nil)
+        #expect(key("EXISTS", "k", "l") == nil)
+        #expect(key("PUBLISH", "P n:x", "held s") == nil)
+        #expect(key("FLUSHALL", "ASYNC") == nil)
+        #expect(key("HGET") == nil)
+    }
+}
+
 /// Starts one ``RedisClusterNodes`` (3 masters, one replica each) for the suite it marks and
 /// kills its nodes after the suite's last test; the tests read it from ``current``.
 struct LinkRedisCluster: SuiteTrait, TestScoping {

@@ -53,9 +53,9 @@ enum StoreRoute {
     /// The key a plain command is routed by: its first argument, for ``keyedCommands`` with
     /// at least one argument; nil for any other (`DEL` and `EXISTS` of several keys included).
     static func key(of words: [[UInt8]]) -> [UInt8]? {
-        guard words.count >= 2, keyedCommands.contains(String(decoding: words[0], as: UTF8.self).uppercased()) else { return nil }
+        guard words.count >= 2 else { return nil }
         let name = String(decoding: words[0], as: UTF8.self).uppercased()
-        if (name == "DEL" || name == "EXISTS"), words.count > 2 { return nil }
+        guard keyedCommands.contains(name), words.count == 2 || (name != "DEL" && name != "EXISTS") else { return nil }
         return words[1]
     }
 }
