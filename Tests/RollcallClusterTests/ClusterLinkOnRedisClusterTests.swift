@@ -122,6 +122,13 @@ struct ClusterLinkOnRedisClusterTests {
             }
             #expect(recorder.resubscribed == 0, "first subscriptions are no loss")
 
+            // Every master forgets its scripts while the links stay up: NOSCRIPT, then EVAL.
+            for master in channels.keys { #expect(try cluster.command(port: master.port, ["SCRIPT", "FLUSH"]) == "OK") }
+            for (master, key) in channels {
+                let again = try call(link, recorder, [PresenceScripts.flush(arguments(keys, key))], on: loop).get()
+                if case .error(let line)? = again.first { Issue.record("after SCRIPT FLUSH on \(master): \(line)") }
+            }
+
             let keyless = try call(link, recorder, [.script(StoreScript(name: "test.keyless", source: "return 1"), arguments: [])], on: loop)
             #expect(keyless.failure?.code == .internal, "\(keyless)")
             let publish = try call(link, recorder, [.command(["PUBLISH", "x", "y"].map { Array($0.utf8) })], on: loop)
