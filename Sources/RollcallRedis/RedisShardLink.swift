@@ -4,8 +4,9 @@ import RollcallEventLoop
 protocol RedisShardLinkOwner: AnyObject {
     /// A message on a shard channel of the link.
     func shardLink(_ link: RedisShardLink, message payload: [UInt8], on channel: [UInt8])
-    /// Every channel of `channels` is subscribed on a link that is up (after a connect, or
-    /// once channels added later are confirmed): messages published meanwhile may be lost.
+    /// `channels` were just subscribed on a link that is up: every channel of the link after a
+    /// connect, else the ones added since the last report, once confirmed. Messages published
+    /// to them while they were not subscribed may be lost.
     func shardLink(_ link: RedisShardLink, subscribed channels: Set<[UInt8]>)
     /// The master refused `channels` with `-MOVED` (their slot is served by `to`), or pushed
     /// `sunsubscribe` for them (their slot left it: `to` is nil). They left the link.
@@ -38,6 +39,10 @@ final class RedisShardLink {
     private var link: RedisLink? { probe.link }
     /// Channels sent with `SSUBSCRIBE` and not confirmed yet.
     private var awaiting: Set<[UInt8]> = []
+    /// Channels sent with `SSUBSCRIBE` on the current link and not reported to the owner yet:
+    /// a report names only them, so that a channel added to a live link does not report the
+    /// link's other channels (which missed nothing) as subscribed again.
+    private var unreported: Set<[UInt8]> = []
     /// Channels this link sent `SUNSUBSCRIBE` for (their `sunsubscribe` is no loss).
     private var leaving: Set<[UInt8]> = []
     private static let channelsPerCommand = 256
@@ -80,6 +85,7 @@ final class RedisShardLink {
         guard !gone.isEmpty else { return }
         channels.subtract(gone)
         awaiting.subtract(gone)
+        unreported.subtract(gone)
         guard let link else { return }
         leaving.formUnion(gone)
         for batch in Self.batches(gone) {
@@ -101,6 +107,7 @@ final class RedisShardLink {
         guard let link = reconnector.makeLink(to: endpoint, with: locator, reportingTo: self) else { return }
         probe.begin(on: link)
         awaiting.removeAll()
+        unreported.removeAll()
         leaving.removeAll()
         if let auth = endpoint.authArguments { link.send(auth) }
         // The probe channel first: its confirmation makes the link up; the shard channels'
@@ -113,6 +120,7 @@ final class RedisShardLink {
     private func send(_ channels: Set<[UInt8]>) {
         guard let link, !channels.isEmpty else { return }
         awaiting.formUnion(channels)
+        unreported.formUnion(channels)
         for batch in Self.batches(channels) {
             link.send([Array("SSUBSCRIBE".utf8)] + batch)
         }
@@ -120,13 +128,20 @@ final class RedisShardLink {
 
     private func confirmed(_ channel: [UInt8]) {
         guard awaiting.remove(channel) != nil, awaiting.isEmpty, reconnector.isReady else { return }
-        owner?.shardLink(self, subscribed: channels)
+        reportSubscribed()
+    }
+
+    /// Tells the owner the channels subscribed since the last report (none: nothing to tell).
+    private func reportSubscribed() {
+        let subscribed = unreported.intersection(channels)
+        unreported.removeAll()
+        if !subscribed.isEmpty { owner?.shardLink(self, subscribed: subscribed) }
     }
 
     private func established() {
         probe.established()
         reconnector.ready()
-        if awaiting.isEmpty { owner?.shardLink(self, subscribed: channels) }
+        if awaiting.isEmpty { reportSubscribed() }
     }
 
     /// `-MOVED slot host:port` for an `SSUBSCRIBE`: its channels of that slot leave the link.
@@ -135,8 +150,9 @@ final class RedisShardLink {
         let moved = Set(awaiting.filter { RedisClusterSlot.of($0) == slot })
         channels.subtract(moved)
         awaiting.subtract(moved)
+        unreported.subtract(moved)
         owner?.shardLink(self, lost: moved, movedTo: to)
-        if awaiting.isEmpty, reconnector.isReady { owner?.shardLink(self, subscribed: channels) }
+        if awaiting.isEmpty, reconnector.isReady { reportSubscribed() }
         return true
     }
 

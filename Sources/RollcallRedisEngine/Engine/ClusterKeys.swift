@@ -57,7 +57,8 @@ struct ClusterKeys {
         let id: String
         /// `P{<group>}`: its group's tag, the start of its group's buckets.
         let group: String
-        /// `P e:<id>`: the pub/sub channel of its events.
+        /// `P{<group>}e:<id>`: the pub/sub channel of its events, in the channel's slot (a shard
+        /// channel on Redis Cluster: ``channel(fromEvents:)`` reads it back).
         let events: String
         /// `<t><name>`: its entry in the cluster's list of channels (message before stream, byte order).
         let listEntry: String
@@ -80,9 +81,26 @@ struct ClusterKeys {
         let number = groups.group(of: "c:" + id)
         let group = groupTag(number)
         return ChannelKeys(
-            base: group + "c:" + id, id: id, group: group, events: prefix + "e:" + id,
+            base: group + "c:" + id, id: id, group: group, events: group + "e:" + id,
             listEntry: (channel.type == .message ? "m" : "s") + channel.name.string, groupNumber: number)
     }
+
+    /// The channel whose events channel (``ChannelKeys/events``, `P{<group>}e:<id>`) is `name`;
+    /// nil when `name` is not one under this prefix.
+    func channel(fromEvents name: [UInt8]) -> ChannelKey? {
+        let head = eventsHead
+        guard name.count > head.count, name.starts(with: head) else { return nil }
+        var index = head.count
+        while index < name.count, name[index] >= UInt8(ascii: "0"), name[index] <= UInt8(ascii: "9") { index += 1 }
+        let tail = Self.eventsTail
+        guard index > head.count, name.count - index > tail.count, name[index..<(index + tail.count)].elementsEqual(tail) else { return nil }
+        return Self.channel(fromId: String(decoding: name[(index + tail.count)...], as: UTF8.self))
+    }
+
+    /// `P{`: how every events channel starts.
+    private var eventsHead: [UInt8] { Array((prefix + "{").utf8) }
+    /// `}e:`: what follows the group's number in an events channel.
+    private static let eventsTail = Array("}e:".utf8)
 
     /// `<t>:<n>:<name>` of a channel.
     static func channelId(_ channel: ChannelKey) -> String {

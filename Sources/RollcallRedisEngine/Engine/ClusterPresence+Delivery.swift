@@ -40,10 +40,7 @@ extension ClusterPresence {
     /// or a message event (`N<number>\n<session>\n<kept>\n…`; `M<session>\n<kept>\n…`
     /// from a node before 1.2, unnumbered).
     func deliver(channel name: [UInt8], payload: [UInt8]) {
-        let prefix = Array((keys.prefix + "e:").utf8)
-        guard name.starts(with: prefix),
-              let key = ClusterKeys.channel(fromId: String(decoding: name[prefix.count...], as: UTF8.self)),
-              let channel = local[key], let kind = payload.first else { return }
+        guard let key = keys.channel(fromEvents: name), let channel = local[key], let kind = payload.first else { return }
         func fields(_ count: Int) -> [ArraySlice<UInt8>]? {
             let fields = payload.split(separator: UInt8(ascii: "\n"), maxSplits: count - 1, omittingEmptySubsequences: false)
             return fields.count == count ? fields : nil

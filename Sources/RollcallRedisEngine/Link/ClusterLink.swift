@@ -5,7 +5,11 @@ import RollcallRedis
 
 /// The transport's half of cluster mode (PROTOCOL §9): runs the core's store commands on
 /// Redis and feeds the answers back as events, on the service thread's libev loop — no
-/// thread, no lock. One connection carries commands, one pub/sub (``RedisSubscriber``).
+/// thread, no lock. On one Redis (a server, Sentinel, TLS) one connection carries commands
+/// and one pub/sub (``RedisSubscriber``); on a Redis Cluster (tests only until the engine's
+/// scripts stop crossing slots: docs/cluster.md, "The link on Redis Cluster") the store calls
+/// go through a ``RedisClusterClient``, routed by their keys (``StoreRoute``), and the
+/// channels are heard with sharded pub/sub (``RedisShardedSubscriber``).
 ///
 /// ```swift
 /// let link = try ClusterLink(configuration: configuration, nodeId: id, loop: eventLoop, logger: logger)
@@ -40,9 +44,23 @@ public final class ClusterLink {
 
     let configuration: Configuration
     let logger: Logger
+    /// The control connection (heartbeat, grace window, registering again, the webhook taker)
+    /// and, on one Redis, the store calls' connection. On Redis Cluster it is never opened
+    /// (every command on it answers `REDIS_UNAVAILABLE`): the control scripts' keys do not
+    /// share a slot yet (docs/cluster.md, "The link on Redis Cluster").
     let commands: RedisConnection
-    let subscriber: RedisSubscriber
+    /// Where store calls go.
+    let route: StoreRoute
+    /// How channels are heard.
+    let subscriber: EventSubscription
+    /// The Redis Cluster client, on Redis Cluster.
+    var clusterClient: RedisClusterClient? {
+        if case .cluster(let client) = route { client } else { nil }
+    }
     let heartbeat: NodeHeartbeat
+    /// The channels subscribed at least once on Redis Cluster: a (re)subscription that names
+    /// one of them follows a loss (a failover, a slot move, a reconnect).
+    private var heardOnce: Set<[UInt8]> = []
     /// Pub/sub messages held back while this node may have been declared dead.
     private var heldBack = HeldBackMessages()
     /// The scripts run so far, by name (unique: LuaScriptTests): hashing a name is cheap, hashing
@@ -64,19 +82,34 @@ public final class ClusterLink {
     /// means Redis lost the cluster's data.
     public private(set) var epoch: String?
 
-    public init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
+    public convenience init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
+        try self.init(configuration: configuration, nodeId: nodeId, epoch: epoch, loop: loop, logger: logger, allowingRedisCluster: false)
+    }
+
+    /// A link that, with `allowingRedisCluster`, also takes a `redis+cluster://` /
+    /// `rediss+cluster://` `cluster.redis` (tests of the transport, until the engine shards).
+    package init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger,
+                 allowingRedisCluster: Bool) throws(ClusterError) {
         self.epoch = epoch
-        target = try Self.target(of: configuration)
+        target = allowingRedisCluster ? try Self.parsedTarget(of: configuration) : try Self.target(of: configuration)
         self.configuration = configuration
         self.nodeId = nodeId
         self.logger = logger
         let timings = ClusterLink.timings(configuration.cluster)
         gate = StoreCallGate(maxCommandsInFlight: Self.maxCommandsInFlight, maxWaitSeconds: timings.timeoutSeconds)
-        commands = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId,
-                                   tls: try Self.tlsContext(of: configuration))
-        subscriber = RedisSubscriber(
-            loop: loop, publisher: commands,
-            probeChannelPrefix: configuration.cluster.keyPrefix + "probe:", timings: timings)
+        let tls = try Self.tlsContext(of: configuration)
+        let probes = configuration.cluster.keyPrefix + "probe:"
+        if case .cluster(let seeds) = target {
+            let client = RedisClusterClient(seeds: seeds, loop: loop, timings: timings, clientName: "rollcall:" + nodeId, tls: tls)
+            commands = RedisConnection(target: .server(seeds.node(at: seeds.seeds[0])), loop: loop, timings: timings, tls: tls)
+            route = .cluster(client)
+            subscriber = .sharded(RedisShardedSubscriber(client: client, loop: loop, probeChannelPrefix: probes, timings: timings))
+        } else {
+            let connection = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId, tls: tls)
+            commands = connection
+            route = .connection(connection)
+            subscriber = .plain(RedisSubscriber(loop: loop, publisher: connection, probeChannelPrefix: probes, timings: timings))
+        }
         heartbeat = NodeHeartbeat(configuration: configuration, nodeId: nodeId, loop: loop)
         giveUpTimer = LoopTimer(loop: loop) { [unowned self] in admit() }
     }
@@ -86,18 +119,25 @@ public final class ClusterLink {
     /// (`rediss://`; `redis+cluster://`: the client speaks it, the engine is not sharded yet).
     /// `rollcall --check-config` runs it too.
     public static func target(of configuration: Configuration) throws(ClusterError) -> RedisTarget {
+        let target = try parsedTarget(of: configuration)
+        if case .cluster = target {
+            // The Redis client speaks Redis Cluster (RedisClusterClient), and so does this link
+            // (StoreRoute, EventSubscription); the engine's scripts still cross slots
+            // (docs/cluster.md, "Redis Cluster (design, not yet served)").
+            throw ClusterError(.invalidConfiguration, "cluster.redis: Redis Cluster is not supported yet by the broker: its engine does not shard its keys across masters yet (\(target))")
+        }
+        return target
+    }
+
+    /// What `cluster.redis` names, any kind; throws ``ClusterError`` as ``target(of:)`` does
+    /// for a null or malformed URL.
+    static func parsedTarget(of configuration: Configuration) throws(ClusterError) -> RedisTarget {
         guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
         let target: RedisTarget
         do {
             target = try RedisTarget(parsing: url)
         } catch {
             throw ClusterError(.invalidConfiguration, "cluster.redis: \((error as? RedisError)?.message ?? "\(error)")")
-        }
-        if case .cluster = target {
-            // The Redis client speaks Redis Cluster (RedisClusterClient); this engine keeps
-            // every key of the cluster on one Redis (docs/cluster.md, "Redis Cluster (design,
-            // not yet served)").
-            throw ClusterError(.invalidConfiguration, "cluster.redis: Redis Cluster is not supported yet by the broker: its engine does not shard its keys across masters yet (\(target))")
         }
         return target
     }
@@ -129,13 +169,18 @@ public final class ClusterLink {
                             maxBackoffSeconds: min(2, max(0.05, cluster.nodeTimeoutSeconds / 4)), probeIntervalSeconds: probe)
     }
 
-    /// True while both connections are up.
-    public var isConnected: Bool { commands.state.isConnected && subscriber.state.isConnected }
+    /// True while both connections are up (on Redis Cluster: a connection to every master of
+    /// the slot map, and every channel subscribed on a live link).
+    public var isConnected: Bool {
+        if let client = clusterClient { return client.isReady && subscriber.isUp }
+        return commands.state.isConnected && subscriber.isUp
+    }
 
     /// The `/readyz` reason while this node cannot serve what needs Redis (nil while it can):
     /// not joined yet (its links never connected), Redis unreachable, Redis answering the
     /// heartbeat with an error, or joining again after Redis lost the cluster's data.
     public var healthProblem: String? {
+        guard case .plain(let subscriber) = subscriber else { return clusterHealthProblem }
         if !connectedOnce {
             let why = if case .disconnected(let error) = commands.state, error.code != .unavailable { ": \(error)" } else { "" }
             return "cluster: not joined yet (connecting to Redis at \(target)\(why))"
@@ -150,8 +195,52 @@ public final class ClusterLink {
     /// The latest TLS failure logged, so that a retry failing the same way logs nothing new.
     private var loggedTLSFailure: String?
 
-    /// Connects both links and starts the heartbeat.
+    /// ``healthProblem`` on Redis Cluster: the client's map and connections, and the sharded links.
+    private var clusterHealthProblem: String? {
+        guard let client = clusterClient else { return nil }
+        let why = client.lastRefreshError.map { ": \($0)" } ?? ""
+        if !connectedOnce, client.isReady, subscriber.isUp { connectedOnce = true }
+        if !connectedOnce { return "cluster: not joined yet (connecting to Redis Cluster at \(target)\(why))" }
+        if !client.isReady { return "cluster: Redis Cluster unreachable (a master or the slot map is missing\(why))" }
+        if !subscriber.isUp { return "cluster: Redis Cluster pub/sub unreachable (a shard link is down)" }
+        return nil
+    }
+
+    /// Connects both links and starts the heartbeat (on one Redis; on Redis Cluster no
+    /// heartbeat runs yet: docs/cluster.md, "The link on Redis Cluster").
     public func start() {
+        subscriber.subscribe(Array((configuration.cluster.keyPrefix + "n:" + nodeId).utf8))
+        subscriber.onMessage { [weak self] channel, payload in
+            self?.received(channel: channel, payload: payload)
+        }
+        switch subscriber {
+        case .plain(let plain):
+            plain.onResubscribed = { [weak self] in
+                guard let self else { return }
+                // After the first subscription nothing can have been missed; after a loss, maybe.
+                if subscribedOnce { deliver?(.storeResubscribed) }
+                subscribedOnce = true
+            }
+        case .sharded(let sharded):
+            sharded.onResubscribed = { [weak self] channels in
+                guard let self else { return }
+                // A channel subscribed before may have missed messages; one heard for the
+                // first time (just listened to) cannot have.
+                let again = !channels.isDisjoint(with: heardOnce)
+                heardOnce.formUnion(channels)
+                if again { deliver?(.storeResubscribed) }
+            }
+        }
+        guard case .plain(let plain) = subscriber else {
+            clusterClient?.start()
+            subscriber.start()
+            return
+        }
+        start(plain)
+    }
+
+    /// ``start()`` on one Redis.
+    private func start(_ subscriber: RedisSubscriber) {
         commands.onLinkFailure = { [weak self] error in
             guard let self, error.code == .tlsVerifyFailed || error.code == .tlsHandshakeFailed else { return }
             guard loggedTLSFailure != error.message else { return }
@@ -170,7 +259,7 @@ public final class ClusterLink {
                 }
                 lastAddress = address ?? lastAddress
                 loggedTLSFailure = nil
-                if subscriber.state.isConnected { connectedOnce = true }
+                if self.subscriber.isUp { connectedOnce = true }
                 // Back from an outage: open the grace window if nobody could write, then beat
                 // at once rather than at the next tick, since the window is measured from the first node back.
                 if hadOutage {
@@ -186,16 +275,6 @@ public final class ClusterLink {
         subscriber.onStateChange = { [weak self] state in
             guard let self, state.isConnected, commands.state.isConnected else { return }
             connectedOnce = true
-        }
-        subscriber.subscribe(configuration.cluster.keyPrefix + "n:" + nodeId)
-        subscriber.onMessage = { [weak self] channel, payload in
-            self?.received(channel: channel, payload: payload)
-        }
-        subscriber.onResubscribed = { [weak self] in
-            guard let self else { return }
-            // After the first subscription nothing can have been missed; after a loss, maybe.
-            if subscribedOnce { deliver?(.storeResubscribed) }
-            subscribedOnce = true
         }
         commands.start()
         subscriber.start()
@@ -256,6 +335,7 @@ public final class ClusterLink {
             subscriber.subscribe(channel)
         case .unlisten(let channel):
             subscriber.unsubscribe(channel)
+            heardOnce.remove(channel)
         default:
             break
         }
@@ -310,6 +390,7 @@ public final class ClusterLink {
         _ = gate.drain()
         subscriber.close()
         commands.close()
+        clusterClient?.close()
     }
 
     /// Queues a store call behind the ones already waiting (``StoreCallGate``) and sends what
@@ -345,8 +426,8 @@ public final class ClusterLink {
     /// still while one turn handles a burst (the calls queued late in it waited less).
     private static var clockSeconds: Double { Double(MonotonicClock.now) / 1000 }
 
-    /// Sends every command at once (they run in order on one connection) and answers the
-    /// ticket when the last reply is in, or at the first failure.
+    /// Sends every command at once (they run in order on one connection; on Redis Cluster, in
+    /// order per slot) and answers the ticket when the last reply is in, or at the first failure.
     private func send(_ list: [StoreCommand], ticket: StoreTicket) {
         var replies = [StoreReply?](repeating: nil, count: list.count)
         var remaining = list.count
@@ -367,6 +448,12 @@ public final class ClusterLink {
                     failed = true
                     deliver?(.storeReplied(ticket, .failure(StoreFailure(notNow: error))))
                     return
+                case .failure(let error) where error.code == .noKey || error.code == .crossSlot:
+                    // Not routable on Redis Cluster: nothing was sent, and a retry cannot help.
+                    logger.error("cluster: a store call cannot be routed", metadata: ["error": "\(error.message)"])
+                    failed = true
+                    deliver?(.storeReplied(ticket, .failure(StoreFailure(.internal, "the cluster store cannot route this call (\(error.code.rawValue))"))))
+                    return
                 case .failure(let error) where error.code == .errorReply:
                     logger.error("cluster: Redis refused a command", metadata: ["error": "\(error.message)"])
                     replies[index] = .error(error.message)
@@ -378,12 +465,7 @@ public final class ClusterLink {
                 remaining -= 1
                 if remaining == 0 { deliver?(.storeReplied(ticket, .success(replies.map { $0 ?? .null }))) }
             }
-            switch command {
-            case .command(let words):
-                commands.send(words, completion: completion)
-            case .script(let script, let arguments):
-                redisScript(script).run(on: commands, declaringKeys: script.keyCount, of: arguments, completion: completion)
-            }
+            route.send(command, as: redisScript, completion: completion)
         }
     }
 
@@ -399,9 +481,11 @@ public final class ClusterLink {
         return made
     }
 
-    /// A script's source as this link runs it: under ``SlotAudit`` with ``auditsSlots``.
+    /// A script's source as this link runs it: the publish command's prelude
+    /// (``EventPublishing``), under ``SlotAudit`` with ``auditsSlots``.
     private func source(of script: StoreScript) -> String {
-        auditsSlots ? SlotAudit.prelude(scriptName: script.name) + script.source : script.source
+        let publishing = EventPublishing.prelude(sharded: clusterClient != nil) + script.source
+        return auditsSlots ? SlotAudit.prelude(scriptName: script.name) + publishing : publishing
     }
 }
 

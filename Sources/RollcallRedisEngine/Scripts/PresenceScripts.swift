@@ -183,7 +183,7 @@ enum PresenceScripts {
         -- the number they saw).
         local number = 0
         if occupied then number = redis.call('HINCRBY', ch.base, 'mq', 1) end
-        redis.call('PUBLISH', ch.events, 'N' .. number .. '\\n' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)
+        redis.call(publishCommand, ch.events, 'N' .. number .. '\\n' .. session .. '\\n' .. table.concat(kept, ',') .. '\\n' .. payload)
         return {'ok', live}
         """)
 
@@ -286,7 +286,7 @@ enum PresenceScripts {
         -- (PROTOCOL §11 "Nothing lost"; WebhookStreamScripts): a presence event as clients
         -- got it, and `channel` events with the `seq` of the event that occupied or vacated it.
         local function publishPresence(seq, subject, bytes)
-          redis.call('PUBLISH', ch.events, 'P' .. seq .. '\\n' .. subject .. '\\n' .. bytes)
+          redis.call(publishCommand, ch.events, 'P' .. seq .. '\\n' .. subject .. '\\n' .. bytes)
           hook('p', bytes)
         end
 

@@ -63,8 +63,8 @@ struct CostFloorRun {
 
     /// The message channel the floor's one listener joins (a `message` channel named `floor`).
     static let channel = "floor"
-    /// Its pub/sub channel, as docs/cluster.md "Keys" names it: `P e:<t>:<n>:<name>`.
-    static var events: String { NodeGroup.keyPrefix + "e:m:\(channel.utf8.count):\(channel)" }
+    /// Its pub/sub channel, as docs/cluster.md "Keys" names it: `P{<group>}e:<t>:<n>:<name>` (one group on one Redis).
+    static var events: String { NodeGroup.keyPrefix + "{0}e:m:\(channel.utf8.count):\(channel)" }
 
     func measure() throws -> [CostFloor] {
         let pipe = try RedisPipe(port: redis.port)
