@@ -128,11 +128,7 @@ struct ClusterKeys {
         return ChannelKey(type: type, name: Name(unchecked: String(decoding: utf8[(colon + 1)...], as: UTF8.self)))
     }
 
-    /// `P uc:<n>:<user>`: the channels a user is a member of (`getUserChannels`).
-    func userChannels(_ user: Name) -> String { prefix + "uc:" + Self.lengthPrefixed(user.string) }
 
-    /// `P sc:<session>`: the channels a session joined (so any node can end it).
-    func sessionChannels(_ sessionId: String) -> String { prefix + "sc:" + sessionId }
 
     /// `P{<group>}channels`: group `group`'s bucket of the channels with members (`getChannels`
     /// merges every group's); a channel's own is ``ChannelKeys/channelList``.
@@ -153,8 +149,6 @@ struct ClusterKeys {
 
     /// `P node:<id>`: a node's incarnation, start and configuration sections.
     func node(_ nodeId: String) -> String { prefix + "node:" + nodeId }
-    /// A session's record (`P s:<id>`: user, platform, the node that owns it, …).
-    func session(_ sessionId: String) -> String { prefix + "s:" + sessionId }
 
     /// The probe channels of the subscriber (`RedisSubscriber`).
     var probeChannelPrefix: String { prefix + "probe:" }

@@ -329,7 +329,7 @@ final class ClusterPresence {
     /// `getUserChannels`: the channels the user is a member of, on any node.
     /// Only the channels `grant` lets the session read are listed and counted (1.1).
     func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping Completion) {
-        store.call([.command([Array("ZRANGE"), Array(keys.userChannels(request.userId).utf8), Array("0".utf8), Array("-1".utf8)])]) { result in
+        store.call([.command([Array("ZRANGE"), Array(keys.user(request.userId).channels.utf8), Array("0".utf8), Array("-1".utf8)])]) { result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
@@ -375,7 +375,7 @@ final class ClusterPresence {
 
     /// The indexes a membership change of `user`'s session `sessionId` in `channelKeys` keeps.
     func membershipIndexes(_ user: Name, session sessionId: String, _ channelKeys: ClusterKeys.ChannelKeys) -> PresenceScripts.MembershipIndexes {
-        PresenceScripts.MembershipIndexes(userChannels: keys.userChannels(user), allChannels: channelKeys.channelList,
+        PresenceScripts.MembershipIndexes(userChannels: keys.user(user).channels, allChannels: channelKeys.channelList,
                                           channelEntry: channelKeys.listEntry, sessionChannels: keys.user(user).session(sessionId).channels)
     }
 
