@@ -56,15 +56,15 @@ struct ClusterKeyGroupWebhookTests {
         return names
     }
 
-    @Test("a node's marks of the groups it wrote to last holdMs, one set per node and cluster prefix")
+    @Test("a link marks the group of every webhook stream a script declares; a mark lasts holdMs")
     func marksLastTheirHold() {
-        let marks = WebhookStreamGroups.of(prefix: "kgmarks:", nodeId: "n1")
-        #expect(WebhookStreamGroups.of(prefix: "kgmarks:", nodeId: "n1") === marks)
-        #expect(WebhookStreamGroups.of(prefix: "kgmarks:", nodeId: "n2") !== marks)
-        marks.mark(3, now: 1000)
+        let marks = WebhookStreamGroups(prefix: "kgmarks:")
+        let keys = ["kgmarks:{3}c:m:1:a", "kgmarks:{3}wh", "kgmarks:{12}wh", "other:{5}wh", "kgmarks:{x}wh", "kgmarks:{}wh", "kgmarks:wh"]
+        marks.markStreams(among: keys.map { Array($0.utf8) }[...], now: 1000)
+        #expect(marks.recent(now: 1000) == [3, 12], "only this prefix's group streams")
         marks.mark(7, now: 2000)
-        #expect(marks.recent(now: 1000 + WebhookStreamGroups.holdMs) == [3, 7])
-        #expect(marks.recent(now: 2000 + WebhookStreamGroups.holdMs) == [7], "the older mark is forgotten")
+        #expect(marks.recent(now: 1000 + WebhookStreamGroups.holdMs) == [3, 7, 12])
+        #expect(marks.recent(now: 2000 + WebhookStreamGroups.holdMs) == [7], "the older marks are forgotten")
         #expect(marks.recent(now: 2001 + WebhookStreamGroups.holdMs).isEmpty)
     }
 

@@ -361,7 +361,7 @@ extension ClusterPresence {
     private func flush(_ due: [ChannelKey]) {
         guard !due.isEmpty else { return }
         let commands = due.map { key in
-            PresenceScripts.flush(changeArguments(key, keys.channel(key), intervalHead: false))
+            PresenceScripts.flush(channelArguments(key, keys.channel(key), intervalHead: false))
         }
         store.call(commands) { [self] result in
             guard case .success(let replies) = result else {

@@ -48,7 +48,7 @@ extension ClusterPresence {
             }
             for (stateKey, _) in due { state.remove(stateKey) }
             let change = PresenceScripts.setState(
-                changeArguments(member.channel, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
+                channelArguments(member.channel, channelKeys, intervalHead: false), user: user, expected: current, newState: state.encoded,
                 head: PresenceEvents.head("stateChanged", channel: member.channel, publisher: user, state: state),
                 encodedName: PresenceEvents.encodedName(user), owner: nil, ttl: due.map { .expired($0.0, $0.1) })
             store.call([change]) { [self] result in

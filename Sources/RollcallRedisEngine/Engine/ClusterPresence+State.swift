@@ -37,7 +37,7 @@ extension ClusterPresence {
             // not answer `pending` for a joined session that was handed over and ended
             // (docs/protocol.md 49). An empty `expected` changes nothing.
             (state, stored) = (.empty, [])
-            change = PresenceScripts.setState(changeArguments(key, channelKeys, intervalHead: false), user: user, expected: [],
+            change = PresenceScripts.setState(channelArguments(key, channelKeys, intervalHead: false), user: user, expected: [],
                                               newState: [], head: [], encodedName: [], owner: owner, ttl: [])
         }
         runScript(change) { [self] result in
@@ -83,7 +83,7 @@ extension ClusterPresence {
         for entry in update?.entries ?? [] { ttls.append(ttlMs.map { .set(entry.key, $0) } ?? .clear(entry.key)) }
         let stored = state.encoded
         let command = PresenceScripts.setState(
-            changeArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: stored,
+            channelArguments(key, channelKeys, intervalHead: false), user: user, expected: current, newState: stored,
             head: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
             encodedName: PresenceEvents.encodedName(user), owner: owner, ttl: ttls)
         return (command, state, stored)

@@ -157,7 +157,7 @@ final class ClusterPresence {
         let leads = held.follows ? nil : channel
         leads?.rosterReads += 1
         let join = PresenceScripts.join(
-            changeArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
+            channelArguments(key, channelKeys, intervalHead: true), user: user, session: session.sessionId, flags: flags,
             expected: current, newState: stateBytes,
             joinHead: PresenceEvents.head("join", channel: key, publisher: user, state: state, info: session.grant.info),
             changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
@@ -255,7 +255,7 @@ final class ClusterPresence {
         case .timeout?: code = .timeout; head = PresenceEvents.head("timeout", channel: key, publisher: user, state: nil)
         case nil: code = .silent; head = []
         }
-        return PresenceScripts.leave(changeArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
+        return PresenceScripts.leave(channelArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
                                      head: head, encodedName: PresenceEvents.encodedName(user),
                                      indexes: membershipIndexes(user, session: sessionId, channelKeys),
                                      owner: owner.map { (sessionRecord: keys.user(user).session(sessionId).record, node: $0) })
@@ -361,16 +361,6 @@ final class ClusterPresence {
             maxInstantEvents: presence.maxInstantEvents, hysteresis: presence.hysteresis, intervalMs: presence.intervalSeconds.milliseconds,
             intervalHead: intervalHead ? PresenceEvents.intervalHead(channel: key) : [],
             hooks: keys.webhookHooks, channelFields: keys.webhookHooks.isEmpty ? [] : BackendEvents.channelFields(key))
-    }
-
-    /// ``channelArguments(_:_:intervalHead:)`` for a script that may write the channel's webhook
-    /// events (join, leave, setState, flush): with webhooks on and more than one key group, the
-    /// channel's group is marked for this node's taker (``WebhookStreamGroups``).
-    func changeArguments(_ key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, intervalHead: Bool) -> PresenceScripts.Channel {
-        if !keys.webhookHooks.isEmpty, keys.groups.count > 1 {
-            WebhookStreamGroups.of(prefix: keys.prefix, nodeId: nodeId).mark(channelKeys.groupNumber)
-        }
-        return channelArguments(key, channelKeys, intervalHead: intervalHead)
     }
 
     /// The indexes a membership change of `user`'s session `sessionId` in `channelKeys` keeps.

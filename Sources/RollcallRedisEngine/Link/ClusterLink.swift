@@ -66,6 +66,10 @@ public final class ClusterLink {
     /// The scripts run so far, by name (unique: LuaScriptTests): hashing a name is cheap, hashing
     /// a whole Lua source on every call cost a tenth of a node's CPU per op (BENCHMARKS.md, issue 28).
     private var scripts: [String: RedisScript] = [:]
+    /// With more than one key group: the groups whose webhook streams this node's scripts may
+    /// have written to lately (``WebhookStreamGroups``), for its ``WebhookStream``; nil with one
+    /// group, whose one stream the taker always reads.
+    public let webhookGroups: WebhookStreamGroups?
     /// Tests only: run the core's scripts under ``SlotAudit``, which marks in Redis each script
     /// that touches keys of two Redis Cluster slots and changes nothing else (docs/cluster.md,
     /// "Where the build stands"). Set before the first call.
@@ -93,6 +97,7 @@ public final class ClusterLink {
         self.epoch = epoch
         target = allowingRedisCluster ? try Self.parsedTarget(of: configuration) : try Self.target(of: configuration)
         self.configuration = configuration
+        webhookGroups = KeyGroups(for: configuration).count > 1 ? WebhookStreamGroups(prefix: configuration.cluster.keyPrefix) : nil
         self.nodeId = nodeId
         self.logger = logger
         let timings = ClusterLink.timings(configuration.cluster)
@@ -464,6 +469,9 @@ public final class ClusterLink {
                 }
                 remaining -= 1
                 if remaining == 0 { deliver?(.storeReplied(ticket, .success(replies.map { $0 ?? .null }))) }
+            }
+            if let webhookGroups, case .script(let script, let arguments) = command {
+                webhookGroups.markStreams(among: arguments.prefix(script.keyCount))
             }
             route.send(command, as: redisScript, completion: completion)
         }

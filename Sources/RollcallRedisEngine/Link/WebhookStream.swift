@@ -82,7 +82,7 @@ public final class WebhookStream {
         count = max(1, webhooks.batchMaxEvents)
         delayMs = Int64((webhooks.batchMaxDelaySeconds * 1000).rounded())
         claimIdleMs = Self.claimIdleMs(link.configuration.cluster, pollMs: Self.pollMs(webhooks))
-        written = keys.groups.count > 1 ? WebhookStreamGroups.of(prefix: prefix, nodeId: link.nodeId) : nil
+        written = link.webhookGroups
     }
 
     /// How often a node looks at the stream (ms): half `batchMaxDelaySeconds`, within 50 ms to 1 s.
