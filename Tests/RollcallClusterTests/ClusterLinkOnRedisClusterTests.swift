@@ -156,7 +156,7 @@ struct ClusterLinkOnRedisClusterTests {
             try #require(loop.run(until: { link.isConnected }, timeout: Self.patience), "the inboxes never subscribed")
 
             // The link hears its own control channel from its start (ClusterLink.start()).
-            let channels = inboxes.sorted { $0.key.port < $1.key.port }.map(\.value) + [keys.controlChannel(of: "lk1")]
+            let channels = inboxes.sorted { $0.key.port < $1.key.port }.map { $0.value } + [keys.controlChannel(of: "lk1")]
             for channel in channels {
                 let text = "hello " + channel
                 let replies = try call(link, recorder, [.command(["PUBLISH", channel, text].map { Array($0.utf8) })], on: loop).get()
