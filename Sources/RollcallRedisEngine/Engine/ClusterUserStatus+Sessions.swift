@@ -188,9 +188,9 @@ extension ClusterUserStatus {
 
     /// A message in a user's inbox: a record (`U<except>\n<version>\n<user>\n<status>\n<lu>\n
     /// <lo>\n<lc>\n<platforms>\n<custom>`) or ready event bytes (`E<except>\n<bytes>`), for this
-    /// node's sessions of that user but the session `except`. A record whose version this inbox
-    /// already brought, or a newer one, is dropped: changes published by two nodes arrive in
-    /// either order, and a publish may come twice; the newest stays (docs/cluster.md, "Delivery").
+    /// node's sessions of that user but the session `except`. A record of a version this inbox
+    /// already brought, or of an older one, is dropped: changes published by two nodes arrive
+    /// in either order, and a publish may come twice; the newest stays (docs/cluster.md, "Delivery").
     func deliver(channel: [UInt8], payload: [UInt8]) {
         guard let user = inboxes[channel], let kind = payload.first else { return }
         let newline = UInt8(ascii: "\n")
