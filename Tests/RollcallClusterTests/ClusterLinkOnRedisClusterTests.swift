@@ -68,7 +68,7 @@ struct ClusterLinkOnRedisClusterTests {
     /// The channel arguments of `key` (the due bucket in its group, as on Redis Cluster).
     private func arguments(_ keys: ClusterKeys, _ key: ChannelKey) -> PresenceScripts.Channel {
         let channel = keys.channel(key)
-        return PresenceScripts.Channel(base: channel.base, id: channel.id, events: channel.events, dueFlushes: channel.group + "due",
+        return PresenceScripts.Channel(base: channel.base, id: channel.id, events: channel.events, dueFlushes: channel.dueFlushes, dueExpiries: channel.dueExpiries, webhookStream: channel.webhookStream,
                                        maxInstantEvents: 100, hysteresis: 0, intervalMs: 0, intervalHead: [], hooks: "", channelFields: [])
     }
 
