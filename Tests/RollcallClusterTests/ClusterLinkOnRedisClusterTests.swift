@@ -132,10 +132,39 @@ struct ClusterLinkOnRedisClusterTests {
 
             let keyless = try call(link, recorder, [.script(StoreScript(name: "test.keyless", source: "return 1"), arguments: [])], on: loop)
             #expect(keyless.failure?.code == .internal, "\(keyless)")
-            let publish = try call(link, recorder, [.command(["PUBLISH", "x", "y"].map { Array($0.utf8) })], on: loop)
-            #expect(publish.failure?.code == .internal, "\(publish)")
             let read = try call(link, recorder, [.command(["HGET", keys.channel(channels.values.first!).base, "seq"].map { Array($0.utf8) })], on: loop)
             #expect((try? read.get()) != nil, "a plain command with its key is routed: \(read)")
+        }
+    }
+
+    @Test("a node's PUBLISH to an inbox (in its user's slot, on each of the three masters) or to its control channel goes as SPUBLISH to that slot's master and reaches the link's SSUBSCRIBE there")
+    func routesInboxAndControlPublishes() throws {
+        let cluster = try #require(LinkRedisCluster.current)
+        try EventLoop.withTestLoop { loop in
+            let (link, recorder) = try connectedLink(cluster, on: loop)
+            defer { link.close() }
+            let keys = ClusterKeys(prefix: Self.prefix, groups: KeyGroups(count: KeyGroups.clusterCount))
+            let map = try #require(link.clusterClient?.map)
+            var inboxes: [RedisHostPort: String] = [:]
+            for index in 0..<500 where inboxes.count < map.masters.count {
+                let user = Name(unchecked: "user-\(index)")
+                let inbox = keys.inbox(of: user)
+                #expect(RedisClusterSlot.of(inbox) == RedisClusterSlot.of(keys.user(user).status), "\(inbox): in its user's slot")
+                if let master = map.master(of: RedisClusterSlot.of(inbox)), inboxes[master] == nil { inboxes[master] = inbox }
+            }
+            try #require(inboxes.count == 3, "an inbox on each of 3 masters: \(inboxes)")
+            for inbox in inboxes.values { link.perform(.listen(Array(inbox.utf8))) }
+            try #require(loop.run(until: { link.isConnected }, timeout: Self.patience), "the inboxes never subscribed")
+
+            // The link hears its own control channel from its start (ClusterLink.start()).
+            let channels = inboxes.sorted { $0.key.port < $1.key.port }.map { $0.value } + [keys.controlChannel(of: "lk1")]
+            for channel in channels {
+                let text = "hello " + channel
+                let replies = try call(link, recorder, [.command(["PUBLISH", channel, text].map { Array($0.utf8) })], on: loop).get()
+                #expect(replies == [.integer(1)], "\(channel): SPUBLISH heard by the link's one SSUBSCRIBE there: \(replies)")
+                let heard = loop.run(until: { recorder.messages.contains { $0.channel == channel && $0.payload == text } }, timeout: Self.patience)
+                #expect(heard, "\(text) never arrived: \(recorder.messages)")
+            }
         }
     }
 
@@ -205,7 +234,7 @@ struct ClusterEventsChannelTests {
 
 @Suite("Cluster: the key a plain store command is routed by")
 struct StoreRouteKeyTests {
-    @Test("the first argument of a one-key command; none for PUBLISH, an unknown command, DEL or EXISTS of two keys, a bare word")
+    @Test("the first argument of a one-key command; none for PUBLISH (routed by its channel instead), an unknown command, DEL or EXISTS of two keys, a bare word")
     func keyOfPlainCommands() {
         func key(_ words: String...) -> String? { StoreRoute.key(of: words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) } }
         #expect(key("HGET", "P{3}c:m:1:a", "seq") == "P{3}c:m:1:a")
@@ -216,6 +245,18 @@ struct StoreRouteKeyTests {
         #expect(key("PUBLISH", "P n:x", "held s") == nil)
         #expect(key("FLUSHALL", "ASYNC") == nil)
         #expect(key("HGET") == nil)
+    }
+
+    @Test("a PUBLISH of one payload is routed by its channel (as SPUBLISH on Redis Cluster); other commands and other shapes are not")
+    func channelOfPublishes() {
+        func channel(_ words: String...) -> String? {
+            StoreRoute.publishedChannel(of: words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(channel("PUBLISH", "P{3}uu:1:u", "E\nx") == "P{3}uu:1:u")
+        #expect(channel("publish", "P{n:a}n", "held s") == "P{n:a}n")
+        #expect(channel("PUBLISH", "P{n:a}n") == nil)
+        #expect(channel("SPUBLISH", "P{n:a}n", "held s") == nil)
+        #expect(channel("HGET", "k", "f") == nil)
     }
 }
 

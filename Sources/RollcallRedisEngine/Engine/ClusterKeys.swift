@@ -150,6 +150,28 @@ struct ClusterKeys {
     /// `P node:<id>`: a node's incarnation, start and configuration sections.
     func node(_ nodeId: String) -> String { prefix + "node:" + nodeId }
 
+    /// `P{<g>}uu:<n>:<user>`: the user's inbox, a (shard) channel in the user's key group:
+    /// the records of the user and of its targets, and ready events for its sessions
+    /// (``ClusterUserStatus``). The node that ran a change publishes it; every node with a
+    /// session of the user hears it.
+    func inbox(of user: Name) -> String { self.user(user).group + "uu:" + Self.lengthPrefixed(user.string) }
+
+    /// True when `channel` is an inbox (``inbox(of:)``): `P{<digits>}uu:`.
+    func isInbox(_ channel: [UInt8]) -> Bool {
+        let head = Array((prefix + "{").utf8)
+        guard channel.starts(with: head) else { return false }
+        var index = head.count
+        while index < channel.count, channel[index] >= UInt8(ascii: "0"), channel[index] <= UInt8(ascii: "9") { index += 1 }
+        return index > head.count && channel[index...].starts(with: Array("}uu:".utf8))
+    }
+
+    /// `P{n:<node>}n`: a node's control channel (``ControlMessage``), a (shard) channel in a
+    /// hash tag of its own, heard by that node only.
+    func controlChannel(of nodeId: String) -> String { Self.controlChannel(prefix: prefix, node: nodeId) }
+
+    /// ``controlChannel(of:)`` for the key prefix `prefix`.
+    static func controlChannel(prefix: String, node nodeId: String) -> String { prefix + "{n:" + nodeId + "}n" }
+
     /// The probe channels of the subscriber (`RedisSubscriber`).
     var probeChannelPrefix: String { prefix + "probe:" }
 

@@ -27,7 +27,7 @@ final class ClusterSessions: SessionEngine {
     var configuration: Configuration { broker.configuration }
 
     /// This node's control channel (``ControlMessage``).
-    var controlChannel: String { keys.prefix + "n:" + nodeId }
+    var controlChannel: String { keys.controlChannel(of: nodeId) }
 
     /// The hash of `session`'s current resume token, as its record in Redis has it while the
     /// session is this node's.
@@ -77,6 +77,11 @@ final class ClusterSessions: SessionEngine {
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
+                if let sessionId = reply.sessionId, !reply.previousNode.isEmpty, reply.previousNode != nodeId {
+                    // The script no longer publishes (a shard channel of another slot on Redis
+                    // Cluster): the node that claimed tells the previous one, right after the answer.
+                    tell(node: reply.previousNode, .adopted(sessionId: sessionId, tokenHash: tokenHash))
+                }
                 if reply.mustWait {
                     // The node that holds it is still handing over what it heard before the
                     // hold (a moment, at most 2.5 heartbeats): asked again at the next tick.
@@ -160,6 +165,7 @@ final class ClusterSessions: SessionEngine {
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 guard broker.connections[connection] != nil else {
+                    if replies.count > 1 { _ = userStatus.unwrapped(replies[1]) }
                     userStatus.stopHearingIfUnused(request.userId)
                     endInCluster(sessionId: session.sessionId, user: session.userId, channels: [], kind: .leave,
                                  tokenHash: Self.tokenHash(token))
@@ -318,8 +324,10 @@ final class ClusterSessions: SessionEngine {
         let hold = SessionScripts.hold(prefix: keys.prefix, session: keys.user(session.userId).session(session.sessionId), node: nodeId)
         call([hold]) { [self] result in
             switch result {
-            case .success:
-                break
+            case .success(let replies):
+                // `held <id>` after the hold ran: on one Redis every message published before
+                // the hold is ahead of it on the pub/sub link (docs/cluster.md, "Delivery").
+                if replies.first?.text == "ok" { tell(node: nodeId, .held(sessionId: session.sessionId)) }
             case .failure:
                 unfinishedEnds.append { [self] in
                     guard session.isHeld, broker.directory.session(id: session.sessionId) === session else { return }
@@ -436,8 +444,9 @@ final class ClusterSessions: SessionEngine {
         }
     }
 
-    /// Publishes `message` on `node`'s control channel (nobody checks that it arrives).
+    /// Publishes `message` on `node`'s control channel (nobody checks that it arrives): a
+    /// routable publish (``StoreRoute``: `SPUBLISH` to the channel's master on Redis Cluster).
     func tell(node: String, _ message: ControlMessage) {
-        call([.command(["PUBLISH", keys.prefix + "n:" + node, message.payload].map(storeArgument))]) { _ in }
+        call([.command(["PUBLISH", keys.controlChannel(of: node), message.payload].map(storeArgument))]) { _ in }
     }
 }

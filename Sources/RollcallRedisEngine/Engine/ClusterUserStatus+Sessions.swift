@@ -91,6 +91,7 @@ extension ClusterUserStatus {
     func stopHearingIfUnused(_ user: Name) {
         let channel = inboxChannel(of: user)
         guard directory.sessions(of: user).isEmpty, inboxes.removeValue(forKey: channel) != nil else { return }
+        inboxVersions[channel] = nil
         store.unlisten(String(decoding: channel, as: UTF8.self))
     }
 
@@ -101,6 +102,7 @@ extension ClusterUserStatus {
             store.unlisten(String(decoding: channel, as: UTF8.self))
         }
         inboxes.removeAll()
+        inboxVersions.removeAll()
         pendingCatchUp.removeAll()
     }
 
@@ -147,13 +149,11 @@ extension ClusterUserStatus {
 
     // MARK: - Inboxes
 
-    /// `P uu:<n>:<user>`.
-    func inboxChannel(of user: Name) -> [UInt8] {
-        Array((keys.prefix + "uu:" + ClusterKeys.lengthPrefixed(user.string)).utf8)
-    }
+    /// `P{<g>}uu:<n>:<user>` (``ClusterKeys/inbox(of:)``).
+    func inboxChannel(of user: Name) -> [UInt8] { Array(keys.inbox(of: user).utf8) }
 
     /// True when `channel` is a user's inbox (``deliver(channel:payload:)`` handles it).
-    func isInbox(_ channel: [UInt8]) -> Bool { channel.starts(with: Array((keys.prefix + "uu:").utf8)) }
+    func isInbox(_ channel: [UInt8]) -> Bool { keys.isInbox(channel) }
 
     /// Starts hearing the user's inbox (once; a no-op while heard).
     func hearInbox(of user: Name) {
@@ -166,12 +166,31 @@ extension ClusterUserStatus {
     /// Publishes ready event bytes to every session of `user` (on every node) but `except`.
     func tell(_ user: Name, _ bytes: [UInt8], except: String) {
         let payload = [UInt8(ascii: "E")] + Array(except.utf8) + [UInt8(ascii: "\n")] + bytes
-        store.call([.command([storeArgument("PUBLISH"), inboxChannel(of: user), payload])]) { _ in }
+        store.call([publishCommand(payload, to: user)]) { _ in }
     }
 
-    /// A message in a user's inbox: a record (`U<except>\n<user>\n<status>\n<lu>\n<lo>\n<lc>\n
-    /// <platforms>\n<custom>`) or ready event bytes (`E<except>\n<bytes>`), for this node's
-    /// sessions of that user but the session `except`.
+    /// Publishes the changes a script answered to the inbox of each of their recipients, in
+    /// one store call (pipelined; nothing when there are none). Nobody checks that they arrive:
+    /// docs/cluster.md, "Delivery", says what makes up for a lost one.
+    func publish(_ announcements: [UserStatusScripts.Announcement]) {
+        let commands = announcements.flatMap { announcement in
+            announcement.recipients.map { publishCommand(announcement.payload, to: $0) }
+        }
+        guard !commands.isEmpty else { return }
+        store.call(commands) { _ in }
+    }
+
+    /// `PUBLISH <inbox> <payload>`: a routable publish (``StoreRoute``: `SPUBLISH` to the
+    /// master of the inbox's slot on Redis Cluster, `PUBLISH` on one Redis).
+    private func publishCommand(_ payload: [UInt8], to user: Name) -> StoreCommand {
+        .command([storeArgument("PUBLISH"), inboxChannel(of: user), payload])
+    }
+
+    /// A message in a user's inbox: a record (`U<except>\n<version>\n<user>\n<status>\n<lu>\n
+    /// <lo>\n<lc>\n<platforms>\n<custom>`) or ready event bytes (`E<except>\n<bytes>`), for this
+    /// node's sessions of that user but the session `except`. A record of a version this inbox
+    /// already brought, or of an older one, is dropped: changes published by two nodes arrive
+    /// in either order, and a publish may come twice; the newest stays (docs/cluster.md, "Delivery").
     func deliver(channel: [UInt8], payload: [UInt8]) {
         guard let user = inboxes[channel], let kind = payload.first else { return }
         let newline = UInt8(ascii: "\n")
@@ -179,14 +198,15 @@ extension ClusterUserStatus {
         let bytes: [UInt8]
         switch kind {
         case UInt8(ascii: "U"):
-            let fields = payload.dropFirst().split(separator: newline, maxSplits: 7, omittingEmptySubsequences: false)
-            guard fields.count == 8 else { return }
+            let fields = payload.dropFirst().split(separator: newline, maxSplits: 8, omittingEmptySubsequences: false)
+            guard fields.count == 9, let version = Int64(String(decoding: fields[1], as: UTF8.self)) else { return }
             func text(_ index: Int) -> String { String(decoding: fields[index], as: UTF8.self) }
             func time(_ index: Int) -> Int64 { Int64(text(index)) ?? 0 }
-            let custom = fields[7].first == UInt8(ascii: "=") ? String(decoding: fields[7].dropFirst(), as: UTF8.self) : nil
+            guard isNewer(version, of: text(2), in: channel) else { return }
+            let custom = fields[8].first == UInt8(ascii: "=") ? String(decoding: fields[8].dropFirst(), as: UTF8.self) : nil
             except = text(0)
-            bytes = StatusEvents.userStatus([UserStatusScripts.record(user: text(1), status: text(2), times: (time(3), time(4), time(5)),
-                                                         platforms: text(6), customStatus: custom)])
+            bytes = StatusEvents.userStatus([UserStatusScripts.record(user: text(2), status: text(3), times: (time(4), time(5), time(6)),
+                                                         platforms: text(7), customStatus: custom)])
         case UInt8(ascii: "E"):
             let fields = payload.dropFirst().split(separator: newline, maxSplits: 1, omittingEmptySubsequences: false)
             guard fields.count == 2 else { return }
@@ -200,5 +220,13 @@ extension ClusterUserStatus {
                 outbox.send(bytes, to: session)
             }
         }
+    }
+
+    /// True when `version` of `user`'s record is newer than any this inbox brought; it is
+    /// remembered then.
+    private func isNewer(_ version: Int64, of user: String, in channel: [UInt8]) -> Bool {
+        if let seen = inboxVersions[channel]?[user], seen >= version { return false }
+        inboxVersions[channel, default: [:]][user] = version
+        return true
     }
 }

@@ -6,9 +6,11 @@ import RollcallProtocol
 /// answers as one broker would. The rules are the one-node engine's; only the per-user rates
 /// (`customStatusPerSecond`, `queryRate`) are counted on each node, as §9 allows.
 ///
-/// Events travel through per-user inboxes (`P uu:<n>:<user>`): a script that changes a record
-/// publishes it to the inbox of the user and of every subscriber with a session; each node
-/// hears the inboxes of the users it has sessions of and hands the event to those sessions.
+/// Events travel through per-user inboxes (`P{<g>}uu:<n>:<user>`, in the user's key group): a
+/// script that changes a record answers it with the user's live subscribers, and the node that
+/// ran it publishes it to the inbox of the user and of each subscriber; each node hears the
+/// inboxes of the users it has sessions of and hands the event to those sessions, dropping a
+/// record of a version that inbox already brought (docs/cluster.md, "Delivery").
 final class ClusterUserStatus {
     typealias Completion = ClusterPresence.Completion
 
@@ -23,6 +25,9 @@ final class ClusterUserStatus {
     var queryBuckets: [Name: TokenBucket] = [:]
     /// Users whose inbox this node hears (it has sessions of them), by inbox channel bytes.
     var inboxes: [[UInt8]: Name] = [:]
+    /// Per heard inbox, the newest record version it brought of each user (the user's own
+    /// and its targets'): an older or repeated one is dropped (``deliver(channel:payload:)``).
+    var inboxVersions: [[UInt8]: [String: Int64]] = [:]
     /// Session number → the catch-up event of a new login, sent right after its reply.
     var pendingCatchUp: [UInt64: [UInt8]] = [:]
     /// When the last sweep was answered (wall ms): how far back a resync must look.
@@ -214,11 +219,15 @@ final class ClusterUserStatus {
         }
     }
 
-    /// The answer of a script that can change records, `{result, announced records}`: returns
-    /// the result (the scripts wrote the changes' webhook events themselves,
-    /// ``WebhookStreamScripts``).
+    /// The answer of a script that can change records, `{result, announced changes}`: publishes
+    /// each change to the inboxes of its user and of the subscribers the script read, right
+    /// after the answer (routable publishes, ``publish(_:)``), and returns the result (the
+    /// scripts wrote the changes' webhook events themselves, ``WebhookStreamScripts``). Every
+    /// reply of such a script goes through here once.
     func unwrapped(_ reply: StoreReply) -> StoreReply {
-        UserStatusScripts.Changed(reply).result
+        let changed = UserStatusScripts.Changed(reply)
+        publish(changed.announced)
+        return changed.result
     }
 
     /// `customStatusTtlSeconds` in ms.

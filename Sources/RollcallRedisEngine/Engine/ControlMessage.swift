@@ -1,16 +1,19 @@
 import RollcallCore
 import RollcallProtocol
 
-/// A message on a node's control channel (`<prefix>n:<nodeId>`): what one node (or a script)
-/// asks another to do with a session it holds. The wire form is text, because the `claim`
-/// script publishes `adopted` itself (``SessionScripts``); it is read and written here only.
+/// A message on a node's control channel (`<prefix>{n:<nodeId>}n`,
+/// ``ClusterKeys/controlChannel(of:)``): what one node asks another (or itself, `held`) to do
+/// with a session it holds. Nodes publish them, right after the answer of the script that
+/// decided them (``ClusterSessions/tell(node:_:)``); the wire form is text, read and written
+/// here only.
 enum ControlMessage: Equatable {
     /// `adopted <id> <token hash>`: another node resumed the session from the resume token
     /// with that hash; this node forgets its copy if it still has that token (a copy it has
     /// resumed since, under a new token, is not the one adopted: the message came late).
     case adopted(sessionId: String, tokenHash: String)
-    /// `held <id>`: Redis ran this node's hold of the session (the `session.hold` script says
-    /// so after every message published before it); the node hands over what it kept.
+    /// `held <id>`: Redis ran this node's hold of the session (the node publishes it once the
+    /// `session.hold` script answered, so on one Redis it comes after every message published
+    /// before the hold); the node hands over what it kept.
     case held(sessionId: String)
     /// `end <id> <code>` or `end <id> 4403 <reason…>`: end the session here and close its
     /// connection with the code (4409 as a close frame; 4403 as `logout`, with the reason).

@@ -214,7 +214,7 @@ public final class ClusterLink {
     /// Connects both links and starts the heartbeat (on one Redis; on Redis Cluster no
     /// heartbeat runs yet: docs/cluster.md, "The link on Redis Cluster").
     public func start() {
-        subscriber.subscribe(Array((configuration.cluster.keyPrefix + "n:" + nodeId).utf8))
+        subscriber.subscribe(Array(ClusterKeys.controlChannel(prefix: configuration.cluster.keyPrefix, node: nodeId).utf8))
         subscriber.onMessage { [weak self] channel, payload in
             self?.received(channel: channel, payload: payload)
         }

@@ -8,10 +8,13 @@ import RollcallRedis
 ///   TLS): every command on one ``RedisConnection``, in order, as it always was.
 /// - ``cluster(_:)``: a Redis Cluster (``RedisClusterClient``): a script goes to the master
 ///   of the slot of its declared keys (`StoreScript.keyCount`: the call's first arguments),
-///   a plain command to the master of its key when it is one of ``keyedCommands``. A call
-///   with no key to route it by (a script declaring none, `PUBLISH`, a command not in the
-///   list) or with keys of two slots is refused before anything is sent
-///   (``RedisError/Code/noKey``, ``RedisError/Code/crossSlot``): no master is picked at random.
+///   a plain command to the master of its key when it is one of ``keyedCommands``, and a
+///   `PUBLISH <channel> <payload>` as `SPUBLISH` to the master of the channel's slot (a
+///   shard channel, what the link's `SSUBSCRIBE` hears, ``EventSubscription``; on one Redis it
+///   stays a `PUBLISH`, heard by `SUBSCRIBE`). A call with no key to route it by (a script
+///   declaring none, a command not in the list) or with keys of two slots is refused before
+///   anything is sent (``RedisError/Code/noKey``, ``RedisError/Code/crossSlot``): no master is
+///   picked at random.
 enum StoreRoute {
     case connection(RedisConnection)
     case cluster(RedisClusterClient)
@@ -26,6 +29,10 @@ enum StoreRoute {
         case (.connection(let connection), .script(let store, let arguments)):
             script(store).run(on: connection, declaringKeys: store.keyCount, of: arguments, completion: completion)
         case (.cluster(let client), .command(let words)):
+            if let channel = Self.publishedChannel(of: words) {
+                client.send([Array("SPUBLISH".utf8)] + words.dropFirst(), keys: [channel], completion: completion)
+                return
+            }
             guard let key = Self.key(of: words) else {
                 let name = words.first.map { String(decoding: $0, as: UTF8.self) } ?? "an empty command"
                 completion(.failure(RedisError(.noKey, "\(name) cannot be routed on Redis Cluster: the link sends a plain command only when its first argument is its one key (\(Self.keyedCommandList))")))
@@ -40,6 +47,13 @@ enum StoreRoute {
             client.run(script(store), keys: Array(arguments.prefix(store.keyCount)),
                        arguments: Array(arguments.dropFirst(store.keyCount)), completion: completion)
         }
+    }
+
+    /// The channel of a `PUBLISH <channel> <payload>` (exactly two arguments): on Redis Cluster
+    /// it goes as `SPUBLISH`, routed by the channel; nil for any other command.
+    static func publishedChannel(of words: [[UInt8]]) -> [UInt8]? {
+        guard words.count == 3, String(decoding: words[0], as: UTF8.self).uppercased() == "PUBLISH" else { return nil }
+        return words[1]
     }
 
     /// The plain commands the core sends whose first argument is their one key, upper case.

@@ -42,7 +42,8 @@ package enum SessionScripts {
 
     /// A local session dropped abnormally: held until now + its timeout, still owned by its node.
     /// Messages published from now on are kept in Redis; those published before reached the
-    /// node, which kept them. `held <id>` on the node's control channel follows them all (one
+    /// node, which kept them. On `ok` the node publishes `held <id>` on its own control channel
+    /// (``ClusterSessions``): on one Redis it follows them all (it runs after this script, one
     /// pub/sub link, in publish order), and then the node hands them over (``keepHeard``);
     /// until it has (`handing`, at most `staleMs` of ``claim``), a resume waits.
     static let hold = LuaScript("session.hold", parameters: [.key("record"), .key("held"), .text("prefix"), .text("id"), .text("node")],
@@ -53,7 +54,6 @@ package enum SessionScripts {
         redis.call('HSET', key, 'heldUntil', deadline, 'handing', now)
         redis.call('ZADD', held, deadline, id)
         markHeld(id, tag)
-        redis.call('PUBLISH', prefix .. 'n:' .. node, 'held ' .. id)
         return 'ok'
         """)
 
@@ -96,7 +96,8 @@ package enum SessionScripts {
     /// node that holds it, alive, has not handed over what it heard before the hold yet:
     /// ``hold``; asked again shortly, it changed nothing), or `ok`, id,
     /// platform, previous node, timeout ms, channel ids, their join flags, the messages kept for
-    /// it and how many were dropped. The previous node, if alive, hears `adopted <id> <token>` (the hash claimed). The
+    /// it and how many were dropped. The node that claimed tells the previous node (another one)
+    /// `adopted <id> <token>` (the hash claimed) once it has the answer. The
     /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
     static let claim = LuaScript("session.claim", parameters: [
         .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
@@ -126,7 +127,6 @@ package enum SessionScripts {
         redis.call('ZREM', tag .. 'held', id)
         if f[3] ~= '' then
           redis.call('SREM', prefix .. 'ns:' .. f[3], entry)
-          if f[3] ~= node then redis.call('PUBLISH', prefix .. 'n:' .. f[3], 'adopted ' .. id .. ' ' .. token) end
         end
         redis.call('SADD', prefix .. 'ns:' .. node, entry)
         markLive(id, tag)

@@ -108,16 +108,16 @@ extension UserStatusScripts {
 
     // MARK: - Replies
 
-    /// The answer of a script that can change records, `{result, announced records}`.
+    /// The answer of a script that can change records, `{result, announced changes}`.
     struct Changed {
         /// The script's own answer.
         let result: StoreReply
-        /// The records it changed, for the backend (webhooks).
-        let announced: [UserStatusRecord]
+        /// The changes it made, for the node to publish to the inboxes (``Announcement``).
+        let announced: [Announcement]
 
         init(_ reply: StoreReply) {
             result = reply[0]
-            announced = (reply[1].elements ?? []).compactMap(UserStatusScripts.record)
+            announced = (reply[1].elements ?? []).compactMap(Announcement.init)
         }
     }
 

@@ -19,12 +19,17 @@ import RollcallCore
 /// - the buckets `P{<g>}csx` zset user → custom status expiry (the users of group `g`),
 ///   `P{<g>}subexp` zset `<n>:<subscriber><target>` → expiresAt (the subscribers of group
 ///   `g`): what the sweep (every node's reaper tick) expires, reading every group's;
-/// - pub/sub `P uu:<n>:<user>`: the user's inbox, heard by every node with a session of the user.
+/// - pub/sub `P{<g>}uu:<n>:<user>`: the user's inbox (``ClusterKeys/inbox(of:)``), heard by
+///   every node with a session of the user. No script publishes to it.
 ///
-/// Scripts that can change a record answer `{result, announced records}` (see
-/// ``ClusterUserStatus/unwrapped(_:)``). A record goes back to Swift as fields (`{user, status, lu, lo, lc, platforms, customStatus
-/// or nil}`) and into an inbox as `U<except session>\n<user>\n<status>\n<lu>\n<lo>\n<lc>\n
-/// <platforms>\n<-, or = and the custom status>`: the node encodes it with the one-node encoder,
+/// Scripts that can change a record answer `{result, announced changes}`: per change
+/// `{payload, user, subscribers…}`, which the node publishes to the inbox of the user and of
+/// each subscriber right after the answer (``ClusterUserStatus/unwrapped(_:)``,
+/// docs/cluster.md "Delivery"). A record goes back to Swift as fields (`{user, status, lu, lo,
+/// lc, platforms, customStatus or nil}`) and into an inbox as `U<except session>\n<version>\n
+/// <user>\n<status>\n<lu>\n<lo>\n<lc>\n<platforms>\n<-, or = and the custom status>`: the node
+/// drops a version it has seen in that inbox, or an older one, and encodes the rest with the
+/// one-node encoder,
 /// so every record has the same bytes as on one node. Platforms come from the user's sessions
 /// in Redis (`P{<g>}us:`, `P{<g>}s:<id>` `platform`), live and held.
 enum UserStatusScripts {
@@ -284,7 +289,6 @@ enum UserStatusScripts {
         local function subKey(user) return userTag(user) .. 'sub:' .. named(user) end
         local function subxKey(user) return userTag(user) .. 'subx:' .. named(user) end
         local function subrKey(user) return userTag(user) .. 'subr:' .. named(user) end
-        local function inbox(user) return prefix .. 'uu:' .. named(user) end
 
         -- Sorted, distinct platforms of the user's sessions (live and held), comma-separated.
         local function platformsOf(user)
@@ -311,26 +315,26 @@ enum UserStatusScripts {
           return {user, f[1], f[2], f[3], f[4], f[5], f[6]}
         end
 
-        -- The records this script changed, returned with its answer: the node that ran it sends
-        -- them to the backend (webhooks), so each change is sent once.
+        -- The changes this script made, returned with its answer: per change `{payload, user,
+        -- subscribers…}`. The node that ran it publishes the payload to the inbox of the user
+        -- and of each subscriber, right after the answer (a script publishes to no inbox: on
+        -- Redis Cluster those are shard channels of other slots).
         local announced = {}
 
-        -- Tells the user's sessions (but `except`) and every subscriber with a session.
+        -- Tells the user's sessions (but `except`) and every live subscriber (through the node).
         local function announce(user, except)
           local f = fields(user)
-          announced[#announced + 1] = {user, f[1], f[2], f[3], f[4], f[5], f[6]}
           local fieldsText = user .. '\\n' .. f[1] .. '\\n' .. int(f[2]) .. '\\n' .. int(f[3]) .. '\\n' ..
             int(f[4]) .. '\\n' .. f[5] .. '\\n' .. (f[6] and ('=' .. f[6]) or '-')
-          local payload = 'U' .. except .. '\\n' .. fieldsText
           -- The record's version steps with every change (1.2); its webhook event goes into the
-          -- stream here, with the change (WebhookStreamScripts).
+          -- stream here, with the change (WebhookStreamScripts). A node drops a record of a
+          -- version it has seen, or older, in an inbox.
           local version = redis.call('HINCRBY', stKey(user), 'v', 1)
           hook('u', fieldsText, 'v', version)
+          local change = {'U' .. except .. '\\n' .. version .. '\\n' .. fieldsText, user}
           redis.call('ZREMRANGEBYSCORE', subrKey(user), '-inf', now)
-          for _, subscriber in ipairs(redis.call('ZRANGE', subrKey(user), 0, -1)) do
-            if redis.call('EXISTS', usKey(subscriber)) == 1 then redis.call('PUBLISH', inbox(subscriber), payload) end
-          end
-          redis.call('PUBLISH', inbox(user), payload)
+          for _, subscriber in ipairs(redis.call('ZRANGE', subrKey(user), 0, -1)) do change[#change + 1] = subscriber end
+          announced[#announced + 1] = change
         end
 
         -- Sets (text) or clears (false) the custom status, its time and its expiry.
