@@ -17,22 +17,8 @@ extension ClusterPresence {
         let batches = stride(from: 0, to: commands.count, by: Self.groupReadBatch).map {
             Array(commands[$0..<min($0 + Self.groupReadBatch, commands.count)])
         }
-        var replies = [[StoreReply]?](repeating: nil, count: batches.count)
-        var remaining = batches.count
-        var failed = false
-        for (index, batch) in batches.enumerated() {
-            store.call(batch) { result in
-                guard !failed else { return }
-                switch result {
-                case .failure(let failure):
-                    failed = true
-                    done(.failure(failure))
-                case .success(let answered):
-                    replies[index] = answered
-                    remaining -= 1
-                    if remaining == 0 { done(.success(replies.flatMap { $0 ?? [] })) }
-                }
-            }
+        gatherEvery(batches.count, { index, answer in store.call(batches[index], then: answer) }) { result in
+            done(result.map { $0.flatMap { $0 } })
         }
     }
 }

@@ -114,20 +114,14 @@ public final class WebhookStream {
 
     /// Every group's stream length (`XLEN`, sent together): the groups holding events.
     private func sweep(_ done: @escaping (Result<Set<Int>, RedisError>) -> Void) {
-        var remaining = keys.groups.count, failed = false
-        for group in keys.groups.all {
+        let groups = Array(keys.groups.all)
+        gatherEvery(groups.count, { [self] index, answer in
+            let group = groups[index]
             connection.send([Array("XLEN".utf8), Array(keys.webhookStream(group: group).utf8)]) { [self] result in
-                guard !failed else { return }
-                switch result {
-                case .failure(let error):
-                    failed = true
-                    done(.failure(error))
-                case .success(let reply):
-                    lengths[group] = Int(StoreReply(reply).integer ?? 0)
-                    remaining -= 1
-                    if remaining == 0 { done(.success(Set(lengths.compactMap { $0.value > 0 ? $0.key : nil }))) }
-                }
+                answer(result.map { lengths[group] = Int(StoreReply($0).integer ?? 0) })
             }
+        }) { [self] result in
+            done(result.map { _ in Set(lengths.compactMap { $0.value > 0 ? $0.key : nil }) })
         }
     }
 
@@ -135,29 +129,23 @@ public final class WebhookStream {
     /// (events cut at `batchMaxEvents`: the rest stay pending for this node, taken first at its
     /// next turns).
     private func takeFrom(_ groups: [Int], _ done: @escaping (Result<Turn, RedisError>) -> Void) {
-        var answers = [(events: [Event], dropped: Int, nextDue: Int64)?](repeating: nil, count: groups.count)
-        var remaining = groups.count, failed = false
-        for (index, group) in groups.enumerated() {
+        gatherEvery(groups.count, { [self] index, answer in
+            let group = groups[index]
             let arguments = WebhookStreamScripts.take.arguments([
                 "stream": keys.webhookStream(group: group), "group": Self.group, "consumer": consumer, "count": count, "delayMs": delayMs,
                 "claimIdleMs": claimIdleMs,
             ])
             let idPrefix = eventIdPrefix(group: group)
             WebhookStreamScripts.take.run(on: connection, arguments: arguments) { [self] result in
-                guard !failed else { return }
-                switch result {
-                case .failure(let error):
-                    failed = true
-                    done(.failure(error))
-                case .success(let reply):
+                answer(result.map { reply in
                     let reply = StoreReply(reply)
                     lengths[group] = Int(reply[3].integer ?? 0)
-                    answers[index] = ((reply[0].elements ?? []).compactMap { Self.event($0, prefix: idPrefix) },
-                                      Int(reply[1].integer ?? 0), reply[2].integer ?? 0)
-                    remaining -= 1
-                    if remaining == 0 { done(.success(turn(answers.compactMap { $0 }))) }
-                }
+                    return ((reply[0].elements ?? []).compactMap { Self.event($0, prefix: idPrefix) },
+                            Int(reply[1].integer ?? 0), reply[2].integer ?? 0)
+                })
             }
+        }) { [self] result in
+            done(result.map { turn($0) })
         }
     }
 
