@@ -116,6 +116,18 @@ public final class RedisClusterClient {
         }
     }
 
+    /// Runs `script` declaring `keys` (none, here) on the master of the slot of `routingKey`: for
+    /// a script without a shebang that reaches its keys by name, all in that one slot (Redis
+    /// lets such a script touch keys it did not declare on the master that serves them).
+    public func run(_ script: RedisScript, keys: [[UInt8]], routedBy routingKey: [UInt8], arguments: [[UInt8]] = [],
+                    completion: @escaping Completion) {
+        route(keys: [routingKey], completion: completion) { connection, asking, done in
+            connection.load(script)
+            if asking { connection.send([Array("ASKING".utf8)]) { _ in } }
+            script.run(on: connection, keys: keys, arguments: arguments, completion: done)
+        }
+    }
+
     /// Closes every connection for good: pending completions fail with ``RedisError/Code/closed``.
     public func close() {
         guard !isClosed else { return }

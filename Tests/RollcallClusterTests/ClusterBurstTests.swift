@@ -51,7 +51,7 @@ struct ClusterBurstTests {
         #expect(bed.links[0].heartbeat.slowestBeatMs < 400, "a beat waited \(bed.links[0].heartbeat.slowestBeatMs) ms: \(summary)")
         #expect(ok + unavailable == count, "every reply ok or UNAVAILABLE with retryAfterMs: \(summary)")
         #expect(ok > 0, "\(summary)")
-        #expect((try bed.redis.command(["SCARD", "burst:ns:n1"])) == ":\(count)", "n1's sessions handed over: \(summary)")
+        #expect((try bed.redis.command(["SCARD", "burst:{0}ns:n1"])) == ":\(count)", "n1's sessions handed over: \(summary)")
     }
 
     /// Logs `count` users in on node `node`, a batch at a time, each waiting for its replies.

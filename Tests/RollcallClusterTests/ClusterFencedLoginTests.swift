@@ -13,7 +13,7 @@ import Testing
 struct ClusterFencedLoginTests {
     private func declareDead(_ node: String, in bed: ClusterBed) throws {
         // What the reap script does to a dead node, as far as the login is concerned.
-        #expect(try bed.redis.command(["ZREM", "fence:nodes", node]) == ":1")
+        #expect(try bed.redis.command(["ZREM", "fence:{0}nodes", node]) == ":1")
     }
 
     @Test("a login on a node that was just declared dead answers UNAVAILABLE and leaves no session in Redis")
@@ -35,7 +35,7 @@ struct ClusterFencedLoginTests {
         #expect(reply["error"]?["retryAfterMs"]?.numberValue != nil, "\(reply.compactString)")
         #expect(try bed.redis.command(["EXISTS", "fence:{0}us:5:alice"]) == ":0", "no session of alice was recorded")
         // Once the node's heartbeat put it back among the live nodes, logins work again.
-        try bed.pump(until: { (try? bed.redis.command(["ZSCORE", "fence:nodes", "n1"])).map { !$0.hasPrefix("$-1") } == true },
+        try bed.pump(until: { (try? bed.redis.command(["ZSCORE", "fence:{0}nodes", "n1"])).map { !$0.hasPrefix("$-1") } == true },
                      what: "n1's next heartbeat")
         #expect(try bed.login("alice", on: 0).resumeToken.isEmpty == false)
     }
@@ -72,7 +72,7 @@ struct ClusterFencedLoginTests {
         // out of the channel. Alice's node has not learned any of it yet.
         let record = "fence:{0}s:\(alice.sessionId)"
         #expect(try bed.redis.command(["HSET", record, "node", "\"\"", "heldUntil", "1"]) == ":0")
-        #expect(try bed.redis.command(["SREM", "fence:ns:n1", "0/" + alice.sessionId]) == ":1")
+        #expect(try bed.redis.command(["SREM", "fence:{0}ns:n1", "0/" + alice.sessionId]) == ":1")
         #expect(try bed.redis.command(["ZADD", "fence:{0}held", "1", alice.sessionId]) == ":1")
         try bed.pump(until: {
             (try? bed.redis.command(["EXISTS", record])) == ":0" && (try? bed.redis.command(["HEXISTS", "fence:{0}c:m:4:room:st", "alice"])) == ":0"

@@ -41,14 +41,15 @@ struct ClusterLinkOnRedisClusterTests {
     }
 
     /// A link to the suite's cluster on `loop`, started and connected to every master.
-    private func connectedLink(_ cluster: RedisClusterNodes, on loop: EventLoop) throws -> (ClusterLink, Recorder) {
+    private func connectedLink(_ cluster: RedisClusterNodes, on loop: EventLoop, keyGroups: Int? = nil) throws -> (ClusterLink, Recorder) {
         var configuration = Configuration()
+        configuration.cluster.keyGroupCount = keyGroups
         configuration.cluster.redis = cluster.url
         configuration.cluster.keyPrefix = Self.prefix
         configuration.cluster.heartbeatSeconds = 0.5
         configuration.cluster.nodeTimeoutSeconds = 2
         let link = try ClusterLink(configuration: configuration, nodeId: "lk1", epoch: nil, loop: loop,
-                                   logger: Logger(label: "link-on-cluster"), allowingRedisCluster: true)
+                                   logger: Logger(label: "link-on-cluster"))
         let recorder = Recorder()
         link.deliver = recorder.take
         link.start()
@@ -97,11 +98,11 @@ struct ClusterLinkOnRedisClusterTests {
         #expect(heard, "\(text) on \(events) never arrived: \(recorder.messages)")
     }
 
-    @Test("presence scripts run on the master of each channel's slot (all three), their SPUBLISHed events reach the link's SSUBSCRIBE there; a call with no key is refused, never sent")
+    @Test("presence scripts run on the master of each channel's slot (all three), their SPUBLISHed events reach the link's SSUBSCRIBE there; with 1024 key groups a call with no key is refused, never sent")
     func routesScriptsAndHearsShardChannels() throws {
         let cluster = try #require(LinkRedisCluster.current)
         try EventLoop.withTestLoop { loop in
-            let (link, recorder) = try connectedLink(cluster, on: loop)
+            let (link, recorder) = try connectedLink(cluster, on: loop, keyGroups: KeyGroups.clusterCount)
             defer { link.close() }
             let keys = ClusterKeys(prefix: Self.prefix, groups: KeyGroups(count: KeyGroups.clusterCount))
             let channels = try channelPerMaster(link, keys)
@@ -134,6 +135,23 @@ struct ClusterLinkOnRedisClusterTests {
             #expect(keyless.failure?.code == .internal, "\(keyless)")
             let read = try call(link, recorder, [.command(["HGET", keys.channel(channels.values.first!).base, "seq"].map { Array($0.utf8) })], on: loop)
             #expect((try? read.get()) != nil, "a plain command with its key is routed: \(read)")
+        }
+    }
+
+    @Test("with one key group, a script or command with no key goes to the master of the control tag's slot, where every key is")
+    func keylessCallsGoToTheControlSlot() throws {
+        let cluster = try #require(LinkRedisCluster.current)
+        try EventLoop.withTestLoop { loop in
+            let (link, recorder) = try connectedLink(cluster, on: loop)
+            defer { link.close() }
+            let control = ClusterKeys(prefix: Self.prefix).controlTag
+            // A script that names its key itself: on another master Redis refuses it (a key
+            // that is not local), so an answer of 1 says where it ran.
+            let source = "redis.call('SET', '\(control)keyless', 'here') return 1"
+            let ran = try call(link, recorder, [.script(StoreScript(name: "test.keyless", source: source), arguments: [])], on: loop)
+            #expect((try? ran.get())?.first?.integer == 1, "\(ran)")
+            let master = try #require(link.clusterClient?.map?.master(of: RedisClusterSlot.of(control + "keyless")))
+            #expect(try cluster.command(port: master.port, ["GET", control + "keyless"]) == "here", "the key is on the control slot's master")
         }
     }
 

@@ -37,8 +37,8 @@ struct ClusterReapSpeedTests {
         let stoppedAt = Date()
         try bed.pump(until: {
             (try? bed.redis.command(["ZCARD", "reap:{0}held"])) == ":0"
-                && (try? bed.redis.command(["SCARD", "reap:ns:n2"])) == ":0"
-                && (try? bed.redis.command(["ZSCORE", "reap:nodes", "n2"])) == "$-1"
+                && (try? bed.redis.command(["SCARD", "reap:{0}ns:n2"])) == ":0"
+                && (try? bed.redis.command(["ZSCORE", "reap:{0}nodes", "n2"])) == "$-1"
         }, timeout: 40, what: "every session of the dead node timed out")
         let took = Date().timeIntervalSince(stoppedAt)
         // Declared dead within nodeTimeout (2 s) + a heartbeat (1 s), held 5 s, then reaped:

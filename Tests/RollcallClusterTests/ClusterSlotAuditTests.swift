@@ -12,20 +12,10 @@ import Testing
 /// taker — run outside the core and are not audited.)
 @Suite("Cluster: which scripts still touch keys of two Redis Cluster slots")
 struct ClusterSlotAuditTests {
-    /// The scripts that still cross slots in this scenario, to be split (docs/cluster.md, steps 2–5).
-    /// With one key group every user's keys and every channel's share the tag `P{0}`: off this
-    /// list since users' keys moved there (step 4) are `session.hold`, `presence.join`,
-    /// `leave`, `setState` and `status.*`, though on Redis Cluster's 1024 groups `session.hold`
-    /// and the presence scripts (a channel's keys and a session's) and the status scripts that
-    /// read other users (``notSplitYetAcrossUserGroups``) still cross; `api.sessionsOfUser` is
-    /// one user's, one slot on any count.
-    static let notSplitYet: Set<String> = [
-        // Keeps a message for each held session in that session's keys (docs/cluster.md: a
-        // follow-up per held session's user group).
-        "presence.publish",
-        "session.start", "session.claim", "session.end",
-        "api.info",
-    ]
+    // With one key group every key of the cluster is in one slot: the owners' under `P{0}`,
+    // and the keys of no owner (`meta`, `nodes`, `node:`, `ns:`, `tok:`, `hm*`) under the
+    // control tag, group 0's (session 43). No script crosses; that is what lets a broker run on
+    // Redis Cluster with one group (KeyGroups.init(for:)).
 
     /// Scripts run by the nodes' timers (reaper, sweeps, flushes): whether this scenario runs
     /// them depends on timing, so they are not judged here.
@@ -38,7 +28,7 @@ struct ClusterSlotAuditTests {
         return reply
     }
 
-    @Test("a session's whole life (interval mode, TTL keys, a message kept while held), with the server API beside it: the scripts crossing slots are exactly those not split yet")
+    @Test("with one key group, a session's whole life (interval mode, TTL keys, a message kept while held), the server API and the timers' scripts touch one slot each")
     func scriptsThatCrossSlots() throws {
         // A channel of more than 2 members goes to interval mode.
         var configuration = Configuration()
@@ -86,9 +76,10 @@ struct ClusterSlotAuditTests {
         _ = try bed.api("disconnectUser", ["userId": "bob"], on: 0)
         // bob's end runs after the API's answer: wait for it to be done, or refused.
         try bed.pump(until: { (try? bed.redis.command(["EXISTS", bobsRecord])) == ":0" }, what: "bob's session ended in Redis")
-        let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript).subtracting(Self.runByTimers)
-        #expect(crossing == Self.notSplitYet,
-                "crossing but not listed: \(crossing.subtracting(Self.notSplitYet).sorted()); listed but not crossing: \(Self.notSplitYet.subtracting(crossing).sorted())")
+        // The timers' scripts (reaper, sweeps, flushes) are judged too: with one group they
+        // cannot cross either.
+        let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript)
+        #expect(crossing.isEmpty, "crossing: \(crossing.sorted())")
     }
 
     /// The scripts that still cross slots when users' keys are spread over Redis Cluster's 1024
@@ -169,7 +160,7 @@ struct ClusterSlotAuditTests {
                                     "presence.overdue", "presence.overdueExpiries", "api.channels"]
         let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript)
         #expect(crossing.isDisjoint(with: oneSlot), "\(crossing.intersection(oneSlot).sorted())")
-        let listed = Self.notSplitYet.union(Self.notSplitYetAcrossUserGroups).union(Self.runByTimers)
+        let listed = Self.notSplitYetAcrossUserGroups.union(Self.runByTimers)
         #expect(crossing.isSubset(of: listed), "\(crossing.subtracting(listed).sorted())")
     }
 }

@@ -12,7 +12,7 @@ struct ClusterFlappingLinkTests {
     @Test("a dead node is declared dead on time while another node's Redis link keeps dropping")
     func aFlappingLinkDoesNotPauseDeathDetection() throws {
         let cluster = try ClusterProcess()  // heartbeatSeconds 0.2, nodeTimeoutSeconds 1
-        let nodes = cluster.keyPrefix + "nodes"
+        let nodes = cluster.keyPrefix + "{0}nodes"
         #expect(try RedisWire.command(port: cluster.redisPort, ["ZSCORE", nodes, "n3"]) != "$-1")
         #expect(eventually(timeout: 5) { commandLinkId(of: "n2", port: cluster.redisPort) != nil },
                 "node n2 names its command link: \((try? RedisWire.bulk(port: cluster.redisPort, ["CLIENT", "LIST"])) ?? "?")")

@@ -73,7 +73,7 @@ struct ClusterDataLossAgainTests {
         #expect(cluster.waitUntilFormed(timeout: 10), "\(cluster.describeNodes())")
         // Let heartbeats and the reaper write their keys before the next start check.
         let settled = eventually(timeout: 10) {
-            ((try? RedisWire.command(port: cluster.redisPort, ["EXISTS", cluster.keyPrefix + "meta"])) ?? "") == ":1"
+            ((try? RedisWire.command(port: cluster.redisPort, ["EXISTS", cluster.keyPrefix + "{0}meta"])) ?? "") == ":1"
         }
         #expect(settled)
 

@@ -148,13 +148,11 @@ struct ClusterSentinelTests {
         }
     }
 
-    @Test("--check-config and the start refuse a malformed redis+sentinel:// URL, redis+cluster:// and rediss+cluster://, naming cluster.redis and never the password", arguments: [
+    @Test("--check-config and the start refuse a malformed redis+sentinel:// or rediss+cluster:// URL, naming cluster.redis and never the password", arguments: [
         ("redis+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
         ("redis+sentinel://:hunter2@127.0.0.1:0/m", "port"),
         ("rediss+sentinel://:hunter2@127.0.0.1:26379", "no /masterName"),
         ("rediss+cluster://:hunter2@127.0.0.1:7000/0", "a path (a Redis Cluster has only database 0)"),
-        ("rediss+cluster://:hunter2@127.0.0.1:7000", "Redis Cluster is not supported yet by the broker: its engine does not shard"),
-        ("redis+cluster://:hunter2@127.0.0.1:7000", "Redis Cluster is not supported yet by the broker: its engine does not shard"),
     ])
     func refusesWhatItCannotUse(url: String, reason: String) throws {
         let config = BrokerProcess.merge(BrokerProcess.baseConfig, ["cluster": ["redis": url]])

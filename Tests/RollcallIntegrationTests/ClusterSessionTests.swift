@@ -314,11 +314,11 @@ struct ClusterSessionTests {
         // buffer of a closed socket), reaches Redis now (white-box: the script with n1's arguments).
         let prefix = cluster.keyPrefix
         let stale = NodeHeartbeat.beat.arguments([
-            "nodes": prefix + "nodes", "node": "n1", "nodeKey": prefix + "node:n1", "timeoutMs": 1000, "meta": prefix + "meta",
-            "deadMark": prefix + "dead:n1",
+            "nodes": prefix + "{0}nodes", "node": "n1", "nodeKey": prefix + "{0}node:n1", "timeoutMs": 1000, "meta": prefix + "{0}meta",
+            "deadMark": prefix + "{0}dead:n1",
         ]).map { String(decoding: $0, as: UTF8.self) }
         _ = try RedisWire.command(port: cluster.redisPort, ["EVAL", NodeHeartbeat.beat.source, "0"] + stale)
-        #expect(try RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "nodes", "n1"]).hasPrefix("$-1"),
+        #expect(try RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "{0}nodes", "n1"]).hasPrefix("$-1"),
                 "the late beat did not put n1 back among the live nodes")
 
         // n1 wakes: its own beat tells it that it was declared dead.
@@ -326,7 +326,7 @@ struct ClusterSessionTests {
         let close = try alice.waitForClose(timeout: .seconds(10))
         #expect(close.code == 1001, "\(close)")
         #expect(eventually(timeout: 5) {
-            (try? RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "nodes", "n1"]).hasPrefix("$-1")) == false
+            (try? RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "{0}nodes", "n1"]).hasPrefix("$-1")) == false
         }, "once fenced, n1 is live again")
         #expect(try cluster.session("carol", node: 0).join("lobby").ok, "and serves new sessions")
     }

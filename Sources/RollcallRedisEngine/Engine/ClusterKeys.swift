@@ -141,14 +141,31 @@ struct ClusterKeys {
     /// by the earliest deadline, Redis ms).
     func dueExpiries(group: Int) -> String { groupTag(group) + "due:ttl" }
 
-    /// `P meta`: the cluster's format and epoch.
-    var meta: String { prefix + "meta" }
+    /// `P{0}`: the tag of the keys that belong to no channel or user — the cluster's
+    /// (`meta`, `nodes`), the nodes' (`node:<id>`, `dead:<id>`, `ns:<id>`), the resume tokens
+    /// (`tok:`, `cancel:t:`) and, for now, the messages kept for held sessions (`hm*`). They
+    /// share group 0's slot: with one key group every key of the cluster is in one slot, which
+    /// is what a broker on Redis Cluster runs with until every script is split
+    /// (docs/cluster.md, "Where the build stands").
+    var controlTag: String { Self.controlTag(prefix: prefix) }
 
-    /// `P nodes`: live nodes by their last heartbeat (Redis ms).
-    var nodes: String { prefix + "nodes" }
+    /// ``controlTag`` for the key prefix `prefix`.
+    static func controlTag(prefix: String) -> String { prefix + "{0}" }
 
-    /// `P node:<id>`: a node's incarnation, start and configuration sections.
-    func node(_ nodeId: String) -> String { prefix + "node:" + nodeId }
+    /// Lua: `local control = prefix .. '{0}'`, ``controlTag`` for the scripts (needs `prefix`).
+    static let luaControlTag = "local control = prefix .. '{0}'\n"
+
+    /// `P{0}meta`: the cluster's format and epoch.
+    var meta: String { controlTag + "meta" }
+
+    /// `P{0}nodes`: live nodes by their last heartbeat (Redis ms).
+    var nodes: String { controlTag + "nodes" }
+
+    /// `P{0}node:<id>`: a node's incarnation, start and configuration sections.
+    func node(_ nodeId: String) -> String { controlTag + "node:" + nodeId }
+
+    /// `P{0}dead:<id>`: the mark the reaper leaves on a node it declared dead.
+    func deadMark(of nodeId: String) -> String { controlTag + "dead:" + nodeId }
 
     /// `P{<g>}uu:<n>:<user>`: the user's inbox, a (shard) channel in the user's key group:
     /// the records of the user and of its targets, and ready events for its sessions

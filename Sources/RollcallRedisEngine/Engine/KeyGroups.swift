@@ -9,14 +9,15 @@ import RollcallCore
 /// stream, the reaper) reads every group's bucket (``all``) and merges.
 ///
 /// On one Redis (or Sentinel) there is one group: every index is one key, as on a single
-/// server it costs nothing to keep them together. On Redis Cluster there are
+/// server it costs nothing to keep them together. Redis Cluster is built for
 /// ``clusterCount`` groups: enough that masters share them evenly (about ±5 % with 3 masters),
-/// few enough that a reader asks each group in one batch.
+/// few enough that a reader asks each group in one batch; a broker runs with one there too
+/// until the scripts are split (``init(for:)``).
 package struct KeyGroups: Equatable, Sendable {
     /// How many groups (at least 1).
     package let count: Int
 
-    /// The groups on Redis Cluster.
+    /// The groups Redis Cluster is built for (tests set it with `keyGroupCount`).
     package static let clusterCount = 1024
 
     /// `count` groups.
@@ -24,16 +25,13 @@ package struct KeyGroups: Equatable, Sendable {
         self.count = max(1, count)
     }
 
-    /// The groups `configuration.cluster` needs: `keyGroupCount` when set, else
-    /// ``clusterCount`` for a `redis+cluster://` / `rediss+cluster://` Redis, else 1.
+    /// The groups `configuration.cluster` runs with: `keyGroupCount` when set (tests), else 1 —
+    /// on Redis Cluster too, until no script crosses two groups' slots (the slot audit's
+    /// 1024-group list is empty: docs/cluster.md, "Where the build stands"); one group puts
+    /// every key in one slot, so a broker on Redis Cluster is served by one master (and fails
+    /// over to its replica) and its ceiling does not grow with the masters yet.
     package init(for configuration: Configuration) {
-        if let count = configuration.cluster.keyGroupCount {
-            self.init(count: count)
-        } else if let url = configuration.cluster.redis, url.hasPrefix("redis+cluster://") || url.hasPrefix("rediss+cluster://") {
-            self.init(count: Self.clusterCount)
-        } else {
-            self.init(count: 1)
-        }
+        self.init(count: configuration.cluster.keyGroupCount ?? 1)
     }
 
     /// The group of an owner's id (FNV-1a of its bytes): 0 when there is one group.
@@ -50,8 +48,9 @@ package struct KeyGroups: Equatable, Sendable {
     /// Every group, for a reader that merges the buckets.
     package var all: Range<Int> { 0..<count }
 
-    /// The format `P meta` records (`ClusterStartCheck`): nodes of another key layout never share one Redis.
-    package var format: String { "rollcall-3/g\(count)" }
+    /// The format `P{0}meta` records (`ClusterStartCheck`): nodes of another key layout never
+    /// share one Redis. `rollcall-4`: the keys of no owner moved under group 0's tag.
+    package var format: String { "rollcall-4/g\(count)" }
 
     /// Lua, for the scripts that still build the keys of channels they were not given (the
     /// ones that cross owners, until they are split: docs/cluster.md, "Where the build

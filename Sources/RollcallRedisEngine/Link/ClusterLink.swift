@@ -6,10 +6,10 @@ import RollcallRedis
 /// The transport's half of cluster mode (PROTOCOL §9): runs the core's store commands on
 /// Redis and feeds the answers back as events, on the service thread's libev loop — no
 /// thread, no lock. On one Redis (a server, Sentinel, TLS) one connection carries commands
-/// and one pub/sub (``RedisSubscriber``); on a Redis Cluster (tests only until the engine's
-/// scripts stop crossing slots: docs/cluster.md, "The link on Redis Cluster") the store calls
-/// go through a ``RedisClusterClient``, routed by their keys (``StoreRoute``), and the
-/// channels are heard with sharded pub/sub (``RedisShardedSubscriber``).
+/// and one pub/sub (``RedisSubscriber``); on a Redis Cluster the store calls, the heartbeat
+/// and the webhook taker go through a ``RedisClusterClient``, routed by their keys
+/// (``StoreRoute``), and the channels are heard with sharded pub/sub
+/// (``RedisShardedSubscriber``): docs/cluster.md, "The link on Redis Cluster".
 ///
 /// ```swift
 /// let link = try ClusterLink(configuration: configuration, nodeId: id, loop: eventLoop, logger: logger)
@@ -33,6 +33,8 @@ public final class ClusterLink {
     public private(set) var commandLinkLosses = 0
     /// The address the command link was last connected to.
     private var lastAddress: RedisHostPort?
+    /// On Redis Cluster, the masters of the last slot map.
+    private var lastMasters: Set<RedisHostPort>?
     /// Commands of store calls on the command link at most; the rest wait in the node
     /// (``StoreCallGate``). Small enough that the heartbeat, sent straight to the link, waits
     /// behind a few milliseconds of Redis' work at most, large enough to keep the link busy.
@@ -44,10 +46,8 @@ public final class ClusterLink {
 
     let configuration: Configuration
     let logger: Logger
-    /// The control connection (heartbeat, grace window, registering again, the webhook taker)
-    /// and, on one Redis, the store calls' connection. On Redis Cluster it is never opened
-    /// (every command on it answers `REDIS_UNAVAILABLE`): the control scripts' keys do not
-    /// share a slot yet (docs/cluster.md, "The link on Redis Cluster").
+    /// On one Redis, the one connection of commands (the route's); on Redis Cluster never
+    /// opened (every command on it answers `REDIS_UNAVAILABLE`): everything goes by ``route``.
     let commands: RedisConnection
     /// Where store calls go.
     let route: StoreRoute
@@ -55,7 +55,7 @@ public final class ClusterLink {
     let subscriber: EventSubscription
     /// The Redis Cluster client, on Redis Cluster.
     var clusterClient: RedisClusterClient? {
-        if case .cluster(let client) = route { client } else { nil }
+        if case .cluster(let client, _) = route { client } else { nil }
     }
     let heartbeat: NodeHeartbeat
     /// The channels subscribed at least once on Redis Cluster: a (re)subscription that names
@@ -86,16 +86,9 @@ public final class ClusterLink {
     /// means Redis lost the cluster's data.
     public private(set) var epoch: String?
 
-    public convenience init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
-        try self.init(configuration: configuration, nodeId: nodeId, epoch: epoch, loop: loop, logger: logger, allowingRedisCluster: false)
-    }
-
-    /// A link that, with `allowingRedisCluster`, also takes a `redis+cluster://` /
-    /// `rediss+cluster://` `cluster.redis` (tests of the transport, until the engine shards).
-    package init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger,
-                 allowingRedisCluster: Bool) throws(ClusterError) {
+    public init(configuration: Configuration, nodeId: String, epoch: String?, loop: EventLoop, logger: Logger) throws(ClusterError) {
         self.epoch = epoch
-        target = allowingRedisCluster ? try Self.parsedTarget(of: configuration) : try Self.target(of: configuration)
+        target = try Self.target(of: configuration)
         self.configuration = configuration
         webhookGroups = KeyGroups(for: configuration).count > 1 ? WebhookStreamGroups(prefix: configuration.cluster.keyPrefix) : nil
         self.nodeId = nodeId
@@ -107,7 +100,10 @@ public final class ClusterLink {
         if case .cluster(let seeds) = target {
             let client = RedisClusterClient(seeds: seeds, loop: loop, timings: timings, clientName: "rollcall:" + nodeId, tls: tls)
             commands = RedisConnection(target: .server(seeds.node(at: seeds.seeds[0])), loop: loop, timings: timings, tls: tls)
-            route = .cluster(client)
+            // One key group: every key is in the control tag's slot, so a script that names its
+            // keys itself (declaring none) goes there (StoreRoute).
+            let keyless = KeyGroups(for: configuration).count == 1 ? ClusterKeys.controlTag(prefix: configuration.cluster.keyPrefix) : nil
+            route = .cluster(client, keyless: keyless.map { Array($0.utf8) })
             subscriber = .sharded(RedisShardedSubscriber(client: client, loop: loop, probeChannelPrefix: probes, timings: timings))
         } else {
             let connection = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId, tls: tls)
@@ -119,24 +115,10 @@ public final class ClusterLink {
         giveUpTimer = LoopTimer(loop: loop) { [unowned self] in admit() }
     }
 
-    /// What `cluster.redis` names; throws ``ClusterError`` (``ClusterError/Code/invalidConfiguration``)
-    /// naming `cluster.redis` when it is null, malformed, or a kind this build does not speak
-    /// (`rediss://`; `redis+cluster://`: the client speaks it, the engine is not sharded yet).
-    /// `rollcall --check-config` runs it too.
+    /// What `cluster.redis` names (one server, Sentinel, or Redis Cluster, each with or without
+    /// TLS); throws ``ClusterError`` (``ClusterError/Code/invalidConfiguration``) naming
+    /// `cluster.redis` when it is null or malformed. `rollcall --check-config` runs it too.
     public static func target(of configuration: Configuration) throws(ClusterError) -> RedisTarget {
-        let target = try parsedTarget(of: configuration)
-        if case .cluster = target {
-            // The Redis client speaks Redis Cluster (RedisClusterClient), and so does this link
-            // (StoreRoute, EventSubscription); the engine's scripts still cross slots
-            // (docs/cluster.md, "Redis Cluster (design, not yet served)").
-            throw ClusterError(.invalidConfiguration, "cluster.redis: Redis Cluster is not supported yet by the broker: its engine does not shard its keys across masters yet (\(target))")
-        }
-        return target
-    }
-
-    /// What `cluster.redis` names, any kind; throws ``ClusterError`` as ``target(of:)`` does
-    /// for a null or malformed URL.
-    static func parsedTarget(of configuration: Configuration) throws(ClusterError) -> RedisTarget {
         guard let url = configuration.cluster.redis else { throw ClusterError(.notClustered, "cluster.redis is null") }
         let target: RedisTarget
         do {
@@ -151,8 +133,6 @@ public final class ClusterLink {
     /// ``ClusterError`` (``ClusterError/Code/invalidConfiguration``) naming the `cluster.tls` key
     /// whose file cannot be read or does not load. `rollcall --check-config` runs it too.
     public static func tlsContext(of configuration: Configuration) throws(ClusterError) -> RedisTLSContext? {
-        // Parsed here, not through `target(of:)`, so that the files of a `rediss+cluster://`
-        // URL are checked too, although the broker refuses that URL (for now) at start.
         guard let url = configuration.cluster.redis, let target = try? RedisTarget(parsing: url), target.usesTLS else { return nil }
         let tls = configuration.cluster.tls
         do {
@@ -208,11 +188,12 @@ public final class ClusterLink {
         if !connectedOnce { return "cluster: not joined yet (connecting to Redis Cluster at \(target)\(why))" }
         if !client.isReady { return "cluster: Redis Cluster unreachable (a master or the slot map is missing\(why))" }
         if !subscriber.isUp { return "cluster: Redis Cluster pub/sub unreachable (a shard link is down)" }
+        if let error = heartbeat.answeredError { return "cluster: Redis Cluster answers errors (\(error))" }
+        if rejoining { return "cluster: joining again (Redis Cluster lost the cluster's data)" }
         return nil
     }
 
-    /// Connects both links and starts the heartbeat (on one Redis; on Redis Cluster no
-    /// heartbeat runs yet: docs/cluster.md, "The link on Redis Cluster").
+    /// Connects the links and starts the heartbeat.
     public func start() {
         subscriber.subscribe(Array(ClusterKeys.controlChannel(prefix: configuration.cluster.keyPrefix, node: nodeId).utf8))
         subscriber.onMessage { [weak self] channel, payload in
@@ -237,8 +218,11 @@ public final class ClusterLink {
             }
         }
         guard case .plain(let plain) = subscriber else {
+            clusterClient?.onMapChange = { [weak self] map in self?.mapChanged(map) }
             clusterClient?.start()
             subscriber.start()
+            heartbeat.onBackAfterOutage = { [weak self] in self?.markGrace() }
+            startHeartbeat()
             return
         }
         start(plain)
@@ -283,6 +267,13 @@ public final class ClusterLink {
         }
         commands.start()
         subscriber.start()
+        startHeartbeat()
+    }
+
+    /// Beats every `heartbeatSeconds` through the route (on Redis Cluster, to the master of the
+    /// control tag's slot) and acts on what each beat says: Redis lost the cluster's data, this
+    /// node was declared dead, or it is alive (what pub/sub held back goes out).
+    private func startHeartbeat() {
         heartbeat.onBeat = { [weak self] count, epoch, declaredDead in
             guard let self else { return }
             liveNodes = count
@@ -300,7 +291,20 @@ public final class ClusterLink {
                 releaseHeldBack()
             }
         }
-        heartbeat.start(on: commands)
+        heartbeat.start(on: route)
+    }
+
+    /// On Redis Cluster: the slot map changed. A change of the masters after the first map (a
+    /// failover, a master added or removed) counts as a master change
+    /// (`rollcall_redis_master_changes_total`), as a new address does on one Redis.
+    private func mapChanged(_ map: RedisClusterSlotMap) {
+        let masters = Set(map.masters)
+        defer { lastMasters = masters }
+        guard let lastMasters, lastMasters != masters else { return }
+        redisAddressChanges += 1
+        logger.warning("cluster: the Redis Cluster's masters changed", metadata: [
+            "from": "\(lastMasters.map { "\($0)" }.sorted())", "to": "\(masters.map { "\($0)" }.sorted())",
+        ])
     }
 
     /// A pub/sub message from Redis. While this node may have been declared dead (no beat of
@@ -347,7 +351,7 @@ public final class ClusterLink {
     }
 
     /// Opens a grace window in `meta` when no node has beaten for `silenceMs`; answers 1 when it did.
-    private static let graceScript = LuaScript("cluster.markGrace", parameters: [.text("meta"), .number("silenceMs")], body: """
+    private static let graceScript = LuaScript("cluster.markGrace", parameters: [.key("meta"), .number("silenceMs")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
@@ -364,8 +368,8 @@ public final class ClusterLink {
     /// pause dead-node detection for the whole cluster.
     private func markGrace() {
         let silenceMs = Int64((configuration.cluster.heartbeatSeconds * 1500).rounded())
-        let arguments = Self.graceScript.arguments(["meta": configuration.cluster.keyPrefix + "meta", "silenceMs": silenceMs])
-        Self.graceScript.run(on: commands, arguments: arguments) { [logger] result in
+        let arguments = Self.graceScript.arguments(["meta": ClusterKeys(prefix: configuration.cluster.keyPrefix).meta, "silenceMs": silenceMs])
+        route.run(Self.graceScript, arguments: arguments) { [logger] result in
             if case .success(.integer(1)) = result { logger.info("cluster: no node beat while Redis was out of reach; every node gets a grace window") }
         }
     }
@@ -377,7 +381,7 @@ public final class ClusterLink {
         deliver?(.storeLost)
         epoch = nil
         rejoining = true
-        ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: commands) { [weak self] result in
+        ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: route) { [weak self] result in
             guard let self else { return }
             switch result {
             case .success(let epoch):

@@ -16,10 +16,15 @@ public enum ClusterStartCheck {
     /// The rest of the arguments: name/value pairs of sections. The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
     /// run's sessions are held exactly as when a node is declared dead.
     static let register = LuaScript("cluster.register", parameters: [
-        .text("prefix"), .text("format"), .text("epoch"), .text("node"), .number("timeoutMs"),
+        .key("meta"), .text("prefix"), .text("format"), .text("epoch"), .text("node"), .number("timeoutMs"),
     ], rest: "sectionsFrom", library: SessionScripts.library, body: """
-        local meta = prefix .. 'meta'
         local found = redis.call('HGET', meta, 'format')
+        -- Nodes of an earlier key layout kept the cluster's keys with no tag (`P meta`); on
+        -- Redis Cluster that key may be another master's (an error here: there was none).
+        local older = redis.pcall('HGET', prefix .. 'meta', 'format')
+        if not found and type(older) == 'string' then
+          return {'foreign', prefix .. 'meta (format ' .. older .. ', this node writes ' .. format .. ')'}
+        end
         if not found then
           -- After Redis lost the cluster's data, the nodes still running write their heartbeats
           -- (`nodes`, `node:<id>`) and the reaper `meta` `lastBeat`/`grace` before one of them
@@ -29,9 +34,9 @@ public enum ClusterStartCheck {
               if field ~= 'lastBeat' and field ~= 'grace' then return {'foreign', meta} end
             end
           end
-          local nodePrefix = prefix .. 'node:'
+          local nodePrefix = control .. 'node:'
           local function ours(key)
-            return key == meta or key == prefix .. 'nodes' or string.sub(key, 1, #nodePrefix) == nodePrefix
+            return key == meta or key == control .. 'nodes' or string.sub(key, 1, #nodePrefix) == nodePrefix
           end
           local cursor = '0'
           repeat
@@ -45,11 +50,11 @@ public enum ClusterStartCheck {
         elseif found ~= format then
           return {'foreign', meta .. ' (format ' .. found .. ', this node writes ' .. format .. ')'}
         end
-        local live = redis.call('ZRANGEBYSCORE', prefix .. 'nodes', now - timeoutMs, '+inf')
+        local live = redis.call('ZRANGEBYSCORE', control .. 'nodes', now - timeoutMs, '+inf')
         for _, other in ipairs(live) do
           if other ~= node then
             for i = sectionsFrom, #ARGV, 2 do
-              local theirs = redis.call('HGET', prefix .. 'node:' .. other, 'section:' .. ARGV[i])
+              local theirs = redis.call('HGET', control .. 'node:' .. other, 'section:' .. ARGV[i])
               if theirs and theirs ~= ARGV[i + 1] then return {'mismatch', ARGV[i], other} end
             end
           end
@@ -58,12 +63,12 @@ public enum ClusterStartCheck {
         -- declared it dead): held now with no node, never resurrected. Like a death, they stop
         -- counting as live message recipients and keep their messages until resumed.
         orphan(node)
-        redis.call('DEL', prefix .. 'dead:' .. node)
-        local key = prefix .. 'node:' .. node
+        redis.call('DEL', control .. 'dead:' .. node)
+        local key = control .. 'node:' .. node
         redis.call('DEL', key)
         redis.call('HSET', key, 'started', now, 'lastHeartbeat', now, 'incarnation', epoch)
         for i = sectionsFrom, #ARGV, 2 do redis.call('HSET', key, 'section:' .. ARGV[i], ARGV[i + 1]) end
-        redis.call('ZADD', prefix .. 'nodes', now, node)
+        redis.call('ZADD', control .. 'nodes', now, node)
         -- Registering is the node's first beat: should Redis stop before any node beat, the
         -- silence is measured from here and opens a grace window like any other (a node
         -- registered but not yet beating would otherwise be declared dead when Redis is back).
@@ -77,15 +82,16 @@ public enum ClusterStartCheck {
             [Array(name.utf8), Array((configuration.canonicalSection(name) ?? "").utf8)]
         }
         return register.arguments([
+            "meta": ClusterKeys.controlTag(prefix: configuration.cluster.keyPrefix) + "meta",
             "prefix": configuration.cluster.keyPrefix, "format": KeyGroups(for: configuration).format, "epoch": UUID().uuidString.lowercased(), "node": nodeId,
             "timeoutMs": Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()),
         ], rest: sections)
     }
 
     /// After Redis lost the data: registers the node again on a running link.
-    static func registerAgain(configuration: Configuration, nodeId: String, on connection: RedisConnection,
+    static func registerAgain(configuration: Configuration, nodeId: String, on route: StoreRoute,
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
-        register.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+        route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
             done(interpret(result, configuration: configuration))
         }
     }
@@ -98,25 +104,28 @@ public enum ClusterStartCheck {
         guard let loop = EventLoop() else { throw ClusterError(.unreachable, "cluster mode needs libev (libev4), which could not be loaded") }
         defer { loop.destroy() }
         let timeout = configuration.cluster.nodeTimeoutSeconds
-        let connection = RedisConnection(target: target, loop: loop, timings: RedisTimings(timeoutSeconds: timeout),
-                                         tls: try ClusterLink.tlsContext(of: configuration))
-        defer { connection.close() }
-        connection.start()
+        let route = StoreRoute.to(target, loop: loop, timings: RedisTimings(timeoutSeconds: timeout), clientName: nil,
+                                  tls: try ClusterLink.tlsContext(of: configuration), keyless: nil)
+        defer { route.close() }
+        route.start()
         var outcome: Result<RedisReply, RedisError>?
         let deadline = Date().addingTimeInterval(timeout)
         let tick = LoopTimer(loop: loop) {}
         defer { tick.cancel() }
         var sent = false
         while outcome == nil, Date() < deadline {
-            if !sent, connection.state.isConnected {
+            if !sent, route.isReady {
                 sent = true
-                register.run(on: connection, arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
+                route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId)) { outcome = $0 }
             }
             tick.schedule(after: 0.01)
             loop.runOnce()
         }
         guard let outcome else {
-            let why = if case .disconnected(let error) = connection.state { " (\(error))" } else { "" }
+            let why = switch route {
+            case .connection(let connection): if case .disconnected(let error) = connection.state { " (\(error))" } else { "" }
+            case .cluster(let client, _): client.lastRefreshError.map { " (\($0))" } ?? ""
+            }
             throw ClusterError(.unreachable, "cluster.redis: no answer from \(target) within \(timeout) s (cluster.nodeTimeoutSeconds)\(why)")
         }
         return try interpret(outcome, configuration: configuration).get()

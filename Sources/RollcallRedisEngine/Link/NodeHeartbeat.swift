@@ -6,7 +6,7 @@ import RollcallRedis
 /// into the cluster's node set and counts the nodes heard within `nodeTimeoutSeconds`.
 package final class NodeHeartbeat {
     let nodeId: String
-    let keyPrefix: String
+    let keys: ClusterKeys
     let intervalSeconds: Double
     let timeoutMs: Int64
     /// After each beat: the number of live nodes, the cluster's epoch (`P meta`; nil when
@@ -21,12 +21,17 @@ package final class NodeHeartbeat {
     /// queued behind the node's own commands on the link shows here (issue 29, the join burst).
     /// Tests set it back to 0 to measure from a moment on.
     var slowestBeatMs: Int64 = 0
+    /// Called before the first beat once the route is ready again after a beat found it down
+    /// or failed on the link (on Redis Cluster, where no one connection's state says so: the
+    /// link opens the grace window there, ``ClusterLink``).
+    var onBackAfterOutage: (() -> Void)?
+    private var outage = false
     private var timer: LoopTimer!
     private var beats = 0
     /// When (monotonic ms) the latest beat Redis took was sent: the others cannot declare this
     /// node dead before that moment plus the timeout.
     private var lastTakenBeatSentAt: Int64?
-    private weak var connection: RedisConnection?
+    private var route: StoreRoute?
 
     /// Writes the beat and counts live nodes, in one step with Redis' clock. Answers the
     /// count, the epoch, and 1 when the beat put the node back among the live nodes, 2 when
@@ -34,7 +39,7 @@ package final class NodeHeartbeat {
     /// stays out until it has fenced itself and ``revive`` runs, however many of its beats
     /// arrive late.
     package static let beat = LuaScript("cluster.beat", parameters: [
-        .text("nodes"), .text("node"), .text("nodeKey"), .number("timeoutMs"), .text("meta"), .text("deadMark"),
+        .key("nodes"), .text("node"), .key("nodeKey"), .number("timeoutMs"), .key("meta"), .key("deadMark"),
     ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -54,7 +59,7 @@ package final class NodeHeartbeat {
     /// After the node learned that it was declared dead and fenced itself (its connections
     /// closed, its sessions handed over): it lives again, with no session.
     static let revive = LuaScript("cluster.revive", parameters: [
-        .text("nodes"), .text("node"), .text("nodeKey"), .text("deadMark"),
+        .key("nodes"), .text("node"), .key("nodeKey"), .key("deadMark"),
     ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -66,18 +71,21 @@ package final class NodeHeartbeat {
 
     init(configuration: Configuration, nodeId: String, loop: EventLoop) {
         self.nodeId = nodeId
-        keyPrefix = configuration.cluster.keyPrefix
+        keys = ClusterKeys(prefix: configuration.cluster.keyPrefix)
         intervalSeconds = configuration.cluster.heartbeatSeconds
         timeoutMs = Int64((configuration.cluster.nodeTimeoutSeconds * 1000).rounded())
         timer = LoopTimer(loop: loop) { [unowned self] in self.fire() }
     }
 
-    func start(on connection: RedisConnection) {
-        self.connection = connection
+    func start(on route: StoreRoute) {
+        self.route = route
         fire()
     }
 
-    func stop() { timer.cancel() }
+    func stop() {
+        timer.cancel()
+        route = nil
+    }
 
     /// Whether the other nodes may have declared this node dead: no beat that Redis took was
     /// sent within the last `nodeTimeoutSeconds` (the node was paused, or its link to Redis
@@ -93,16 +101,25 @@ package final class NodeHeartbeat {
 
     private func fire() {
         timer.schedule(after: intervalSeconds)
-        guard let connection, connection.state.isConnected else { return }
+        guard let route, route.isReady else {
+            if route != nil { outage = true }
+            return
+        }
+        if outage {
+            outage = false
+            onBackAfterOutage?()
+        }
         let sentAt = MonotonicClock.now
         let arguments = Self.beat.arguments([
-            "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "timeoutMs": timeoutMs,
-            "meta": keyPrefix + "meta", "deadMark": keyPrefix + "dead:" + nodeId,
+            "nodes": keys.nodes, "node": nodeId, "nodeKey": keys.node(nodeId), "timeoutMs": timeoutMs,
+            "meta": keys.meta, "deadMark": keys.deadMark(of: nodeId),
         ])
-        Self.beat.run(on: connection, arguments: arguments) { [weak self] result in
+        route.run(Self.beat, arguments: arguments) { [weak self] result in
             guard let self else { return }
             slowestBeatMs = max(slowestBeatMs, MonotonicClock.now - sentAt)
-            if case .failure(let error) = result, error.code == .errorReply { answeredError = error.message }
+            if case .failure(let error) = result {
+                if error.code == .errorReply { answeredError = error.message } else { outage = true }
+            }
             guard case .success(let reply) = result, let elements = reply.elements,
                   let count = elements.first?.integer else { return }
             answeredError = nil
@@ -111,17 +128,17 @@ package final class NodeHeartbeat {
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1
             onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded || markedDead)
-            if markedDead { revive(on: connection) }
+            if markedDead { revive(on: route) }
         }
     }
 
     /// Puts the node back among the live nodes once ``onBeat`` has told it that it was
     /// declared dead (and it fenced itself there).
-    private func revive(on connection: RedisConnection) {
+    private func revive(on route: StoreRoute) {
         let arguments = Self.revive.arguments([
-            "nodes": keyPrefix + "nodes", "node": nodeId, "nodeKey": keyPrefix + "node:" + nodeId, "deadMark": keyPrefix + "dead:" + nodeId,
+            "nodes": keys.nodes, "node": nodeId, "nodeKey": keys.node(nodeId), "deadMark": keys.deadMark(of: nodeId),
         ])
         // Should this fail, the next beat answers "dead" again and the node revives then.
-        Self.revive.run(on: connection, arguments: arguments) { _ in }
+        route.run(Self.revive, arguments: arguments) { _ in }
     }
 }

@@ -56,7 +56,7 @@ public final class WebhookStream {
     /// The consumer group every node reads through.
     static let group = "d"
 
-    private let connection: RedisConnection
+    private let route: StoreRoute
     private let prefix: String
     private let keys: ClusterKeys
     private let consumer: String
@@ -75,7 +75,7 @@ public final class WebhookStream {
 
     /// The streams of `link`'s cluster, read as node `link.nodeId` with `webhooks`' batch limits.
     public init(link: ClusterLink, webhooks: Configuration.Webhooks) {
-        connection = link.commands
+        route = link.route
         prefix = link.configuration.cluster.keyPrefix
         keys = ClusterKeys(prefix: prefix, groups: KeyGroups(for: link.configuration))
         consumer = link.nodeId
@@ -117,7 +117,7 @@ public final class WebhookStream {
         let groups = Array(keys.groups.all)
         gatherEvery(groups.count, { [self] index, answer in
             let group = groups[index]
-            connection.send([Array("XLEN".utf8), Array(keys.webhookStream(group: group).utf8)]) { [self] result in
+            route.send([Array("XLEN".utf8), Array(keys.webhookStream(group: group).utf8)]) { [self] result in
                 answer(result.map { lengths[group] = Int(StoreReply($0).integer ?? 0) })
             }
         }) { [self] result in
@@ -136,7 +136,7 @@ public final class WebhookStream {
                 "claimIdleMs": claimIdleMs,
             ])
             let idPrefix = eventIdPrefix(group: group)
-            WebhookStreamScripts.take.run(on: connection, arguments: arguments) { [self] result in
+            route.run(WebhookStreamScripts.take, arguments: arguments) { [self] result in
                 answer(result.map { reply in
                     let reply = StoreReply(reply)
                     lengths[group] = Int(reply[3].integer ?? 0)
@@ -167,7 +167,7 @@ public final class WebhookStream {
         let script = WebhookStreamScripts.settle
         for (group, entries) in byGroup {
             let arguments = script.arguments(["stream": keys.webhookStream(group: group), "group": Self.group], rest: entries)
-            script.run(on: connection, arguments: arguments) { result in
+            route.run(script, arguments: arguments) { result in
                 guard !failed else { return }
                 if case .failure(let error) = result {
                     failed = true
@@ -189,7 +189,7 @@ public final class WebhookStream {
         for (group, entries) in byGroup {
             let arguments = script.arguments(["stream": keys.webhookStream(group: group), "group": Self.group, "consumer": consumer],
                                              rest: entries)
-            script.run(on: connection, arguments: arguments) { [self] result in
+            route.run(script, arguments: arguments) { [self] result in
                 guard !failed else { return }
                 guard case .success(.integer(let length)) = result else {
                     failed = true

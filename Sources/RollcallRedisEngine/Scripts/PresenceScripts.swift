@@ -165,14 +165,15 @@ enum PresenceScripts {
         -- that a node where one of them has resumed by the time the event arrives does not
         -- deliver it again, and the node that held one keeps only what Redis did not.
         local kept = {}
+        \(ClusterKeys.luaControlTag)
         for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
           if held ~= session then
-            local used = tonumber(redis.call('GET', prefix .. 'hmb:' .. held) or '0')
+            local used = tonumber(redis.call('GET', control .. 'hmb:' .. held) or '0')
             if used + #payload <= heldLimit then
-              redis.call('RPUSH', prefix .. 'hm:' .. held, payload)
-              redis.call('INCRBY', prefix .. 'hmb:' .. held, #payload)
+              redis.call('RPUSH', control .. 'hm:' .. held, payload)
+              redis.call('INCRBY', control .. 'hmb:' .. held, #payload)
             else
-              redis.call('INCR', prefix .. 'hmd:' .. held)
+              redis.call('INCR', control .. 'hmd:' .. held)
             end
             kept[#kept + 1] = held
           end

@@ -42,13 +42,14 @@ enum ServerAPIScripts {
     /// they are still there, and resumable once handed over. Held sessions with no node are
     /// counted from the `held` buckets of every one of the `groups` key groups.
     static let info = LuaScript("api.info", parameters: [.text("prefix"), .number("timeout"), .number("groups")], body: """
+        \(ClusterKeys.luaControlTag)
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         local nodes, total = {}, 0
-        local all = redis.call('ZRANGE', prefix .. 'nodes', 0, -1, 'WITHSCORES')
+        local all = redis.call('ZRANGE', control .. 'nodes', 0, -1, 'WITHSCORES')
         for i = 1, #all, 2 do
           local node, beat = all[i], tonumber(all[i + 1])
-          local count = redis.call('SCARD', prefix .. 'ns:' .. node)
+          local count = redis.call('SCARD', control .. 'ns:' .. node)
           if beat >= now - timeout then
             nodes[#nodes + 1] = node
             nodes[#nodes + 1] = count

@@ -8,7 +8,7 @@ enum SessionScriptKeys {
     /// session, `<g>/<id>` — the group and id, the least that finds its keys, as the id alone
     /// cannot (ids are minted before the user is known). Needs the locals `prefix` and, for
     /// `userTag`, `groups` (the group count).
-    static let library = """
+    static let library = ClusterKeys.luaControlTag + """
         local function userTag(user)
           if groups <= 1 then return prefix .. '{0}' end
           local id = 'u:' .. #user .. ':' .. user

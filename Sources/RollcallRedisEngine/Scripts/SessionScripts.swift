@@ -25,8 +25,8 @@ package enum SessionScripts {
         redis.call('HSET', record, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
         redis.call('ZADD', userSessions(tag, user), now, id)
-        redis.call('SET', prefix .. 'tok:' .. token, entryOf(tag, id))
-        redis.call('SADD', prefix .. 'ns:' .. node, entryOf(tag, id))
+        redis.call('SET', control .. 'tok:' .. token, entryOf(tag, id))
+        redis.call('SADD', control .. 'ns:' .. node, entryOf(tag, id))
         local all = redis.call('ZRANGE', userSessions(tag, user), 0, -1)
         local excess, out = #all - max, {}
         for _, other in ipairs(all) do
@@ -71,7 +71,7 @@ package enum SessionScripts {
         redis.call('HDEL', key, 'handing')
         if tonumber(redis.call('HGET', key, 'heldUntil') or '0') == 0 then return 'live' end
         if heard > #ARGV and dropped == 0 then return 'ok' end
-        local list = prefix .. 'hm:' .. id
+        local list = control .. 'hm:' .. id
         local later = redis.call('LRANGE', list, 0, -1)
         redis.call('DEL', list)
         local bytes, lost = 0, dropped
@@ -85,8 +85,8 @@ package enum SessionScripts {
         end
         for i = heard, #ARGV do keep(ARGV[i]) end
         for _, message in ipairs(later) do keep(message) end
-        redis.call('SET', prefix .. 'hmb:' .. id, bytes)
-        if lost > 0 then redis.call('INCRBY', prefix .. 'hmd:' .. id, lost) end
+        redis.call('SET', control .. 'hmb:' .. id, bytes)
+        if lost > 0 then redis.call('INCRBY', control .. 'hmd:' .. id, lost) end
         return 'ok'
         """)
 
@@ -103,8 +103,8 @@ package enum SessionScripts {
         .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
-        if redis.call('EXISTS', prefix .. 'cancel:t:' .. newToken) == 1 then return {'none'} end
-        local entry = redis.call('GET', prefix .. 'tok:' .. token)
+        if redis.call('EXISTS', control .. 'cancel:t:' .. newToken) == 1 then return {'none'} end
+        local entry = redis.call('GET', control .. 'tok:' .. token)
         if not entry then return {'none'} end
         local tag, id = fromEntry(entry)
         local key = tag .. 's:' .. id
@@ -113,22 +113,22 @@ package enum SessionScripts {
         if tonumber(f[4]) == 0 then
           -- Live on its node: only a node that stopped beating (killed, cut off) gives it up
           -- before it is declared dead, so a client that reconnects at once still resumes.
-          local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
+          local beat = redis.call('ZSCORE', control .. 'nodes', f[3])
           if f[3] == node or (beat and now - tonumber(beat) < staleMs) then return {'none'} end
         elseif f[6] and f[3] ~= '' and now - tonumber(f[6]) < staleMs then
           -- Its node has not handed over what it heard before the hold: wait while it beats.
-          local beat = redis.call('ZSCORE', prefix .. 'nodes', f[3])
+          local beat = redis.call('ZSCORE', control .. 'nodes', f[3])
           if beat and now - tonumber(beat) < staleMs then return {'wait'} end
         end
-        redis.call('DEL', prefix .. 'tok:' .. token)
-        redis.call('SET', prefix .. 'tok:' .. newToken, entry)
+        redis.call('DEL', control .. 'tok:' .. token)
+        redis.call('SET', control .. 'tok:' .. newToken, entry)
         redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
         redis.call('HDEL', key, 'handing')
         redis.call('ZREM', tag .. 'held', id)
         if f[3] ~= '' then
-          redis.call('SREM', prefix .. 'ns:' .. f[3], entry)
+          redis.call('SREM', control .. 'ns:' .. f[3], entry)
         end
-        redis.call('SADD', prefix .. 'ns:' .. node, entry)
+        redis.call('SADD', control .. 'ns:' .. node, entry)
         markLive(id, tag)
         local channels = redis.call('SMEMBERS', tag .. 'sc:' .. id)
         local flags, numbers = {}, {}
@@ -136,13 +136,13 @@ package enum SessionScripts {
           flags[i] = redis.call('HGET', channelBaseOf(channel) .. ':s', id) or '--'
           numbers[i] = tonumber(redis.call('HGET', channelBaseOf(channel), 'mq') or '0')
         end
-        local messages = redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)
-        local dropped = tonumber(redis.call('GET', prefix .. 'hmd:' .. id) or '0')
+        local messages = redis.call('LRANGE', control .. 'hm:' .. id, 0, -1)
+        local dropped = tonumber(redis.call('GET', control .. 'hmd:' .. id) or '0')
         -- Handed over, and kept a while in case this claim's answer is lost (`cancelClaim`).
         -- (`P hmc:<id>`: how many were dropped, then the messages.)
-        local handed = prefix .. 'hmc:' .. id
-        redis.call('DEL', handed, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id)
-        if #messages > 0 then redis.call('RENAME', prefix .. 'hm:' .. id, handed) end
+        local handed = control .. 'hmc:' .. id
+        redis.call('DEL', handed, control .. 'hmb:' .. id, control .. 'hmd:' .. id)
+        if #messages > 0 then redis.call('RENAME', control .. 'hm:' .. id, handed) end
         if #messages > 0 or dropped > 0 then
           redis.call('LPUSH', handed, dropped)
           redis.call('PEXPIRE', handed, markMs)
@@ -160,35 +160,35 @@ package enum SessionScripts {
     static let cancelClaim = LuaScript("session.cancelClaim", parameters: [
         .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
     ], library: library, body: """
-        if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return 'gone' end
-        local entry = redis.call('GET', prefix .. 'tok:' .. newToken)
+        if redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return 'gone' end
+        local entry = redis.call('GET', control .. 'tok:' .. newToken)
         if not entry then
-          redis.call('SET', prefix .. 'cancel:t:' .. newToken, '1', 'PX', markMs)
+          redis.call('SET', control .. 'cancel:t:' .. newToken, '1', 'PX', markMs)
           return 'marked'
         end
         local tag, id = fromEntry(entry)
         local key = tag .. 's:' .. id
         local holder = redis.call('HGET', key, 'node')
         if holder ~= node and holder ~= '' then return 'gone' end
-        redis.call('DEL', prefix .. 'tok:' .. newToken)
-        redis.call('SET', prefix .. 'tok:' .. token, entry)
+        redis.call('DEL', control .. 'tok:' .. newToken)
+        redis.call('SET', control .. 'tok:' .. token, entry)
         redis.call('HSET', key, 'token', token)
         if holder == node then
           local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
           redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
           redis.call('ZADD', tag .. 'held', deadline, id)
-          redis.call('SREM', prefix .. 'ns:' .. node, entry)
+          redis.call('SREM', control .. 'ns:' .. node, entry)
           markHeld(id, tag)
         end
         -- The messages the claim handed over come first, before any kept since.
-        local handed = redis.call('LRANGE', prefix .. 'hmc:' .. id, 0, -1)
-        redis.call('DEL', prefix .. 'hmc:' .. id)
+        local handed = redis.call('LRANGE', control .. 'hmc:' .. id, 0, -1)
+        redis.call('DEL', control .. 'hmc:' .. id)
         if #handed > 0 then
-          for i = #handed, 2, -1 do redis.call('LPUSH', prefix .. 'hm:' .. id, handed[i]) end
-          redis.call('INCRBY', prefix .. 'hmd:' .. id, tonumber(handed[1]))
+          for i = #handed, 2, -1 do redis.call('LPUSH', control .. 'hm:' .. id, handed[i]) end
+          redis.call('INCRBY', control .. 'hmd:' .. id, tonumber(handed[1]))
           local bytes = 0
-          for _, message in ipairs(redis.call('LRANGE', prefix .. 'hm:' .. id, 0, -1)) do bytes = bytes + #message end
-          redis.call('SET', prefix .. 'hmb:' .. id, bytes)
+          for _, message in ipairs(redis.call('LRANGE', control .. 'hm:' .. id, 0, -1)) do bytes = bytes + #message end
+          redis.call('SET', control .. 'hmb:' .. id, bytes)
         end
         return 'held'
         """)
@@ -200,7 +200,7 @@ package enum SessionScripts {
     static let cancelStart = LuaScript("session.cancelStart", parameters: [
         .key("record"), .key("held"), .key("ending"), .text("prefix"), .text("id"), .text("node"), .number("markMs"),
     ], library: library, body: """
-        if redis.call('HEXISTS', prefix .. 'meta', 'epoch') == 0 then return {'gone'} end
+        if redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return {'gone'} end
         local tag = tagOfRecord(record, id)
         local f = redis.call('HMGET', record, 'user', 'node', 'token')
         if not f[1] then
@@ -252,20 +252,20 @@ package enum SessionScripts {
         local dead = {}
         -- Commands a node sent before Redis stopped may run only once it is back, after every
         -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
-        local last = tonumber(redis.call('HGET', prefix .. 'meta', 'lastBeat') or '0')
-        if last > 0 and now - last >= timeout then redis.call('HSET', prefix .. 'meta', 'grace', now) end
-        redis.call('HSET', prefix .. 'meta', 'lastBeat', now)
-        local grace = tonumber(redis.call('HGET', prefix .. 'meta', 'grace') or '0')
+        local last = tonumber(redis.call('HGET', control .. 'meta', 'lastBeat') or '0')
+        if last > 0 and now - last >= timeout then redis.call('HSET', control .. 'meta', 'grace', now) end
+        redis.call('HSET', control .. 'meta', 'lastBeat', now)
+        local grace = tonumber(redis.call('HGET', control .. 'meta', 'grace') or '0')
         if now - grace >= timeout then
-          for _, node in ipairs(redis.call('ZRANGEBYSCORE', prefix .. 'nodes', '-inf', now - timeout)) do
+          for _, node in ipairs(redis.call('ZRANGEBYSCORE', control .. 'nodes', '-inf', now - timeout)) do
             if node ~= self then
-              redis.call('ZREM', prefix .. 'nodes', node)
+              redis.call('ZREM', control .. 'nodes', node)
               -- Marked dead, so that a beat of it that arrives late (sent before it was cut
               -- off, delivered when the link came back) cannot put it back among the live
               -- nodes before it has learned that its sessions were handed over.
-              redis.call('SET', prefix .. 'dead:' .. node, now, 'PX', math.max(60000, 10 * timeout))
+              redis.call('SET', control .. 'dead:' .. node, now, 'PX', math.max(60000, 10 * timeout))
               orphan(node)
-              redis.call('DEL', prefix .. 'node:' .. node)
+              redis.call('DEL', control .. 'node:' .. node)
               dead[#dead + 1] = node
             end
           end
@@ -323,7 +323,7 @@ package enum SessionScripts {
         local function userSessions(tag, user) return tag .. 'us:' .. #user .. ':' .. user end
         -- Fencing: a node the others declared dead (taken out of `nodes`) starts and claims
         -- nothing until its heartbeat has told it so and put it back.
-        local function isLive(node) return redis.call('ZSCORE', prefix .. 'nodes', node) ~= false end
+        local function isLive(node) return redis.call('ZSCORE', control .. 'nodes', node) ~= false end
 
         -- A held session keeps its `message` events in `P hm:<id>` (the publish script
         -- appends them); it no longer counts among a channel's live message sessions.
@@ -345,12 +345,12 @@ package enum SessionScripts {
         end
 
         local function forget(tag, id, user, node, token)
-          redis.call('DEL', prefix .. 'hm:' .. id, prefix .. 'hmb:' .. id, prefix .. 'hmd:' .. id, prefix .. 'hmc:' .. id)
+          redis.call('DEL', control .. 'hm:' .. id, control .. 'hmb:' .. id, control .. 'hmd:' .. id, control .. 'hmc:' .. id)
           redis.call('DEL', tag .. 's:' .. id)
           redis.call('ZREM', userSessions(tag, user), id)
-          redis.call('DEL', prefix .. 'tok:' .. token)
+          redis.call('DEL', control .. 'tok:' .. token)
           redis.call('ZREM', tag .. 'held', id)
-          if node ~= '' then redis.call('SREM', prefix .. 'ns:' .. node, entryOf(tag, id)) end
+          if node ~= '' then redis.call('SREM', control .. 'ns:' .. node, entryOf(tag, id)) end
         end
 
         -- A session gone from Redis whose channels and user status are still to follow: its
@@ -364,7 +364,7 @@ package enum SessionScripts {
         -- The sessions of `node` become held with no node: a live one from now, a held one
         -- keeps its deadline.
         local function orphan(node)
-          for _, entry in ipairs(redis.call('SMEMBERS', prefix .. 'ns:' .. node)) do
+          for _, entry in ipairs(redis.call('SMEMBERS', control .. 'ns:' .. node)) do
             local tag, id = fromEntry(entry)
             local key = tag .. 's:' .. id
             local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
@@ -375,7 +375,7 @@ package enum SessionScripts {
             redis.call('HSET', key, 'node', '', 'heldUntil', held)
             redis.call('ZADD', tag .. 'held', held, id)
           end
-          redis.call('DEL', prefix .. 'ns:' .. node)
+          redis.call('DEL', control .. 'ns:' .. node)
         end
 
         """
