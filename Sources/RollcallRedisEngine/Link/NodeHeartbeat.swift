@@ -102,7 +102,8 @@ package final class NodeHeartbeat {
     private func fire() {
         timer.schedule(after: intervalSeconds)
         guard let route, route.isReady else {
-            if route != nil { outage = true }
+            // Not ready before any beat was taken is the start, not an outage.
+            if route != nil, lastTakenBeatSentAt != nil { outage = true }
             return
         }
         if outage {
@@ -118,7 +119,7 @@ package final class NodeHeartbeat {
             guard let self else { return }
             slowestBeatMs = max(slowestBeatMs, MonotonicClock.now - sentAt)
             if case .failure(let error) = result {
-                if error.code == .errorReply { answeredError = error.message } else { outage = true }
+                if error.code == .errorReply { answeredError = error.message } else if lastTakenBeatSentAt != nil { outage = true }
             }
             guard case .success(let reply) = result, let elements = reply.elements,
                   let count = elements.first?.integer else { return }
