@@ -113,6 +113,11 @@ struct ClusterSlotAuditTests {
         _ = try attempt(bed, alice, "setState", room.merging(["state": .object(JSONObject([("mood", .string("calm"))]))]) { $1 })
         _ = try attempt(bed, alice, "subscribeUserStatus", ["userIds": ["bob"]])
         _ = try attempt(bed, alice, "getUserStatus", ["userIds": ["bob"]])
+        // Users of four groups: one records call per group, each on its group's slot.
+        let several: [Name] = ["bob", "carol", "dave", "erin"].map { Name(unchecked: $0) }
+        #expect(Set(several.map(keys.userGroup)).count == 4)
+        let statuses = try attempt(bed, alice, "getUserStatus", ["userIds": .array(several.map { .string($0.string) })])
+        #expect(statuses["result"]?["statuses"]?.arrayValue?.compactMap { $0.string("userId") } == several.map(\.string), "in the order asked")
         _ = try attempt(bed, alice, "getSubscriptions")
         _ = try attempt(bed, bob, "setCustomStatus", ["customStatus": "busy"])
         _ = try attempt(bed, alice, "unsubscribeUserStatus", ["userIds": ["bob"]])

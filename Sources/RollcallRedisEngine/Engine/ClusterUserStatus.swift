@@ -194,13 +194,26 @@ final class ClusterUserStatus {
 
     // MARK: - Support
 
-    /// The records of `users`, in order (never-seen users read `loggedOut`).
+    /// The records of `users`, in order (never-seen users read `loggedOut`): one
+    /// `status.records` per key group of the users (each on its group's slot), sent in one
+    /// store call, merged back into the users' order.
     func records(of users: [Name], then done: @escaping (Result<[UserStatusRecord], BrokerError>) -> Void) {
-        callScript(UserStatusScripts.records(keys: keys, users: users), failed: { done(.failure($0)) }) { [self] reply in
-            let elements = unwrapped(reply).elements ?? []
-            done(.success(users.enumerated().map { index, user in
-                (index < elements.count ? UserStatusScripts.record(elements[index]) : nil) ?? .neverSeen(user)
-            }))
+        let byGroup = UsersByGroup(users, groupOf: keys.userGroup)
+        guard !byGroup.groups.isEmpty else { return done(.success([])) }
+        let commands = byGroup.groups.map { UserStatusScripts.records(keys: keys, users: $0.users) }
+        store.call(commands) { [self] result in
+            switch result {
+            case .failure(let failure):
+                done(.failure(failure.brokerError))
+            case .success(let replies):
+                if let error = replies.first(where: { if case .error = $0 { true } else { false } }) {
+                    return done(.failure(ClusterPresence.unexpected(error)))
+                }
+                let perGroup = replies.map { unwrapped($0).elements ?? [] }
+                done(.success(byGroup.merged(perGroup) { user, element in
+                    element.flatMap(UserStatusScripts.record) ?? .neverSeen(user)
+                }))
+            }
         }
     }
 

@@ -59,7 +59,9 @@ extension UserStatusScripts {
     /// `status.records`: the records of `users`, in order. Answers ``Changed`` whose result
     /// is one record (or nil) per user.
     static func records(keys: ClusterKeys, users: [Name]) -> StoreCommand {
-        records.command(["prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks], rest: users.map { Array($0.string.utf8) })
+        precondition(!users.isEmpty, "status.records needs a user to be routed by")
+        return records.command(["anyUsersStatus": keys.user(users[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
+                                "hooks": keys.webhookHooks], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.subscribe`: `subscriber` subscribes to `targets` (never itself) for

@@ -148,9 +148,10 @@ enum UserStatusScripts {
         return {record(user), announced}
         """)
 
-    /// `getUserStatus` (and the records of `getSubscriptions`), for the users (the rest).
-    /// Returns one record per user, in order.
-    static let records = LuaScript("status.records", parameters: [.text("prefix"), .number("groups"), .text("hooks")], rest: "usersFrom",
+    /// `getUserStatus` (and the records of `getSubscriptions`), for the users (the rest), all
+    /// of one key group: `anyUsersStatus` is one of their `st:` keys, declared so that Redis
+    /// Cluster routes the call to the group's slot. Returns one record per user, in order.
+    static let records = LuaScript("status.records", parameters: [.key("anyUsersStatus"), .text("prefix"), .number("groups"), .text("hooks")], rest: "usersFrom",
                                    library: library, body: """
         local out = {}
         for i = usersFrom, #ARGV do out[#out + 1] = current(ARGV[i]) end
