@@ -169,9 +169,10 @@ test-bench-build:
 ## other integration suites, and the SWIFT_ALONE suites run by themselves afterwards
 ## (test-swift-alone): they measure how fast their own loop turns (a burst of 3,000 joins must
 ## not delay a heartbeat 400 ms), which a machine busy with both shards cannot promise.
-## `--ignore-lock`: the shards only read the build folder (`--skip-build`), and SwiftPM's lock
-## on it would run them one after another.
-SWIFT_TEST := swift test --skip-build --ignore-lock
+## The shards run the test bundle `make test` built, directly, not through `swift test`: two
+## `swift test --skip-build --ignore-lock` started together raced for SwiftPM's build database
+## ("database is locked"), and the loser ran no test at all ("no tests found").
+SWIFT_TEST := .build/debug/RollcallPackageTests.xctest --testing-library swift-testing
 SWIFT_SHARD_CLUSTER := RollcallIntegrationTests\.(Cluster|Chaos)
 SWIFT_ALONE := RollcallClusterTests\.ClusterBurstTests
 SWIFT_SHARDS := test-swift-cluster test-swift-integration

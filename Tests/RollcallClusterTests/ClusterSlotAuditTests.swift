@@ -119,7 +119,17 @@ struct ClusterSlotAuditTests {
         let statuses = try attempt(bed, alice, "getUserStatus", ["userIds": .array(several.map { .string($0.string) })])
         #expect(statuses["result"]?["statuses"]?.arrayValue?.compactMap { $0.string("userId") } == several.map(\.string), "in the order asked")
         _ = try attempt(bed, alice, "getSubscriptions")
+        // A session of alice ends (her latest end), bob changes, then alice logs in again: the
+        // catch-up names bob (another group) and is read on his group's slot.
+        let briefly = try bed.login("alice", on: 1)
+        _ = try attempt(bed, briefly, "logout")
+        let alicesRecord = keys.user(Name(unchecked: "alice")).status
+        try bed.pump(until: { (try? bed.redis.command(["HEXISTS", alicesRecord, "le"])) == ":1" }, what: "the end of alice's brief session recorded")
         _ = try attempt(bed, bob, "setCustomStatus", ["customStatus": "busy"])
+        let again = try bed.login("alice", on: 1)
+        try bed.pump(until: {
+            again.events.contains { $0.string("event") == "userStatus" && ($0["statuses"]?.arrayValue ?? []).contains { $0.string("userId") == "bob" } }
+        }, what: "alice's catch-up with bob's change")
         _ = try attempt(bed, alice, "unsubscribeUserStatus", ["userIds": ["bob"]])
         _ = try attempt(bed, alice, "leave", room)
         _ = try attempt(bed, alice, "logout")

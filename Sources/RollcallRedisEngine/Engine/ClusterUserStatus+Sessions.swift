@@ -16,15 +16,28 @@ extension ClusterUserStatus {
     }
 
     /// A new session is in the directory and its start command replied `reply`: the node
-    /// hears the user's inbox, and the catch-up waits for the login reply.
+    /// hears the user's inbox, and the catch-up waits for the login reply (read per key group
+    /// first when the script named the targets, ``resolve(_:then:)``).
     func sessionStarted(_ session: Session, reply: StoreReply) {
         hearInbox(of: session.userId)
-        let records = UserStatusScripts.catchUp(unwrapped(reply))
-        if !records.isEmpty { pendingCatchUp[session.number] = StatusEvents.userStatus(records) }
+        let catchUp = UserStatusScripts.CatchUp(unwrapped(reply))
+        if case .targets = catchUp { awaitingLoginReply.insert(session.number) }
+        resolve(catchUp) { [self] records in
+            let waiting = awaitingLoginReply.remove(session.number) != nil || { if case .records = catchUp { true } else { false } }()
+            guard !records.isEmpty else { return }
+            let bytes = StatusEvents.userStatus(records)
+            if waiting {
+                pendingCatchUp[session.number] = bytes
+            } else if session.connection != nil {
+                outbox.send(bytes, to: session)
+            }
+        }
     }
 
-    /// After the login reply was queued: the catch-up event of a new login, if any.
+    /// After the login reply was queued: the catch-up event of a new login, if it is known
+    /// (else it goes out when the reads per key group answer).
     func sessionLoggedIn(_ session: Session) {
+        awaitingLoginReply.remove(session.number)
         guard let bytes = pendingCatchUp.removeValue(forKey: session.number) else { return }
         outbox.send(bytes, to: session)
     }
@@ -40,9 +53,10 @@ extension ClusterUserStatus {
                                                 customStatus: custom, ttlMs: ttlMs, windowMs: window)
         store.call([command]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            let records = UserStatusScripts.catchUp(unwrapped(reply))
-            guard !records.isEmpty, session.connection != nil else { return }
-            outbox.send(StatusEvents.userStatus(records), to: session)
+            resolve(UserStatusScripts.CatchUp(unwrapped(reply))) { [self] records in
+                guard !records.isEmpty, session.connection != nil else { return }
+                outbox.send(StatusEvents.userStatus(records), to: session)
+            }
         }
     }
 
@@ -83,6 +97,7 @@ extension ClusterUserStatus {
     /// local session the node stops hearing the user's inbox.
     func sessionLeftNode(_ session: Session) {
         pendingCatchUp[session.number] = nil
+        awaitingLoginReply.remove(session.number)
         stopHearingIfUnused(session.userId)
     }
 
@@ -104,6 +119,7 @@ extension ClusterUserStatus {
         inboxes.removeAll()
         inboxVersions.removeAll()
         pendingCatchUp.removeAll()
+        awaitingLoginReply.removeAll()
     }
 
     /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,
@@ -129,18 +145,23 @@ extension ClusterUserStatus {
         let outage = lastSweptAt.map { clock.now - $0 } ?? 0
         let window = max(max(300, configuration.presence.timeoutSeconds).milliseconds,
                          outage + 2 * configuration.cluster.nodeTimeoutSeconds.milliseconds)
-        var start = 0
-        while start < users.count {
-            let chunk = Array(users[start..<min(users.count, start + 100)])
-            start += 100
-            store.call([UserStatusScripts.resync(keys: keys, windowMs: window, users: chunk)]) { [self] result in
-                guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
-                for (user, reply) in zip(chunk, elements) {
-                    let records = UserStatusScripts.catchUp(reply)
-                    guard !records.isEmpty else { continue }
-                    let bytes = StatusEvents.userStatus(records)
-                    outbox.fanOut {
-                        for session in directory.sessions(of: user) { outbox.send(bytes, to: session) }
+        for group in UsersByGroup(users, groupOf: keys.userGroup).groups {
+            var start = 0
+            while start < group.users.count {
+                let chunk = Array(group.users[start..<min(group.users.count, start + 100)])
+                start += 100
+                store.call([UserStatusScripts.resync(keys: keys, windowMs: window, users: chunk)]) { [self] result in
+                    guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
+                    for (user, reply) in zip(chunk, elements) {
+                        let own = UserStatusScripts.record(reply[0])
+                        resolve(UserStatusScripts.CatchUp(reply[1])) { [self] targets in
+                            let records = (own.map { [$0] } ?? []) + targets
+                            guard !records.isEmpty else { return }
+                            let bytes = StatusEvents.userStatus(records.sorted { $0.stored.userId < $1.stored.userId })
+                            outbox.fanOut {
+                                for session in directory.sessions(of: user) { outbox.send(bytes, to: session) }
+                            }
+                        }
                     }
                 }
             }

@@ -30,6 +30,8 @@ final class ClusterUserStatus {
     var inboxVersions: [[UInt8]: [String: Int64]] = [:]
     /// Session number → the catch-up event of a new login, sent right after its reply.
     var pendingCatchUp: [UInt64: [UInt8]] = [:]
+    /// New logins whose reply has not been queued yet (their catch-up waits for it).
+    var awaitingLoginReply: Set<UInt64> = []
     /// When the last sweep was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
     /// The cluster's user-status subscriptions not expired yet, as of the last sweep (every

@@ -90,10 +90,21 @@ extension UserStatusScripts {
                                "hooks": keys.webhookHooks, "me": subscriber.string])
     }
 
-    /// `status.resync`: per user of `users`, the records changed in the last `windowMs`.
-    /// Answers ``Changed`` whose result holds one catch-up list per user.
+    /// `status.resync`: per user of `users` (all of one key group), its own record if it
+    /// changed in the last `windowMs`, and its catch-up (``CatchUp``). Answers ``Changed``
+    /// whose result holds `{own record or false, catch-up}` per user.
     static func resync(keys: ClusterKeys, windowMs: Int64, users: [Name]) -> StoreCommand {
-        resync.command(["prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "window": windowMs], rest: users.map { Array($0.string.utf8) })
+        precondition(!users.isEmpty, "status.resync needs a user to be routed by")
+        return resync.command(["anyUsersStatus": keys.user(users[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
+                               "hooks": keys.webhookHooks, "window": windowMs], rest: users.map { Array($0.string.utf8) })
+    }
+
+    /// `status.changedSince`: the records of `targets` (all of one key group) changed after
+    /// `since` (Redis ms). Answers ``Changed`` whose result is those records.
+    static func changedSince(keys: ClusterKeys, since: Int64, targets: [Name]) -> StoreCommand {
+        precondition(!targets.isEmpty, "status.changedSince needs a target to be routed by")
+        return changedSince.command(["anyTargetsStatus": keys.user(targets[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
+                                     "hooks": keys.webhookHooks, "since": since], rest: targets.map { Array($0.string.utf8) })
     }
 
     /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired
@@ -190,5 +201,24 @@ extension UserStatusScripts {
     /// A catch-up list of records, ordered by user id.
     static func catchUp(_ reply: StoreReply) -> [UserStatusRecord] {
         (reply.elements ?? []).compactMap(record).sorted { $0.stored.userId < $1.stored.userId }
+    }
+
+    /// A catch-up as `status.started`, `resumed` or `resync` answer it: the records (one key
+    /// group: the script read them), or, over several key groups, the subscribed targets whose
+    /// records changed after `since` are to be read per group (`{'=since', since, target…}`:
+    /// ``changedSince(keys:since:targets:)``).
+    enum CatchUp {
+        case records([UserStatusRecord])
+        case targets(since: Int64, [Name])
+
+        init(_ reply: StoreReply) {
+            let elements = reply.elements ?? []
+            guard elements.first?.text == "=since" else {
+                self = .records(UserStatusScripts.catchUp(reply))
+                return
+            }
+            let since = elements.count > 1 ? Int64(elements[1].text ?? "") ?? elements[1].integer ?? 0 : 0
+            self = .targets(since: since, elements.dropFirst(2).compactMap { $0.text.map(Name.init(unchecked:)) })
+        }
     }
 }

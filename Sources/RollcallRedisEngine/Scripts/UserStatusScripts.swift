@@ -34,9 +34,10 @@ import RollcallCore
 /// in Redis (`P{<g>}us:`, `P{<g>}s:<id>` `platform`), live and held.
 enum UserStatusScripts {
     /// A new session (run right after `session.start`, in the same call), with the login's
-    /// custom status (`custom`: `-` none, `=text`) and its TTL. Returns the catch-up records: subscribed targets changed after the user's latest
-    /// session end (none when no session of the user ever ended); nothing, and no change, when
-    /// `session.start` recorded no session (the node was fenced).
+    /// custom status (`custom`: `-` none, `=text`) and its TTL. Returns the catch-up
+    /// (``CatchUp``): subscribed targets changed after the user's latest session end (none when
+    /// no session of the user ever ended); nothing, and no change, when `session.start`
+    /// recorded no session (the node was fenced).
     static let started = LuaScript("status.started", parameters: [
         .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
         .text("custom"), .number("ttl"),
@@ -65,13 +66,13 @@ enum UserStatusScripts {
           redis.call('HSET', key, 'lu', int(now))
           announce(user, session)
         end
-        local catchUp = {}
-        if f[4] then catchUp = changedSince(user, tonumber(f[4])) end
-        return {catchUp, announced}
+        local records = {}
+        if f[4] then records = catchUp(user, tonumber(f[4])) end
+        return {records, announced}
         """)
 
     /// A held session resumed (here or on another node), with the login's custom status and
-    /// its TTL. Returns the catch-up records (targets changed within `window` ms).
+    /// its TTL. Returns the catch-up (``CatchUp``: targets changed within `window` ms).
     static let resumed = LuaScript("status.resumed", parameters: [
         .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
         .text("custom"), .number("ttl"), .number("window"),
@@ -84,7 +85,7 @@ enum UserStatusScripts {
           redis.call('HSET', key, 'lu', int(now))
           announce(user, session)
         end
-        return {changedSince(user, now - window), announced}
+        return {catchUp(user, now - window), announced}
         """)
 
     /// A session ended (after `session.end` or the reaper forgot it; a session still in Redis
@@ -156,6 +157,18 @@ enum UserStatusScripts {
         local out = {}
         for i = usersFrom, #ARGV do out[#out + 1] = current(ARGV[i]) end
         return {out, announced}
+        """)
+
+    /// The second step of a catch-up over several key groups (``catchUp``'s `=since` answer):
+    /// the records of the targets (the rest, all of one key group: `anyTargetsStatus` is one
+    /// of their `st:` keys, declared so that Redis Cluster routes the call to the group's
+    /// slot) changed after `since`.
+    static let changedSince = LuaScript("status.changedSince", parameters: [
+        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .number("since"),
+    ], rest: "targetsFrom", library: library, body: """
+        local targets = {}
+        for i = targetsFrom, #ARGV do targets[#targets + 1] = ARGV[i] end
+        return {recordsChangedSince(targets, since), announced}
         """)
 
     /// `subscribeUserStatus`: subscriber `me`, for `duration` ms, within
@@ -230,19 +243,19 @@ enum UserStatusScripts {
 
     /// After this node's pub/sub link came back (inbox messages may have been lost): per user,
     /// the records a session of the user may have missed in the last `window` ms, for the users
-    /// (the rest). Returns per user the user's own record if it changed within the window, then
-    /// the subscribed targets that did.
-    static let resync = LuaScript("status.resync", parameters: [.text("prefix"), .number("groups"), .text("hooks"), .number("window")], rest: "usersFrom",
+    /// (the rest, all of one key group: `anyUsersStatus` is one of their `st:` keys). Returns
+    /// per user `{its own record if it changed within the window, else false; the catch-up of
+    /// its subscribed targets (``CatchUp``)}`.
+    static let resync = LuaScript("status.resync", parameters: [.key("anyUsersStatus"), .text("prefix"), .number("groups"), .text("hooks"), .number("window")], rest: "usersFrom",
                                   library: library, body: """
         local since = now - window
         local out = {}
         for i = usersFrom, #ARGV do
           local user = ARGV[i]
           expireCustom(user)
-          local records = {}
-          if tonumber(redis.call('HGET', stKey(user), 'lu') or '0') > since then records[1] = record(user) end
-          for _, changed in ipairs(changedSince(user, since)) do records[#records + 1] = changed end
-          out[#out + 1] = records
+          local own = false
+          if tonumber(redis.call('HGET', stKey(user), 'lu') or '0') > since then own = record(user) end
+          out[#out + 1] = {own, catchUp(user, since)}
         end
         return {out, announced}
         """)
@@ -392,13 +405,25 @@ enum UserStatusScripts {
           end
         end
 
-        -- Records of the live subscribed targets whose lastUpdateTime is after `since`.
-        local function changedSince(user, since)
+        -- Records of `targets` whose lastUpdateTime is after `since`.
+        local function recordsChangedSince(targets, since)
           local out = {}
-          for _, target in ipairs(redis.call('ZRANGEBYSCORE', subxKey(user), '(' .. now, '+inf')) do
+          for _, target in ipairs(targets) do
             expireCustom(target)
             if tonumber(redis.call('HGET', stKey(target), 'lu') or '0') > since then out[#out + 1] = record(target) end
           end
+          return out
+        end
+
+        -- The catch-up of `user`: its live subscribed targets changed after `since`. With one
+        -- key group they are read here; with more, a target's record may be in another
+        -- group's slot, so the answer names them instead, `{'=since', since, target…}`, and
+        -- the node reads them per group (`status.changedSince`).
+        local function catchUp(user, since)
+          local targets = redis.call('ZRANGEBYSCORE', subxKey(user), '(' .. now, '+inf')
+          if groups <= 1 or #targets == 0 then return recordsChangedSince(targets, since) end
+          local out = {'=since', int(since)}
+          for _, target in ipairs(targets) do out[#out + 1] = target end
           return out
         end
 

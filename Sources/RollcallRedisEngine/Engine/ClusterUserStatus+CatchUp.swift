@@ -1,0 +1,29 @@
+import RollcallCore
+
+/// Catch-ups over key groups: a session's scripts (`status.started`, `resumed`, `resync`) run
+/// on its user's slot, and with one key group they read the targets' records there too. With
+/// more groups a target's record may be in another group's slot, so they answer the targets
+/// instead (``UserStatusScripts/CatchUp``) and the node reads them here, one
+/// `status.changedSince` per key group of the targets, sent in one store call.
+extension ClusterUserStatus {
+    /// The records of `catchUp`, ordered by user id: at once when the script read them, else
+    /// once every group answered. A failed read gives none: a catch-up is best effort (the
+    /// events that follow are whole records; a resume's catch-up was already so).
+    func resolve(_ catchUp: UserStatusScripts.CatchUp, then done: @escaping ([UserStatusRecord]) -> Void) {
+        guard case .targets(let since, let targets) = catchUp else {
+            if case .records(let records) = catchUp { done(records) }
+            return
+        }
+        let byGroup = UsersByGroup(targets, groupOf: keys.userGroup)
+        guard !byGroup.groups.isEmpty else { return done([]) }
+        let commands = byGroup.groups.map { UserStatusScripts.changedSince(keys: keys, since: since, targets: $0.users) }
+        store.call(commands) { [self] result in
+            guard case .success(let replies) = result else { return done([]) }
+            let records = replies.flatMap { reply -> [UserStatusRecord] in
+                if case .error = reply { return [] }
+                return UserStatusScripts.catchUp(unwrapped(reply))
+            }
+            done(records.sorted { $0.stored.userId < $1.stored.userId })
+        }
+    }
+}
