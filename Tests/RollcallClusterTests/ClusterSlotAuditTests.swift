@@ -92,7 +92,6 @@ struct ClusterSlotAuditTests {
     static let notSplitYetAcrossUserGroups: Set<String> = [
         "presence.join", "presence.leave", "presence.setState",
         "session.start", "session.end",
-        "status.subscribe", "status.unsubscribe",
         "api.info",
     ]
 

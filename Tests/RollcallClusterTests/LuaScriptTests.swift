@@ -56,6 +56,7 @@ import Testing
             SessionScripts.cancelStart, SessionScripts.end, SessionScripts.reap, SessionScripts.handOver, UserStatusScripts.started, UserStatusScripts.resumed,
             UserStatusScripts.ended, UserStatusScripts.setCustomStatus, UserStatusScripts.records, UserStatusScripts.subscribe,
             UserStatusScripts.unsubscribe, UserStatusScripts.subscriptions, UserStatusScripts.resync, UserStatusScripts.sweep,
+            UserStatusScripts.changedSince, UserStatusScripts.admit, UserStatusScripts.subscribeAdmitted, UserStatusScripts.dropSubscriber,
             ServerAPIScripts.channels, ServerAPIScripts.info, ServerAPIScripts.sessionsOfUser, ClusterStartCheck.register,
             NodeHeartbeat.beat, NodeHeartbeat.revive, WebhookStreamScripts.take, WebhookStreamScripts.settle, WebhookStreamScripts.touch,
         ]

@@ -6,10 +6,14 @@ import RollcallCore
 /// instead (``UserStatusScripts/CatchUp``) and the node reads them here, one
 /// `status.changedSince` per key group of the targets, sent in one store call.
 extension ClusterUserStatus {
+    /// Times a catch-up read is sent before it is given up.
+    static let catchUpReadAttempts = 3
+
     /// The records of `catchUp`, ordered by user id: at once when the script read them, else
-    /// once every group answered. A failed read gives none: a catch-up is best effort (the
+    /// once every group answered. A read that fails (the link busy or down) is sent again, up to
+    /// ``catchUpReadAttempts`` times; then the session gets none: a catch-up is best effort (the
     /// events that follow are whole records; a resume's catch-up was already so).
-    func resolve(_ catchUp: UserStatusScripts.CatchUp, then done: @escaping ([UserStatusRecord]) -> Void) {
+    func resolve(_ catchUp: UserStatusScripts.CatchUp, attempt: Int = 1, then done: @escaping ([UserStatusRecord]) -> Void) {
         guard case .targets(let since, let targets) = catchUp else {
             if case .records(let records) = catchUp { done(records) }
             return
@@ -18,7 +22,10 @@ extension ClusterUserStatus {
         guard !byGroup.groups.isEmpty else { return done([]) }
         let commands = byGroup.groups.map { UserStatusScripts.changedSince(keys: keys, since: since, targets: $0.users) }
         store.call(commands) { [self] result in
-            guard case .success(let replies) = result else { return done([]) }
+            guard case .success(let replies) = result else {
+                guard attempt < Self.catchUpReadAttempts else { return done([]) }
+                return resolve(catchUp, attempt: attempt + 1, then: done)
+            }
             let records = replies.flatMap { reply -> [UserStatusRecord] in
                 if case .error = reply { return [] }
                 return UserStatusScripts.catchUp(unwrapped(reply))

@@ -86,11 +86,15 @@ extension ClusterUserStatus {
         }
     }
 
-    /// Every reaper tick: the `status.ended` commands an outage left unanswered, again.
+    /// Every reaper tick: the `status.ended` commands an outage left unanswered, again; and
+    /// the `status.dropSubscriber` ones (``sendDrops(_:)``).
     func retryUnansweredEnds() {
         let commands = unansweredEnds
         unansweredEnds = []
         sendEnds(commands)
+        let drops = unansweredDrops
+        unansweredDrops = []
+        sendDrops(drops)
     }
 
     /// A session left this node (ended, or resumed on another node): after the user's last

@@ -39,6 +39,8 @@ final class ClusterUserStatus {
     var subscriptionsInCluster = 0
     /// `status.ended` commands Redis did not answer, sent again at the next reaper tick.
     var unansweredEnds: [StoreCommand] = []
+    /// `status.dropSubscriber` commands Redis did not answer, sent again at the next reaper tick.
+    var unansweredDrops: [StoreCommand] = []
 
     /// The user-status engine of `broker`'s node, on the Redis keys `keys`.
     init(of broker: Broker, keys: ClusterKeys) {
@@ -92,12 +94,7 @@ final class ClusterUserStatus {
         let me = session.userId
         try takeQueryToken(me)
         let targets = batch.valid.filter { $0 != me }
-        let limits = configuration.userStatus
-        let command = UserStatusScripts.subscribe(keys: keys, subscriber: me, durationMs: request.durationSeconds.milliseconds,
-                                                  maxSubscriptions: limits.maxSubscriptionsPerUser,
-                                                  maxSubscribers: limits.maxSubscribersPerUser, targets: targets)
-        callScript(command, failed: { done(.failure($0)) }) { [self] answer in
-            let reply = UserStatusScripts.Subscribed(unwrapped(answer))
+        subscribe(me, to: targets, durationMs: request.durationSeconds.milliseconds, failed: { done(.failure($0)) }) { [self] reply in
             var outcomes = reply.outcomes.makeIterator()
             var failed = batch.failed
             var statuses: [JSON] = []
@@ -140,6 +137,7 @@ final class ClusterUserStatus {
         let command = UserStatusScripts.unsubscribe(keys: keys, subscriber: me, all: batch.isEmpty, targets: batch.valid)
         callScript(command, failed: { done(.failure($0)) }) { [self] reply in
             var removed = UserStatusScripts.removedTargets(reply)
+            dropSubscriber(me, from: removed)
             if batch.isEmpty { removed.sort() }
             if !removed.isEmpty { tell(me, StatusEvents.subscriptions(added: [], removed: removed), except: session.sessionId) }
             done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
@@ -221,7 +219,7 @@ final class ClusterUserStatus {
 
     /// Runs one script: `use` gets its reply; `failed` gets the store's failure, or Redis' error
     /// reply as `INTERNAL`.
-    private func callScript(_ command: StoreCommand, failed: @escaping (BrokerError) -> Void, then use: @escaping (StoreReply) -> Void) {
+    func callScript(_ command: StoreCommand, failed: @escaping (BrokerError) -> Void, then use: @escaping (StoreReply) -> Void) {
         store.call([command]) { result in
             switch result {
             case .failure(let failure):

@@ -76,6 +76,35 @@ extension UserStatusScripts {
         ], rest: targets.map { Array($0.string.utf8) })
     }
 
+    /// `status.admit`: `subscriber` joins the subscribers of `targets` (all of one key group)
+    /// for `durationMs`, each within `maxSubscribers`. Answers ``Changed`` whose result is
+    /// ``Admitted``.
+    static func admit(keys: ClusterKeys, subscriber: Name, durationMs: Int64, maxSubscribers: Int, targets: [Name]) -> StoreCommand {
+        precondition(!targets.isEmpty, "status.admit needs a target to be routed by")
+        return admit.command(["anyTargetsStatus": keys.user(targets[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
+                              "hooks": keys.webhookHooks, "me": subscriber.string, "duration": durationMs, "maxSubscribers": maxSubscribers],
+                             rest: targets.map { Array($0.string.utf8) })
+    }
+
+    /// `status.subscribeAdmitted`: the admitted `targets` become or stay subscriptions of
+    /// `subscriber`. Answers ``Changed`` whose result is ``Subscribed`` (no records).
+    static func subscribeAdmitted(keys: ClusterKeys, subscriber: Name, durationMs: Int64, maxSubscriptions: Int,
+                                  targets: [Name]) -> StoreCommand {
+        subscribeAdmitted.command([
+            "expiries": keys.user(subscriber).subscriptionExpiries, "subscriptionIndex": keys.user(subscriber).subscriptionExpiryIndex,
+            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks,
+            "me": subscriber.string, "duration": durationMs, "maxSubs": maxSubscriptions,
+        ], rest: targets.map { Array($0.string.utf8) })
+    }
+
+    /// `status.dropSubscriber`: `subscriber` leaves the subscribers of `targets` (all of one
+    /// key group).
+    static func dropSubscriber(keys: ClusterKeys, subscriber: Name, targets: [Name]) -> StoreCommand {
+        precondition(!targets.isEmpty, "status.dropSubscriber needs a target to be routed by")
+        return dropSubscriber.command(["anyTargetsStatus": keys.user(targets[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
+                                       "hooks": keys.webhookHooks, "me": subscriber.string], rest: targets.map { Array($0.string.utf8) })
+    }
+
     /// `status.unsubscribe`: `targets`, or every subscription when `all`. Answers the targets
     /// that were subscribed and are not any more (``removedTargets(_:)``).
     static func unsubscribe(keys: ClusterKeys, subscriber: Name, all: Bool, targets: [Name]) -> StoreCommand {
@@ -151,17 +180,40 @@ extension UserStatusScripts {
         /// The subscriptions the cap dropped, earliest made first.
         let evicted: [Name]
 
+        /// The outcomes and evictions as they are.
+        init(outcomes: [(outcome: Outcome, record: UserStatusRecord?)], evicted: [Name]) {
+            self.outcomes = outcomes
+            self.evicted = evicted
+        }
+
+        /// The answer of `status.subscribe`, or of `status.subscribeAdmitted` (codes with no
+        /// records: those came from `status.admit`).
+        init(_ result: StoreReply) {
+            let codes = result[0].elements ?? []
+            let records = result[1].elements ?? []
+            outcomes = codes.enumerated().map { index, code in
+                let record = index < records.count ? UserStatusScripts.record(records[index]) : nil
+                return switch code.text {
+                case "l": (.targetSubscriberLimit, nil)
+                case "a": (.added, record)
+                default: (.renewed, record)
+                }
+            }
+            evicted = (result[2].elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
+        }
+    }
+
+    /// `status.admit`'s result: per target, in the order given, whether it took the subscriber
+    /// and its record (nil when it has `maxSubscribersPerUser` others).
+    struct Admitted {
+        let outcomes: [(admitted: Bool, record: UserStatusRecord?)]
+
         init(_ result: StoreReply) {
             let codes = result[0].elements ?? []
             let records = result[1].elements ?? []
             outcomes = zip(codes, records).map { code, record in
-                switch code.text {
-                case "l": (.targetSubscriberLimit, nil)
-                case "a": (.added, UserStatusScripts.record(record))
-                default: (.renewed, UserStatusScripts.record(record))
-                }
+                code.text == "ok" ? (true, UserStatusScripts.record(record)) : (false, nil)
             }
-            evicted = (result[2].elements ?? []).compactMap { $0.text.map(Name.init(unchecked:)) }
         }
     }
 

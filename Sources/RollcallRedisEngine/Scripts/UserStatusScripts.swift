@@ -171,7 +171,8 @@ enum UserStatusScripts {
         return {recordsChangedSince(targets, since), announced}
         """)
 
-    /// `subscribeUserStatus`: subscriber `me`, for `duration` ms, within
+    /// `subscribeUserStatus` with one key group (every target's keys in `me`'s slot; over
+    /// several: ``admit``, then ``subscribeAdmitted``): subscriber `me`, for `duration` ms, within
     /// maxSubscriptionsPerUser and maxSubscribersPerUser, to the targets (the rest; never the
     /// subscriber). Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
     /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
@@ -209,6 +210,74 @@ enum UserStatusScripts {
           evicted[#evicted + 1] = earliest
         end
         return {{codes, records, evicted}, announced}
+        """)
+
+    /// `subscribeUserStatus` over several key groups, first step, on the slot of one group's
+    /// targets (the rest; `anyTargetsStatus` is one of their `st:` keys): each target takes
+    /// subscriber `me` until now + `duration` unless it has `maxSubscribers` others
+    /// (``subscribe``'s limit, checked atomically with the add on the target's slot). Returns
+    /// per target a code (`ok`, or `l` TARGET_SUBSCRIBER_LIMIT) and its record (nil for `l`).
+    static let admit = LuaScript("status.admit", parameters: [
+        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"),
+        .number("maxSubscribers"),
+    ], rest: "targetsFrom", library: library, body: """
+        local codes, records = {}, {}
+        for i = targetsFrom, #ARGV do
+          local target = ARGV[i]
+          redis.call('ZREMRANGEBYSCORE', subrKey(target), '-inf', now)
+          if redis.call('ZSCORE', subrKey(target), me) or redis.call('ZCARD', subrKey(target)) < maxSubscribers then
+            redis.call('ZADD', subrKey(target), int(now + duration), me)
+            codes[#codes + 1] = 'ok'
+            records[#records + 1] = current(target)
+          else
+            codes[#codes + 1] = 'l'
+            records[#records + 1] = false
+          end
+        end
+        return {{codes, records}, announced}
+        """)
+
+    /// `subscribeUserStatus` over several key groups, second step, on `me`'s slot: the targets
+    /// `status.admit` took (the rest) become (`a`) or stay (`r`) subscriptions of `me` for
+    /// `duration` ms, within maxSubscriptionsPerUser. Returns ``subscribe``'s shape with no
+    /// records: `{codes, {}, evicted}` (the node drops `me` from the evicted targets' side).
+    static let subscribeAdmitted = LuaScript("status.subscribeAdmitted", parameters: [
+        .key("expiries"), .key("subscriptionIndex"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"),
+        .number("maxSubs"),
+    ], rest: "targetsFrom", library: library, body: """
+        dropExpired(me)
+        local expiresAt = now + duration
+        local codes, evicted = {}, {}
+        for i = targetsFrom, #ARGV do
+          local target = ARGV[i]
+          if redis.call('ZSCORE', subKey(me), target) then
+            codes[#codes + 1] = 'r'
+          else
+            local latest = redis.call('ZRANGE', subKey(me), -1, -1, 'WITHSCORES')
+            local createdAt = now
+            if latest[2] then createdAt = math.max(now, tonumber(latest[2]) + 1) end
+            redis.call('ZADD', subKey(me), int(createdAt), target)
+            codes[#codes + 1] = 'a'
+          end
+          track(me, target, expiresAt)
+        end
+        while redis.call('ZCARD', subKey(me)) > maxSubs do
+          local earliest = redis.call('ZRANGE', subKey(me), 0, 0)[1]
+          removeSubscription(me, earliest)
+          evicted[#evicted + 1] = earliest
+        end
+        return {{codes, {}, evicted}, announced}
+        """)
+
+    /// After `me` stopped subscribing to the targets (the rest, all of one key group other
+    /// than me's; `anyTargetsStatus` is one of their `st:` keys): `me` leaves their
+    /// subscribers (`subr:`). Idempotent. Returns how many it was still in.
+    static let dropSubscriber = LuaScript("status.dropSubscriber", parameters: [
+        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"),
+    ], rest: "targetsFrom", library: library, body: """
+        local dropped = 0
+        for i = targetsFrom, #ARGV do dropped = dropped + redis.call('ZREM', subrKey(ARGV[i]), me) end
+        return dropped
         """)
 
     /// `unsubscribeUserStatus`: subscriber `me`, every subscription when `all` is `1`, else the
@@ -385,17 +454,21 @@ enum UserStatusScripts {
           return record(user)
         end
 
-        -- The expiry of subscription (me, target), in all three places it is kept.
+        -- The expiry of subscription (me, target), in all three places it is kept. The
+        -- target's side (`subr:`) only when it shares me's key group (always, with one group):
+        -- else `status.admit` wrote it, on the target's slot.
         local function track(me, target, expiresAt)
           redis.call('ZADD', subxKey(me), int(expiresAt), target)
-          redis.call('ZADD', subrKey(target), int(expiresAt), me)
+          if userTag(target) == userTag(me) then redis.call('ZADD', subrKey(target), int(expiresAt), me) end
           redis.call('ZADD', userTag(me) .. 'subexp', int(expiresAt), named(me) .. target)
         end
 
+        -- Likewise: the target's side of another group is dropped by the node afterwards
+        -- (`status.dropSubscriber`), or expires by its score.
         local function removeSubscription(me, target)
           redis.call('ZREM', subKey(me), target)
           redis.call('ZREM', subxKey(me), target)
-          redis.call('ZREM', subrKey(target), me)
+          if userTag(target) == userTag(me) then redis.call('ZREM', subrKey(target), me) end
           redis.call('ZREM', userTag(me) .. 'subexp', named(me) .. target)
         end
 
