@@ -99,6 +99,10 @@ struct ClusterSlotAuditTests {
     func usersAcrossKeyGroups() throws {
         var configuration = Configuration()
         configuration.cluster.keyGroupCount = KeyGroups.clusterCount
+        // User-status webhook events go into the user's group's stream.
+        configuration.webhooks.url = "http://127.0.0.1:9/hooks"
+        configuration.webhooks.secret = "s"
+        configuration.webhooks.events = ["userStatus"]
         // Half-second reaper ticks: see ``bucketsShareTheirChannelsSlot()``.
         let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "auditg:", heartbeatSeconds: 0.5, slotAudit: true)
         let keys = ClusterKeys(prefix: "auditg:", groups: KeyGroups(count: KeyGroups.clusterCount))
@@ -137,6 +141,10 @@ struct ClusterSlotAuditTests {
         let bobsRecord = keys.user(Name(unchecked: "bob")).session(bob.sessionId).record
         _ = try bed.api("disconnectUser", ["userId": "bob"], on: 0)
         try bed.pump(until: { (try? bed.redis.command(["EXISTS", bobsRecord])) == ":0" }, what: "bob's session ended in Redis")
+        // alice's changes went into her group's stream, none into group 0's.
+        let alicesStream = keys.user(Name(unchecked: "alice")).group + "wh"
+        #expect(try bed.redis.command(["XLEN", alicesStream]) != ":0", "\(alicesStream)")
+        #expect(try bed.redis.command(["XLEN", keys.webhookStream(group: 0)]) == ":0")
         let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript).subtracting(Self.runByTimers)
         let expected = Self.notSplitYetAcrossUserGroups
         #expect(crossing == expected,

@@ -19,7 +19,7 @@ extension UserStatusScripts {
         let mine = keys.user(user)
         return started.command([
             "status": mine.status, "customExpiries": mine.customStatusExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
-            "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+            "hooks": keys.webhookHooks, "webhookStream": mine.group + "wh", "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
         ])
     }
 
@@ -30,7 +30,7 @@ extension UserStatusScripts {
         let mine = keys.user(user)
         return resumed.command([
             "status": mine.status, "customExpiries": mine.customStatusExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
-            "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+            "hooks": keys.webhookHooks, "webhookStream": mine.group + "wh", "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
             "window": windowMs,
         ])
     }
@@ -41,7 +41,7 @@ extension UserStatusScripts {
         let mine = keys.user(user)
         return ended.command([
             "status": mine.status, "customExpiries": mine.customStatusExpiries, "ending": mine.session(session).endingSessions,
-            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "user": user.string, "session": session,
+            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "webhookStream": mine.group + "wh", "user": user.string, "session": session,
             "how": how.rawValue, "clear": clearCustomStatus,
         ])
     }
@@ -52,7 +52,7 @@ extension UserStatusScripts {
         let mine = keys.user(user)
         return setCustomStatus.command([
             "status": mine.status, "customExpiries": mine.customStatusExpiries, "prefix": keys.prefix, "groups": keys.groups.count,
-            "hooks": keys.webhookHooks, "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
+            "hooks": keys.webhookHooks, "webhookStream": mine.group + "wh", "user": user.string, "session": session, "custom": customArgument(customStatus), "ttl": ttlMs,
         ])
     }
 
@@ -61,7 +61,7 @@ extension UserStatusScripts {
     static func records(keys: ClusterKeys, users: [Name]) -> StoreCommand {
         precondition(!users.isEmpty, "status.records needs a user to be routed by")
         return records.command(["anyUsersStatus": keys.user(users[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
-                                "hooks": keys.webhookHooks], rest: users.map { Array($0.string.utf8) })
+                                "hooks": keys.webhookHooks, "webhookStream": keys.user(users[0]).group + "wh"], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.subscribe`: `subscriber` subscribes to `targets` (never itself) for
@@ -70,7 +70,7 @@ extension UserStatusScripts {
                           targets: [Name]) -> StoreCommand {
         subscribe.command([
             "expiries": keys.user(subscriber).subscriptionExpiries, "subscriptionIndex": keys.user(subscriber).subscriptionExpiryIndex,
-            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks,
+            "prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "webhookStream": keys.user(subscriber).group + "wh",
             "me": subscriber.string, "duration": durationMs, "maxSubs": maxSubscriptions,
             "maxSubscribers": maxSubscribers,
         ], rest: targets.map { Array($0.string.utf8) })
@@ -82,7 +82,7 @@ extension UserStatusScripts {
     static func admit(keys: ClusterKeys, subscriber: Name, durationMs: Int64, maxSubscribers: Int, targets: [Name]) -> StoreCommand {
         precondition(!targets.isEmpty, "status.admit needs a target to be routed by")
         return admit.command(["anyTargetsStatus": keys.user(targets[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
-                              "hooks": keys.webhookHooks, "me": subscriber.string, "duration": durationMs, "maxSubscribers": maxSubscribers],
+                              "hooks": keys.webhookHooks, "webhookStream": keys.user(targets[0]).group + "wh", "me": subscriber.string, "duration": durationMs, "maxSubscribers": maxSubscribers],
                              rest: targets.map { Array($0.string.utf8) })
     }
 
@@ -125,7 +125,7 @@ extension UserStatusScripts {
     static func resync(keys: ClusterKeys, windowMs: Int64, users: [Name]) -> StoreCommand {
         precondition(!users.isEmpty, "status.resync needs a user to be routed by")
         return resync.command(["anyUsersStatus": keys.user(users[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
-                               "hooks": keys.webhookHooks, "window": windowMs], rest: users.map { Array($0.string.utf8) })
+                               "hooks": keys.webhookHooks, "webhookStream": keys.user(users[0]).group + "wh", "window": windowMs], rest: users.map { Array($0.string.utf8) })
     }
 
     /// `status.changedSince`: the records of `targets` (all of one key group) changed after
@@ -133,7 +133,7 @@ extension UserStatusScripts {
     static func changedSince(keys: ClusterKeys, since: Int64, targets: [Name]) -> StoreCommand {
         precondition(!targets.isEmpty, "status.changedSince needs a target to be routed by")
         return changedSince.command(["anyTargetsStatus": keys.user(targets[0]).status, "prefix": keys.prefix, "groups": keys.groups.count,
-                                     "hooks": keys.webhookHooks, "since": since], rest: targets.map { Array($0.string.utf8) })
+                                     "hooks": keys.webhookHooks, "webhookStream": keys.user(targets[0]).group + "wh", "since": since], rest: targets.map { Array($0.string.utf8) })
     }
 
     /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired

@@ -39,7 +39,7 @@ enum UserStatusScripts {
     /// no session of the user ever ended); nothing, and no change, when `session.start`
     /// recorded no session (the node was fenced).
     static let started = LuaScript("status.started", parameters: [
-        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
+        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .text("user"), .text("session"),
         .text("custom"), .number("ttl"),
     ], library: library, body: """
         -- `session.start` refused a fenced node: no session, so no change to the user either.
@@ -74,7 +74,7 @@ enum UserStatusScripts {
     /// A held session resumed (here or on another node), with the login's custom status and
     /// its TTL. Returns the catch-up (``CatchUp``: targets changed within `window` ms).
     static let resumed = LuaScript("status.resumed", parameters: [
-        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
+        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .text("user"), .text("session"),
         .text("custom"), .number("ttl"), .number("window"),
     ], library: library, body: """
         expireCustom(user)
@@ -94,7 +94,7 @@ enum UserStatusScripts {
     /// logout, else `offline`; otherwise the platforms may change. The end is finished: it
     /// leaves its group's `P{<g>}ending` (`SessionScripts.end`).
     static let ended = LuaScript("status.ended", parameters: [
-        .key("status"), .key("customExpiries"), .key("ending"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"),
+        .key("status"), .key("customExpiries"), .key("ending"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .text("user"),
         .text("session"), .text("how"), .text("clear"),
     ], library: library, body: """
         local tag = userTag(user)
@@ -133,7 +133,7 @@ enum UserStatusScripts {
     /// `setCustomStatus`: `custom` is `-` (clear) or `=text`, for `ttl` ms. Setting the
     /// current value again changes nothing. Returns the user's record.
     static let setCustomStatus = LuaScript("status.setCustom", parameters: [
-        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .text("user"), .text("session"),
+        .key("status"), .key("customExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .text("user"), .text("session"),
         .text("custom"), .number("ttl"),
     ], library: library, body: """
         expireCustom(user)
@@ -152,7 +152,7 @@ enum UserStatusScripts {
     /// `getUserStatus` (and the records of `getSubscriptions`), for the users (the rest), all
     /// of one key group: `anyUsersStatus` is one of their `st:` keys, declared so that Redis
     /// Cluster routes the call to the group's slot. Returns one record per user, in order.
-    static let records = LuaScript("status.records", parameters: [.key("anyUsersStatus"), .text("prefix"), .number("groups"), .text("hooks")], rest: "usersFrom",
+    static let records = LuaScript("status.records", parameters: [.key("anyUsersStatus"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream")], rest: "usersFrom",
                                    library: library, body: """
         local out = {}
         for i = usersFrom, #ARGV do out[#out + 1] = current(ARGV[i]) end
@@ -164,7 +164,7 @@ enum UserStatusScripts {
     /// of their `st:` keys, declared so that Redis Cluster routes the call to the group's
     /// slot) changed after `since`.
     static let changedSince = LuaScript("status.changedSince", parameters: [
-        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .number("since"),
+        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .number("since"),
     ], rest: "targetsFrom", library: library, body: """
         local targets = {}
         for i = targetsFrom, #ARGV do targets[#targets + 1] = ARGV[i] end
@@ -177,7 +177,7 @@ enum UserStatusScripts {
     /// subscriber). Returns per target a code (`a` added, `r` renewed, `l` TARGET_SUBSCRIBER_LIMIT) and its
     /// record (nil for `l`), then the targets the cap dropped, earliest-made first.
     static let subscribe = LuaScript("status.subscribe", parameters: [
-        .key("expiries"), .key("subscriptionIndex"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
+        .key("expiries"), .key("subscriptionIndex"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .text("me"), .number("duration"), .number("maxSubs"), .number("maxSubscribers"),
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
@@ -218,7 +218,7 @@ enum UserStatusScripts {
     /// (``subscribe``'s limit, checked atomically with the add on the target's slot). Returns
     /// per target a code (`ok`, or `l` TARGET_SUBSCRIBER_LIMIT) and its record (nil for `l`).
     static let admit = LuaScript("status.admit", parameters: [
-        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .text("me"), .number("duration"),
+        .key("anyTargetsStatus"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .text("me"), .number("duration"),
         .number("maxSubscribers"),
     ], rest: "targetsFrom", library: library, body: """
         local codes, records = {}, {}
@@ -315,7 +315,7 @@ enum UserStatusScripts {
     /// (the rest, all of one key group: `anyUsersStatus` is one of their `st:` keys). Returns
     /// per user `{its own record if it changed within the window, else false; the catch-up of
     /// its subscribed targets (``CatchUp``)}`.
-    static let resync = LuaScript("status.resync", parameters: [.key("anyUsersStatus"), .text("prefix"), .number("groups"), .text("hooks"), .number("window")], rest: "usersFrom",
+    static let resync = LuaScript("status.resync", parameters: [.key("anyUsersStatus"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"), .number("window")], rest: "usersFrom",
                                   library: library, body: """
         local since = now - window
         local out = {}
@@ -413,6 +413,9 @@ enum UserStatusScripts {
           -- stream here, with the change (WebhookStreamScripts). A node drops a record of a
           -- version it has seen, or older, in an inbox.
           local version = redis.call('HINCRBY', stKey(user), 'v', 1)
+          -- Into the user's group's stream (declared by the scripts as `webhookStream`, so
+          -- that the node's taker reads that group soon; the sweep names it itself).
+          hookStream = userTag(user) .. 'wh'
           hook('u', fieldsText, 'v', version)
           local change = {'U' .. except .. '\\n' .. version .. '\\n' .. fieldsText, user}
           redis.call('ZREMRANGEBYSCORE', subrKey(user), '-inf', now)
