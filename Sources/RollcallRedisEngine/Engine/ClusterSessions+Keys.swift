@@ -33,6 +33,12 @@ extension ClusterKeys {
 
         /// The keys of the user's session `id`.
         func session(_ id: String) -> SessionKeys { SessionKeys(group: group, id: id) }
+
+        /// `P{<g>}tok:<hash>`: a resume token of the user's (by its hash) → its session as
+        /// `<g>/<id>`; a resume names its user, so its token is looked up in the user's group.
+        func token(_ hash: String) -> String { group + "tok:" + hash }
+        /// `P{<g>}cancel:t:<hash>`: the mark of a claim (by its new token's hash) its node gave up on.
+        func claimCancel(_ hash: String) -> String { group + "cancel:t:" + hash }
     }
 
     /// The keys of one session, under its user's group's tag. A session id is minted before

@@ -65,7 +65,7 @@ final class ClusterSessions: SessionEngine {
         // A node silent for 2.5 heartbeats has stopped (or is cut off): its live sessions resume too.
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
         let (tokenHash, newTokenHash) = (Self.tokenHash(oldToken), Self.tokenHash(newToken))
-        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: tokenHash, user: request.userId, node: nodeId,
+        let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: tokenHash, user: request.userId, keys: keys.user(request.userId), node: nodeId,
                                          newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs)
         call([claim]) { [self] result in
             switch result {
@@ -73,7 +73,7 @@ final class ClusterSessions: SessionEngine {
                 // The claim may have run (its answer lost) or may still run (queued in a paused
                 // Redis, a frozen link): either way it is made void, so the session is not left
                 // live on this node, which never serves it, and the client's retry resumes it.
-                if failure.mayHaveReachedRedis { cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash) }
+                if failure.mayHaveReachedRedis { cancelClaim(of: request.userId, tokenHash: tokenHash, newTokenHash: newTokenHash) }
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
@@ -102,7 +102,7 @@ final class ClusterSessions: SessionEngine {
                 guard broker.connections[connection] != nil else {
                     // The client went away meanwhile: the session goes back to being held,
                     // under the token the client still has.
-                    cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash)
+                    cancelClaim(of: request.userId, tokenHash: tokenHash, newTokenHash: newTokenHash)
                     return
                 }
                 let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
@@ -197,16 +197,16 @@ final class ClusterSessions: SessionEngine {
     /// away): sent at once, and again at each reaper tick until Redis answers. If it ran, the
     /// session is held again with no node under its old token (the client's retry resumes it,
     /// else it times out); if not, it will find nothing (``SessionScripts/cancelClaim``).
-    func cancelClaim(tokenHash: String, newTokenHash: String) {
-        let cancel = SessionScripts.cancelClaim(prefix: keys.prefix, tokenHash: tokenHash, newTokenHash: newTokenHash, node: nodeId,
-                                                markMs: cancelMarkMs)
+    func cancelClaim(of user: Name, tokenHash: String, newTokenHash: String) {
+        let cancel = SessionScripts.cancelClaim(prefix: keys.prefix, user: keys.user(user), tokenHash: tokenHash, newTokenHash: newTokenHash,
+                                                node: nodeId, markMs: cancelMarkMs)
         call([cancel]) { [self] result in
             guard case .failure = result else { return }
-            unfinishedEnds.append { [self] in cancelClaim(tokenHash: tokenHash, newTokenHash: newTokenHash) }
+            unfinishedEnds.append { [self] in cancelClaim(of: user, tokenHash: tokenHash, newTokenHash: newTokenHash) }
         }
     }
 
-    /// Makes void a `session.start` of `user` this node gave up on, as ``cancelClaim(tokenHash:newTokenHash:)``:
+    /// Makes void a `session.start` of `user` this node gave up on, as ``cancelClaim(of:tokenHash:newTokenHash:)``:
     /// if it ran, the session ends as a close would (it joined nothing; the user's record
     /// follows, `offline` after the last session); if not, it will refuse.
     func cancelStart(_ sessionId: String, user: Name) {

@@ -38,16 +38,19 @@ extension SessionScripts {
     /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
     /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`; what it
     /// hands over stays in Redis for `markMs`, should the claim be cancelled.
-    static func claim(prefix: String, tokenHash: String, user: Name, node: String, newTokenHash: String, staleMs: Int64,
-                      markMs: Int64) -> StoreCommand {
-        claim.command(["prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash,
+    static func claim(prefix: String, tokenHash: String, user: Name, keys: ClusterKeys.UserKeys, node: String, newTokenHash: String,
+                      staleMs: Int64, markMs: Int64) -> StoreCommand {
+        claim.command(["tokenKey": keys.token(tokenHash), "newTokenKey": keys.token(newTokenHash), "cancelMark": keys.claimCancel(newTokenHash),
+                       "prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash,
                        "staleMs": staleMs, "markMs": markMs])
     }
 
     /// `session.cancelClaim`: the claim `node` made with `newTokenHash` (from `tokenHash`) is
     /// void — undone if it ran, refused for `markMs` if it runs later.
-    static func cancelClaim(prefix: String, tokenHash: String, newTokenHash: String, node: String, markMs: Int64) -> StoreCommand {
-        cancelClaim.command(["prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs])
+    static func cancelClaim(prefix: String, user: ClusterKeys.UserKeys, tokenHash: String, newTokenHash: String, node: String,
+                            markMs: Int64) -> StoreCommand {
+        cancelClaim.command(["tokenKey": user.token(tokenHash), "newTokenKey": user.token(newTokenHash), "cancelMark": user.claimCancel(newTokenHash),
+                             "prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs])
     }
 
     /// `session.cancelStart`: the `session.start` of session `session` on `node` is void —

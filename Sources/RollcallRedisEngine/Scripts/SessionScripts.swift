@@ -3,7 +3,7 @@ import RollcallCore
 /// The Lua scripts of cluster sessions (docs/cluster.md, "Sessions across nodes"). A session
 /// is `P{<g>}s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), `<g>`
 /// its user's key group (``SessionScriptKeys``), listed in `P{<g>}us:<n>:<user>` (by start
-/// time, for `maxSessionsPerUser`), `P tok:<hash>` (resume token → `<g>/<id>`), `P ns:<node>`
+/// time, for `maxSessionsPerUser`), `P{<g>}tok:<hash>` (resume token → `<g>/<id>`, in the user's group: a resume names its user), `P ns:<node>`
 /// (a node's sessions, as `<g>/<id>`) and, while held, its group's bucket `P{<g>}held` (by
 /// deadline). A script the node gives a session id is given its record's key too (`record`,
 /// declared: the node knows each of its sessions' users), and the buckets of its group it
@@ -25,7 +25,7 @@ package enum SessionScripts {
         redis.call('HSET', record, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
         redis.call('ZADD', userSessions(tag, user), now, id)
-        redis.call('SET', control .. 'tok:' .. token, entryOf(tag, id))
+        redis.call('SET', tag .. 'tok:' .. token, entryOf(tag, id))
         redis.call('SADD', control .. 'ns:' .. node, entryOf(tag, id))
         local all = redis.call('ZRANGE', userSessions(tag, user), 0, -1)
         local excess, out = #all - max, {}
@@ -100,11 +100,11 @@ package enum SessionScripts {
     /// `adopted <id> <token>` (the hash claimed) once it has the answer. The
     /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
     static let claim = LuaScript("session.claim", parameters: [
-        .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
+        .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
-        if redis.call('EXISTS', control .. 'cancel:t:' .. newToken) == 1 then return {'none'} end
-        local entry = redis.call('GET', control .. 'tok:' .. token)
+        if redis.call('EXISTS', cancelMark) == 1 then return {'none'} end
+        local entry = redis.call('GET', tokenKey)
         if not entry then return {'none'} end
         local tag, id = fromEntry(entry)
         local key = tag .. 's:' .. id
@@ -120,8 +120,8 @@ package enum SessionScripts {
           local beat = redis.call('ZSCORE', control .. 'nodes', f[3])
           if beat and now - tonumber(beat) < staleMs then return {'wait'} end
         end
-        redis.call('DEL', control .. 'tok:' .. token)
-        redis.call('SET', control .. 'tok:' .. newToken, entry)
+        redis.call('DEL', tokenKey)
+        redis.call('SET', newTokenKey, entry)
         redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
         redis.call('HDEL', key, 'handing')
         redis.call('ZREM', tag .. 'held', id)
@@ -155,23 +155,23 @@ package enum SessionScripts {
     /// If the claim ran, the session is held again with no node, under its old token, with the
     /// messages the claim handed over (the hold runs from now, as after a node's death): the
     /// client's retry resumes it, or the reaper times it out. If it has not run yet, a mark
-    /// (`P cancel:t:<newToken>`, for `markMs`) makes it find nothing when it does. Returns
+    /// (`P{<g>}cancel:t:<newToken>`, in the user's group, for `markMs`) makes it find nothing when it does. Returns
     /// `held`, `marked`, or `gone` (the session moved on: ended, or taken over again).
     static let cancelClaim = LuaScript("session.cancelClaim", parameters: [
-        .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
+        .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
     ], library: library, body: """
         if redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return 'gone' end
-        local entry = redis.call('GET', control .. 'tok:' .. newToken)
+        local entry = redis.call('GET', newTokenKey)
         if not entry then
-          redis.call('SET', control .. 'cancel:t:' .. newToken, '1', 'PX', markMs)
+          redis.call('SET', cancelMark, '1', 'PX', markMs)
           return 'marked'
         end
         local tag, id = fromEntry(entry)
         local key = tag .. 's:' .. id
         local holder = redis.call('HGET', key, 'node')
         if holder ~= node and holder ~= '' then return 'gone' end
-        redis.call('DEL', control .. 'tok:' .. newToken)
-        redis.call('SET', control .. 'tok:' .. token, entry)
+        redis.call('DEL', newTokenKey)
+        redis.call('SET', tokenKey, entry)
         redis.call('HSET', key, 'token', token)
         if holder == node then
           local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
@@ -348,7 +348,7 @@ package enum SessionScripts {
           redis.call('DEL', control .. 'hm:' .. id, control .. 'hmb:' .. id, control .. 'hmd:' .. id, control .. 'hmc:' .. id)
           redis.call('DEL', tag .. 's:' .. id)
           redis.call('ZREM', userSessions(tag, user), id)
-          redis.call('DEL', control .. 'tok:' .. token)
+          redis.call('DEL', tag .. 'tok:' .. token)
           redis.call('ZREM', tag .. 'held', id)
           if node ~= '' then redis.call('SREM', control .. 'ns:' .. node, entryOf(tag, id)) end
         end
