@@ -48,8 +48,10 @@ struct ClusterFencedLoginTests {
         #expect(try bed.request(alice, "join", ["channel": .string("kept")])["ok"]?.boolValue == true)
         #expect(try bed.request(bob, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
         // The session is handed over (as when the others declare its node dead) while its node
-        // does not know yet: it has no node now.
+        // does not know yet: it has another node now, in its record and in its fence copy in
+        // the channel it joined (what a claim's refence writes).
         #expect(try bed.redis.command(["HSET", "fence:{0}s:\(alice.sessionId)", "node", "n9"]) == ":0")
+        #expect(try bed.redis.command(["HSET", "fence:{0}c:m:4:kept:o", alice.sessionId, "n9"]) == ":0")
 
         let join = try bed.request(alice, "join", ["channel": .string("room")])
         #expect(join["error"]?.string("code") == "UNAVAILABLE", "\(join.compactString)")
