@@ -80,6 +80,27 @@ public final class RedisClusterNodes: @unchecked Sendable {
     /// The node id of the node at `port` (`CLUSTER MYID`).
     public func nodeID(port: Int) throws -> String { try command(port: port, ["CLUSTER", "MYID"]) }
 
+    /// The port of the master serving `key`'s slot, as a running node sees it now (`CLUSTER
+    /// KEYSLOT`, then the slot ranges of `CLUSTER NODES`).
+    public func masterPort(servingKey key: String) throws -> Int {
+        for node in nodes where node.pid != nil {
+            guard let slotText = try? command(port: node.port, ["CLUSTER", "KEYSLOT", key]), let slot = Int(slotText),
+                  let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { continue }
+            for line in table.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.count > 8, fields[2].contains("master"), !fields[2].contains("fail"),
+                      let colon = fields[1].lastIndex(of: ":") else { continue }
+                let port = Int(fields[1][fields[1].index(after: colon)...].prefix { $0 != "@" })
+                for range in fields[8...] where !range.hasPrefix("[") {
+                    let bounds = range.split(separator: "-").compactMap { Int($0) }
+                    guard let low = bounds.first, let port else { continue }
+                    if slot >= low && slot <= (bounds.count > 1 ? bounds[1] : low) { return port }
+                }
+            }
+        }
+        throw TestSupportError("no running node names the master of \(key)'s slot")
+    }
+
     /// The ports of the masters that serve slots, as a running node sees them now.
     public func masterPorts() throws -> [Int] {
         for node in nodes where node.pid != nil {
