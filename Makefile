@@ -273,11 +273,13 @@ test-tsan: deps
 ## (comma-separated kinds) narrows the faults, CHAOS_WEBHOOKS=0 turns the webhook check off.
 ## Reports and the summary also go to $(CHAOS_REPORT). (`swift test` runs one short schedule.)
 CHAOS_SECONDS ?= 300
+## `server` (one redis-server) or `cluster` (a Redis Cluster of 3 masters with a replica each).
+CHAOS_REDIS ?= server
 CHAOS_REPORT  ?= $(CURDIR)/.build/chaos-report.txt
 chaos: build
 	swift build --build-tests
 	@mkdir -p $(dir $(CHAOS_REPORT))
-	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_REPORT=$(CHAOS_REPORT) \
+	CHAOS_SECONDS=$(CHAOS_SECONDS) CHAOS_REPORT=$(CHAOS_REPORT) CHAOS_REDIS=$(CHAOS_REDIS) \
 	swift test --skip-build --filter 'ChaosTests/chaosForSeconds'
 
 ## Leaks: the release broker under valgrind memcheck while a short soak churns sessions, then

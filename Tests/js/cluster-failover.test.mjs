@@ -1,7 +1,8 @@
 // Cluster mode (PROTOCOL §9): a client given the URLs of several nodes resumes on another
 // node when its node shuts down (SIGTERM, a rolling restart) or is killed (kill -9: the
 // session becomes resumable only once the other nodes declare the node dead, so the client
-// keeps retrying the resume meanwhile), and nobody sees it leave or join.
+// keeps retrying the resume meanwhile), and nobody sees it leave or join. Once on one Redis,
+// once on a Redis Cluster of 3 masters.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -9,14 +10,14 @@ import { after, before, describe, test } from "node:test";
 import { channelKey, connect } from "./support/rollcall.mjs";
 import { Broker } from "./support/broker.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
-import { RedisServer } from "./support/redis.mjs";
+import { REDIS_BACKENDS } from "./support/redis.mjs";
 
-describe("cluster: resume on another node", () => {
-  /** @type {RedisServer} */ let redis;
+for (const backend of REDIS_BACKENDS) describe(`cluster on ${backend.name}: resume on another node`, () => {
+  /** @type {{url: string, stop(): Promise<void>}} */ let redis;
   /** @type {Broker[]} */ let nodes = [];
 
   before(async () => {
-    redis = await RedisServer.start();
+    redis = await backend.start();
     const cluster = { redis: redis.url, keyPrefix: "js:", heartbeatSeconds: 0.2, nodeTimeoutSeconds: 1 };
     for (let index = 0; index < 2; index++) nodes.push(await Broker.start({ cluster }));
   });

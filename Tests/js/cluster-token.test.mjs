@@ -1,7 +1,7 @@
 // Cluster mode (PROTOCOL §9) with jwt tokens (1.1 §3): a session refreshed through `getToken`
 // on one node outlives its first token while a user on another node sees no leave (and does
 // see a control session with the same short token leave at its exp); `info` crosses nodes in
-// join events and snapshots.
+// join events and snapshots. Once on one Redis, once on a Redis Cluster of 3 masters.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -11,15 +11,15 @@ import { Broker } from "./support/broker.mjs";
 import { ClientPool, FAST_BACKOFF, plain } from "./support/clients.mjs";
 import { eventually, nextEvent, record } from "./support/eventually.mjs";
 import { SECRET, tokenFor } from "./support/jwt.mjs";
-import { RedisServer } from "./support/redis.mjs";
+import { REDIS_BACKENDS } from "./support/redis.mjs";
 
-describe("cluster: token refresh and info across nodes", () => {
-  /** @type {RedisServer} */ let redis;
+for (const backend of REDIS_BACKENDS) describe(`cluster on ${backend.name}: token refresh and info across nodes`, () => {
+  /** @type {{url: string, stop(): Promise<void>}} */ let redis;
   /** @type {Broker[]} */ const nodes = [];
   const pool = new ClientPool();
 
   before(async () => {
-    redis = await RedisServer.start();
+    redis = await backend.start();
     const cluster = { redis: redis.url, keyPrefix: "jstoken:", heartbeatSeconds: 0.2, nodeTimeoutSeconds: 1 };
     const auth = { mode: "jwt", secret: SECRET, clockSkewSeconds: 0 };
     for (let index = 0; index < 2; index++) nodes.push(await Broker.start({ cluster, auth }));

@@ -22,6 +22,11 @@ final class ChaosCluster: @unchecked Sendable {
 
     let cluster: ClusterProcess
     let proxies: [LinkProxy]
+    /// The Redis Cluster the nodes share, on a run with `CHAOS_REDIS=cluster` (nil: one
+    /// redis-server, ``ClusterProcess/redis``, each node through its proxy).
+    let redisCluster: RedisClusterNodes?
+    /// The Redis Cluster node a failover or a pause took down (``heal(_:)`` brings it back).
+    private var downMaster: RedisServer?
     let receiver: WebhookReceiver
     /// True when channels may switch to interval mode (a low `presence.maxInstantEvents`).
     let intervalMode: Bool
@@ -33,10 +38,11 @@ final class ChaosCluster: @unchecked Sendable {
 
     /// Starts Redis (AOF on), the proxies, the receiver and three nodes, and waits until they
     /// formed a cluster.
-    init(intervalMode: Bool, nodeTimeoutSeconds: Double) throws {
+    init(intervalMode: Bool, nodeTimeoutSeconds: Double, redis kind: ChaosRedis = .server) throws {
         self.intervalMode = intervalMode
+        let redisCluster = kind == .cluster ? try RedisClusterNodes(masters: 3, replicasPerMaster: 1) : nil
         let redis = try RedisServer(appendOnly: true)
-        let proxies = try (0..<3).map { _ in try LinkProxy(targetPort: redis.port) }
+        let proxies = redisCluster == nil ? try (0..<3).map { _ in try LinkProxy(targetPort: redis.port) } : []
         let receiver = try WebhookReceiver()
         let ports = proxies.map(\.port)
         let config: [String: Any] = BrokerProcess.merge(ServerAPIRequest.config, [
@@ -52,7 +58,10 @@ final class ChaosCluster: @unchecked Sendable {
             ],
         ])
         do {
-            cluster = try ClusterProcess(config: config, formTimeout: 20, redis: redis, redisPortForNode: { ports[$0] })
+            var portForNode: (@Sendable (Int) -> Int)?
+            if !ports.isEmpty { portForNode = { @Sendable index in ports[index] } }
+            cluster = try ClusterProcess(config: config, formTimeout: 20, redis: redis, redisURL: redisCluster?.url,
+                                         redisPortForNode: portForNode)
         } catch {
             for proxy in proxies { proxy.stop() }
             receiver.stop()
@@ -61,6 +70,22 @@ final class ChaosCluster: @unchecked Sendable {
         }
         self.proxies = proxies
         self.receiver = receiver
+        self.redisCluster = redisCluster
+    }
+
+    /// The port of the Redis that holds the cluster's keys now: the redis-server, or the
+    /// Redis Cluster master serving the slot of the keys' group (one key group: `P{0}`).
+    var keysRedisPort: Int {
+        guard let redisCluster else { return cluster.redisPort }
+        return (try? redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")) ?? cluster.redisPort
+    }
+
+    /// The Redis Cluster node serving the cluster's keys now.
+    private func keysMaster() throws -> RedisServer {
+        guard let redisCluster else { return cluster.redis }
+        let port = try redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")
+        guard let node = redisCluster.node(port: port) else { throw HarnessError("no Redis Cluster node on port \(port)") }
+        return node
     }
 
     /// `ws://127.0.0.1:PORT/v1` of node `index`.
@@ -91,8 +116,16 @@ final class ChaosCluster: @unchecked Sendable {
             _ = try? RedisWire.command(port: cluster.redisPort, ["SHUTDOWN"], timeout: 5)
             _ = eventually(timeout: 10) { cluster.redis.pid == nil }
         case .pauseRedis:
-            cluster.redis.suspend()
-            lock.withLock { redisPaused = true }
+            let master = try keysMaster()
+            master.suspend()
+            lock.withLock {
+                redisPaused = true
+                downMaster = master
+            }
+        case .failoverRedis:
+            let master = try keysMaster()
+            master.kill()
+            lock.withLock { downMaster = master }
         }
     }
 
@@ -109,9 +142,31 @@ final class ChaosCluster: @unchecked Sendable {
         case .restartRedis:
             try startRedisAgain()
         case .pauseRedis:
-            cluster.redis.resume()
-            lock.withLock { redisPaused = false }
+            let master = lock.withLock { downMaster } ?? cluster.redis
+            master.resume()
+            lock.withLock {
+                redisPaused = false
+                downMaster = nil
+            }
+            try waitUntilRedisClusterHealthy()
+        case .failoverRedis:
+            try startDownMasterAgain()
         }
+    }
+
+    /// A killed Redis Cluster master starts again on its port with its `nodes.conf`: it comes
+    /// back as a replica of the one promoted meanwhile.
+    private func startDownMasterAgain() throws {
+        guard let master = lock.withLock({ downMaster }) else { return }
+        try master.restart(timeout: 20)
+        lock.withLock { downMaster = nil }
+        try waitUntilRedisClusterHealthy()
+    }
+
+    /// On a Redis Cluster: waits until every node agrees again (a failover done, the old master
+    /// a replica in sync).
+    private func waitUntilRedisClusterHealthy() throws {
+        try redisCluster?.waitUntilHealthy(timeout: 30)
     }
 
     /// Undoes every fault still in force (a schedule cut short, a failed heal).
@@ -119,9 +174,14 @@ final class ChaosCluster: @unchecked Sendable {
         for proxy in proxies { proxy.restore() }
         let (paused, dead, down, redisStopped) = lock.withLock { (pausedNodes, deadNodes, redisDown, redisPaused) }
         if redisStopped {
-            cluster.redis.resume()
-            lock.withLock { redisPaused = false }
+            (lock.withLock { downMaster } ?? cluster.redis).resume()
+            lock.withLock {
+                redisPaused = false
+                downMaster = nil
+            }
         }
+        try startDownMasterAgain()
+        try waitUntilRedisClusterHealthy()
         if down { try startRedisAgain() }
         for node in paused {
             cluster.kill(node: node, signal: SIGCONT)

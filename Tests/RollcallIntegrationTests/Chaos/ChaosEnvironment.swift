@@ -9,6 +9,9 @@ import Foundation
 ///   `kill-node,pause-node,cut-link,freeze-link,restart-redis,pause-redis`); `none`: churn
 ///   without faults.
 /// - `CHAOS_WEBHOOKS`: `0` turns the webhook check off, `1` (default) on.
+/// - `CHAOS_REDIS`: `server` (default: one redis-server) or `cluster` (a Redis Cluster of 3
+///   masters with a replica each; the default faults are then those it can take,
+///   `FaultKind.kinds(for:)`).
 /// - `CHAOS_REPORT`: a file the reports and the summary are appended to.
 struct ChaosEnvironment {
     let seconds: Double
@@ -17,6 +20,7 @@ struct ChaosEnvironment {
     let kinds: [FaultKind]
     let checkWebhooks: Bool
     let reportPath: String?
+    let redis: ChaosRedis
 
     /// True when `make chaos` asked for the long run (`CHAOS_SECONDS` or `CHAOS_SEED` set).
     static func isLongRun(_ environment: [String: String]) -> Bool {
@@ -41,19 +45,26 @@ struct ChaosEnvironment {
             guard let seed = UInt64(text) else { throw HarnessError("\(name) must be an unsigned integer, not \(text)") }
             return seed
         }
+        switch value("CHAOS_REDIS") {
+        case nil: redis = .server
+        case let text?:
+            guard let kind = ChaosRedis(rawValue: text) else { throw HarnessError("CHAOS_REDIS must be server or cluster, not \(text)") }
+            redis = kind
+        }
         seed = try unsigned("CHAOS_SEED")
         shortSeed = try unsigned("CHAOS_SHORT_SEED")
         if let text = value("CHAOS_FAULTS") {
             if text == "none" {
                 kinds = []
             } else {
-                guard let kinds = FaultKind.list(text) else {
-                    throw HarnessError("CHAOS_FAULTS must list some of \(FaultKind.allCases.map(\.rawValue).joined(separator: ",")), or be none, not \(text)")
+                let possible = FaultKind.kinds(for: redis)
+                guard let kinds = FaultKind.list(text), kinds.allSatisfy(possible.contains) else {
+                    throw HarnessError("CHAOS_FAULTS must list some of \(possible.map(\.rawValue).joined(separator: ",")) (CHAOS_REDIS=\(redis.rawValue)), or be none, not \(text)")
                 }
                 self.kinds = kinds
             }
         } else {
-            kinds = FaultKind.allCases
+            kinds = FaultKind.kinds(for: redis)
         }
         switch value("CHAOS_WEBHOOKS") {
         case nil, "1": checkWebhooks = true

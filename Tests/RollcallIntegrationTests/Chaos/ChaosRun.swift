@@ -5,8 +5,10 @@ import RollcallTestSupport
 
 /// What a chaos run is asked to do.
 struct ChaosOptions: Sendable {
+    /// The Redis the nodes share.
+    var redis: ChaosRedis = .server
     /// The kinds of fault a schedule draws from.
-    var kinds: [FaultKind] = FaultKind.allCases
+    var kinds: [FaultKind] = FaultKind.kinds(for: .server)
     /// Seconds of churn (faults come and go within it).
     var churnSeconds: Double = 14
     /// Churning users (two per node at the start, more wrap around); three watchers come on top.
@@ -61,7 +63,7 @@ enum ChaosRun {
         let intervalMode = seed % 2 == 1
         let schedule = ChaosSchedule(seed: seed, kinds: options.kinds, length: options.churnSeconds, nodeCount: 3,
                                      nodeTimeoutSeconds: options.nodeTimeoutSeconds)
-        let cluster = try ChaosCluster(intervalMode: intervalMode, nodeTimeoutSeconds: options.nodeTimeoutSeconds)
+        let cluster = try ChaosCluster(intervalMode: intervalMode, nodeTimeoutSeconds: options.nodeTimeoutSeconds, redis: options.redis)
         defer { cluster.stop() }
         let clock = ChaosClock()
         var clients: [ChaosClient] = []
@@ -193,7 +195,8 @@ enum ChaosRun {
         lines.append("=== chaos seed \(seed): \(violations.count) violation(s), \(webhookViolations.count) webhook finding(s); "
             + "\(intervalMode ? "interval-capable (maxInstantEvents 5)" : "announce") ===")
         let replay = options.replay?.replacingOccurrences(of: "{seed}", with: String(seed))
-            ?? "CHAOS_SEED=\(seed)\(options.kinds == FaultKind.allCases ? "" : " CHAOS_FAULTS=\(kinds.isEmpty ? "none" : kinds)") make chaos"
+            ?? "CHAOS_SEED=\(seed)\(options.redis == .server ? "" : " CHAOS_REDIS=\(options.redis.rawValue)")"
+            + "\(options.kinds == FaultKind.kinds(for: options.redis) ? "" : " CHAOS_FAULTS=\(kinds.isEmpty ? "none" : kinds)") make chaos"
         lines.append("replay: \(replay)")
         lines.append(schedule.description)
         lines.append("timeline:")
@@ -244,7 +247,7 @@ enum ChaosRun {
             lines.append("history of \(client.userId) (\(client.role.rawValue); around its violations during the churn, its connections and sessions, and its last 25 steps):")
             lines += shown.map { "  \($0.text)" }
             lines.append("in Redis for \(client.userId) (white-box):")
-            lines += ChaosEvidence.dump(redisPort: cluster.cluster.redisPort, keyPrefix: cluster.cluster.keyPrefix,
+            lines += ChaosEvidence.dump(redisPort: cluster.keysRedisPort, keyPrefix: cluster.cluster.keyPrefix,
                                         user: client.userId, channels: channels).split(separator: "\n").map { "  \($0)" }
         }
         return lines.joined(separator: "\n")

@@ -13,11 +13,25 @@ enum FaultKind: String, CaseIterable, Sendable {
     case freezeLink = "freeze-link"
     /// Redis `SHUTDOWN` (the append-only file kept), started again after the fault's duration.
     case restartRedis = "restart-redis"
-    /// SIGSTOP of Redis, then SIGCONT.
+    /// SIGSTOP of Redis, then SIGCONT (on a Redis Cluster: of the master serving the cluster's
+    /// keys; stopped past `cluster-node-timeout`, its replica takes over).
     case pauseRedis = "pause-redis"
+    /// Redis Cluster only: `kill -9` of the master serving the cluster's keys (its replica is
+    /// promoted), started again after the fault's duration (it comes back as a replica).
+    case failoverRedis = "failover-redis"
 
     /// True for faults aimed at one node.
-    var targetsNode: Bool { self != .restartRedis && self != .pauseRedis }
+    var targetsNode: Bool { self != .restartRedis && self != .pauseRedis && self != .failoverRedis }
+
+    /// The kinds a run on `redis` can inject: on a Redis Cluster the nodes reach every master
+    /// at the address the cluster announces, so there is no proxy to cut or freeze, and a
+    /// master's failure is a failover rather than a restart.
+    static func kinds(for redis: ChaosRedis) -> [FaultKind] {
+        switch redis {
+        case .server: [.killNode, .pauseNode, .cutLink, .freezeLink, .restartRedis, .pauseRedis]
+        case .cluster: [.killNode, .pauseNode, .failoverRedis, .pauseRedis]
+        }
+    }
 
     /// Parses a comma-separated list (`CHAOS_FAULTS`); nil for an unknown name.
     static func list(_ text: String) -> [FaultKind]? {
@@ -25,6 +39,14 @@ enum FaultKind: String, CaseIterable, Sendable {
         let kinds = names.compactMap(FaultKind.init(rawValue:))
         return kinds.count == names.count && !kinds.isEmpty ? kinds : nil
     }
+}
+
+/// Which Redis a chaos run's nodes share (`CHAOS_REDIS`).
+enum ChaosRedis: String, Sendable {
+    /// One redis-server with the append-only file, each node through its own proxy.
+    case server
+    /// A Redis Cluster of 3 masters with a replica each (`redis+cluster://`).
+    case cluster
 }
 
 /// One fault of a schedule: what, on which node, when (seconds after the churn started) and
@@ -70,6 +92,7 @@ struct ChaosSchedule: CustomStringConvertible, Sendable {
             case .cutLink, .freezeLink: duration = uniform(0.3, nodeTimeoutSeconds + 2)
             case .restartRedis: duration = uniform(0.2, 1.5)
             case .pauseRedis: duration = uniform(0.3, nodeTimeoutSeconds + 2)
+            case .failoverRedis: duration = uniform(0.5, nodeTimeoutSeconds + 2)
             }
             guard time + duration < length - 0.5 else { break }
             let node = kind.targetsNode ? Int(random.next() % UInt64(nodeCount)) : nil

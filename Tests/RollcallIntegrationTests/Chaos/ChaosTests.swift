@@ -15,7 +15,7 @@ import Testing
 struct ChaosTests {
     /// The faults of the short schedule in `swift test`: every kind. Its seed picks which
     /// ones it injects, and when (docs/testing.md, "Chaos suite").
-    static let shortKinds: [FaultKind] = FaultKind.allCases
+    static let shortKinds: [FaultKind] = FaultKind.kinds(for: .server)
     static let shortSeed: UInt64 = 2026
 
     @Test("a short seeded schedule: faults while clients churn on three nodes; once healed and quiet every invariant holds")
@@ -32,11 +32,25 @@ struct ChaosTests {
         #expect(result.passed && result.webhookViolations.isEmpty, "\(result.report)")
     }
 
+    @Test("a short seeded schedule on a Redis Cluster: the master serving the keys is killed while clients churn (its replica takes over); once healed and quiet every invariant holds")
+    func shortScheduleOnRedisCluster() throws {
+        let environment = try ChaosEnvironment(ProcessInfo.processInfo.environment)
+        let options = ChaosOptions(redis: .cluster, kinds: [.failoverRedis], churnSeconds: 6, churners: 4, checkWebhooks: true,
+                                   checkMessages: true, quietSeconds: 15, nodeTimeoutSeconds: 3,
+                                   replay: "CHAOS_SHORT_SEED={seed} swift test --filter ChaosTests/shortScheduleOnRedisCluster")
+        let seed = environment.shortSeed ?? Self.shortSeed
+        let result = try ChaosRun.run(seed: seed, options: options)
+        print("chaos: short schedule on a Redis Cluster, seed \(seed): \(result.violations.count) violation(s) in \(String(format: "%.1f", result.seconds)) s\n\(result.schedule)")
+        #expect(result.schedule.faults.contains { $0.kind == .failoverRedis }, "\(result.schedule)")
+        #expect(result.passed && result.webhookViolations.isEmpty, "\(result.report)")
+    }
+
     @Test("fault schedules with fresh seeds for CHAOS_SECONDS (make chaos); CHAOS_SEED replays one",
           .enabled(if: ChaosEnvironment.isLongRun(ProcessInfo.processInfo.environment)))
     func chaosForSeconds() throws {
         let environment = try ChaosEnvironment(ProcessInfo.processInfo.environment)
         var options = ChaosOptions()
+        options.redis = environment.redis
         options.kinds = environment.kinds
         options.checkWebhooks = environment.checkWebhooks
         let summary = ChaosSummary(reportPath: environment.reportPath)

@@ -44,11 +44,15 @@ extension BrokerProcess: BrokerUnderTest {
 /// - `cluster`: three nodes on one redis-server; the test's clients connect directly to the
 ///   nodes in rotation (n1, n2, n3, n1, …), so consecutive clients are on different nodes.
 /// - `clusterProxy`: the same cluster, every client through nginx's round-robin in front of it.
+/// - `redisCluster`: three nodes on the process's shared Redis Cluster (``ProcessRedisCluster``:
+///   3 masters with a replica each) under a key prefix of the test's own, clients on the nodes
+///   in rotation as with `cluster`.
 enum Topology: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case single, cluster, clusterProxy
+    case single, cluster, clusterProxy, redisCluster
 
-    /// Both topologies every cross-node presence test runs on.
-    static let singleAndCluster: [Topology] = [.single, .cluster]
+    /// What every cross-node presence test runs on: one broker, three nodes on one
+    /// redis-server, and three nodes on a Redis Cluster.
+    static let singleAndCluster: [Topology] = [.single, .cluster, .redisCluster]
 
     var testDescription: String { rawValue }
 
@@ -58,6 +62,7 @@ enum Topology: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .single: try BrokerProcess(config: config)
         case .cluster: try ClusterProcess(config: config, routing: .direct)
         case .clusterProxy: try ClusterProcess(config: config, routing: .proxy)
+        case .redisCluster: try ClusterProcess(config: config, routing: .direct, redisCluster: ProcessRedisCluster.nodes())
         }
     }
 }

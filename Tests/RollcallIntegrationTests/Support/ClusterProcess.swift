@@ -6,11 +6,13 @@ import Glibc
 #endif
 
 /// A Rollcall cluster for one test (PROTOCOL §9): its own `redis-server` on a free loopback port
-/// (no persistence, own temp dir), three `rollcall` nodes `n1`…`n3` with the test's config plus a
+/// (no persistence, own temp dir) or a Redis Cluster it is given (``Store/redisCluster(_:)``: the
+/// process-wide ``ProcessRedisCluster``, or a test's own), three `rollcall` nodes `n1`…`n3` with the test's config plus a
 /// `cluster` section (a key prefix unique to this cluster; `heartbeatSeconds` 0.2 and
 /// `nodeTimeoutSeconds` 1 unless the test's config sets them), each on its own
 /// port, and nginx round-robin in front of them. Everything is killed when the value goes away
-/// (``stopAll()``), whether the test passed or not.
+/// (``stopAll()``), whether the test passed or not; a Redis Cluster is left running (its owner
+/// kills it).
 final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// How ``connect(recordTranscript:)`` picks a node.
     enum Routing {
@@ -20,9 +22,30 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         case proxy
     }
 
+    /// Where the nodes keep the cluster's state (`cluster.redis`).
+    enum Store {
+        /// One redis-server, this cluster's own or given by the test.
+        case server(RedisServer)
+        /// A Redis Cluster (`redis+cluster://` with every node as a seed), shared or the test's.
+        case redisCluster(RedisClusterNodes)
+    }
+
+    /// What the nodes run on.
+    let store: Store
     /// The cluster's Redis (``RedisServer/kill()``, ``RedisServer/restart(timeout:)``,
-    /// ``RedisServer/suspend()`` for outage tests).
-    let redis: RedisServer
+    /// ``RedisServer/suspend()`` for outage tests); only for a cluster on one redis-server
+    /// (a cluster on a Redis Cluster has none: ask ``redisCluster``).
+    var redis: RedisServer {
+        guard case .server(let server) = store else {
+            preconditionFailure("this cluster runs on a Redis Cluster, not one redis-server: use redisCluster")
+        }
+        return server
+    }
+    /// The Redis Cluster the nodes run on, or nil on one redis-server.
+    var redisCluster: RedisClusterNodes? {
+        guard case .redisCluster(let nodes) = store else { return nil }
+        return nodes
+    }
     /// The `cluster.keyPrefix` of every node, unique to this cluster.
     let keyPrefix: String
     /// The round-robin proxy in front of the nodes.
@@ -41,16 +64,28 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// throwaway one. `redisPortForNode` gives the port node `index` reaches Redis on (a proxy in
     /// front of it that a test can cut); nil points every node at Redis itself. `redisURL` is
     /// the nodes' `cluster.redis` when they should not name `redis` directly (a
-    /// `redis+sentinel://` URL whose sentinels watch it).
+    /// `redis+sentinel://` URL whose sentinels watch it). `redisCluster`, when given, is what
+    /// the nodes run on instead of any redis-server (`cluster.redis` its `redis+cluster://` URL
+    /// naming every node as a seed); it is not stopped with the cluster.
     init(config: [String: Any] = [:], routing: Routing = .direct, nodeCount: Int = 3, formTimeout: TimeInterval = 15,
-         redis givenRedis: RedisServer? = nil, redisURL: String? = nil, redisPortForNode: (@Sendable (Int) -> Int)? = nil) throws {
+         redis givenRedis: RedisServer? = nil, redisURL givenURL: String? = nil, redisPortForNode: (@Sendable (Int) -> Int)? = nil,
+         redisCluster: RedisClusterNodes? = nil) throws {
         self.routing = routing
-        redis = try givenRedis ?? Self.retried { try RedisServer() }
+        let redisURL: String
+        if let redisCluster {
+            precondition(givenRedis == nil && givenURL == nil && redisPortForNode == nil, "a Redis Cluster or one redis-server, not both")
+            store = .redisCluster(redisCluster)
+            redisURL = redisCluster.url
+        } else {
+            let server = try givenRedis ?? Self.retried { try RedisServer() }
+            store = .server(server)
+            redisURL = givenURL ?? server.url()
+        }
         self.redisPortForNode = redisPortForNode
         keyPrefix = "t" + UUID().uuidString.prefix(8).lowercased() + ":"
         // Fast heartbeats unless the test says otherwise; Redis and the prefix are the harness's.
         let timing: [String: Any] = ["cluster": ["heartbeatSeconds": 0.2, "nodeTimeoutSeconds": 1]]
-        sharedConfig = BrokerProcess.merge(BrokerProcess.merge(timing, config), ["cluster": ["redis": redisURL ?? redis.url(), "keyPrefix": keyPrefix]])
+        sharedConfig = BrokerProcess.merge(BrokerProcess.merge(timing, config), ["cluster": ["redis": redisURL, "keyPrefix": keyPrefix]])
         nodeProcesses = try Self.startInParallel(count: nodeCount) { [sharedConfig, redisPortForNode] index in
             try BrokerProcess(config: Self.nodeConfig(sharedConfig, index: index, redisPort: redisPortForNode?(index)))
         }
@@ -58,6 +93,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
             proxy = try Self.retried { [nodeProcesses] in try NginxProxy(upstreamPorts: nodeProcesses.map(\.port)) }
         } catch {
             for node in nodeProcesses { node.kill() }
+            if case .server(let server) = store { server.kill() }
             throw error
         }
         guard waitUntilFormed(timeout: formTimeout) else {
@@ -82,8 +118,15 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// `ws://127.0.0.1:PORT/v1` of node `index`.
     func nodeURL(_ index: Int) -> String { node(index).url(path: "/v1") }
 
-    /// The Redis port (for `redis-cli -p`, or ``RedisWire``).
-    var redisPort: Int { redis.port }
+    /// The Redis port (for `redis-cli -p`, or ``RedisWire``): the redis-server's, or on a Redis
+    /// Cluster the port of the master that serves the cluster's keys now (with one key group
+    /// every key is in the slot of `<prefix>{0}`; 0 when no node of it answers).
+    var redisPort: Int {
+        switch store {
+        case .server(let server): server.port
+        case .redisCluster(let nodes): (try? nodes.masterPort(serving: keyPrefix + "{0}")) ?? 0
+        }
+    }
 
     /// The config node `index` runs with (the test's config, the cluster section, its node id),
     /// deep-merged with `override`: for starting a node that should be refused.
@@ -131,7 +174,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     /// cluster has declared a killed node dead and turned its sessions into holds (the
     /// `rollcall_cluster_nodes` gauge can drop a moment earlier).
     func heldSessionsInRedis() -> Int? {
-        guard let reply = try? RedisWire.command(port: redis.port, ["ZCARD", keyPrefix + "{0}held"]), reply.hasPrefix(":") else { return nil }
+        guard let reply = try? RedisWire.command(port: redisPort, ["ZCARD", keyPrefix + "{0}held"]), reply.hasPrefix(":") else { return nil }
         return Int(reply.dropFirst())
     }
 
@@ -175,11 +218,12 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         }.joined(separator: "\n")
     }
 
-    /// Kills the proxy, every node and Redis (idempotent; also run when the value goes away).
+    /// Kills the proxy, every node and its own redis-server (idempotent; also run when the
+    /// value goes away). A Redis Cluster keeps running: its owner stops it.
     func stopAll() {
         proxy.stop()
         for node in lock.withLock({ nodeProcesses }) { node.kill() }
-        redis.kill()
+        if case .server(let server) = store { server.kill() }
     }
 
     deinit { stopAll() }

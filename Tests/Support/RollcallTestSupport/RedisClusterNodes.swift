@@ -1,4 +1,5 @@
 import Foundation
+import RollcallRedis
 
 /// A throwaway Redis Cluster for tests: `masters` masters and `replicasPerMaster` replicas
 /// each, every one a ``RedisServer`` on a free loopback port (`cluster-enabled yes`, a small
@@ -79,11 +80,46 @@ public final class RedisClusterNodes: @unchecked Sendable {
     /// The node id of the node at `port` (`CLUSTER MYID`).
     public func nodeID(port: Int) throws -> String { try command(port: port, ["CLUSTER", "MYID"]) }
 
+    /// The port of the master serving `key`'s slot, as a running node sees it now (`CLUSTER
+    /// KEYSLOT`, then the slot ranges of `CLUSTER NODES`).
+    public func masterPort(servingKey key: String) throws -> Int {
+        for node in nodes where node.pid != nil {
+            guard let slotText = try? command(port: node.port, ["CLUSTER", "KEYSLOT", key]), let slot = Int(slotText),
+                  let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { continue }
+            for line in table.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.count > 8, fields[2].contains("master"), !fields[2].contains("fail"),
+                      let colon = fields[1].lastIndex(of: ":") else { continue }
+                let port = Int(fields[1][fields[1].index(after: colon)...].prefix { $0 != "@" })
+                for range in fields[8...] where !range.hasPrefix("[") {
+                    let bounds = range.split(separator: "-").compactMap { Int($0) }
+                    guard let low = bounds.first, let port else { continue }
+                    if slot >= low && slot <= (bounds.count > 1 ? bounds[1] : low) { return port }
+                }
+            }
+        }
+        throw TestSupportError("no running node names the master of \(key)'s slot")
+    }
+
     /// The ports of the masters that serve slots, as a running node sees them now.
     public func masterPorts() throws -> [Int] {
         for node in nodes where node.pid != nil {
             guard let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { continue }
             return Self.rows(table).filter { $0.isMaster && !$0.failed && $0.hasSlots }.map(\.port).sorted()
+        }
+        throw TestSupportError("no node of the cluster answers")
+    }
+
+    /// The port of the master that serves `key`'s slot (its hash tag's, `RedisClusterSlot`), as
+    /// a running node sees it now: after a failover, the promoted replica's.
+    public func masterPort(serving key: String) throws -> Int {
+        let slot = RedisClusterSlot.of(key)
+        for node in nodes where node.pid != nil {
+            guard let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { continue }
+            guard let master = Self.rows(table).first(where: { $0.isMaster && !$0.failed && $0.slots.contains { $0.contains(slot) } }) else {
+                throw TestSupportError("no master serves slot \(slot) of \(key) as 127.0.0.1:\(node.port) sees it:\n\(table)")
+            }
+            return master.port
         }
         throw TestSupportError("no node of the cluster answers")
     }
@@ -100,9 +136,12 @@ public final class RedisClusterNodes: @unchecked Sendable {
         throw TestSupportError("the cluster did not become healthy within \(timeout) s: \(problem)")
     }
 
-    deinit {
+    /// SIGKILL to every node still running (also done when the value goes).
+    public func killEveryNode() {
         for node in nodes { node.kill() }
     }
+
+    deinit { killEveryNode() }
 
     private func healthProblem() -> String? {
         var masterSets: Set<[Int]> = []
@@ -127,7 +166,9 @@ public final class RedisClusterNodes: @unchecked Sendable {
     private struct Row {
         let port: Int
         let flags: [Substring]
-        let hasSlots: Bool
+        /// The slots it serves (`0-5460`, `5461`; a migrating `[…]` entry is left out).
+        let slots: [ClosedRange<Int>]
+        var hasSlots: Bool { !slots.isEmpty }
         var isMaster: Bool { flags.contains("master") }
         var isMyself: Bool { flags.contains("myself") }
         var failed: Bool { flags.contains("fail") || flags.contains("fail?") }
@@ -140,7 +181,12 @@ public final class RedisClusterNodes: @unchecked Sendable {
             guard fields.count >= 8, let colon = fields[1].lastIndex(of: ":") else { return nil }
             let portText = fields[1][fields[1].index(after: colon)...].prefix { $0.isNumber }
             guard let port = Int(portText) else { return nil }
-            return Row(port: port, flags: fields[2].split(separator: ","), hasSlots: fields.count > 8)
+            let slots = fields.dropFirst(8).compactMap { field -> ClosedRange<Int>? in
+                let bounds = field.split(separator: "-").compactMap { Int($0) }
+                guard !field.hasPrefix("["), let first = bounds.first, let last = bounds.last, first <= last else { return nil }
+                return first...last
+            }
+            return Row(port: port, flags: fields[2].split(separator: ","), slots: slots)
         }
     }
 }
