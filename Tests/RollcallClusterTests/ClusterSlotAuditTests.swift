@@ -84,13 +84,13 @@ struct ClusterSlotAuditTests {
 
     /// The scripts that still cross slots when users' keys are spread over Redis Cluster's 1024
     /// key groups, in ``usersAcrossKeyGroups()`` (no hold or resume: their channel keys are
-    /// built for one group until step 2). Each crosses because of other owners' keys: the
-    /// channel's (`presence.*`), `P tok:`/`P ns:`/`P nodes`/`P hm:` (`session.*`), the targets'
-    /// (`status.subscribe`, `status.unsubscribe`), `P nodes`/`P ns:`/the buckets (`api.info`).
+    /// built for one group until step 2). Each crosses because of other owners' keys:
+    /// `P ns:`/`P nodes`/`P hm:` (`session.*`), `P nodes`/`P ns:`/the buckets (`api.info`).
+    /// (`presence.join`, `leave`, `setState` left it: fence copies in the channel's slot, the
+    /// user's side in `presence.userSide`, docs/cluster.md step 1.)
     /// (`status.setCustom` left it: the node publishes to the subscribers' inboxes, and the
     /// script no longer reads whether they have sessions, docs/cluster.md "Delivery".)
     static let notSplitYetAcrossUserGroups: Set<String> = [
-        "presence.join", "presence.leave", "presence.setState",
         "session.start", "session.end",
         "api.info",
     ]

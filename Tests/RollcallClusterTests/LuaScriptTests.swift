@@ -59,6 +59,7 @@ import Testing
             UserStatusScripts.changedSince, UserStatusScripts.admit, UserStatusScripts.subscribeAdmitted, UserStatusScripts.dropSubscriber,
             ServerAPIScripts.channels, ServerAPIScripts.info, ServerAPIScripts.sessionsOfUser, ClusterStartCheck.register,
             NodeHeartbeat.beat, NodeHeartbeat.revive, WebhookStreamScripts.take, WebhookStreamScripts.settle, WebhookStreamScripts.touch,
+            PresenceScripts.userSide, PresenceScripts.refence,
         ]
 
     @Test func everyEngineScriptNamesEachParameterOnce() {

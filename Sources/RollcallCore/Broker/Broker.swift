@@ -425,4 +425,10 @@ package struct BrokerMetrics: Sendable {
     /// Cluster mode: session ends another node began and did not finish (it died between
     /// `session.end` and `status.ended`), finished by this node's reaper.
     package var clusterEndsFinished = 0
+    /// Cluster mode: steps on a user's key group that follow a leave (its indexes, docs/cluster.md
+    /// step 1) that Redis did not answer, each sent again at the next reaper tick.
+    package var clusterUserStepsUnanswered = 0
+    /// Cluster mode: `presence.refence` calls (a hold's or an orphaning's fence copies, docs/cluster.md
+    /// step 1) that Redis did not answer, each sent again at the next reaper tick.
+    package var clusterRefencesUnanswered = 0
 }

@@ -10,17 +10,20 @@ extension ClusterPresence {
                      ttlMs: Int64?, grant: Grant?, then done: @escaping Completion) throws(BrokerError) {
         if let grant { try grant.checkAccess(to: key) }
         let guess = local[key]?.members[session.number]?.storedState
-        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: guess, attempt: 1, deadline: requestDeadline(), then: done)
+        attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: guess, attempt: 1, checked: false,
+                           deadline: requestDeadline(), then: done)
     }
 
     /// One attempt at the change, expecting the user's stored state to be `current` (the
-    /// session's guess, then what a `retry` answered; nil: not a member).
+    /// session's guess, then what a `retry` answered; nil: not a member). `checked`: the
+    /// session's record was checked on the user's slot after the channel answered `first`.
     private func attemptStateChange(_ session: Session, _ key: ChannelKey, _ update: StateUpdate?, _ removed: [String],
-                                    ttlMs: Int64?, expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
+                                    ttlMs: Int64?, expecting current: [UInt8]?, attempt: Int, checked: Bool, deadline: Timestamp,
                                     then done: @escaping Completion) {
         let user = session.userId
         let channelKeys = keys.channel(key)
-        let owner = (sessionRecord: keys.user(user).session(session.sessionId).record, node: nodeId)
+        let owner = PresenceScripts.SessionOwner(session: session.sessionId, sessionRecord: recordInSlot(user, session: session.sessionId, channelKeys),
+                                                 node: nodeId, checked: checked)
         let change: StoreCommand, state: PresenceState, stored: [UInt8]
         if let current {
             do throws(BrokerError) {
@@ -58,9 +61,22 @@ extension ClusterPresence {
                     })
                 case .fenced:
                     done(.failure(Self.fenced(configuration)))
+                case .first where !checked && clock.monotonic < deadline:
+                    // No fence copy of the session here and its record in another slot: checked
+                    // there first, then the change again.
+                    checkOwner(user, session: session.sessionId, channelKeys: channelKeys, step: .check) { [self] checkedOwner in
+                        switch checkedOwner {
+                        case .failure(let error): done(.failure(error))
+                        case .success:
+                            attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: current, attempt: attempt,
+                                               checked: true, deadline: deadline, then: done)
+                        }
+                    }
+                case .first where !checked:
+                    done(.failure(Self.deadlinePassed(configuration)))
                 case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
                     attemptStateChange(session, key, update, removed, ttlMs: ttlMs, expecting: reply[1].bytes, attempt: attempt + 1,
-                                       deadline: deadline, then: done)
+                                       checked: checked, deadline: deadline, then: done)
                 case .retry where attempt < Self.maxAttempts:
                     done(.failure(Self.deadlinePassed(configuration)))
                 default:
@@ -74,7 +90,7 @@ extension ClusterPresence {
     /// state it stores, and that state's bytes.
     private func stateChange(of user: Name, in key: ChannelKey, _ channelKeys: ClusterKeys.ChannelKeys, from current: [UInt8],
                              _ update: StateUpdate?, _ removed: [String], ttlMs: Int64?,
-                             owner: (sessionRecord: String, node: String)) throws(BrokerError) -> (StoreCommand, PresenceState, [UInt8]) {
+                             owner: PresenceScripts.SessionOwner) throws(BrokerError) -> (StoreCommand, PresenceState, [UInt8]) {
         var state = PresenceState(stored: current) ?? .empty
         for stateKey in removed { state.remove(stateKey) }
         if let update { state = try update.merged(into: state, limits: configuration.state) }

@@ -20,6 +20,11 @@ final class ClusterPresence {
     let clock: BrokerClock
     let outbox: Outbox
     unowned let store: any StoreCaller
+    /// The broker, for its counters (``BrokerMetrics/clusterUserStepsUnanswered``).
+    unowned let broker: Broker
+    /// Steps on users' slots that follow a leave (``followLeave(of:session:from:reply:)``) and
+    /// that Redis did not answer: sent again at the next reaper tick (they are idempotent).
+    var unansweredUserSteps: [StoreCommand] = []
     /// Channels with sessions of this node.
     var local: [ChannelKey: LocalChannel] = [:]
     /// Interval flushes this node runs (it deferred a change there).
@@ -70,6 +75,7 @@ final class ClusterPresence {
         (configuration, nodeId, clock, outbox) = (broker.configuration, broker.nodeId, broker.clock, broker.outbox)
         self.keys = keys
         store = broker
+        self.broker = broker
     }
 
     // MARK: - Ops
@@ -91,7 +97,7 @@ final class ClusterPresence {
         }
         if waitsForSnapshot { channel.waiting += 1 }
         let guess = channel.members[session.number]?.storedState
-        attemptJoin(request, session: session, expecting: guess, attempt: 1, deadline: requestDeadline()) { [self] outcome in
+        attemptJoin(request, session: session, expecting: guess, attempt: 1, checked: false, deadline: requestDeadline()) { [self] outcome in
             switch outcome {
             case .failure(let error):
                 if waitsForSnapshot { channel.waiting -= 1 }
@@ -132,7 +138,10 @@ final class ClusterPresence {
     /// One attempt at the join script, expecting the user's stored state to be `current` (the
     /// session's guess, then what a `retry` answered). Succeeds with the reply and, for a
     /// joiner that asked for presence, the roster of its snapshot (``roster(replied:seq:version:held:sent:in:)``).
-    private func attemptJoin(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
+    /// `checked`: the session's record was checked on the user's slot (``checkOwner(_:session:channelKeys:step:then:)``)
+    /// after the channel answered `first`.
+    private func attemptJoin(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int, checked: Bool,
+                             deadline: Timestamp,
                              then done: @escaping (Result<(JoinScriptReply, LocalChannel.Roster?), BrokerError>) -> Void) {
         let key = request.channel
         let user = session.userId
@@ -163,8 +172,8 @@ final class ClusterPresence {
             changedHead: PresenceEvents.head("stateChanged", channel: key, publisher: user, state: state),
             encodedName: PresenceEvents.encodedName(user),
             snapshotLimit: request.flags.presence ? max(1, configuration.presence.snapshotMaxMembers) : 0,
-            indexes: membershipIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
-            sessionRecord: keys.user(user).session(session.sessionId).record, node: nodeId, held: held,
+            indexes: channelSideIndexes(user, session: session.sessionId, channelKeys), info: session.grant.info,
+            sessionRecord: recordInSlot(user, session: session.sessionId, channelKeys), node: nodeId, checked: checked, held: held,
             ttl: joinTTLs(request, pending: session.presence.pendingTTLs[key], state: state))
         runScript(join) { [self] result in
             leads?.rosterReads -= 1
@@ -188,8 +197,22 @@ final class ClusterPresence {
                     }
                     done(.success((decoded, roster)))
                 case .retry where attempt < Self.maxAttempts && clock.monotonic < deadline:
-                    attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, deadline: deadline, then: done)
+                    attemptJoin(request, session: session, expecting: reply[1].bytes, attempt: attempt + 1, checked: checked,
+                                deadline: deadline, then: done)
                 case .retry where attempt < Self.maxAttempts:
+                    done(.failure(Self.deadlinePassed(configuration)))
+                case .first where !checked && clock.monotonic < deadline:
+                    // The session's first join here, its record in another slot: the fence check
+                    // and the user's indexes there first, then the channel's step again.
+                    checkOwner(user, session: session.sessionId, channelKeys: channelKeys, step: .join) { [self] checkedOwner in
+                        switch checkedOwner {
+                        case .failure(let error): done(.failure(error))
+                        case .success:
+                            attemptJoin(request, session: session, expecting: current, attempt: attempt, checked: true,
+                                        deadline: deadline, then: done)
+                        }
+                    }
+                case .first where !checked:
                     done(.failure(Self.deadlinePassed(configuration)))
                 case .fenced: done(.failure(Self.fenced(configuration)))
                 default: done(.failure(Self.unexpected(reply)))
@@ -215,6 +238,7 @@ final class ClusterPresence {
             case .success(let replies):
                 if session.presence.joined[key] != nil { removeLocally(session, from: key) }
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
+                followLeave(of: session.userId, session: session.sessionId, from: key, reply: replies.first ?? .null)
                 done(.success(Answer(result: [:])))
             }
         }
@@ -238,9 +262,12 @@ final class ClusterPresence {
     }
 
     /// What the `leaveCommands` for `channels` answered: the interval flushes they report.
-    func leftChannels(_ channels: [ChannelKey], replies: ArraySlice<StoreReply>) {
-        for (key, reply) in zip(channels, replies.map(FlushingScriptReply.init)) {
-            scheduleFlush(key, dueAndNow: reply.dueAndNow)
+    /// `user`'s session `sessionId` left them; the user's indexes in another slot follow
+    /// (``followLeave(of:session:from:reply:)``).
+    func leftChannels(_ channels: [ChannelKey], user: Name, sessionId: String, replies: ArraySlice<StoreReply>) {
+        for (key, reply) in zip(channels, replies) {
+            scheduleFlush(key, dueAndNow: FlushingScriptReply(reply).dueAndNow)
+            followLeave(of: user, session: sessionId, from: key, reply: reply)
         }
     }
 
@@ -257,8 +284,8 @@ final class ClusterPresence {
         }
         return PresenceScripts.leave(channelArguments(key, channelKeys, intervalHead: false), user: user, session: sessionId, kind: code,
                                      head: head, encodedName: PresenceEvents.encodedName(user),
-                                     indexes: membershipIndexes(user, session: sessionId, channelKeys),
-                                     owner: owner.map { (sessionRecord: keys.user(user).session(sessionId).record, node: $0) })
+                                     indexes: channelSideIndexes(user, session: sessionId, channelKeys),
+                                     owner: owner.map { (sessionRecord: recordInSlot(user, session: sessionId, channelKeys), node: $0) })
     }
 
     /// When a request that started now must have its answer: `nodeTimeoutSeconds` from now

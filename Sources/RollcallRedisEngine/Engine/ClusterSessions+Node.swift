@@ -48,8 +48,10 @@ extension ClusterSessions {
             if sweeping {
                 userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
                 userStatus.retryUnansweredEnds()
+                presence.retryUnansweredUserSteps()
             }
             let reaped = ReapScriptReply(reply)
+            refenceOrphans(reaped.orphaned)
             completeEnds(reaped.timedOut)
             completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
             if reaped.timedOut.count >= Self.reapBatch || reaped.leftUnfinished.count >= Self.reapBatch {
@@ -104,8 +106,11 @@ extension ClusterSessions {
 
     /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
     func shutDown() {
-        call([SessionScripts.handOver(prefix: keys.prefix, node: nodeId),
-              .command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { _ in }
+        call([SessionScripts.handOver(prefix: keys.prefix, node: nodeId, groups: keys.groups.count),
+              .command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { [self] result in
+            guard case .success(let replies) = result, let reply = replies.first else { return }
+            refenceOrphans(ReapScriptReply.orphanedSessions(reply[1]))
+        }
     }
 
     /// Forgets every local session without touching Redis, and closes its connection.

@@ -66,7 +66,7 @@ final class ClusterSessions: SessionEngine {
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
         let (tokenHash, newTokenHash) = (Self.tokenHash(oldToken), Self.tokenHash(newToken))
         let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: tokenHash, user: request.userId, keys: keys.user(request.userId), node: nodeId,
-                                         newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs)
+                                         newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs, groups: keys.groups.count)
         call([claim]) { [self] result in
             switch result {
             case .failure(let failure):
@@ -77,57 +77,83 @@ final class ClusterSessions: SessionEngine {
                 done(.failure(failure.brokerError), nil)
             case .success(let replies):
                 let reply = ClaimScriptReply(replies.first ?? .null)
-                if let sessionId = reply.sessionId, !reply.previousNode.isEmpty, reply.previousNode != nodeId {
-                    // The script no longer publishes (a shard channel of another slot on Redis
-                    // Cluster): the node that claimed tells the previous one, right after the answer.
-                    tell(node: reply.previousNode, .adopted(sessionId: sessionId, tokenHash: tokenHash))
+                guard refencesChannels, reply.outcome == .ok, let sessionId = reply.sessionId else {
+                    resumeClaimed(reply, request, grant: grant, on: connection, requestedTimeoutMs: requestedTimeoutMs,
+                                  token: newToken, tokenHash: tokenHash, newTokenHash: newTokenHash, then: done)
+                    return
                 }
-                if reply.mustWait {
-                    // The node that holds it is still handing over what it heard before the
-                    // hold (a moment, at most 2.5 heartbeats): asked again at the next tick.
-                    unfinishedEnds.append { [self] in
-                        guard broker.connections[connection] != nil else { return }
-                        login(request, grant: grant, on: connection, then: done)
+                // The channels are in other slots: their fence copies name this node before the
+                // resume is answered, so no earlier owner acts there after it (docs/cluster.md step 1).
+                refence(sessionId, in: reply.channels.map(\.0), owner: nodeId, held: false) { [self] refenced in
+                    switch refenced {
+                    case .failure(let failure):
+                        cancelClaim(of: request.userId, tokenHash: tokenHash, newTokenHash: newTokenHash)
+                        done(.failure(failure.brokerError), nil)
+                    case .success(let answers):
+                        var reply = reply
+                        reply.refenced(answers)
+                        resumeClaimed(reply, request, grant: grant, on: connection, requestedTimeoutMs: requestedTimeoutMs,
+                                      token: newToken, tokenHash: tokenHash, newTokenHash: newTokenHash, then: done)
                     }
-                    return
                 }
-                if reply.outcome == .fenced {
-                    done(.failure(fencedError), nil)
-                    return
-                }
-                guard let sessionId = reply.sessionId else {
-                    start(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: done)
-                    return
-                }
-                guard broker.connections[connection] != nil else {
-                    // The client went away meanwhile: the session goes back to being held,
-                    // under the token the client still has.
-                    cancelClaim(of: request.userId, tokenHash: tokenHash, newTokenHash: newTokenHash)
-                    return
-                }
-                let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
-                let kept = (events: reply.keptEvents, dropped: reply.dropped)
-                if let local = broker.directory.session(id: sessionId), local.isHeld {
-                    if reply.previousNode == nodeId {
-                        presence.messagesSeenBeforeResume(local, reply.messageNumbers)
-                        done(.success(broker.resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
-                                                    customStatus: request.customStatus, token: newToken, kept: kept)), local)
-                        return
-                    }
-                    // Redis had it elsewhere: this node's copy is stale (it missed the `adopted`
-                    // message while its pub/sub link was cut, and the session joined and left
-                    // channels on another node since: chaos seed 124295245245791, `resume`). It
-                    // goes as `adopted` would have taken it, and the session comes from Redis' record.
-                    forgetStaleCopy(local)
-                }
-                let session = adoptSession(sessionId, user: request.userId, platform: reply.platform,
-                                           on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)
-                presence.adopt(session, channels: reply.channels)
-                presence.messagesSeenBeforeResume(session, reply.messageNumbers)
-                done(.success(broker.resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
-                                            customStatus: request.customStatus, token: newToken, kept: kept)), session)
             }
         }
+    }
+
+    /// What a claim answered (`reply`), its channels refenced: the session resumes here, or
+    /// a new one starts (nothing to resume), or the login waits or fails.
+    private func resumeClaimed(_ reply: ClaimScriptReply, _ request: LoginRequest, grant: Grant, on connection: ConnectionID,
+                               requestedTimeoutMs: Int64?, token newToken: ResumeToken, tokenHash: String, newTokenHash: String,
+                               then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
+        if let sessionId = reply.sessionId, !reply.previousNode.isEmpty, reply.previousNode != nodeId {
+            // The script no longer publishes (a shard channel of another slot on Redis
+            // Cluster): the node that claimed tells the previous one, right after the answer.
+            tell(node: reply.previousNode, .adopted(sessionId: sessionId, tokenHash: tokenHash))
+        }
+        if reply.mustWait {
+            // The node that holds it is still handing over what it heard before the
+            // hold (a moment, at most 2.5 heartbeats): asked again at the next tick.
+            unfinishedEnds.append { [self] in
+                guard broker.connections[connection] != nil else { return }
+                login(request, grant: grant, on: connection, then: done)
+            }
+            return
+        }
+        if reply.outcome == .fenced {
+            done(.failure(fencedError), nil)
+            return
+        }
+        guard let sessionId = reply.sessionId else {
+            start(request, on: connection, grant: grant, timeoutMs: requestedTimeoutMs, token: newToken, then: done)
+            return
+        }
+        guard broker.connections[connection] != nil else {
+            // The client went away meanwhile: the session goes back to being held,
+            // under the token the client still has.
+            cancelClaim(of: request.userId, tokenHash: tokenHash, newTokenHash: newTokenHash)
+            return
+        }
+        let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
+        let kept = (events: reply.keptEvents, dropped: reply.dropped)
+        if let local = broker.directory.session(id: sessionId), local.isHeld {
+            if reply.previousNode == nodeId {
+                presence.messagesSeenBeforeResume(local, reply.messageNumbers)
+                done(.success(broker.resume(local, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                            customStatus: request.customStatus, token: newToken, kept: kept)), local)
+                return
+            }
+            // Redis had it elsewhere: this node's copy is stale (it missed the `adopted`
+            // message while its pub/sub link was cut, and the session joined and left
+            // channels on another node since: chaos seed 124295245245791, `resume`). It
+            // goes as `adopted` would have taken it, and the session comes from Redis' record.
+            forgetStaleCopy(local)
+        }
+        let session = adoptSession(sessionId, user: request.userId, platform: reply.platform,
+                                   on: connection, timeoutMs: timeoutMs, token: newToken, grant: grant)
+        presence.adopt(session, channels: reply.channels)
+        presence.messagesSeenBeforeResume(session, reply.messageNumbers)
+        done(.success(broker.resume(session, on: connection, grant: grant, presenceTimeoutMs: timeoutMs,
+                                    customStatus: request.customStatus, token: newToken, kept: kept)), session)
     }
 
     /// A session another node held (or a dead node left), now on this connection.
@@ -199,7 +225,7 @@ final class ClusterSessions: SessionEngine {
     /// else it times out); if not, it will find nothing (``SessionScripts/cancelClaim``).
     func cancelClaim(of user: Name, tokenHash: String, newTokenHash: String) {
         let cancel = SessionScripts.cancelClaim(prefix: keys.prefix, user: keys.user(user), tokenHash: tokenHash, newTokenHash: newTokenHash,
-                                                node: nodeId, markMs: cancelMarkMs)
+                                                node: nodeId, markMs: cancelMarkMs, groups: keys.groups.count)
         call([cancel]) { [self] result in
             guard case .failure = result else { return }
             unfinishedEnds.append { [self] in cancelClaim(of: user, tokenHash: tokenHash, newTokenHash: newTokenHash) }
@@ -321,13 +347,19 @@ final class ClusterSessions: SessionEngine {
     /// tick while the session is still held here: before, it stayed live in Redis for good
     /// (`heldUntil` 0), its user listed everywhere (chaos finding 6).
     func held(_ session: Session) {
-        let hold = SessionScripts.hold(prefix: keys.prefix, session: keys.user(session.userId).session(session.sessionId), node: nodeId)
+        let hold = SessionScripts.hold(prefix: keys.prefix, session: keys.user(session.userId).session(session.sessionId), node: nodeId,
+                                       groups: keys.groups.count)
         call([hold]) { [self] result in
             switch result {
             case .success(let replies):
                 // `held <id>` after the hold ran: on one Redis every message published before
                 // the hold is ahead of it on the pub/sub link (docs/cluster.md, "Delivery").
-                if replies.first?.text == "ok" { tell(node: nodeId, .held(sessionId: session.sessionId)) }
+                guard replies.first?.text == "ok" else { return }
+                guard refencesChannels else { return tell(node: nodeId, .held(sessionId: session.sessionId)) }
+                // The channels in other slots count the session among their held ones first.
+                refenceUntilAnswered(session.sessionId, in: Array(session.presence.joined.keys), owner: nodeId, held: true) { [self] in
+                    tell(node: nodeId, .held(sessionId: session.sessionId))
+                }
             case .failure:
                 unfinishedEnds.append { [self] in
                     guard session.isHeld, broker.directory.session(id: session.sessionId) === session else { return }
@@ -419,7 +451,7 @@ final class ClusterSessions: SessionEngine {
                     finishEnd(sessionId: sessionId, user: user, channels: channels, kind: kind, loggedOut: loggedOut)
                 }
             case .success(let replies):
-                presence.leftChannels(channels, replies: replies.prefix(leaves.count))
+                presence.leftChannels(channels, user: user, sessionId: sessionId, replies: replies.prefix(leaves.count))
                 if let last = replies.last { _ = userStatus.unwrapped(last) }
             }
             then?()

@@ -16,7 +16,7 @@ public enum ClusterStartCheck {
     /// The rest of the arguments: name/value pairs of sections. The session library (`orphan`, `markHeld`, `prefix`, `now`) comes first, so an earlier
     /// run's sessions are held exactly as when a node is declared dead.
     static let register = LuaScript("cluster.register", parameters: [
-        .key("meta"), .text("prefix"), .text("format"), .text("epoch"), .text("node"), .number("timeoutMs"),
+        .key("meta"), .text("prefix"), .text("format"), .text("epoch"), .text("node"), .number("timeoutMs"), .number("groups"),
     ], rest: "sectionsFrom", library: SessionScripts.library, body: """
         local found = redis.call('HGET', meta, 'format')
         -- Nodes of an earlier key layout kept the cluster's keys with no tag (`P meta`); on
@@ -62,7 +62,7 @@ public enum ClusterStartCheck {
         -- An earlier run with this id left sessions (killed, then restarted before the others
         -- declared it dead): held now with no node, never resurrected. Like a death, they stop
         -- counting as live message recipients and keep their messages until resumed.
-        orphan(node)
+        orphan(node, {})
         redis.call('DEL', control .. 'dead:' .. node)
         local key = control .. 'node:' .. node
         redis.call('DEL', key)
@@ -85,6 +85,7 @@ public enum ClusterStartCheck {
             "meta": ClusterKeys.controlTag(prefix: configuration.cluster.keyPrefix) + "meta",
             "prefix": configuration.cluster.keyPrefix, "format": KeyGroups(for: configuration).format, "epoch": UUID().uuidString.lowercased(), "node": nodeId,
             "timeoutMs": Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()),
+            "groups": KeyGroups(for: configuration).count,
         ], rest: sections)
     }
 

@@ -51,6 +51,18 @@ extension PresenceScripts {
         }
     }
 
+    /// Who must own a session for a channel script to act for it (fencing): `node`, checked
+    /// against the session's fence copy in the channel, else its record.
+    struct SessionOwner {
+        /// The session's id and its record's key (`''`: the record is in another slot than the
+        /// channel, checked by `presence.userSide` instead).
+        let session: String, sessionRecord: String
+        /// The node that must own it.
+        let node: String
+        /// The node checked the record already (`presence.userSide` answered `ok`).
+        var checked = false
+    }
+
     /// How a session leaves (`presence.leave`'s `kind`).
     enum LeaveKind: String {
         /// A `leave` event.
@@ -77,23 +89,26 @@ extension PresenceScripts {
     /// `presence.join`: `session` of `user` joins with `flags` (`p`/`-`, `m`/`-`) and
     /// `newState`, if the member's state is still `expected` (nil: not a member); the events'
     /// heads for a join and a state change, the user's encoded name, how many members the
-    /// snapshot may list (0: none), the indexes, the login's `info`, the fencing check
-    /// (`sessionRecord` must be owned by `node`), and the roster the node holds (`held`).
+    /// snapshot may list (0: none), the indexes (the user's empty when they are in another
+    /// slot), the login's `info`, the fencing check (the session's fence copy here, else
+    /// `sessionRecord` — `''` when in another slot — must be owned by `node`; `checked`: the
+    /// node checked the record with `presence.userSide`), and the roster the node holds (`held`).
     static func join(_ channel: Channel, user: Name, session: String, flags: String, expected: [UInt8]?, newState: [UInt8],
                      joinHead: [UInt8], changedHead: [UInt8], encodedName: [UInt8], snapshotLimit: Int,
-                     indexes: MembershipIndexes, info: [UInt8]?, sessionRecord: String, node: String, held: HeldRoster,
+                     indexes: MembershipIndexes, info: [UInt8]?, sessionRecord: String, node: String, checked: Bool, held: HeldRoster,
                      ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
         join.command(channel.arguments, [
             "user": user.string, "session": session, "flags": flags, "expected": expected.map { [UInt8(ascii: "=")] + $0 } ?? [],
             "newState": newState, "headJoin": joinHead, "headChanged": changedHead, "enc": encodedName, "limit": snapshotLimit,
-        ], indexes.arguments, ["info": info ?? [], "sessionRecord": sessionRecord, "node": node,
+        ], indexes.arguments, ["info": info ?? [], "sessionRecord": sessionRecord, "node": node, "checked": checked,
                                "rosterSeq": held.seq, "rosterVersion": held.version, "rosterFollows": held.follows],
         rest: ClusterPresence.ttlOperations(ttl))
     }
 
     /// `presence.leave`: `session` of `user` leaves, shown as `kind` with the event `head`;
-    /// `owner` (the session's record and the node that must own it) for a client's own
-    /// leave, nil for an end whose record is gone.
+    /// `owner` (the session's record, `''` when in another slot, and the node that must own
+    /// it: its fence copy here decides) for a client's own leave, nil for an end whose record
+    /// is gone.
     static func leave(_ channel: Channel, user: Name, session: String, kind: LeaveKind, head: [UInt8], encodedName: [UInt8],
                       indexes: MembershipIndexes, owner: (sessionRecord: String, node: String)?) -> StoreCommand {
         leave.command(channel.arguments, [
@@ -103,13 +118,16 @@ extension PresenceScripts {
 
     /// `presence.setState`: `user`'s state becomes `newState` if it is still `expected` (an
     /// empty `expected` matches no stored state: the script then only tells `notmember` from
-    /// `retry`); `owner` (the session's record and the node that must own it) for a client's
-    /// own change, nil for the expiry of keys.
+    /// `retry`); `owner` for a client's own change, nil for the expiry of keys: the session,
+    /// its record (`''` when in another slot), the node that must own it (the session's fence
+    /// copy here decides, else the record) and whether the node checked the record already
+    /// (`presence.userSide`, after a `first`).
     static func setState(_ channel: Channel, user: Name, expected: [UInt8], newState: [UInt8], head: [UInt8], encodedName: [UInt8],
-                         owner: (sessionRecord: String, node: String)?, ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
+                         owner: SessionOwner?, ttl: [ClusterPresence.TTLOperation]) -> StoreCommand {
         setState.command(channel.arguments, [
             "user": user.string, "expected": expected, "newState": newState, "head": head, "enc": encodedName,
-        ], ["sessionRecord": owner?.sessionRecord ?? "", "node": owner?.node ?? ""], rest: ClusterPresence.ttlOperations(ttl))
+        ], ["session": owner?.session ?? "", "sessionRecord": owner?.sessionRecord ?? "", "node": owner?.node ?? "",
+            "checked": owner?.checked ?? false], rest: ClusterPresence.ttlOperations(ttl))
     }
 
     /// `presence.publish`: the message `event` from `session`, for every message session

@@ -14,6 +14,9 @@ enum ScriptOutcome: Equatable {
     case notMember
     /// This node was declared dead and has not learned it yet: it changes nothing in Redis.
     case fenced
+    /// The session has no fence copy in the channel and its record is in another slot: the
+    /// node checks it there (`presence.userSide`), then sends the script again.
+    case first
     /// Anything else (an error reply, a shape no script answers): a bug or a foreign Redis.
     case unexpected
 
@@ -23,6 +26,7 @@ enum ScriptOutcome: Equatable {
         case "retry": self = .retry
         case "notmember": self = .notMember
         case "fenced": self = .fenced
+        case "first": self = .first
         default: self = .unexpected
         }
     }

@@ -18,12 +18,15 @@ enum PresenceScripts {
     static let join = LuaScript("presence.join", parameters: Channel.parameters + [
         .text("user"), .text("session"), .text("flags"), .text("expected"), .text("newState"),
         .text("headJoin"), .text("headChanged"), .text("enc"), .number("limit"),
-    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node"), .number("rosterSeq"), .number("rosterVersion"),
-       .number("rosterFollows")],
+    ] + MembershipIndexes.parameters + [.text("info"), .text("sessionRecord"), .text("node"), .number("checked"),
+       .number("rosterSeq"), .number("rosterVersion"), .number("rosterFollows")],
     rest: "ttlFrom", library: library, body: """
         -- Fencing: only the node that owns the session joins for it (a node cut off, or declared
-        -- dead, may not know yet that the session was resumed elsewhere or handed over).
-        if redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
+        -- dead, may not know yet that the session was resumed elsewhere or handed over). The
+        -- session's fence copy here decides; a first join with the record in another slot is
+        -- answered `first` (the node checks the record on the user's slot, then comes back).
+        local fence = fenceOf(session, sessionRecord, node, checked == 1)
+        if fence ~= 'ok' then return {fence} end
         -- `expected` is the node's guess (no read before the script): a wrong one is answered
         -- with the state Redis has, for the next attempt.
         local current = redis.call('HGET', ch.st, user)
@@ -33,12 +36,14 @@ enum PresenceScripts {
         if not checkExpiries(user, ttlFrom) then return {'retry', current} end
         local oldFlags = redis.call('HGET', ch.sessions, session)
         redis.call('HSET', ch.sessions, session, flags)
+        redis.call('HSET', ch.owners, session, node)
         if countsForMessages(oldFlags) ~= countsForMessages(flags) then
           redis.call('HINCRBY', ch.base, 'ml', countsForMessages(flags) and 1 or -1)
         end
         if not oldFlags then
           redis.call('HINCRBY', ch.counts, user, 1)
-          redis.call('SADD', sessionChannels, ch.id)
+          -- The user's indexes: here when they share the channel's slot, else the node's step.
+          if sessionChannels ~= '' then redis.call('SADD', sessionChannels, ch.id) end
         end
         if not current then
           redis.call('ZADD', ch.members, 0, user)
@@ -50,7 +55,7 @@ enum PresenceScripts {
           end
           redis.call('HSET', ch.st, user, newState)
           if info ~= '' then redis.call('HSET', ch.info, user, info) else redis.call('HDEL', ch.info, user) end
-          redis.call('ZADD', userChannels, 0, ch.id)
+          if userChannels ~= '' then redis.call('ZADD', userChannels, 0, ch.id) end
           redis.call('ZADD', allChannels, 0, channelEntry)
           memberChanged('join', user, enc, false, '{}', headJoin)
         elseif current ~= newState then
@@ -82,22 +87,27 @@ enum PresenceScripts {
     static let leave = LuaScript("presence.leave", parameters: Channel.parameters + [
         .text("user"), .text("session"), .text("kind"), .text("head"), .text("enc"),
     ] + MembershipIndexes.parameters + [.text("sessionRecord"), .text("node")], library: library, body: """
-        -- Fencing, for a client's own `leave` (not for an end: its record is gone by then).
-        if sessionRecord ~= '' and redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
+        -- Fencing, for a client's own `leave` (`node` given; not for an end: its record is gone
+        -- by then). A session with no fence copy here has not joined (every join writes one).
+        if node ~= '' and fenceOf(session, sessionRecord, node, false) == 'fenced' then return {'fenced'} end
         local flags = redis.call('HGET', ch.sessions, session)
         if not flags then return {'notin'} end
         redis.call('HDEL', ch.sessions, session)
+        -- A later join of the session here is a first join again.
+        redis.call('HDEL', ch.owners, session)
         -- A held session was already out of the live count.
         if countsForMessages(flags) and redis.call('SREM', ch.base .. ':hm', session) == 0 then
           redis.call('HINCRBY', ch.base, 'ml', -1)
         end
-        redis.call('SREM', sessionChannels, ch.id)
-        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow()} end
+        if sessionChannels ~= '' then redis.call('SREM', sessionChannels, ch.id) end
+        -- The third element: 1 when the user left the channel (its `uc:` entry goes), for the
+        -- node's step on the user's slot when the indexes are not in this one.
+        if redis.call('HINCRBY', ch.counts, user, -1) > 0 then return {'ok', dueAndNow(), 0} end
         redis.call('HDEL', ch.counts, user)
         local before = redis.call('HGET', ch.st, user) or '{}'
         redis.call('HDEL', ch.st, user)
         redis.call('ZREM', ch.members, user)
-        redis.call('ZREM', userChannels, ch.id)
+        if userChannels ~= '' then redis.call('ZREM', userChannels, ch.id) end
         forgetTTL(user)
         if kind == '-' then
           redis.call('HDEL', ch.pending, user)
@@ -116,15 +126,21 @@ enum PresenceScripts {
           redis.call('ZREM', ch.due, ch.id)
           redis.call('DEL', ch.base, ch.pending, ch.info, ch.pendingInfo, ch.listed, ch.base .. ':lp')
         end
-        return {'ok', dueAndNow()}
+        return {'ok', dueAndNow(), 1}
         """)
 
     static let setState = LuaScript("presence.setState", parameters: Channel.parameters + [
-        .text("user"), .text("expected"), .text("newState"), .text("head"), .text("enc"), .text("sessionRecord"), .text("node"),
+        .text("user"), .text("expected"), .text("newState"), .text("head"), .text("enc"), .text("session"), .text("sessionRecord"),
+        .text("node"), .number("checked"),
     ], rest: "ttlFrom", library: library, body: """
-        -- Fencing, for a client's own change (not for the expiry of keys): a node whose session
-        -- was handed over changes nothing, and does not answer `notmember` for it either.
-        if sessionRecord ~= '' and redis.call('HGET', sessionRecord, 'node') ~= node then return {'fenced'} end
+        -- Fencing, for a client's own change (`node` given; not for the expiry of keys): a node
+        -- whose session was handed over changes nothing, and does not answer `notmember` for it
+        -- either. The session's fence copy decides; with none here (not joined) its record does,
+        -- in this script when it shares the slot, else `first` (the node checks it, then comes back).
+        if node ~= '' then
+          local fence = fenceOf(session, sessionRecord, node, checked == 1)
+          if fence ~= 'ok' then return {fence} end
+        end
         local current = redis.call('HGET', ch.st, user)
         if not current then return {'notmember'} end
         if current ~= expected or not checkExpiries(user, ttlFrom) then return {'retry', current} end
@@ -202,6 +218,10 @@ enum PresenceScripts {
         -- The roster as of the last event (listings), kept where events are emitted. A channel
         -- created before this key existed has none: its listings show the members now.
         ch.listed = ch.base .. ':lm'
+        -- The fence copies (docs/cluster.md, "Where the build stands", step 1): session -> the
+        -- node that owns it (`''` while held with no node), written by the join and by the
+        -- claim, hold and orphaning (`presence.refence`), dropped by the leave.
+        ch.owners = ch.base .. ':o'
         if intervalHead ~= '' then redis.call('HSETNX', ch.base, 'ih', intervalHead) end
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -255,6 +275,17 @@ enum PresenceScripts {
         local function forgetTTL(user)
           redis.call('DEL', ttlKey(user))
           redis.call('ZREM', ttlDue, ch.id .. '\\n' .. user)
+        end
+
+        -- May `node` act for `session` here? `ok`, `fenced`, or `first`: no fence copy and the
+        -- session's record in another slot (`record` empty), unless the node checked it
+        -- (`checked`: `presence.userSide` answered `ok`).
+        local function fenceOf(session, record, node, checked)
+          local owner = redis.call('HGET', ch.owners, session)
+          if owner then return owner == node and 'ok' or 'fenced' end
+          if checked then return 'ok' end
+          if record == '' then return 'first' end
+          return redis.call('HGET', record, 'node') == node and 'ok' or 'fenced'
         end
 
         local function countsForMessages(flags)

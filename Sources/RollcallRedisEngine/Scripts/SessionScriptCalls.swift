@@ -23,8 +23,10 @@ extension SessionScripts {
     }
 
     /// `session.hold`: `node`'s session `session` lost its connection and is held.
-    static func hold(prefix: String, session: ClusterKeys.SessionKeys, node: String) -> StoreCommand {
-        hold.command(["record": session.record, "held": session.heldSessions, "prefix": prefix, "id": session.id, "node": node])
+    /// `groups`: the key group count (more than one: the node refences the channels itself).
+    static func hold(prefix: String, session: ClusterKeys.SessionKeys, node: String, groups: Int) -> StoreCommand {
+        hold.command(["record": session.record, "held": session.heldSessions, "prefix": prefix, "id": session.id, "node": node,
+                      "groups": groups])
     }
 
     /// `session.keepHeard`: `node` hands Redis the messages it kept for its held session `id`
@@ -39,18 +41,19 @@ extension SessionScripts {
     /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`; what it
     /// hands over stays in Redis for `markMs`, should the claim be cancelled.
     static func claim(prefix: String, tokenHash: String, user: Name, keys: ClusterKeys.UserKeys, node: String, newTokenHash: String,
-                      staleMs: Int64, markMs: Int64) -> StoreCommand {
+                      staleMs: Int64, markMs: Int64, groups: Int) -> StoreCommand {
         claim.command(["tokenKey": keys.token(tokenHash), "newTokenKey": keys.token(newTokenHash), "cancelMark": keys.claimCancel(newTokenHash),
                        "prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash,
-                       "staleMs": staleMs, "markMs": markMs])
+                       "staleMs": staleMs, "markMs": markMs, "groups": groups])
     }
 
     /// `session.cancelClaim`: the claim `node` made with `newTokenHash` (from `tokenHash`) is
     /// void — undone if it ran, refused for `markMs` if it runs later.
     static func cancelClaim(prefix: String, user: ClusterKeys.UserKeys, tokenHash: String, newTokenHash: String, node: String,
-                            markMs: Int64) -> StoreCommand {
+                            markMs: Int64, groups: Int) -> StoreCommand {
         cancelClaim.command(["tokenKey": user.token(tokenHash), "newTokenKey": user.token(newTokenHash), "cancelMark": user.claimCancel(newTokenHash),
-                             "prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs])
+                             "prefix": prefix, "token": tokenHash, "newToken": newTokenHash, "node": node, "markMs": markMs,
+                             "groups": groups])
     }
 
     /// `session.cancelStart`: the `session.start` of session `session` on `node` is void —
@@ -77,7 +80,7 @@ extension SessionScripts {
     }
 
     /// `session.handOver`: every session of `node` becomes held with no node.
-    static func handOver(prefix: String, node: String) -> StoreCommand {
-        handOver.command(["prefix": prefix, "node": node])
+    static func handOver(prefix: String, node: String, groups: Int) -> StoreCommand {
+        handOver.command(["prefix": prefix, "node": node, "groups": groups])
     }
 }

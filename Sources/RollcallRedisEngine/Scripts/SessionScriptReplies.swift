@@ -21,10 +21,10 @@ struct ClaimScriptReply {
     /// The session's presence timeout, when Redis has it.
     let presenceTimeoutMs: Int64?
     /// The channels it is in, with the flags it joined them with.
-    let channels: [(ChannelKey, JoinFlags)]
+    var channels: [(ChannelKey, JoinFlags)]
     /// Per channel, the number of its last message when the claim ran (`mq`): the session got
     /// every one up to it on its old node or among ``keptEvents``, so it gets only later ones.
-    let messageNumbers: [ChannelKey: Int]
+    var messageNumbers: [ChannelKey: Int]
     /// `message` events kept for it in Redis while it was held, oldest first.
     let keptEvents: [[UInt8]]
     /// How many did not fit.
@@ -50,6 +50,17 @@ struct ClaimScriptReply {
         messageNumbers = numbers
         keptEvents = (reply[7].elements ?? []).compactMap(\.bytes)
         dropped = Int(reply[8].integer ?? 0)
+    }
+
+    /// The channels' join flags and message numbers as their `presence.refence` answered
+    /// (`replies`, one per channel of ``channels``, in order; with more than one key group the
+    /// claim reads none): a channel the session left meanwhile (`notin`) shows no flags.
+    mutating func refenced(_ replies: [StoreReply]) {
+        for (index, reply) in zip(channels.indices, replies) {
+            let text = reply.outcome == "ok" ? reply[1].text ?? "--" : "--"
+            channels[index].1 = JoinFlags(presence: text.contains("p"), messages: text.contains("m"))
+            messageNumbers[channels[index].0] = Int(reply[2].integer ?? 0)
+        }
     }
 }
 
@@ -81,10 +92,22 @@ struct ReapScriptReply {
     let timedOut: [End]
     /// Ends their node began and did not finish (it died in between).
     let leftUnfinished: [End]
+    /// With more than one key group: the sessions of the nodes declared dead, now held with no
+    /// node, and their channels, to refence (``orphanedSessions(_:)``).
+    let orphaned: [(sessionId: String, channels: [ChannelKey])]
 
     init(_ reply: StoreReply) {
         timedOut = (reply[1].elements ?? []).compactMap(End.init)
         leftUnfinished = (reply[2].elements ?? []).compactMap(End.init)
+        orphaned = Self.orphanedSessions(reply[3])
+    }
+
+    /// `orphan`'s list (`{entry <g>/<id>, channel ids}` per session) as ids and channels.
+    static func orphanedSessions(_ reply: StoreReply) -> [(sessionId: String, channels: [ChannelKey])] {
+        (reply.elements ?? []).compactMap { entry in
+            guard let text = entry[0].text, let slash = text.firstIndex(of: "/") else { return nil }
+            return (String(text[text.index(after: slash)...]), ClusterKeys.channels(fromIds: entry[1]))
+        }
     }
 }
 

@@ -46,14 +46,15 @@ package enum SessionScripts {
     /// (``ClusterSessions``): on one Redis it follows them all (it runs after this script, one
     /// pub/sub link, in publish order), and then the node hands them over (``keepHeard``);
     /// until it has (`handing`, at most `staleMs` of ``claim``), a resume waits.
-    static let hold = LuaScript("session.hold", parameters: [.key("record"), .key("held"), .text("prefix"), .text("id"), .text("node")],
+    static let hold = LuaScript("session.hold", parameters: [.key("record"), .key("held"), .text("prefix"), .text("id"), .text("node"),
+                                                             .number("groups")],
                                 library: library, body: """
         local key, tag = record, tagOfRecord(record, id)
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
         local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
         redis.call('HSET', key, 'heldUntil', deadline, 'handing', now)
         redis.call('ZADD', held, deadline, id)
-        markHeld(id, tag)
+        markHeld(id, tag, nil)
         return 'ok'
         """)
 
@@ -101,6 +102,7 @@ package enum SessionScripts {
     /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
     static let claim = LuaScript("session.claim", parameters: [
         .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
+        .number("groups"),
     ], library: library, body: """
         if not isLive(node) then return {'fenced'} end
         if redis.call('EXISTS', cancelMark) == 1 then return {'none'} end
@@ -129,12 +131,17 @@ package enum SessionScripts {
           redis.call('SREM', control .. 'ns:' .. f[3], entry)
         end
         redis.call('SADD', control .. 'ns:' .. node, entry)
-        markLive(id, tag)
+        markLive(id, tag, node)
         local channels = redis.call('SMEMBERS', tag .. 'sc:' .. id)
         local flags, numbers = {}, {}
+        -- With more than one key group the channels are in other slots: the node sends each
+        -- one `presence.refence`, which answers these (`--` and 0 here).
         for i, channel in ipairs(channels) do
-          flags[i] = redis.call('HGET', channelBaseOf(channel) .. ':s', id) or '--'
-          numbers[i] = tonumber(redis.call('HGET', channelBaseOf(channel), 'mq') or '0')
+          flags[i], numbers[i] = '--', 0
+          if groups <= 1 then
+            flags[i] = redis.call('HGET', channelBaseOf(channel) .. ':s', id) or '--'
+            numbers[i] = tonumber(redis.call('HGET', channelBaseOf(channel), 'mq') or '0')
+          end
         end
         local messages = redis.call('LRANGE', control .. 'hm:' .. id, 0, -1)
         local dropped = tonumber(redis.call('GET', control .. 'hmd:' .. id) or '0')
@@ -159,6 +166,7 @@ package enum SessionScripts {
     /// `held`, `marked`, or `gone` (the session moved on: ended, or taken over again).
     static let cancelClaim = LuaScript("session.cancelClaim", parameters: [
         .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
+        .number("groups"),
     ], library: library, body: """
         if redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return 'gone' end
         local entry = redis.call('GET', newTokenKey)
@@ -178,7 +186,7 @@ package enum SessionScripts {
           redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
           redis.call('ZADD', tag .. 'held', deadline, id)
           redis.call('SREM', control .. 'ns:' .. node, entry)
-          markHeld(id, tag)
+          markHeld(id, tag, '')
         end
         -- The messages the claim handed over come first, before any kept since.
         local handed = redis.call('LRANGE', control .. 'hmc:' .. id, 0, -1)
@@ -249,7 +257,7 @@ package enum SessionScripts {
     static let reap = LuaScript("session.reap", parameters: [
         .text("prefix"), .text("self"), .number("timeout"), .number("limit"), .number("groups"),
     ], library: library, body: """
-        local dead = {}
+        local dead, orphaned = {}, {}
         -- Commands a node sent before Redis stopped may run only once it is back, after every
         -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
         local last = tonumber(redis.call('HGET', control .. 'meta', 'lastBeat') or '0')
@@ -264,7 +272,7 @@ package enum SessionScripts {
               -- off, delivered when the link came back) cannot put it back among the live
               -- nodes before it has learned that its sessions were handed over.
               redis.call('SET', control .. 'dead:' .. node, now, 'PX', math.max(60000, 10 * timeout))
-              orphan(node)
+              orphaned = orphan(node, orphaned)
               redis.call('DEL', control .. 'node:' .. node)
               dead[#dead + 1] = node
             end
@@ -303,14 +311,15 @@ package enum SessionScripts {
             end
           end
         end
-        return {dead, ended, unfinished}
+        return {dead, ended, unfinished, orphaned}
         """)
 
     /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
     /// becomes held with no node, resumable anywhere.
-    static let handOver = LuaScript("session.handOver", parameters: [.text("prefix"), .text("node")], library: library, body: """
-        orphan(node)
-        return 'ok'
+    /// Returns `{'ok', orphaned}` (``orphan``'s list: the channels to refence with more than one group).
+    static let handOver = LuaScript("session.handOver", parameters: [.text("prefix"), .text("node"), .number("groups")],
+                                    library: library, body: """
+        return {'ok', orphan(node, {})}
         """)
 
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
@@ -326,23 +335,30 @@ package enum SessionScripts {
         local function isLive(node) return redis.call('ZSCORE', control .. 'nodes', node) ~= false end
 
         -- A held session keeps its `message` events in `P hm:<id>` (the publish script
-        -- appends them); it no longer counts among a channel's live message sessions.
-        local function markHeld(id, tag)
+        -- appends them); it no longer counts among a channel's live message sessions. Its fence
+        -- copy in each channel becomes `owner` (nil: unchanged). In this script with one key
+        -- group (the channels share the session's slot); with more, the node sends each
+        -- channel `presence.refence` after the answer (docs/cluster.md, step 1).
+        local function refenceChannels(id, tag, owner, held)
+          if groups > 1 then return end
           for _, channel in ipairs(redis.call('SMEMBERS', tag .. 'sc:' .. id)) do
             local base = channelBaseOf(channel)
             local flags = redis.call('HGET', base .. ':s', id)
-            if flags and string.find(flags, 'm', 1, true) and redis.call('SADD', base .. ':hm', id) == 1 then
-              redis.call('HINCRBY', base, 'ml', -1)
+            if flags then
+              if owner then redis.call('HSET', base .. ':o', id, owner) end
+              if string.find(flags, 'm', 1, true) then
+                if held then
+                  if redis.call('SADD', base .. ':hm', id) == 1 then redis.call('HINCRBY', base, 'ml', -1) end
+                elseif redis.call('SREM', base .. ':hm', id) == 1 then
+                  redis.call('HINCRBY', base, 'ml', 1)
+                end
+              end
             end
           end
         end
 
-        local function markLive(id, tag)
-          for _, channel in ipairs(redis.call('SMEMBERS', tag .. 'sc:' .. id)) do
-            local base = channelBaseOf(channel)
-            if redis.call('SREM', base .. ':hm', id) == 1 then redis.call('HINCRBY', base, 'ml', 1) end
-          end
-        end
+        local function markHeld(id, tag, owner) refenceChannels(id, tag, owner, true) end
+        local function markLive(id, tag, owner) refenceChannels(id, tag, owner, false) end
 
         local function forget(tag, id, user, node, token)
           redis.call('DEL', control .. 'hm:' .. id, control .. 'hmb:' .. id, control .. 'hmd:' .. id, control .. 'hmc:' .. id)
@@ -362,20 +378,21 @@ package enum SessionScripts {
         end
 
         -- The sessions of `node` become held with no node: a live one from now, a held one
-        -- keeps its deadline.
-        local function orphan(node)
+        -- keeps its deadline; their fence copies become `''`. With more than one key group,
+        -- each session is added to `out` as {entry, its channels}: the node refences them.
+        local function orphan(node, out)
           for _, entry in ipairs(redis.call('SMEMBERS', control .. 'ns:' .. node)) do
             local tag, id = fromEntry(entry)
             local key = tag .. 's:' .. id
             local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
-            if held == 0 then
-              held = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
-              markHeld(id, tag)
-            end
+            if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
+            markHeld(id, tag, '')
+            if groups > 1 then out[#out + 1] = {entry, redis.call('SMEMBERS', tag .. 'sc:' .. id)} end
             redis.call('HSET', key, 'node', '', 'heldUntil', held)
             redis.call('ZADD', tag .. 'held', held, id)
           end
           redis.call('DEL', control .. 'ns:' .. node)
+          return out
         end
 
         """

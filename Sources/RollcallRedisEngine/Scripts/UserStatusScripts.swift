@@ -181,7 +181,7 @@ enum UserStatusScripts {
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
-        local codes, records, evicted = {}, {}, {}
+        local codes, records = {}, {}
         for i = targetsFrom, #ARGV do
           local target = ARGV[i]
           if redis.call('ZSCORE', subKey(me), target) then
@@ -194,21 +194,14 @@ enum UserStatusScripts {
               codes[#codes + 1] = 'l'
               records[#records + 1] = false
             else
-              local latest = redis.call('ZRANGE', subKey(me), -1, -1, 'WITHSCORES')
-              local createdAt = now
-              if latest[2] then createdAt = math.max(now, tonumber(latest[2]) + 1) end
-              redis.call('ZADD', subKey(me), int(createdAt), target)
+              addSubscription(me, target)
               track(me, target, expiresAt)
               codes[#codes + 1] = 'a'
               records[#records + 1] = current(target)
             end
           end
         end
-        while redis.call('ZCARD', subKey(me)) > maxSubs do
-          local earliest = redis.call('ZRANGE', subKey(me), 0, 0)[1]
-          removeSubscription(me, earliest)
-          evicted[#evicted + 1] = earliest
-        end
+        local evicted = evictOverCap(me, maxSubs)
         return {{codes, records, evicted}, announced}
         """)
 
@@ -247,25 +240,18 @@ enum UserStatusScripts {
     ], rest: "targetsFrom", library: library, body: """
         dropExpired(me)
         local expiresAt = now + duration
-        local codes, evicted = {}, {}
+        local codes = {}
         for i = targetsFrom, #ARGV do
           local target = ARGV[i]
           if redis.call('ZSCORE', subKey(me), target) then
             codes[#codes + 1] = 'r'
           else
-            local latest = redis.call('ZRANGE', subKey(me), -1, -1, 'WITHSCORES')
-            local createdAt = now
-            if latest[2] then createdAt = math.max(now, tonumber(latest[2]) + 1) end
-            redis.call('ZADD', subKey(me), int(createdAt), target)
+            addSubscription(me, target)
             codes[#codes + 1] = 'a'
           end
           track(me, target, expiresAt)
         end
-        while redis.call('ZCARD', subKey(me)) > maxSubs do
-          local earliest = redis.call('ZRANGE', subKey(me), 0, 0)[1]
-          removeSubscription(me, earliest)
-          evicted[#evicted + 1] = earliest
-        end
+        local evicted = evictOverCap(me, maxSubs)
         return {{codes, {}, evicted}, announced}
         """)
 
@@ -473,6 +459,26 @@ enum UserStatusScripts {
           redis.call('ZREM', subxKey(me), target)
           if userTag(target) == userTag(me) then redis.call('ZREM', subrKey(target), me) end
           redis.call('ZREM', userTag(me) .. 'subexp', named(me) .. target)
+        end
+
+        -- A new subscription of `me` to `target`, made after every other (createdAt orders
+        -- them for maxSubscriptionsPerUser: ``evictOverCap``).
+        local function addSubscription(me, target)
+          local latest = redis.call('ZRANGE', subKey(me), -1, -1, 'WITHSCORES')
+          local createdAt = now
+          if latest[2] then createdAt = math.max(now, tonumber(latest[2]) + 1) end
+          redis.call('ZADD', subKey(me), int(createdAt), target)
+        end
+
+        -- Drops `me`'s earliest-made subscriptions beyond `maxSubs`; returns their targets.
+        local function evictOverCap(me, maxSubs)
+          local evicted = {}
+          while redis.call('ZCARD', subKey(me)) > maxSubs do
+            local earliest = redis.call('ZRANGE', subKey(me), 0, 0)[1]
+            removeSubscription(me, earliest)
+            evicted[#evicted + 1] = earliest
+          end
+          return evicted
         end
 
         local function dropExpired(me)

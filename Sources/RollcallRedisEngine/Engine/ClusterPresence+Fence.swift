@@ -1,0 +1,79 @@
+import RollcallCore
+
+/// Fencing in a channel's slot (docs/cluster.md, "Where the build stands", step 1): a
+/// session's fence copy in each channel it joined decides whether a node may act for it there.
+/// When the session's record and indexes (`s:`, `sc:`, `uc:`) are in the channel's key group
+/// (always with one group) the channel scripts read and write them as before, in one round
+/// trip; when they are in another, the node runs their part on the user's slot
+/// (`presence.userSide`): before a first join or a state change with no copy, after a leave.
+extension ClusterPresence {
+    /// Whether `user`'s keys are in the key group (and slot) of `channelKeys`.
+    func userSharesSlot(_ user: Name, with channelKeys: ClusterKeys.ChannelKeys) -> Bool {
+        keys.userGroup(user) == channelKeys.groupNumber
+    }
+
+    /// The session's record for a channel script: its key when it shares the channel's slot,
+    /// `''` when not (the script then answers `first` when it has no fence copy).
+    func recordInSlot(_ user: Name, session sessionId: String, _ channelKeys: ClusterKeys.ChannelKeys) -> String {
+        userSharesSlot(user, with: channelKeys) ? keys.user(user).session(sessionId).record : ""
+    }
+
+    /// The indexes a channel script keeps: all of them when the user's share its slot; else
+    /// only the channel's group's list of channels (the user's follow, ``followLeave(of:session:from:reply:)``).
+    func channelSideIndexes(_ user: Name, session sessionId: String, _ channelKeys: ClusterKeys.ChannelKeys) -> PresenceScripts.MembershipIndexes {
+        let all = membershipIndexes(user, session: sessionId, channelKeys)
+        guard !userSharesSlot(user, with: channelKeys) else { return all }
+        return PresenceScripts.MembershipIndexes(userChannels: "", allChannels: all.allChannels, channelEntry: all.channelEntry,
+                                                 sessionChannels: "")
+    }
+
+    /// Checks on the user's slot that this node owns `user`'s session `sessionId` (`step`
+    /// `.check`, or `.join`: with the user's indexes), after a channel answered `first`.
+    /// Fails `fenced` when another node owns it.
+    func checkOwner(_ user: Name, session sessionId: String, channelKeys: ClusterKeys.ChannelKeys, step: PresenceScripts.UserSideStep,
+                    then done: @escaping (Result<Void, BrokerError>) -> Void) {
+        let command = PresenceScripts.userSide(step, sessionRecord: keys.user(user).session(sessionId).record, node: nodeId,
+                                               indexes: membershipIndexes(user, session: sessionId, channelKeys), channelId: channelKeys.id)
+        runScript(command) { [self] result in
+            switch result {
+            case .failure(let error): done(.failure(error))
+            case .success(let reply):
+                switch ScriptOutcome(reply) {
+                case .ok: done(.success(()))
+                case .fenced: done(.failure(Self.fenced(configuration)))
+                default: done(.failure(Self.unexpected(reply)))
+                }
+            }
+        }
+    }
+
+    /// After `presence.leave` answered `reply` for `user`'s session `sessionId` in `key`: when
+    /// the user's indexes are in another slot, the session's (and, when the user left the
+    /// channel, the user's) lose the channel there. Sent until Redis answers (idempotent).
+    func followLeave(of user: Name, session sessionId: String, from key: ChannelKey, reply: StoreReply) {
+        let channelKeys = keys.channel(key)
+        guard !userSharesSlot(user, with: channelKeys), ScriptOutcome(reply) == .ok else { return }
+        let step: PresenceScripts.UserSideStep = reply[2].integer == 1 ? .leaveUser : .leaveSession
+        sendUserSteps([PresenceScripts.userSide(step, sessionRecord: keys.user(user).session(sessionId).record, node: "",
+                                                indexes: membershipIndexes(user, session: sessionId, channelKeys), channelId: channelKeys.id)])
+    }
+
+    /// Runs steps on users' slots; those Redis did not answer are counted and sent again at
+    /// the next reaper tick.
+    func sendUserSteps(_ commands: [StoreCommand]) {
+        guard !commands.isEmpty else { return }
+        store.call(commands) { [self] result in
+            if case .failure = result {
+                broker.metrics.clusterUserStepsUnanswered += commands.count
+                unansweredUserSteps += commands
+            }
+        }
+    }
+
+    /// Every reaper tick: the user steps an outage left unanswered, again.
+    func retryUnansweredUserSteps() {
+        let commands = unansweredUserSteps
+        unansweredUserSteps = []
+        sendUserSteps(commands)
+    }
+}
