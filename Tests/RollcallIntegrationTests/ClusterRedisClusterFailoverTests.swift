@@ -45,7 +45,7 @@ struct ClusterRedisClusterFailoverTests {
             }
         }
 
-        let keysMaster = try redisCluster.masterPort(serving: cluster.keyPrefix + "{0}")
+        let keysMaster = try redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")
         // The replica has every write so far (else the failover is a data loss: 1012 everywhere).
         #expect(try RedisWire.command(port: keysMaster, ["WAIT", "1", "2000"]) == ":1", "the replica acknowledged the writes")
         let killedAt = Date()
@@ -62,7 +62,7 @@ struct ClusterRedisClusterFailoverTests {
             if round % 5 == 0, let reply = try? clients[0].channelOp("setState", "lobby", ["state": ["round": .string("\(round)")]]), !reply.ok {
                 if reply.errorCode == .unavailable, (reply.retryAfterMs ?? 0) > 0 { unavailable += 1 } else { otherFailures.append("\(reply)") }
             }
-            promoted = promoted || ((try? redisCluster.masterPort(serving: cluster.keyPrefix + "{0}")).map { $0 != keysMaster } ?? false)
+            promoted = promoted || ((try? redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")).map { $0 != keysMaster } ?? false)
             return promoted && (0..<3).allSatisfy { (try? RawHTTP.get(port: cluster.node($0).port, path: "/readyz").status) == 200 }
         }
         #expect(servingAgain, "within \(Self.servesAgainWithin) s: promoted \(promoted), \(cluster.describeNodes())")

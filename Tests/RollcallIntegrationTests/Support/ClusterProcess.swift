@@ -124,7 +124,7 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     var redisPort: Int {
         switch store {
         case .server(let server): server.port
-        case .redisCluster(let nodes): (try? nodes.masterPort(serving: keyPrefix + "{0}")) ?? 0
+        case .redisCluster(let nodes): (try? nodes.masterPort(servingKey: keyPrefix + "{0}")) ?? 0
         }
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import RollcallRedis
 
 /// A throwaway Redis Cluster for tests: `masters` masters and `replicasPerMaster` replicas
 /// each, every one a ``RedisServer`` on a free loopback port (`cluster-enabled yes`, a small
@@ -110,20 +109,6 @@ public final class RedisClusterNodes: @unchecked Sendable {
         throw TestSupportError("no node of the cluster answers")
     }
 
-    /// The port of the master that serves `key`'s slot (its hash tag's, `RedisClusterSlot`), as
-    /// a running node sees it now: after a failover, the promoted replica's.
-    public func masterPort(serving key: String) throws -> Int {
-        let slot = RedisClusterSlot.of(key)
-        for node in nodes where node.pid != nil {
-            guard let table = try? command(port: node.port, ["CLUSTER", "NODES"]) else { continue }
-            guard let master = Self.rows(table).first(where: { $0.isMaster && !$0.failed && $0.slots.contains { $0.contains(slot) } }) else {
-                throw TestSupportError("no master serves slot \(slot) of \(key) as 127.0.0.1:\(node.port) sees it:\n\(table)")
-            }
-            return master.port
-        }
-        throw TestSupportError("no node of the cluster answers")
-    }
-
     /// Waits until every running node says `cluster_state:ok`, sees the same masters (each
     /// with slots, none failed), and every running replica's link to its master is up.
     public func waitUntilHealthy(timeout: TimeInterval = 30) throws {
@@ -166,9 +151,7 @@ public final class RedisClusterNodes: @unchecked Sendable {
     private struct Row {
         let port: Int
         let flags: [Substring]
-        /// The slots it serves (`0-5460`, `5461`; a migrating `[…]` entry is left out).
-        let slots: [ClosedRange<Int>]
-        var hasSlots: Bool { !slots.isEmpty }
+        let hasSlots: Bool
         var isMaster: Bool { flags.contains("master") }
         var isMyself: Bool { flags.contains("myself") }
         var failed: Bool { flags.contains("fail") || flags.contains("fail?") }
@@ -181,12 +164,7 @@ public final class RedisClusterNodes: @unchecked Sendable {
             guard fields.count >= 8, let colon = fields[1].lastIndex(of: ":") else { return nil }
             let portText = fields[1][fields[1].index(after: colon)...].prefix { $0.isNumber }
             guard let port = Int(portText) else { return nil }
-            let slots = fields.dropFirst(8).compactMap { field -> ClosedRange<Int>? in
-                let bounds = field.split(separator: "-").compactMap { Int($0) }
-                guard !field.hasPrefix("["), let first = bounds.first, let last = bounds.last, first <= last else { return nil }
-                return first...last
-            }
-            return Row(port: port, flags: fields[2].split(separator: ","), slots: slots)
+            return Row(port: port, flags: fields[2].split(separator: ","), hasSlots: fields.count > 8)
         }
     }
 }
