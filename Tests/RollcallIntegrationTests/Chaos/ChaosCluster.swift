@@ -41,8 +41,8 @@ final class ChaosCluster: @unchecked Sendable {
     init(intervalMode: Bool, nodeTimeoutSeconds: Double, redis kind: ChaosRedis = .server) throws {
         self.intervalMode = intervalMode
         let redisCluster = kind == .cluster ? try RedisClusterNodes(masters: 3, replicasPerMaster: 1) : nil
-        let redis = try RedisServer(appendOnly: true)
-        let proxies = redisCluster == nil ? try (0..<3).map { _ in try LinkProxy(targetPort: redis.port) } : []
+        let redis = redisCluster == nil ? try RedisServer(appendOnly: true) : nil
+        let proxies = try redis.map { redis in try (0..<3).map { _ in try LinkProxy(targetPort: redis.port) } } ?? []
         let receiver = try WebhookReceiver()
         let ports = proxies.map(\.port)
         let config: [String: Any] = BrokerProcess.merge(ServerAPIRequest.config, [
@@ -60,12 +60,12 @@ final class ChaosCluster: @unchecked Sendable {
         do {
             var portForNode: (@Sendable (Int) -> Int)?
             if !ports.isEmpty { portForNode = { @Sendable index in ports[index] } }
-            cluster = try ClusterProcess(config: config, formTimeout: 20, redis: redis, redisURL: redisCluster?.url,
-                                         redisPortForNode: portForNode)
+            cluster = try ClusterProcess(config: config, formTimeout: 20, redis: redis, redisPortForNode: portForNode,
+                                         redisCluster: redisCluster)
         } catch {
             for proxy in proxies { proxy.stop() }
             receiver.stop()
-            redis.kill()
+            redis?.kill()
             throw error
         }
         self.proxies = proxies
@@ -74,11 +74,8 @@ final class ChaosCluster: @unchecked Sendable {
     }
 
     /// The port of the Redis that holds the cluster's keys now: the redis-server, or the
-    /// Redis Cluster master serving the slot of the keys' group (one key group: `P{0}`).
-    var keysRedisPort: Int {
-        guard let redisCluster else { return cluster.redisPort }
-        return (try? redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")) ?? cluster.redisPort
-    }
+    /// Redis Cluster master serving the slot of the keys' group (``ClusterProcess/redisPort``).
+    var keysRedisPort: Int { cluster.redisPort }
 
     /// The Redis Cluster node serving the cluster's keys now.
     private func keysMaster() throws -> RedisServer {
