@@ -30,7 +30,7 @@ extension ClusterSessions {
         reap()
     }
 
-    /// Sessions the reap script hands out at most per call and key group, of each kind.
+    /// Sessions `session.reapGroup` hands out at most per call and key group, of each kind.
     static let reapBatch = 200
 
     /// How long the scanner's lease lasts (`P{0}scanner`): two heartbeats, so the scanner
@@ -130,7 +130,7 @@ extension ClusterSessions {
         call([SessionScripts.reaped(prefix: keys.prefix, nodes: done)]) { _ in }
     }
 
-    /// Ends the reap script handed to this node, each as id, user, kind (`l`/`t`), how
+    /// Ends `session.reapGroup` handed to this node, each as id, user, kind (`l`/`t`), how
     /// (`logout`/`closed`) and the channel ids not left yet: held sessions with no node whose
     /// hold ended (`timeout`), and ends another node began and did not finish (it died between
     /// `session.end` and `status.ended`; each is handed out once per `nodeTimeoutSeconds` until

@@ -379,7 +379,7 @@ package enum SessionScripts {
 
         -- A session gone from Redis whose channels and user status are still to follow: its
         -- node does that next and `status.ended` takes it off `P{<g>}ending`; should the node
-        -- die first, a reaper finishes it (`session.reap`).
+        -- die first, a reaper finishes it (`session.reapGroup`).
         local function markEnding(tag, id, user, kind, how)
           redis.call('ZADD', tag .. 'ending', now, id)
           redis.call('HSET', tag .. 'end:' .. id, 'user', user, 'kind', kind, 'how', how)
