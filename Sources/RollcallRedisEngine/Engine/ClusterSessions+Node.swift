@@ -67,7 +67,8 @@ extension ClusterSessions {
     /// `session.reaped` once every group answered for a node being reaped.
     private func reap() {
         let declare = SessionScripts.declareDead(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
-                                                 scannerLeaseMs: scannerLeaseMs)
+                                                 scannerLeaseMs: scannerLeaseMs, releasing: scanFailed)
+        scanFailed = false
         call([declare, userStatus.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
             userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
@@ -78,9 +79,10 @@ extension ClusterSessions {
                 return
             }
             if declared.reaping.isEmpty { groupsReapedFor.removeAll() }
-            presence.expireOverdue()
-            presence.flushOverdue()
-            reapGroups(groupsToReap(), reaping: declared.reaping, endsDue: declared.endsDue)
+            presence.expireOverdue { [self] in scanFailed = true }
+            presence.flushOverdue { [self] in scanFailed = true }
+            // A node just declared dead has its sessions orphaned in every group at once.
+            reapGroups(declared.reaping.isEmpty ? groupsToReap() : Array(keys.groups.all), reaping: declared.reaping, endsDue: declared.endsDue)
         }
     }
 
@@ -100,6 +102,7 @@ extension ClusterSessions {
             guard case .success(let replies) = result else {
                 // Groups skipped: a node being reaped starts its count again.
                 for node in reaping { groupsReapedFor[node] = nil }
+                scanFailed = true
                 return
             }
             var full: [Int] = []

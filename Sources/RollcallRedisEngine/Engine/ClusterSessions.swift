@@ -21,6 +21,9 @@ final class ClusterSessions: SessionEngine {
     /// The nodes being reaped (`P{0}reaping`), each with how many key groups in a row answered
     /// `session.reapGroup` with it named: at every group, `session.reaped` takes it off.
     var groupsReapedFor: [String: Int] = [:]
+    /// A read of the key groups' buckets failed this tick: at the next, this node gives the
+    /// scanner's lease up (another node that can read them takes it).
+    var scanFailed = false
 
     init(broker: Broker, presence: ClusterPresence, userStatus: ClusterUserStatus) {
         self.broker = broker

@@ -72,10 +72,10 @@ extension SessionScripts {
 
     /// `session.declareDead`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead
     /// (``ClusterKeys/meta`` declared) and, with `scannerLeaseMs` > 0, takes or keeps the
-    /// scanner's lease.
-    static func declareDead(prefix: String, node: String, nodeTimeoutMs: Int64, scannerLeaseMs: Int64) -> StoreCommand {
+    /// scanner's lease — or, `releasing`, gives it up (its reads of the groups failed).
+    static func declareDead(prefix: String, node: String, nodeTimeoutMs: Int64, scannerLeaseMs: Int64, releasing: Bool) -> StoreCommand {
         declareDead.command(["meta": ClusterKeys.controlTag(prefix: prefix) + "meta", "prefix": prefix, "self": node,
-                             "timeout": nodeTimeoutMs, "leaseMs": scannerLeaseMs])
+                             "timeout": nodeTimeoutMs, "leaseMs": scannerLeaseMs, "release": releasing ? 1 : 0])
     }
 
     /// `session.reapGroup`: in key group `group` of `keys`, orphans the sessions of `reaping`,

@@ -242,12 +242,13 @@ package enum SessionScripts {
     /// once it is back, after every node was silent: that silence opens a grace window, it is no
     /// death (PROTOCOL §9). With `leaseMs` > 0 it also hands out the scanner's lease
     /// (`P{0}scanner`, `leaseMs` long, kept by its holder at each of its ticks, taken over by
-    /// any node once it lapsed or its holder is no live node): only the scanner reads the key
-    /// groups' buckets (docs/cluster.md, "The scans"). Returns the nodes declared dead now, every
+    /// any node once it lapsed or its holder is no live node; with `release` 1 its holder gives
+    /// it up, as its reads of the groups failed): only the scanner reads the key groups'
+    /// buckets (docs/cluster.md, "The scans"). Returns the nodes declared dead now, every
     /// node being reaped, whether unfinished ends are due (1: out of a grace window) and
     /// whether this node scans (1).
     static let declareDead = LuaScript("session.declareDead", parameters: [
-        .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"),
+        .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"), .number("release"),
     ], library: library, body: """
         local dead = {}
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
@@ -273,6 +274,9 @@ package enum SessionScripts {
         if leaseMs > 0 then
           local holder = redis.call('GET', control .. 'scanner')
           if holder and holder ~= self and isLive(holder) then
+            scans = 0
+          elseif release == 1 then
+            if holder == self then redis.call('DEL', control .. 'scanner') end
             scans = 0
           else
             redis.call('SET', control .. 'scanner', self, 'PX', leaseMs)
