@@ -12,7 +12,7 @@ import Testing
 @Suite("Cluster: a node declared dead is fenced")
 struct ClusterFencedLoginTests {
     private func declareDead(_ node: String, in bed: ClusterBed) throws {
-        // What the reap script does to a dead node, as far as the login is concerned.
+        // What `session.declareDead` does to a dead node, as far as the login is concerned.
         #expect(try bed.redis.command(["ZREM", "fence:{0}nodes", node]) == ":1")
     }
 
@@ -69,12 +69,12 @@ struct ClusterFencedLoginTests {
         let bed = try ClusterBed(nodes: 2, configuration: Configuration(), prefix: "fence:")
         let alice = try bed.login("alice", on: 0)
         #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
-        // What the reap script does to the session of a node it declares dead (orphan), with
+        // What the reaper (`session.reapGroup`) does to the session of a node declared dead (orphan), with
         // its hold already over: held with no node; a reaper then times it out and takes alice
         // out of the channel. Alice's node has not learned any of it yet.
         let record = "fence:{0}s:\(alice.sessionId)"
         #expect(try bed.redis.command(["HSET", record, "node", "\"\"", "heldUntil", "1"]) == ":0")
-        #expect(try bed.redis.command(["SREM", "fence:{0}ns:n1", "0/" + alice.sessionId]) == ":1")
+        #expect(try bed.redis.command(["SREM", "fence:{0}ns:n1", alice.sessionId]) == ":1")
         #expect(try bed.redis.command(["ZADD", "fence:{0}held", "1", alice.sessionId]) == ":1")
         try bed.pump(until: {
             (try? bed.redis.command(["EXISTS", record])) == ":0" && (try? bed.redis.command(["HEXISTS", "fence:{0}c:m:4:room:st", "alice"])) == ":0"

@@ -13,13 +13,15 @@ import Testing
 @Suite("Cluster: which scripts still touch keys of two Redis Cluster slots")
 struct ClusterSlotAuditTests {
     // With one key group every key of the cluster is in one slot: the owners' under `P{0}`,
-    // and the keys of no owner (`meta`, `nodes`, `node:`, `ns:`, `tok:`, `hm*`) under the
+    // and the keys of no owner (`meta`, `nodes`, `node:`, `reaping`, `hm*`) under the
     // control tag, group 0's (session 43). No script crosses; that is what lets a broker run on
     // Redis Cluster with one group (KeyGroups.init(for:)).
 
     /// Scripts run by the nodes' timers (reaper, sweeps, flushes): whether this scenario runs
-    /// them depends on timing, so they are not judged here.
-    static let runByTimers: Set<String> = ["session.reap", "status.sweep", "presence.overdue", "presence.overdueExpiries", "presence.flush"]
+    /// them depends on timing, so they are not judged here. (`session.declareDead` runs at
+    /// every tick and `session.reaped` after a death: they are judged, and must keep to the
+    /// control slot; `ClusterReaperAcrossGroupsTests` judges `reapGroup` and `handOver`.)
+    static let runByTimers: Set<String> = ["session.reapGroup", "status.sweep", "presence.overdue", "presence.overdueExpiries", "presence.flush"]
 
     /// Sends `op`, waits for its reply and expects it ok.
     private func attempt(_ bed: ClusterBed, _ client: ClusterBed.Client, _ op: String, _ arguments: [String: JSON] = [:]) throws -> JSON {
@@ -85,14 +87,15 @@ struct ClusterSlotAuditTests {
     /// The scripts that still cross slots when users' keys are spread over Redis Cluster's 1024
     /// key groups, in ``usersAcrossKeyGroups()`` (no hold or resume: their channel keys are
     /// built for one group until step 2). Each crosses because of other owners' keys:
-    /// `P ns:`/`P nodes`/`P hm:` (`session.*`), `P nodes`/`P ns:`/the buckets (`api.info`).
-    /// (`presence.join`, `leave`, `setState` left it: fence copies in the channel's slot, the
-    /// user's side in `presence.userSide`, docs/cluster.md step 1.)
+    /// `P nodes`/`P hm:` (`session.*`). (`presence.join`, `leave`, `setState` left it: fence
+    /// copies in the channel's slot, the user's side in `presence.userSide`, docs/cluster.md
+    /// step 1; `api.info` left it in session 43: the nodes on the control slot, then
+    /// `api.groupSessions` per group; `status.subscribe`/`unsubscribe` too: the target's side
+    /// written on its own slot.)
     /// (`status.setCustom` left it: the node publishes to the subscribers' inboxes, and the
     /// script no longer reads whether they have sessions, docs/cluster.md "Delivery".)
     static let notSplitYetAcrossUserGroups: Set<String> = [
         "session.start", "session.end",
-        "api.info",
     ]
 
     @Test("users' scripts with 1024 key groups: those about one user run on its slot, the rest are listed")

@@ -142,7 +142,7 @@ struct ClusterKeys {
     func dueExpiries(group: Int) -> String { groupTag(group) + "due:ttl" }
 
     /// `P{0}`: the tag of the keys that belong to no channel or user — the cluster's
-    /// (`meta`, `nodes`), the nodes' (`node:<id>`, `dead:<id>`, `ns:<id>`) and, for now, the
+    /// (`meta`, `nodes`, `reaping`, `scanner`), the nodes' (`node:<id>`, `dead:<id>`) and, for now, the
     /// messages kept for held sessions (`hm*`). They
     /// share group 0's slot: with one key group every key of the cluster is in one slot, which
     /// is what a broker on Redis Cluster runs with until every script is split

@@ -349,10 +349,10 @@ extension ClusterPresence {
     /// may have died before its timer fired), at most 100 per group's bucket (`P{<g>}due`) per
     /// tick, every group asked in one call (one script per group). The flush script sends the
     /// `interval` event once, whoever runs it.
-    func flushOverdue() {
+    func flushOverdue(ifFailed failed: @escaping () -> Void = {}) {
         let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds
         callEveryGroup({ PresenceScripts.overdueFlushes(set: keys.dueFlushes(group: $0), slackMs: slackMs, limit: 100) }) { [self] result in
-            guard case .success(let replies) = result else { return }
+            guard case .success(let replies) = result else { return failed() }
             flush(replies.flatMap { ClusterKeys.channels(fromIds: $0) })
         }
     }

@@ -42,8 +42,8 @@ extension ClusterKeys {
     }
 
     /// The keys of one session, under its user's group's tag. A session id is minted before
-    /// its user is known, so what starts from an id alone (`P tok:<hash>`, `P ns:<node>`)
-    /// names the session by its ``entry``.
+    /// its user is known, so what starts from a token alone (`P{<g>}tok:<hash>`) names the
+    /// session by its entry, `<g>/<id>`.
     struct SessionKeys {
         /// `P{<g>}`: the tag of its user's key group.
         let group: String
@@ -74,6 +74,9 @@ extension ClusterKeys {
 
     /// `P{<group>}held`: group `group`'s held sessions by the deadline of their hold.
     func heldSessions(group: Int) -> String { groupTag(group) + "held" }
+
+    /// `P{<group>}ns:<node>`: the sessions of group `group` that `node` has (bare ids).
+    func nodeSessions(of node: String, group: Int) -> String { groupTag(group) + "ns:" + node }
 
     /// `P{<group>}ending`: group `group`'s session ends begun and not finished, by start.
     func endingSessions(group: Int) -> String { groupTag(group) + "ending" }

@@ -27,40 +27,115 @@ extension ClusterSessions {
         let retries = unfinishedEnds
         unfinishedEnds.removeAll()
         for retry in retries { retry() }
-        presence.expireOverdue()
-        presence.flushOverdue()
-        reap(sweeping: true)
+        reap()
     }
 
-    /// Sessions the reap script hands out at most per call, of each kind.
+    /// Sessions `session.reapGroup` hands out at most per call and key group, of each kind.
     static let reapBatch = 200
 
-    /// Runs the reap script (with the user-status sweep once per tick). A full batch means more
-    /// are due: the next batch is asked for as soon as this one answered, not a heartbeat later,
-    /// so a dead node's 50,000 sessions time out within seconds of their hold, while no single
-    /// script holds Redis for long (issue 29 item 8).
-    private func reap(sweeping: Bool) {
-        let commands = [SessionScripts.reap(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
-                                            batch: Self.reapBatch, groups: keys.groups.count)]
-            + (sweeping ? [userStatus.sweepCommand] : [])
-        call(commands) { [self] result in
+    /// How long the scanner's lease lasts (`P{0}scanner`): two heartbeats, so the scanner
+    /// keeps it at each tick with one to spare, and another node takes over within two
+    /// heartbeats of its last tick (no more than `nodeTimeoutSeconds`, at least twice the
+    /// heartbeat). With one key group there is no lease: every node scans, as the scans cost
+    /// one call each.
+    var scannerLeaseMs: Int64 {
+        keys.groups.count > 1 ? 2 * configuration.cluster.heartbeatSeconds.milliseconds : 0
+    }
+
+    /// How long the scanner takes to go over every key group with `session.reapGroup`: one
+    /// second, a slice of the groups per tick (all of them each tick with one group, or with a
+    /// heartbeat of a second or more). A dead node's sessions are orphaned within a round of
+    /// being declared dead and timed out within a round of their hold's end: two seconds at most
+    /// of PROTOCOL §9's five of slack, for 1/10 of the calls per tick at 0.1 s heartbeats.
+    static let reapRoundSeconds = 1.0
+
+    /// The key groups of this tick's `session.reapGroup` slice, going on from the last one.
+    private func groupsToReap() -> [Int] {
+        let count = keys.groups.count
+        let ticks = max(1, Int((Self.reapRoundSeconds / configuration.cluster.heartbeatSeconds).rounded(.down)))
+        let size = min(count, (count + ticks - 1) / ticks)
+        let slice = (0..<size).map { (nextGroupToReap + $0) % count }
+        nextGroupToReap = (nextGroupToReap + size) % count
+        return slice
+    }
+
+    /// The reaper's tick: `session.declareDead` on the control slot (with the user-status
+    /// sweep); then, on the node that scans (every node with one key group; the lease holder
+    /// with more, docs/cluster.md "The scans"), the due buckets of every group
+    /// (``ClusterPresence/expireOverdue()``, ``ClusterPresence/flushOverdue()``) and
+    /// `session.reapGroup` for this tick's slice of the groups (``reapRoundSeconds``);
+    /// `session.reaped` once every group answered for a node being reaped.
+    private func reap() {
+        let declare = SessionScripts.declareDead(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
+                                                 scannerLeaseMs: scannerLeaseMs, releasing: scanFailed)
+        scanFailed = false
+        call([declare, userStatus.sweepCommand]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            if sweeping {
-                userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
-                userStatus.retryUnansweredEnds()
-                presence.retryUnansweredUserSteps()
+            userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
+            userStatus.retryUnansweredEnds()
+            presence.retryUnansweredUserSteps()
+            let declared = DeclareDeadScriptReply(reply)
+            guard declared.scans else {
+                groupsReapedFor.removeAll()
+                return
             }
-            let reaped = ReapScriptReply(reply)
-            refenceOrphans(reaped.orphaned)
-            completeEnds(reaped.timedOut)
-            completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
-            if reaped.timedOut.count >= Self.reapBatch || reaped.leftUnfinished.count >= Self.reapBatch {
-                reap(sweeping: false)
-            }
+            if declared.reaping.isEmpty { groupsReapedFor.removeAll() }
+            presence.expireOverdue { [self] in scanFailed = true }
+            presence.flushOverdue { [self] in scanFailed = true }
+            // A node just declared dead has its sessions orphaned in every group at once.
+            reapGroups(declared.reaping.isEmpty ? groupsToReap() : Array(keys.groups.all), reaping: declared.reaping, endsDue: declared.endsDue)
         }
     }
 
-    /// Ends the reap script handed to this node, each as id, user, kind (`l`/`t`), how
+    /// `session.reapGroup` for `groups`, the nodes `reaping` orphaned in each. A full batch in a
+    /// group means more are due there: its next batch is asked for as soon as this one
+    /// answered, not a tick later, so a dead node's 50,000 sessions time out within seconds of
+    /// their hold, while no single script holds Redis for long (issue 29 item 8).
+    private func reapGroups(_ groups: [Int], reaping: [String], endsDue: Bool) {
+        let nodeTimeoutMs = configuration.cluster.nodeTimeoutSeconds.milliseconds
+        let commands = groups.map {
+            SessionScripts.reapGroup(keys: keys, group: $0, reaping: reaping, nodeTimeoutMs: nodeTimeoutMs, batch: Self.reapBatch, endsDue: endsDue)
+        }
+        let batches = stride(from: 0, to: commands.count, by: ClusterPresence.groupReadBatch).map {
+            Array(commands[$0..<min($0 + ClusterPresence.groupReadBatch, commands.count)])
+        }
+        gatherEvery(batches.count, { [self] index, answer in call(batches[index], then: answer) }) { [self] result in
+            guard case .success(let replies) = result else {
+                // Groups skipped: a node being reaped starts its count again.
+                for node in reaping { groupsReapedFor[node] = nil }
+                scanFailed = true
+                return
+            }
+            var full: [Int] = []
+            for (group, reply) in zip(groups, replies.flatMap { $0 }) {
+                let reaped = ReapScriptReply(reply)
+                refenceOrphans(reaped.orphaned)
+                completeEnds(reaped.timedOut)
+                completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
+                if reaped.timedOut.count >= Self.reapBatch || reaped.leftUnfinished.count >= Self.reapBatch { full.append(group) }
+            }
+            countGroupsReaped(groups.count, for: reaping)
+            if !full.isEmpty { reapGroups(full, reaping: [], endsDue: endsDue) }
+        }
+    }
+
+    /// `count` more key groups orphaned the sessions of each of `reaping`: a node every group
+    /// has orphaned leaves `P{0}reaping` (`session.reaped`). A node no longer listed is
+    /// forgotten (another scanner finished it).
+    private func countGroupsReaped(_ count: Int, for reaping: [String]) {
+        guard !reaping.isEmpty else { return }
+        groupsReapedFor = groupsReapedFor.filter { reaping.contains($0.key) }
+        var done: [String] = []
+        for node in reaping {
+            let reaped = groupsReapedFor[node, default: 0] + count
+            if reaped >= keys.groups.count { done.append(node) } else { groupsReapedFor[node] = reaped }
+        }
+        guard !done.isEmpty else { return }
+        for node in done { groupsReapedFor[node] = nil }
+        call([SessionScripts.reaped(prefix: keys.prefix, nodes: done)]) { _ in }
+    }
+
+    /// Ends `session.reapGroup` handed to this node, each as id, user, kind (`l`/`t`), how
     /// (`logout`/`closed`) and the channel ids not left yet: held sessions with no node whose
     /// hold ended (`timeout`), and ends another node began and did not finish (it died between
     /// `session.end` and `status.ended`; each is handed out once per `nodeTimeoutSeconds` until
@@ -104,13 +179,16 @@ extension ClusterSessions {
         dropEverySession(closingWith: .shutdown, reason: "node fenced")
     }
 
-    /// SIGTERM: every session of this node becomes held with no node, resumable anywhere.
+    /// SIGTERM: every session of this node becomes held with no node, resumable anywhere
+    /// (one `session.handOver` per key group), then the node leaves the live nodes.
     func shutDown() {
-        call([SessionScripts.handOver(prefix: keys.prefix, node: nodeId, groups: keys.groups.count),
-              .command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { [self] result in
-            guard case .success(let replies) = result, let reply = replies.first else { return }
-            refenceOrphans(ReapScriptReply.orphanedSessions(reply[1]))
+        // One call per key group; the channels of the sessions handed over are refenced (with
+        // more than one group), best effort: the process is exiting.
+        presence.callEveryGroup({ [keys, nodeId] in SessionScripts.handOver(keys: keys, group: $0, node: nodeId) }) { [self] result in
+            guard case .success(let replies) = result else { return }
+            for reply in replies { refenceOrphans(ReapScriptReply.orphanedSessions(reply[1])) }
         }
+        call([.command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { _ in }
     }
 
     /// Forgets every local session without touching Redis, and closes its connection.
@@ -201,34 +279,33 @@ extension ClusterSessions {
         }
     }
 
-    /// `getInfo`: the live nodes with their sessions, and the cluster's totals (the channels
-    /// summed over every key group's bucket, asked beside the nodes and sessions).
+    /// `getInfo`: the live nodes with their sessions, and the cluster's totals. The nodes come
+    /// from the control slot (`api.info`), then their sessions and the channels are counted per
+    /// key group (`api.groupSessions`, one call per group) and summed.
     func info(then done: @escaping (Result<JSON, BrokerError>) -> Void) {
-        var counts: Result<[StoreReply], StoreFailure>?, nodes: Result<[StoreReply], StoreFailure>?
-        let answered = {
-            guard let counts, let nodes else { return }
-            switch (nodes, counts) {
-            case (.failure(let failure), _), (_, .failure(let failure)):
-                done(.failure(failure.brokerError))
-            case (.success(let replies), .success(let channelCounts)):
-                let info = ServerAPIScripts.ClusterInfo(replies.first ?? .null, channelCounts: channelCounts)
-                done(.success(.object([
-                    "version": .string(BrokerVersion.current),
-                    "nodes": .array(info.nodes.map { .object(["nodeId": .string($0.id), "sessions": .int($0.sessions)]) }),
-                    "channels": .int(info.channels),
-                    "sessions": .int(info.sessions),
-                ])))
+        call([ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds)]) { [self] result in
+            let nodes: StoreReply
+            switch result {
+            case .failure(let failure):
+                return done(.failure(failure.brokerError))
+            case .success(let replies):
+                nodes = replies.first ?? .null
             }
-        }
-        presence.callEveryGroup({ [keys] in ServerAPIScripts.channelCount(channelList: keys.channelList(group: $0)) }) {
-            counts = $0
-            answered()
-        }
-        let command = ServerAPIScripts.info(prefix: keys.prefix, liveNodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
-                                            groups: keys.groups.count)
-        call([command]) {
-            nodes = $0
-            answered()
+            let ids = stride(from: 0, to: (nodes.elements ?? []).count - 1, by: 2).compactMap { nodes[$0].text }
+            presence.callEveryGroup({ [keys] in ServerAPIScripts.groupSessions(keys: keys, group: $0, nodes: ids) }) { result in
+                switch result {
+                case .failure(let failure):
+                    done(.failure(failure.brokerError))
+                case .success(let groupSessions):
+                    let info = ServerAPIScripts.ClusterInfo(nodes, groupSessions: groupSessions)
+                    done(.success(.object([
+                        "version": .string(BrokerVersion.current),
+                        "nodes": .array(info.nodes.map { .object(["nodeId": .string($0.id), "sessions": .int($0.sessions)]) }),
+                        "channels": .int(info.channels),
+                        "sessions": .int(info.sessions),
+                    ])))
+                }
+            }
         }
     }
 }

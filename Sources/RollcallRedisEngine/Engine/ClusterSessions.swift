@@ -15,6 +15,15 @@ final class ClusterSessions: SessionEngine {
     var nextReapAt: Timestamp = 0
     /// Session ends Redis did not answer (it was out of reach), tried again at each reaper tick.
     var unfinishedEnds: [() -> Void] = []
+    /// The reaper's slice: the first key group this node's next `session.reapGroup` round goes
+    /// on from (``ClusterSessions/reapRoundSeconds``).
+    var nextGroupToReap = 0
+    /// The nodes being reaped (`P{0}reaping`), each with how many key groups in a row answered
+    /// `session.reapGroup` with it named: at every group, `session.reaped` takes it off.
+    var groupsReapedFor: [String: Int] = [:]
+    /// A read of the key groups' buckets failed this tick: at the next, this node gives the
+    /// scanner's lease up (another node that can read them takes it).
+    var scanFailed = false
 
     init(broker: Broker, presence: ClusterPresence, userStatus: ClusterUserStatus) {
         self.broker = broker

@@ -61,8 +61,10 @@ public enum ClusterStartCheck {
         end
         -- An earlier run with this id left sessions (killed, then restarted before the others
         -- declared it dead): held now with no node, never resurrected. Like a death, they stop
-        -- counting as live message recipients and keep their messages until resumed.
-        orphan(node, {})
+        -- counting as live message recipients and keep their messages until resumed. Here
+        -- those of group 0 (the control slot's); the node hands over the other groups' after
+        -- (`session.handOver`, one call per group).
+        orphan(control, node, {})
         redis.call('DEL', control .. 'dead:' .. node)
         local key = control .. 'node:' .. node
         redis.call('DEL', key)
@@ -129,7 +131,34 @@ public enum ClusterStartCheck {
             }
             throw ClusterError(.unreachable, "cluster.redis: no answer from \(target) within \(timeout) s (cluster.nodeTimeoutSeconds)\(why)")
         }
-        return try interpret(outcome, configuration: configuration).get()
+        let epoch = try interpret(outcome, configuration: configuration).get()
+        try handOverEarlierRun(configuration: configuration, nodeId: nodeId, on: route, loop: loop, tick: tick, until: Date().addingTimeInterval(timeout))
+        return epoch
+    }
+
+    /// With more than one key group, the sessions an earlier run with this id left in groups
+    /// other than 0 (the register script orphaned group 0's) become held with no node: one
+    /// `session.handOver` per group, all answered before the node serves.
+    private static func handOverEarlierRun(configuration: Configuration, nodeId: String, on route: StoreRoute, loop: EventLoop,
+                                           tick: LoopTimer, until deadline: Date) throws(ClusterError) {
+        let keys = ClusterKeys(configuration: configuration)
+        var unanswered = keys.groups.count - 1, failure: RedisError?
+        for group in keys.groups.all where group != 0 {
+            let script = SessionScripts.handOver
+            route.run(script, arguments: script.arguments(["sessions": keys.nodeSessions(of: nodeId, group: group), "prefix": keys.prefix,
+                                                           "node": nodeId, "groups": keys.groups.count])) { result in
+                unanswered -= 1
+                if case .failure(let error) = result { failure = error }
+            }
+        }
+        while unanswered > 0, Date() < deadline {
+            tick.schedule(after: 0.01)
+            loop.runOnce()
+        }
+        if let failure { throw ClusterError(.unreachable, "cluster.redis: handing over an earlier run's sessions: \(failure)") }
+        guard unanswered == 0 else {
+            throw ClusterError(.unreachable, "cluster.redis: no answer to the hand-over of an earlier run's sessions within \(configuration.cluster.nodeTimeoutSeconds) s")
+        }
     }
 
     /// The register script's answer: the epoch, or why the node must not serve.

@@ -12,15 +12,14 @@ extension ServerAPIScripts {
         return channels.command(["channels": channelList, "after": entry, "namePrefix": namePrefix, "limit": pageSize])
     }
 
-    /// `ZCARD P{<g>}channels`: how many channels with members one key group's bucket holds.
-    static func channelCount(channelList: String) -> StoreCommand {
-        .command([Array("ZCARD".utf8), Array(channelList.utf8)])
+    /// `api.info`: every node in `P{0}nodes`, and whether it beat within `liveNodeTimeoutMs`.
+    static func info(prefix: String, liveNodeTimeoutMs: Int64) -> StoreCommand {
+        info.command(["nodes": ClusterKeys.controlTag(prefix: prefix) + "nodes", "timeout": liveNodeTimeoutMs])
     }
 
-    /// `api.info`: the nodes that beat within `liveNodeTimeoutMs`, with their sessions
-    /// (held ones read from the buckets of `groups` key groups).
-    static func info(prefix: String, liveNodeTimeoutMs: Int64, groups: Int) -> StoreCommand {
-        info.command(["prefix": prefix, "timeout": liveNodeTimeoutMs, "groups": groups])
+    /// `api.groupSessions`: the sessions of `nodes` in key group `group`, and its held ones no node has.
+    static func groupSessions(keys: ClusterKeys, group: Int, nodes: [String]) -> StoreCommand {
+        groupSessions.command(["held": keys.heldSessions(group: group)], rest: nodes.map { Array($0.utf8) })
     }
 
     /// `api.sessionsOfUser`: the sessions of `user` (listed in `sessions`,
@@ -82,15 +81,22 @@ extension ServerAPIScripts {
         /// The live nodes with their session counts, by node id.
         let nodes: [(id: String, sessions: Int)]
         let channels: Int
+        /// Every session: the nodes' (live or not declared dead yet) and those held with no node.
         let sessions: Int
 
-        init(_ reply: StoreReply, channelCounts: [StoreReply]) {
-            let flat = reply[0].elements ?? []
-            nodes = stride(from: 0, to: flat.count - 1, by: 2)
-                .map { (id: flat[$0].text ?? "?", sessions: Int(flat[$0 + 1].integer ?? 0)) }
-                .sorted { $0.id < $1.id }
-            channels = channelCounts.reduce(0) { $0 + Int($1.integer ?? 0) }
-            sessions = Int(reply[1].integer ?? 0)
+        /// From `api.info`'s reply (`nodes`), every group's `api.groupSessions` reply for those
+        /// nodes (`groupSessions`, with the group's channel count).
+        init(_ nodes: StoreReply, groupSessions: [StoreReply]) {
+            let flat = nodes.elements ?? []
+            let all = stride(from: 0, to: flat.count - 1, by: 2).map { (id: flat[$0].text ?? "?", live: flat[$0 + 1].integer == 1) }
+            var counts = [Int](repeating: 0, count: all.count), orphans = 0
+            for reply in groupSessions {
+                for (index, count) in (reply[0].elements ?? []).prefix(all.count).enumerated() { counts[index] += Int(count.integer ?? 0) }
+                orphans += Int(reply[1].integer ?? 0)
+            }
+            self.nodes = zip(all, counts).filter { $0.0.live }.map { (id: $0.0.id, sessions: $0.1) }.sorted { $0.id < $1.id }
+            channels = groupSessions.reduce(0) { $0 + Int($1[2].integer ?? 0) }
+            sessions = counts.reduce(orphans, +)
         }
     }
 

@@ -35,35 +35,36 @@ enum ServerAPIScripts {
         return {out, more}
         """)
 
-    /// `getInfo`: live nodes with their session counts and every session (live and held; the
-    /// channels with members are counted per key group apart: `ZCARD P{<g>}channels`); a node is live when it beat within `timeout` ms. A node past that
-    /// window but not yet declared dead (still in `P nodes`: the reaper hands its sessions
-    /// over at its next tick, later in a grace window) is not listed, but its sessions count:
-    /// they are still there, and resumable once handed over. Held sessions with no node are
-    /// counted from the `held` buckets of every one of the `groups` key groups.
-    static let info = LuaScript("api.info", parameters: [.text("prefix"), .number("timeout"), .number("groups")], body: """
-        \(ClusterKeys.luaControlTag)
+    /// `getInfo`'s first step, on the control slot (`nodes`, `P{0}nodes`, declared): every node
+    /// in `P{0}nodes`, each with 1 if it beat within `timeout` ms (live, listed), else 0. A node
+    /// past that window but not yet declared dead (the reaper hands its sessions over at its
+    /// next tick, later in a grace window) is not listed, but its sessions count: they are still
+    /// there, and resumable once handed over (``groupSessions``).
+    static let info = LuaScript("api.info", parameters: [.key("nodes"), .number("timeout")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-        local nodes, total = {}, 0
-        local all = redis.call('ZRANGE', control .. 'nodes', 0, -1, 'WITHSCORES')
+        local out = {}
+        local all = redis.call('ZRANGE', nodes, 0, -1, 'WITHSCORES')
         for i = 1, #all, 2 do
-          local node, beat = all[i], tonumber(all[i + 1])
-          local count = redis.call('SCARD', control .. 'ns:' .. node)
-          if beat >= now - timeout then
-            nodes[#nodes + 1] = node
-            nodes[#nodes + 1] = count
-          end
-          total = total + count
+          out[#out + 1] = all[i]
+          out[#out + 1] = tonumber(all[i + 1]) >= now - timeout and 1 or 0
         end
-        -- Held sessions no node has (their node stopped) count too.
-        for group = 0, groups - 1 do
-          local tag = prefix .. '{' .. group .. '}'
-          for _, id in ipairs(redis.call('ZRANGE', tag .. 'held', 0, -1)) do
-            if redis.call('HGET', tag .. 's:' .. id, 'node') == '' then total = total + 1 end
-          end
+        return out
+        """)
+
+    /// `getInfo`'s second step, one call per key group (`held`, its `P{<g>}held`, declared): the
+    /// sessions each node named (the rest) has in the group (`P{<g>}ns:<node>`), in order, the
+    /// group's held sessions no node has (their node stopped), and its channels with members
+    /// (`ZCARD P{<g>}channels`).
+    static let groupSessions = LuaScript("api.groupSessions", parameters: [.key("held")], rest: "nodes", body: """
+        local tag = string.sub(held, 1, #held - #'held')
+        local counts = {}
+        for i = nodes, #ARGV do counts[#counts + 1] = redis.call('SCARD', tag .. 'ns:' .. ARGV[i]) end
+        local orphans = 0
+        for _, id in ipairs(redis.call('ZRANGE', held, 0, -1)) do
+          if redis.call('HGET', tag .. 's:' .. id, 'node') == '' then orphans = orphans + 1 end
         end
-        return {nodes, total}
+        return {counts, orphans, redis.call('ZCARD', tag .. 'channels')}
         """)
 
     /// `disconnectUser`: the user's sessions (`sessions`, its `P{<g>}us:<n>:<user>`), each with

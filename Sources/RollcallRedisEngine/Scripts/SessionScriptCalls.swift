@@ -73,14 +73,32 @@ extension SessionScripts {
                      "token": tokenHash ?? ""])
     }
 
-    /// `session.reap`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead and ends
-    /// up to `batch` sessions whose hold ran out, reading the buckets of `groups` key groups.
-    static func reap(prefix: String, node: String, nodeTimeoutMs: Int64, batch: Int, groups: Int) -> StoreCommand {
-        reap.command(["prefix": prefix, "self": node, "timeout": nodeTimeoutMs, "limit": batch, "groups": groups])
+    /// `session.declareDead`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead
+    /// (``ClusterKeys/meta`` declared) and, with `scannerLeaseMs` > 0, takes or keeps the
+    /// scanner's lease — or, `releasing`, gives it up (its reads of the groups failed).
+    static func declareDead(prefix: String, node: String, nodeTimeoutMs: Int64, scannerLeaseMs: Int64, releasing: Bool) -> StoreCommand {
+        declareDead.command(["meta": ClusterKeys.controlTag(prefix: prefix) + "meta", "prefix": prefix, "self": node,
+                             "timeout": nodeTimeoutMs, "leaseMs": scannerLeaseMs, "release": releasing ? 1 : 0])
     }
 
-    /// `session.handOver`: every session of `node` becomes held with no node.
-    static func handOver(prefix: String, node: String, groups: Int) -> StoreCommand {
-        handOver.command(["prefix": prefix, "node": node, "groups": groups])
+    /// `session.reapGroup`: in key group `group` of `keys`, orphans the sessions of `reaping`,
+    /// then ends up to `batch` sessions whose hold ran out and (with `endsDue`) hands out up to
+    /// `batch` ends left unfinished for `nodeTimeoutMs`.
+    static func reapGroup(keys: ClusterKeys, group: Int, reaping: [String], nodeTimeoutMs: Int64, batch: Int, endsDue: Bool) -> StoreCommand {
+        reapGroup.command(["held": keys.heldSessions(group: group), "ending": keys.endingSessions(group: group), "prefix": keys.prefix,
+                           "timeout": nodeTimeoutMs, "limit": batch, "endsDue": endsDue ? 1 : 0, "groups": keys.groups.count],
+                          rest: reaping.map { Array($0.utf8) })
+    }
+
+    /// `session.reaped`: the nodes `reaped` leave `P{0}reaping`, every group having orphaned their sessions.
+    static func reaped(prefix: String, nodes reaped: [String]) -> StoreCommand {
+        self.reaped.command(["reaping": ClusterKeys.controlTag(prefix: prefix) + "reaping", "prefix": prefix],
+                            rest: reaped.map { Array($0.utf8) })
+    }
+
+    /// `session.handOver`: every session of `node` in key group `group` becomes held with no node.
+    static func handOver(keys: ClusterKeys, group: Int, node: String) -> StoreCommand {
+        handOver.command(["sessions": keys.nodeSessions(of: node, group: group), "prefix": keys.prefix, "node": node,
+                           "groups": keys.groups.count])
     }
 }

@@ -64,8 +64,24 @@ struct ClaimScriptReply {
     }
 }
 
-/// `session.reap`: `{outcome, held sessions whose hold ended with no node, ends another node
-/// began and did not finish}`, each an ``End``.
+/// `session.declareDead`: `{nodes declared dead now, nodes being reaped, ends due (1/0), scans (1/0)}`.
+struct DeclareDeadScriptReply {
+    /// Every node whose sessions the key groups still have to orphan (`P{0}reaping`).
+    let reaping: [String]
+    /// Out of a grace window: ends left unfinished are handed out.
+    let endsDue: Bool
+    /// This node reads the key groups' buckets this tick (it holds the scanner's lease, or there is none).
+    let scans: Bool
+
+    init(_ reply: StoreReply) {
+        reaping = (reply[1].elements ?? []).compactMap(\.text)
+        endsDue = reply[2].integer == 1
+        scans = reply[3].integer == 1
+    }
+}
+
+/// `session.reapGroup`: `{held sessions whose hold ended with no node, ends another node began
+/// and did not finish}`, each an ``End``.
 struct ReapScriptReply {
     /// One session end handed to this node: `{id, user, kind (t/l), how (logout/closed), channel ids}`.
     struct End {
@@ -97,9 +113,9 @@ struct ReapScriptReply {
     let orphaned: [(sessionId: String, channels: [ChannelKey])]
 
     init(_ reply: StoreReply) {
-        timedOut = (reply[1].elements ?? []).compactMap(End.init)
-        leftUnfinished = (reply[2].elements ?? []).compactMap(End.init)
-        orphaned = Self.orphanedSessions(reply[3])
+        timedOut = (reply[0].elements ?? []).compactMap(End.init)
+        leftUnfinished = (reply[1].elements ?? []).compactMap(End.init)
+        orphaned = Self.orphanedSessions(reply[2])
     }
 
     /// `orphan`'s list (`{entry <g>/<id>, channel ids}` per session) as ids and channels.

@@ -3,8 +3,8 @@ import RollcallCore
 /// The Lua scripts of cluster sessions (docs/cluster.md, "Sessions across nodes"). A session
 /// is `P{<g>}s:<id>` (user, platform, node, started, timeout, heldUntil, token hash), `<g>`
 /// its user's key group (``SessionScriptKeys``), listed in `P{<g>}us:<n>:<user>` (by start
-/// time, for `maxSessionsPerUser`), `P{<g>}tok:<hash>` (resume token → `<g>/<id>`, in the user's group: a resume names its user), `P ns:<node>`
-/// (a node's sessions, as `<g>/<id>`) and, while held, its group's bucket `P{<g>}held` (by
+/// time, for `maxSessionsPerUser`), `P{<g>}tok:<hash>` (resume token → `<g>/<id>`, in the user's group: a resume names its user), `P{<g>}ns:<node>`
+/// (the node's sessions of group `<g>`, bare ids) and, while held, its group's bucket `P{<g>}held` (by
 /// deadline). A script the node gives a session id is given its record's key too (`record`,
 /// declared: the node knows each of its sessions' users), and the buckets of its group it
 /// writes (`held`, `ending`; the library's `forget` and `markEnding` name the same keys from
@@ -26,7 +26,7 @@ package enum SessionScripts {
           'timeout', timeout, 'heldUntil', 0, 'token', token)
         redis.call('ZADD', userSessions(tag, user), now, id)
         redis.call('SET', tag .. 'tok:' .. token, entryOf(tag, id))
-        redis.call('SADD', control .. 'ns:' .. node, entryOf(tag, id))
+        redis.call('SADD', tag .. 'ns:' .. node, id)
         local all = redis.call('ZRANGE', userSessions(tag, user), 0, -1)
         local excess, out = #all - max, {}
         for _, other in ipairs(all) do
@@ -128,9 +128,9 @@ package enum SessionScripts {
         redis.call('HDEL', key, 'handing')
         redis.call('ZREM', tag .. 'held', id)
         if f[3] ~= '' then
-          redis.call('SREM', control .. 'ns:' .. f[3], entry)
+          redis.call('SREM', tag .. 'ns:' .. f[3], id)
         end
-        redis.call('SADD', control .. 'ns:' .. node, entry)
+        redis.call('SADD', tag .. 'ns:' .. node, id)
         markLive(id, tag, node)
         local channels = redis.call('SMEMBERS', tag .. 'sc:' .. id)
         local flags, numbers = {}, {}
@@ -185,7 +185,7 @@ package enum SessionScripts {
           local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
           redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
           redis.call('ZADD', tag .. 'held', deadline, id)
-          redis.call('SREM', control .. 'ns:' .. node, entry)
+          redis.call('SREM', tag .. 'ns:' .. node, id)
           markHeld(id, tag, '')
         end
         -- The messages the claim handed over come first, before any kept since.
@@ -243,28 +243,28 @@ package enum SessionScripts {
         return 'ok'
         """)
 
-    /// Every node, every heartbeat: declares nodes silent for the timeout dead (their sessions
-    /// become held from now, with no node), then claims held sessions with no node whose hold
-    /// ended, then the ends some node began and did not finish within the timeout (it died
-    /// between `session.end` and `status.ended`). `self` is this node, `limit` the most
-    /// sessions of each kind. Returns the dead nodes, the ended sessions and the unfinished
-    /// ends, each end as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids
-    /// not left yet. An unfinished end is due again one timeout later (should this node die as
-    /// well); `status.ended` takes it off the list. It reads the `held` and `ending` buckets of
-    /// every one of the `groups` key groups, in group order, up to `limit` sessions of each
-    /// kind in all: one script over every group for now (it declares no key; split per Redis
-    /// Cluster master in step 5 of docs/cluster.md, "Where the build stands").
-    static let reap = LuaScript("session.reap", parameters: [
-        .text("prefix"), .text("self"), .number("timeout"), .number("limit"), .number("groups"),
+    /// The reaper's first step, every heartbeat, on the control slot (`P{0}`): declares nodes
+    /// silent for the timeout dead (taken out of `nodes`, marked `dead:`, `node:` deleted) and
+    /// records them in `P{0}reaping`, the nodes whose sessions the groups still have to orphan
+    /// (``reapGroup``, then ``reaped``). Commands a node sent before Redis stopped may run only
+    /// once it is back, after every node was silent: that silence opens a grace window, it is no
+    /// death (PROTOCOL §9). With `leaseMs` > 0 it also hands out the scanner's lease
+    /// (`P{0}scanner`, `leaseMs` long, kept by its holder at each of its ticks, taken over by
+    /// any node once it lapsed or its holder is no live node; with `release` 1 its holder gives
+    /// it up, as its reads of the groups failed): only the scanner reads the key groups'
+    /// buckets (docs/cluster.md, "The scans"). Returns the nodes declared dead now, every
+    /// node being reaped, whether unfinished ends are due (1: out of a grace window) and
+    /// whether this node scans (1).
+    static let declareDead = LuaScript("session.declareDead", parameters: [
+        .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"), .number("release"),
     ], library: library, body: """
-        local dead, orphaned = {}, {}
-        -- Commands a node sent before Redis stopped may run only once it is back, after every
-        -- node was silent: that silence opens a grace window, it is no death (PROTOCOL §9).
-        local last = tonumber(redis.call('HGET', control .. 'meta', 'lastBeat') or '0')
-        if last > 0 and now - last >= timeout then redis.call('HSET', control .. 'meta', 'grace', now) end
-        redis.call('HSET', control .. 'meta', 'lastBeat', now)
-        local grace = tonumber(redis.call('HGET', control .. 'meta', 'grace') or '0')
-        if now - grace >= timeout then
+        local dead = {}
+        local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
+        if last > 0 and now - last >= timeout then redis.call('HSET', meta, 'grace', now) end
+        redis.call('HSET', meta, 'lastBeat', now)
+        local grace = tonumber(redis.call('HGET', meta, 'grace') or '0')
+        local settled = now - grace >= timeout
+        if settled then
           for _, node in ipairs(redis.call('ZRANGEBYSCORE', control .. 'nodes', '-inf', now - timeout)) do
             if node ~= self then
               redis.call('ZREM', control .. 'nodes', node)
@@ -272,54 +272,83 @@ package enum SessionScripts {
               -- off, delivered when the link came back) cannot put it back among the live
               -- nodes before it has learned that its sessions were handed over.
               redis.call('SET', control .. 'dead:' .. node, now, 'PX', math.max(60000, 10 * timeout))
-              orphaned = orphan(node, orphaned)
+              redis.call('SADD', control .. 'reaping', node)
               redis.call('DEL', control .. 'node:' .. node)
               dead[#dead + 1] = node
             end
           end
         end
-        local ended, seen = {}, 0
-        for group = 0, groups - 1 do
-          if seen >= limit then break end
-          local tag = prefix .. '{' .. group .. '}'
-          for _, id in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'held', '-inf', now, 'LIMIT', 0, limit - seen)) do
-            seen = seen + 1
-            local key = tag .. 's:' .. id
-            local f = redis.call('HMGET', key, 'user', 'node', 'token')
-            if not f[1] then
-              redis.call('ZREM', tag .. 'held', id)
-            elseif f[2] == '' then
-              forget(tag, id, f[1], f[2], f[3])
-              markEnding(tag, id, f[1], 't', 'closed')
-              ended[#ended + 1] = {id, f[1], 't', 'closed', redis.call('SMEMBERS', tag .. 'sc:' .. id)}
-            end
+        local scans = 1
+        if leaseMs > 0 then
+          local holder = redis.call('GET', control .. 'scanner')
+          if holder and holder ~= self and isLive(holder) then
+            scans = 0
+          elseif release == 1 then
+            if holder == self then redis.call('DEL', control .. 'scanner') end
+            scans = 0
+          else
+            redis.call('SET', control .. 'scanner', self, 'PX', leaseMs)
+          end
+        end
+        return {dead, redis.call('SMEMBERS', control .. 'reaping'), settled and 1 or 0, scans}
+        """)
+
+    /// The reaper's second step, for one key group (its `held` and `ending` buckets, declared):
+    /// the sessions the nodes being reaped (the rest: ``declareDead``'s list) had in this group
+    /// (`P{<g>}ns:<node>`) become held from now, with no node; then held sessions with no node
+    /// whose hold ended time out, and, when `endsDue` is 1, the ends some node began and did not
+    /// finish within the `timeout` (it died between `session.end` and `status.ended`) are handed
+    /// out, up to `limit` of each kind. Returns the ended sessions and the unfinished ends, each
+    /// as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids not left yet,
+    /// then the orphaned sessions with their channels (``orphan``'s list, with more than one
+    /// group: the node refences them). An unfinished end is due again one timeout later
+    /// (should this node die as well); `status.ended` takes it off the list.
+    static let reapGroup = LuaScript("session.reapGroup", parameters: [
+        .key("held"), .key("ending"), .text("prefix"), .number("timeout"), .number("limit"), .number("endsDue"), .number("groups"),
+    ], rest: "nodes", library: library, body: """
+        local tag = string.sub(held, 1, #held - #'held')
+        local orphaned = {}
+        for i = nodes, #ARGV do orphaned = orphan(tag, ARGV[i], orphaned) end
+        local ended = {}
+        for _, id in ipairs(redis.call('ZRANGEBYSCORE', held, '-inf', now, 'LIMIT', 0, limit)) do
+          local f = redis.call('HMGET', tag .. 's:' .. id, 'user', 'node', 'token')
+          if not f[1] then
+            redis.call('ZREM', held, id)
+          elseif f[2] == '' then
+            forget(tag, id, f[1], f[2], f[3])
+            markEnding(tag, id, f[1], 't', 'closed')
+            ended[#ended + 1] = {id, f[1], 't', 'closed', redis.call('SMEMBERS', tag .. 'sc:' .. id)}
           end
         end
         local unfinished = {}
-        if now - grace >= timeout then
-          for group = 0, groups - 1 do
-            if #unfinished >= limit then break end
-            local tag = prefix .. '{' .. group .. '}'
-            for _, id in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'ending', '-inf', now - timeout, 'LIMIT', 0, limit - #unfinished)) do
-              local f = redis.call('HMGET', tag .. 'end:' .. id, 'user', 'kind', 'how')
-              if not f[1] then
-                redis.call('ZREM', tag .. 'ending', id)
-              else
-                redis.call('ZADD', tag .. 'ending', now, id)
-                unfinished[#unfinished + 1] = {id, f[1], f[2], f[3], redis.call('SMEMBERS', tag .. 'sc:' .. id)}
-              end
+        if endsDue == 1 then
+          for _, id in ipairs(redis.call('ZRANGEBYSCORE', ending, '-inf', now - timeout, 'LIMIT', 0, limit)) do
+            local f = redis.call('HMGET', tag .. 'end:' .. id, 'user', 'kind', 'how')
+            if not f[1] then
+              redis.call('ZREM', ending, id)
+            else
+              redis.call('ZADD', ending, now, id)
+              unfinished[#unfinished + 1] = {id, f[1], f[2], f[3], redis.call('SMEMBERS', tag .. 'sc:' .. id)}
             end
           end
         end
-        return {dead, ended, unfinished, orphaned}
+        return {ended, unfinished, orphaned}
         """)
 
-    /// SIGTERM, or a node that starts with the id of an earlier run: every session of `node`
-    /// becomes held with no node, resumable anywhere.
-    /// Returns `{'ok', orphaned}` (``orphan``'s list: the channels to refence with more than one group).
-    static let handOver = LuaScript("session.handOver", parameters: [.text("prefix"), .text("node"), .number("groups")],
+    /// The reaper's last step, on the control slot: the nodes named (the rest) leave
+    /// `P{0}reaping` (declared, `reaping`) once every key group answered ``reapGroup`` for them.
+    static let reaped = LuaScript("session.reaped", parameters: [.key("reaping"), .text("prefix")], rest: "nodes", body: """
+        for i = nodes, #ARGV do redis.call('SREM', reaping, ARGV[i]) end
+        return 'ok'
+        """)
+
+    /// SIGTERM, or a node that starts with the id of an earlier run: the sessions of `node` in
+    /// one key group (`sessions`, its `P{<g>}ns:<node>`, declared) become held with no node,
+    /// resumable anywhere. A node calls it once per group. Returns `{'ok', orphaned}`
+    /// (``orphan``'s list: the channels to refence with more than one group).
+    static let handOver = LuaScript("session.handOver", parameters: [.key("sessions"), .text("prefix"), .text("node"), .number("groups")],
                                     library: library, body: """
-        return {'ok', orphan(node, {})}
+        return {'ok', orphan(string.sub(sessions, 1, #sessions - #('ns:' .. node)), node, {})}
         """)
 
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
@@ -366,32 +395,32 @@ package enum SessionScripts {
           redis.call('ZREM', userSessions(tag, user), id)
           redis.call('DEL', tag .. 'tok:' .. token)
           redis.call('ZREM', tag .. 'held', id)
-          if node ~= '' then redis.call('SREM', control .. 'ns:' .. node, entryOf(tag, id)) end
+          if node ~= '' then redis.call('SREM', tag .. 'ns:' .. node, id) end
         end
 
         -- A session gone from Redis whose channels and user status are still to follow: its
         -- node does that next and `status.ended` takes it off `P{<g>}ending`; should the node
-        -- die first, a reaper finishes it (`session.reap`).
+        -- die first, a reaper finishes it (`session.reapGroup`).
         local function markEnding(tag, id, user, kind, how)
           redis.call('ZADD', tag .. 'ending', now, id)
           redis.call('HSET', tag .. 'end:' .. id, 'user', user, 'kind', kind, 'how', how)
         end
 
-        -- The sessions of `node` become held with no node: a live one from now, a held one
-        -- keeps its deadline; their fence copies become `''`. With more than one key group,
-        -- each session is added to `out` as {entry, its channels}: the node refences them.
-        local function orphan(node, out)
-          for _, entry in ipairs(redis.call('SMEMBERS', control .. 'ns:' .. node)) do
-            local tag, id = fromEntry(entry)
+        -- The sessions of `node` in the key group of `tag` (`P{<g>}ns:<node>`) become held with
+        -- no node: a live one from now, a held one keeps its deadline; their fence copies
+        -- become `''`. With more than one key group, each session is added to `out` as
+        -- {entry, its channels}: the node refences them.
+        local function orphan(tag, node, out)
+          for _, id in ipairs(redis.call('SMEMBERS', tag .. 'ns:' .. node)) do
             local key = tag .. 's:' .. id
             local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
             if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
             markHeld(id, tag, '')
-            if groups > 1 then out[#out + 1] = {entry, redis.call('SMEMBERS', tag .. 'sc:' .. id)} end
+            if groups > 1 then out[#out + 1] = {entryOf(tag, id), redis.call('SMEMBERS', tag .. 'sc:' .. id)} end
             redis.call('HSET', key, 'node', '', 'heldUntil', held)
             redis.call('ZADD', tag .. 'held', held, id)
           end
-          redis.call('DEL', control .. 'ns:' .. node)
+          redis.call('DEL', tag .. 'ns:' .. node)
           return out
         end
 

@@ -1,0 +1,114 @@
+import Foundation
+@testable import RollcallCore
+import RollcallProtocol
+@testable import RollcallRedisEngine
+import Testing
+
+/// The reaper with Redis Cluster's 1024 key groups (docs/cluster.md, "Sessions across nodes",
+/// "The scans"): a node's sessions are listed per group (`P{<g>}ns:<node>`), a dead node is
+/// declared on the control slot (`session.declareDead`), its sessions are orphaned and timed out
+/// group by group (`session.reapGroup`) by the one node that holds the scanner's lease, and it
+/// leaves `P{0}reaping` once every group answered (`session.reaped`).
+@Suite("Cluster: the reaper per key group")
+struct ClusterReaperAcrossGroupsTests {
+    static let users = (0..<12).map { "user\($0)" }
+
+    /// A bed of three nodes with 1024 groups, `users` logged in on n3 (index 2) with a 1 s hold,
+    /// the first four members of `room`. Half-second heartbeats (nodeTimeout 1 s), as the
+    /// 1024-group audit beds: the scanner still reads every group's due buckets at each tick
+    /// (2 × 1024 calls), which at 0.1 s crowds out the calls of the node that scans.
+    private func bedWithSessionsOnNodeTwo(prefix: String, slotAudit: Bool = false) throws -> (ClusterBed, ClusterKeys, [ClusterBed.Client]) {
+        var configuration = Configuration()
+        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
+        let bed = try ClusterBed(nodes: 3, configuration: configuration, prefix: prefix, heartbeatSeconds: 0.5, slotAudit: slotAudit)
+        let keys = ClusterKeys(prefix: prefix, groups: KeyGroups(count: KeyGroups.clusterCount))
+        var clients: [ClusterBed.Client] = []
+        for (index, user) in Self.users.enumerated() {
+            let client = try bed.login(user, on: 2, ["presenceTimeout": .int(1)])
+            if index < 4 {
+                let joined = try bed.request(client, "join", ["channel": "room", "messages": true])
+                #expect(joined["ok"]?.boolValue == true, "\(user)'s join: \(joined.compactString)")
+            }
+            clients.append(client)
+        }
+        return (bed, keys, clients)
+    }
+
+    private func group(of user: String, _ keys: ClusterKeys) -> Int { keys.userGroup(Name(unchecked: user)) }
+
+    /// `read` (Lua over `KEYS[1]` = `key`, a string or nil) as text, `none` for nil: the test
+    /// Redis client answers a command's first line only, so the value comes back as a status.
+    private func text(_ bed: ClusterBed, _ read: String, of key: String) throws -> String {
+        let line = try bed.redis.command(["EVAL", "\"return {ok = \(read) or 'none'}\"", "1", key])
+        return line.hasPrefix("+") ? String(line.dropFirst()) : line
+    }
+
+    @Test("a killed node's sessions in many key groups all time out within presence timeout + nodeTimeout + 5 s, and the reaper's scripts keep to one slot each")
+    func aDeadNodesSessionsAcrossGroupsTimeOut() throws {
+        let (bed, keys, clients) = try bedWithSessionsOnNodeTwo(prefix: "reapg:", slotAudit: true)
+        let groups = Set(Self.users.map { group(of: $0, keys) })
+        #expect(groups.count >= 8, "the users sit in \(groups.count) groups")
+        // Each session is listed in its own group's `P{<g>}ns:n3`, none in group 0's but its own.
+        for (user, client) in zip(Self.users, clients) {
+            let listed = keys.nodeSessions(of: "n3", group: group(of: user, keys))
+            #expect(try bed.redis.command(["SISMEMBER", listed, client.sessionId]) == ":1", "\(user) in \(listed)")
+        }
+        // One node scans the groups: over three of its ticks, the others read no group's bucket.
+        var reapGroupCalls = [0, 0, 0]
+        bed.beforeStoreCall = { index, commands in
+            for case .script(let script, _) in commands where script.name == "session.reapGroup" { reapGroupCalls[index] += 1 }
+        }
+        // A slice of the groups per tick, all of them in a second (two 0.5 s ticks).
+        try bed.pump(until: { reapGroupCalls.max()! >= 3 * KeyGroups.clusterCount }, what: "three rounds over every group")
+        #expect(reapGroupCalls.filter { $0 == 0 }.count == 2, "reapGroup calls per node: \(reapGroupCalls)")
+        bed.beforeStoreCall = nil
+        let scanner = reapGroupCalls.firstIndex { $0 > 0 } ?? 0
+        let other = scanner == 0 ? 1 : 0
+        // getInfo sums the node's sessions over the groups.
+        let info = try bed.api("getInfo", [:], on: other)
+        let counted = info.body["result"]?["nodes"]?.arrayValue?.first { $0.string("nodeId") == "n3" }?["sessions"]?.numberValue?.intValue
+        #expect(counted == Self.users.count, "\(info.body.compactString)")
+        #expect(info.body["result"]?["sessions"]?.numberValue?.intValue == Self.users.count, "\(info.body.compactString)")
+
+        bed.stop(node: 2)
+        let stoppedAt = Date()
+        try bed.pump(until: {
+            zip(Self.users, clients).allSatisfy { user, client in
+                (try? bed.redis.command(["EXISTS", keys.user(Name(unchecked: user)).session(client.sessionId).record])) == ":0"
+                    && (try? bed.redis.command(["EXISTS", keys.nodeSessions(of: "n3", group: group(of: user, keys))])) == ":0"
+            }
+                && (try? bed.redis.command(["SCARD", keys.controlTag + "reaping"])) == ":0"
+                && (try? bed.redis.command(["ZSCORE", keys.nodes, "n3"])) == "$-1"
+        }, timeout: 20, what: "every session of the dead node timed out, the node reaped")
+        let took = Date().timeIntervalSince(stoppedAt)
+        // PROTOCOL §9: presence timeout (1 s) + nodeTimeoutSeconds (1 s) + 5 s.
+        #expect(took < 7, "the last session timed out \(String(format: "%.1f", took)) s after the node stopped")
+        let after = try bed.api("getInfo", [:], on: other)
+        #expect(after.body["result"]?["sessions"]?.numberValue?.intValue == 0, "\(after.body.compactString)")
+
+        // The control slot's steps touch it alone. A group's step touches its group's keys, and
+        // other owners' only through the library helpers other work moves (the channels'
+        // `markHeld` flags, the kept messages `P{0}hm*`): the key that marked it says which.
+        let oneSlot = try bed.crossSlotScripts(among: [SessionScripts.declareDead, SessionScripts.reaped])
+        #expect(oneSlot.isEmpty, "\(oneSlot.sorted())")
+        for script in ["session.reapGroup", "session.handOver"] {
+            let key = try text(bed, "redis.call('GET', KEYS[1])", of: SlotAudit.markKey(scriptName: script))
+            guard key != "none" else { continue }
+            #expect(key.contains("}c:") || key.hasPrefix(keys.controlTag + "hm"), "\(script) crossed at \(key)")
+        }
+    }
+
+    @Test("a node that starts again with the id of an earlier run hands over that run's sessions in every key group")
+    func anEarlierRunsSessionsAreHeldInEveryGroup() throws {
+        let (bed, keys, clients) = try bedWithSessionsOnNodeTwo(prefix: "regg:")
+        bed.stop(node: 2)
+        _ = try ClusterStartCheck.run(configuration: bed.brokers[2].configuration, nodeId: "n3")
+        for (user, client) in zip(Self.users, clients) {
+            let group = group(of: user, keys)
+            let record = keys.user(Name(unchecked: user)).session(client.sessionId).record
+            #expect(try bed.redis.command(["EXISTS", keys.nodeSessions(of: "n3", group: group)]) == ":0", "\(user)'s group \(group)")
+            #expect(try bed.redis.command(["ZRANK", keys.heldSessions(group: group), client.sessionId]).hasPrefix(":"), "\(user) held")
+            #expect(try text(bed, "redis.call('HGET', KEYS[1], 'node')", of: record) == "", "\(user) has no node")
+        }
+    }
+}
