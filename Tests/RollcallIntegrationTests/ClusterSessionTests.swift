@@ -205,6 +205,7 @@ struct ClusterSessionTests {
         #expect(eventually(timeout: 5) { (try? RedisWire.command(port: cluster.redisPort, ["ZCARD", cluster.keyPrefix + "{0}ending"])) == ":0" },
                 "the finished end is off the list")
         #expect(try cluster.metric("rollcall_cluster_ends_finished_total") == 1, "alice's end, finished once, by one node; carol's by her node")
+        #expect(try cluster.metric("rollcall_cluster_steps_retried_total") == 0, "one key group: no step on another group's slot to retry")
         #expect(try bob.presenceEventsAfterBarrier().isEmpty, "one leave, nothing else")
     }
 

@@ -16,6 +16,7 @@ struct MetricsSnapshot {
     var tokenRefreshes = 0
     var tokenExpiries = 0
     var clusterEndsFinished = 0
+    var clusterStepsRetried = 0
     var requests = 0
     var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
@@ -64,6 +65,7 @@ extension MetricsSnapshot {
         tokenRefreshes = broker.metrics.refreshes
         tokenExpiries = broker.metrics.tokenExpiries
         clusterEndsFinished = broker.metrics.clusterEndsFinished
+        clusterStepsRetried = broker.metrics.clusterUserStepsUnanswered + broker.metrics.clusterRefencesUnanswered
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
