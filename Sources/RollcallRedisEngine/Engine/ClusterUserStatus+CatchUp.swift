@@ -7,30 +7,49 @@ import RollcallCore
 /// `status.changedSince` per key group of the targets, sent in one store call.
 extension ClusterUserStatus {
     /// Times a catch-up read is sent before it is given up.
-    static let catchUpReadAttempts = 3
+    static let catchUpReadAttempts = 10
 
     /// The records of `catchUp`, ordered by user id: at once when the script read them, else
     /// once every group answered. A read that fails (the link busy or down) is sent again, up to
     /// ``catchUpReadAttempts`` times; then the session gets none: a catch-up is best effort (the
     /// events that follow are whole records; a resume's catch-up was already so).
-    func resolve(_ catchUp: UserStatusScripts.CatchUp, attempt: Int = 1, then done: @escaping ([UserStatusRecord]) -> Void) {
+    func resolve(_ catchUp: UserStatusScripts.CatchUp, attempt: Int = 1,
+                 then done: @escaping (_ records: [UserStatusRecord], _ versions: [String: Int64]) -> Void) {
         guard case .targets(let since, let targets) = catchUp else {
-            if case .records(let records) = catchUp { done(records) }
+            if case .records(let records, let versions) = catchUp { done(records, versions) }
             return
         }
         let byGroup = UsersByGroup(targets, groupOf: keys.userGroup)
-        guard !byGroup.groups.isEmpty else { return done([]) }
+        guard !byGroup.groups.isEmpty else { return done([], [:]) }
         let commands = byGroup.groups.map { UserStatusScripts.changedSince(keys: keys, since: since, targets: $0.users) }
         store.call(commands) { [self] result in
             guard case .success(let replies) = result else {
-                guard attempt < Self.catchUpReadAttempts else { return done([]) }
+                guard attempt < Self.catchUpReadAttempts else { return done([], [:]) }
                 return resolve(catchUp, attempt: attempt + 1, then: done)
             }
-            let records = replies.flatMap { reply -> [UserStatusRecord] in
-                if case .error = reply { return [] }
-                return UserStatusScripts.catchUp(unwrapped(reply))
+            var records: [UserStatusRecord] = [], versions: [String: Int64] = [:]
+            for reply in replies {
+                if case .error = reply { continue }
+                let result = unwrapped(reply)
+                records += UserStatusScripts.catchUp(result)
+                versions.merge(UserStatusScripts.versions(result)) { max($0, $1) }
             }
-            done(records.sorted { $0.stored.userId < $1.stored.userId })
+            done(records.sorted { $0.stored.userId < $1.stored.userId }, versions)
         }
+    }
+
+    /// A catch-up with these record versions went to `session` (or waits for its login
+    /// reply): the same versions, brought again by the user's inbox, are not sent to it.
+    func noteCatchUp(_ versions: [String: Int64], for session: Session) {
+        guard !versions.isEmpty else { return }
+        catchUpVersions[session.number, default: [:]].merge(versions) { max($0, $1) }
+    }
+
+    /// Whether the inbox record of `user` at `version` already reached `session` in its
+    /// catch-up (a newer one clears the note: it can only be news).
+    func caughtUp(_ session: Session, with user: String, at version: Int64) -> Bool {
+        guard let seen = catchUpVersions[session.number]?[user] else { return false }
+        if version > seen { catchUpVersions[session.number]?[user] = nil }
+        return version <= seen
     }
 }

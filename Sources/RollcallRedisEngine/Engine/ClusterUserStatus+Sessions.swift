@@ -22,7 +22,8 @@ extension ClusterUserStatus {
         hearInbox(of: session.userId)
         let catchUp = UserStatusScripts.CatchUp(unwrapped(reply))
         if case .targets = catchUp { awaitingLoginReply.insert(session.number) }
-        resolve(catchUp) { [self] records in
+        resolve(catchUp) { [self] records, versions in
+            noteCatchUp(versions, for: session)
             let waiting = awaitingLoginReply.remove(session.number) != nil || { if case .records = catchUp { true } else { false } }()
             guard !records.isEmpty else { return }
             let bytes = StatusEvents.userStatus(records)
@@ -53,8 +54,9 @@ extension ClusterUserStatus {
                                                 customStatus: custom, ttlMs: ttlMs, windowMs: window)
         store.call([command]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            resolve(UserStatusScripts.CatchUp(unwrapped(reply))) { [self] records in
+            resolve(UserStatusScripts.CatchUp(unwrapped(reply))) { [self] records, versions in
                 guard !records.isEmpty, session.connection != nil else { return }
+                noteCatchUp(versions, for: session)
                 outbox.send(StatusEvents.userStatus(records), to: session)
             }
         }
@@ -102,6 +104,7 @@ extension ClusterUserStatus {
     func sessionLeftNode(_ session: Session) {
         pendingCatchUp[session.number] = nil
         awaitingLoginReply.remove(session.number)
+        catchUpVersions[session.number] = nil
         stopHearingIfUnused(session.userId)
     }
 
@@ -124,6 +127,7 @@ extension ClusterUserStatus {
         inboxVersions.removeAll()
         pendingCatchUp.removeAll()
         awaitingLoginReply.removeAll()
+        catchUpVersions.removeAll()
     }
 
     /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,
@@ -158,7 +162,7 @@ extension ClusterUserStatus {
                     guard case .success(let replies) = result, let elements = unwrapped(replies.first ?? .null).elements else { return }
                     for (user, reply) in zip(chunk, elements) {
                         let own = UserStatusScripts.record(reply[0])
-                        resolve(UserStatusScripts.CatchUp(reply[1])) { [self] targets in
+                        resolve(UserStatusScripts.CatchUp(reply[1])) { [self] targets, _ in
                             let records = (own.map { [$0] } ?? []) + targets
                             guard !records.isEmpty else { return }
                             let bytes = StatusEvents.userStatus(records.sorted { $0.stored.userId < $1.stored.userId })
@@ -221,6 +225,7 @@ extension ClusterUserStatus {
         let newline = UInt8(ascii: "\n")
         let except: String
         let bytes: [UInt8]
+        var recordUser: String?, recordVersion: Int64 = 0
         switch kind {
         case UInt8(ascii: "U"):
             let fields = payload.dropFirst().split(separator: newline, maxSplits: 8, omittingEmptySubsequences: false)
@@ -230,6 +235,8 @@ extension ClusterUserStatus {
             guard isNewer(version, of: text(2), in: channel) else { return }
             let custom = fields[8].first == UInt8(ascii: "=") ? String(decoding: fields[8].dropFirst(), as: UTF8.self) : nil
             except = text(0)
+            recordUser = text(2)
+            recordVersion = version
             bytes = StatusEvents.userStatus([UserStatusScripts.record(user: text(2), status: text(3), times: (time(4), time(5), time(6)),
                                                          platforms: text(7), customStatus: custom)])
         case UInt8(ascii: "E"):
@@ -242,6 +249,8 @@ extension ClusterUserStatus {
         }
         outbox.fanOut {
             for session in directory.sessions(of: user) where session.sessionId != except {
+                // A session whose catch-up brought this version already has it.
+                if let recordUser, caughtUp(session, with: recordUser, at: recordVersion) { continue }
                 outbox.send(bytes, to: session)
             }
         }

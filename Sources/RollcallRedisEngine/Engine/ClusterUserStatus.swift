@@ -32,6 +32,9 @@ final class ClusterUserStatus {
     var pendingCatchUp: [UInt64: [UInt8]] = [:]
     /// New logins whose reply has not been queued yet (their catch-up waits for it).
     var awaitingLoginReply: Set<UInt64> = []
+    /// Session number → the record versions its catch-up brought, per user: the same ones,
+    /// brought again by the inbox (published before the session heard it), are not sent twice.
+    var catchUpVersions: [UInt64: [String: Int64]] = [:]
     /// When the last sweep was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
     /// The cluster's user-status subscriptions not expired yet, as of the last sweep (every

@@ -255,18 +255,28 @@ extension UserStatusScripts {
         (reply.elements ?? []).compactMap(record).sorted { $0.stored.userId < $1.stored.userId }
     }
 
+    /// The version of each record of a list (`{…, version}`): what the user's inbox may bring
+    /// again after a catch-up, for the node to drop (``ClusterUserStatus/deliver(channel:payload:)``).
+    static func versions(_ reply: StoreReply) -> [String: Int64] {
+        var versions: [String: Int64] = [:]
+        for element in reply.elements ?? [] {
+            if let user = element[0].text, let version = element[7].integer { versions[user] = version }
+        }
+        return versions
+    }
+
     /// A catch-up as `status.started`, `resumed` or `resync` answer it: the records (one key
     /// group: the script read them), or, over several key groups, the subscribed targets whose
     /// records changed after `since` are to be read per group (`{'=since', since, target…}`:
     /// ``changedSince(keys:since:targets:)``).
     enum CatchUp {
-        case records([UserStatusRecord])
+        case records([UserStatusRecord], versions: [String: Int64])
         case targets(since: Int64, [Name])
 
         init(_ reply: StoreReply) {
             let elements = reply.elements ?? []
             guard elements.first?.text == "=since" else {
-                self = .records(UserStatusScripts.catchUp(reply))
+                self = .records(UserStatusScripts.catchUp(reply), versions: UserStatusScripts.versions(reply))
                 return
             }
             let since = elements.count > 1 ? Int64(elements[1].text ?? "") ?? elements[1].integer ?? 0 : 0

@@ -379,9 +379,10 @@ enum UserStatusScripts {
           return {f[1] or 'loggedOut', tonumber(f[2] or '0'), tonumber(f[3] or '0'), tonumber(f[4] or '0'), platformsOf(user), f[5]}
         end
 
+        -- The record's fields, then its version (`v`: what a node compares inbox records with).
         local function record(user)
           local f = fields(user)
-          return {user, f[1], f[2], f[3], f[4], f[5], f[6]}
+          return {user, f[1], f[2], f[3], f[4], f[5], f[6], tonumber(redis.call('HGET', stKey(user), 'v') or '0')}
         end
 
         -- The changes this script made, returned with its answer: per change `{payload, user,
