@@ -11,16 +11,6 @@ import Testing
 /// These scenes hold no session, resume or reap (16 groups: issue 30 step 2 is not done yet).
 @Suite("Cluster: user status published by the node to inboxes in every group")
 struct ClusterStatusFanOutTests {
-    /// The first of `user<i>` in each of `count` distinct groups of `keys`.
-    private func usersInDistinctGroups(_ keys: ClusterKeys, count: Int) -> [String] {
-        var seen = Set<Int>(), users: [String] = []
-        for index in 0..<500 where users.count < count {
-            let name = "user\(index)"
-            if seen.insert(keys.userGroup(Name(unchecked: name))).inserted { users.append(name) }
-        }
-        return users
-    }
-
     /// The `userStatus` records of `user` `client` got, in arrival order.
     private func records(_ client: ClusterBed.Client, of user: String) -> [JSON] {
         client.events.filter { $0.string("event") == "userStatus" }
@@ -41,7 +31,7 @@ struct ClusterStatusFanOutTests {
         let prefix = "fanout:"
         let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix)
         let keys = ClusterKeys(prefix: prefix, groups: KeyGroups(count: 16))
-        let users = usersInDistinctGroups(keys, count: 5)
+        let users = keys.usersInDistinctGroups(count: 5)
         try #require(users.count == 5)
         let targetName = users[0]
         let target = try bed.login(targetName, on: 1)

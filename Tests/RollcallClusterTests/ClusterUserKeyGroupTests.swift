@@ -68,16 +68,6 @@ struct ClusterUserKeyGroupTests {
         #expect(stored.first?.text == "loggedOut", "her record, in her group")
     }
 
-    /// The first of `names` in each of `count` distinct groups of `keys`.
-    private func usersInDistinctGroups(_ keys: ClusterKeys, count: Int) -> [String] {
-        var seen = Set<Int>(), users: [String] = []
-        for index in 0..<200 where users.count < count {
-            let name = "user\(index)"
-            if seen.insert(keys.userGroup(Name(unchecked: name))).inserted { users.append(name) }
-        }
-        return users
-    }
-
     private func heard(_ client: ClusterBed.Client, _ user: String, _ matches: (JSON) -> Bool) -> Bool {
         client.events.contains { event in
             event.string("event") == "userStatus" && (event["statuses"]?.arrayValue ?? []).contains { $0.string("userId") == user && matches($0) }
@@ -91,7 +81,7 @@ struct ClusterUserKeyGroupTests {
         let prefix = "ugroups:"
         let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix)
         let keys = ClusterKeys(prefix: prefix, groups: KeyGroups(count: 16))
-        let users = usersInDistinctGroups(keys, count: 3)
+        let users = keys.usersInDistinctGroups(count: 3)
         try #require(users.count == 3)
         let (watcherName, bobName, carolName) = (users[0], users[1], users[2])
 
