@@ -21,10 +21,12 @@ extension ClusterUserStatus {
     func sessionStarted(_ session: Session, reply: StoreReply) {
         hearInbox(of: session.userId)
         let catchUp = UserStatusScripts.CatchUp(unwrapped(reply))
-        if case .targets = catchUp { awaitingLoginReply.insert(session.number) }
+        // Read here (one group): known before the login reply; else when the reads answer.
+        let readHere = if case .records = catchUp { true } else { false }
+        if !readHere { awaitingLoginReply.insert(session.number) }
         resolve(catchUp) { [self] records, versions in
             noteCatchUp(versions, for: session)
-            let waiting = awaitingLoginReply.remove(session.number) != nil || { if case .records = catchUp { true } else { false } }()
+            let waiting = awaitingLoginReply.remove(session.number) != nil || readHere
             guard !records.isEmpty else { return }
             let bytes = StatusEvents.userStatus(records)
             if waiting {

@@ -46,9 +46,6 @@ public final class ClusterLink {
 
     let configuration: Configuration
     let logger: Logger
-    /// On one Redis, the one connection of commands (the route's); on Redis Cluster never
-    /// opened (every command on it answers `REDIS_UNAVAILABLE`): everything goes by ``route``.
-    let commands: RedisConnection
     /// Where store calls go.
     let route: StoreRoute
     /// How channels are heard.
@@ -56,6 +53,10 @@ public final class ClusterLink {
     /// The Redis Cluster client, on Redis Cluster.
     var clusterClient: RedisClusterClient? {
         if case .cluster(let client, _) = route { client } else { nil }
+    }
+    /// On one Redis, the one connection every command goes on (the route's).
+    private var connection: RedisConnection? {
+        if case .connection(let connection) = route { connection } else { nil }
     }
     let heartbeat: NodeHeartbeat
     /// The channels subscribed at least once on Redis Cluster: a (re)subscription that names
@@ -99,7 +100,6 @@ public final class ClusterLink {
         let probes = configuration.cluster.keyPrefix + "probe:"
         if case .cluster(let seeds) = target {
             let client = RedisClusterClient(seeds: seeds, loop: loop, timings: timings, clientName: "rollcall:" + nodeId, tls: tls)
-            commands = RedisConnection(target: .server(seeds.node(at: seeds.seeds[0])), loop: loop, timings: timings, tls: tls)
             // One key group: every key is in the control tag's slot, so a script that names its
             // keys itself (declaring none) goes there (StoreRoute).
             let keyless = KeyGroups(for: configuration).count == 1 ? ClusterKeys.controlTag(prefix: configuration.cluster.keyPrefix) : nil
@@ -107,7 +107,6 @@ public final class ClusterLink {
             subscriber = .sharded(RedisShardedSubscriber(client: client, loop: loop, probeChannelPrefix: probes, timings: timings))
         } else {
             let connection = RedisConnection(target: target, loop: loop, timings: timings, clientName: "rollcall:" + nodeId, tls: tls)
-            commands = connection
             route = .connection(connection)
             subscriber = .plain(RedisSubscriber(loop: loop, publisher: connection, probeChannelPrefix: probes, timings: timings))
         }
@@ -158,14 +157,14 @@ public final class ClusterLink {
     /// the slot map, and every channel subscribed on a live link).
     public var isConnected: Bool {
         if let client = clusterClient { return client.isReady && subscriber.isUp }
-        return commands.state.isConnected && subscriber.isUp
+        return connection?.state.isConnected == true && subscriber.isUp
     }
 
     /// The `/readyz` reason while this node cannot serve what needs Redis (nil while it can):
     /// not joined yet (its links never connected), Redis unreachable, Redis answering the
     /// heartbeat with an error, or joining again after Redis lost the cluster's data.
     public var healthProblem: String? {
-        guard case .plain(let subscriber) = subscriber else { return clusterHealthProblem }
+        guard case .plain(let subscriber) = subscriber, let commands = connection else { return clusterHealthProblem }
         if !connectedOnce {
             let why = if case .disconnected(let error) = commands.state, error.code != .unavailable { ": \(error)" } else { "" }
             return "cluster: not joined yet (connecting to Redis at \(target)\(why))"
@@ -217,7 +216,7 @@ public final class ClusterLink {
                 if again { deliver?(.storeResubscribed) }
             }
         }
-        guard case .plain(let plain) = subscriber else {
+        guard case .plain(let plain) = subscriber, let connection else {
             clusterClient?.onMapChange = { [weak self] map in self?.mapChanged(map) }
             clusterClient?.start()
             subscriber.start()
@@ -225,11 +224,12 @@ public final class ClusterLink {
             startHeartbeat()
             return
         }
-        start(plain)
+        start(plain, on: connection)
     }
 
-    /// ``start()`` on one Redis.
-    private func start(_ subscriber: RedisSubscriber) {
+    /// ``start()`` on one Redis: `commands` is the route's connection (the handlers set on it
+    /// read it back through `self`, holding no reference of their own).
+    private func start(_ subscriber: RedisSubscriber, on commands: RedisConnection) {
         commands.onLinkFailure = { [weak self] error in
             guard let self, error.code == .tlsVerifyFailed || error.code == .tlsHandshakeFailed else { return }
             guard loggedTLSFailure != error.message else { return }
@@ -240,7 +240,7 @@ public final class ClusterLink {
             guard let self else { return }
             switch state {
             case .connected:
-                let address = commands.address?.address
+                let address = connection?.address?.address
                 logger.info("cluster: Redis connected", metadata: ["redis": "\(target)", "address": "\(address.map { "\($0)" } ?? "?")"])
                 if let lastAddress, let address, address != lastAddress {
                     redisAddressChanges += 1
@@ -262,7 +262,7 @@ public final class ClusterLink {
             }
         }
         subscriber.onStateChange = { [weak self] state in
-            guard let self, state.isConnected, commands.state.isConnected else { return }
+            guard let self, state.isConnected, connection?.state.isConnected == true else { return }
             connectedOnce = true
         }
         commands.start()
@@ -398,8 +398,7 @@ public final class ClusterLink {
         giveUpTimer.cancel()
         _ = gate.drain()
         subscriber.close()
-        commands.close()
-        clusterClient?.close()
+        route.close()
     }
 
     /// Queues a store call behind the ones already waiting (``StoreCallGate``) and sends what
