@@ -72,9 +72,10 @@ extension ClusterPresence {
 
     /// Members whose keys are overdue by more than a second anywhere in the cluster (the node
     /// that set them stopped): expired by this node, at most 100 per group's bucket
-    /// (`P{<g>}due:ttl`) per tick, every group asked in one call (one script per group).
-    func expireOverdue(ifFailed failed: @escaping () -> Void = {}) {
-        callEveryGroup({ PresenceScripts.overdueExpiries(set: keys.dueExpiries(group: $0), limit: 100) }) { [self] result in
+    /// (`P{<g>}due:ttl`) per tick, one script per group of `groups` (the reaper's slice of this
+    /// tick: every group within ``ClusterSessions/reapRoundSeconds``).
+    func expireOverdue(groups: [Int], ifFailed failed: @escaping () -> Void = {}) {
+        call(groups: groups, { PresenceScripts.overdueExpiries(set: keys.dueExpiries(group: $0), limit: 100) }) { [self] result in
             guard case .success(let replies) = result else { return failed() }
             for entry in replies.flatMap({ $0.elements ?? [] }) {
                 guard let bytes = entry.bytes, let newline = bytes.firstIndex(of: UInt8(ascii: "\n")),

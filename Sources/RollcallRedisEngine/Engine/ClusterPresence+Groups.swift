@@ -13,7 +13,13 @@ extension ClusterPresence {
     /// Runs `command(group)` for every group of ``ClusterKeys/groups``; `done` gets the replies
     /// in group order, or the first failure.
     func callEveryGroup(_ command: (Int) -> StoreCommand, then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
-        let commands = keys.groups.all.map(command)
+        call(groups: Array(keys.groups.all), command, then: done)
+    }
+
+    /// Runs `command(group)` for each of `groups`, in calls of ``groupReadBatch``; `done` gets
+    /// the replies in the order of `groups`, or the first failure.
+    func call(groups: [Int], _ command: (Int) -> StoreCommand, then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+        let commands = groups.map(command)
         let batches = stride(from: 0, to: commands.count, by: Self.groupReadBatch).map {
             Array(commands[$0..<min($0 + Self.groupReadBatch, commands.count)])
         }

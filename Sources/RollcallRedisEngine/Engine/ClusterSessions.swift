@@ -15,9 +15,12 @@ final class ClusterSessions: SessionEngine {
     var nextReapAt: Timestamp = 0
     /// Session ends Redis did not answer (it was out of reach), tried again at each reaper tick.
     var unfinishedEnds: [() -> Void] = []
-    /// The reaper's slice: the first key group this node's next `session.reapGroup` round goes
-    /// on from (``ClusterSessions/reapRoundSeconds``).
-    var nextGroupToReap = 0
+    /// The slices of the key groups the scanner reaps (`session.reapGroup`) and reads for
+    /// overdue state keys at each tick: every group within ``ClusterSessions/reapRoundSeconds``.
+    var reapRound: KeyGroupRound
+    /// The slices of the key groups the scanner reads for overdue interval flushes at each
+    /// tick: every group within half `nodeTimeoutSeconds` (``ClusterSessions/flushRoundSeconds``).
+    var flushRound: KeyGroupRound
     /// The nodes being reaped (`P{0}reaping`), each with how many key groups in a row answered
     /// `session.reapGroup` with it named: at every group, `session.reaped` takes it off.
     var groupsReapedFor: [String: Int] = [:]
@@ -30,6 +33,10 @@ final class ClusterSessions: SessionEngine {
         self.presence = presence
         self.userStatus = userStatus
         self.keys = presence.keys
+        let cluster = broker.configuration.cluster
+        reapRound = KeyGroupRound(count: presence.keys.groups.count, roundSeconds: Self.reapRoundSeconds, tickSeconds: cluster.heartbeatSeconds)
+        flushRound = KeyGroupRound(count: presence.keys.groups.count, roundSeconds: Self.flushRoundSeconds(cluster),
+                                   tickSeconds: cluster.heartbeatSeconds)
     }
 
     var nodeId: String { broker.nodeId }
