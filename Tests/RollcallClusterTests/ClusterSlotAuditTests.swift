@@ -135,7 +135,7 @@ struct ClusterSlotAuditTests {
         let again = try bed.login("alice", on: 1)
         try bed.pump(until: {
             again.events.contains { $0.string("event") == "userStatus" && ($0["statuses"]?.arrayValue ?? []).contains { $0.string("userId") == "bob" } }
-        }, timeout: 30, what: "alice's catch-up with bob's change")
+        }, timeout: 30, what: "alice's catch-up with bob's change (catch-ups lost: \(bed.brokers.map(\.metrics.clusterCatchUpsLost)); alice got \(again.events.map(\.compactString)); the first alice closed with \(String(describing: alice.closedWith)))")
         _ = try attempt(bed, alice, "unsubscribeUserStatus", ["userIds": ["bob"]])
         _ = try attempt(bed, alice, "leave", room)
         _ = try attempt(bed, alice, "logout")

@@ -10,9 +10,11 @@ extension ClusterUserStatus {
     static let catchUpReadAttempts = 10
 
     /// The records of `catchUp`, ordered by user id: at once when the script read them, else
-    /// once every group answered. A read that fails (the link busy or down) is sent again, up to
-    /// ``catchUpReadAttempts`` times; then the session gets none: a catch-up is best effort (the
-    /// events that follow are whole records; a resume's catch-up was already so).
+    /// once every group answered. A read Redis did not answer (the link busy or down) is sent
+    /// again at the next reaper tick, up to ``catchUpReadAttempts`` times in all; then the
+    /// session gets none, and the loss is counted (`rollcall_cluster_catch_ups_lost_total`): a
+    /// catch-up is best effort (the events that follow are whole records; a resume's catch-up
+    /// was already so).
     func resolve(_ catchUp: UserStatusScripts.CatchUp, attempt: Int = 1,
                  then done: @escaping (_ records: [UserStatusRecord], _ versions: [String: Int64]) -> Void) {
         guard case .targets(let since, let targets) = catchUp else {
@@ -24,8 +26,12 @@ extension ClusterUserStatus {
         let commands = byGroup.groups.map { UserStatusScripts.changedSince(keys: keys, since: since, targets: $0.users) }
         store.call(commands) { [self] result in
             guard case .success(let replies) = result else {
-                guard attempt < Self.catchUpReadAttempts else { return done([], [:]) }
-                return resolve(catchUp, attempt: attempt + 1, then: done)
+                guard attempt < Self.catchUpReadAttempts else {
+                    broker.metrics.clusterCatchUpsLost += 1
+                    return done([], [:])
+                }
+                unansweredCatchUps.append { [self] in resolve(catchUp, attempt: attempt + 1, then: done) }
+                return
             }
             var records: [UserStatusRecord] = [], versions: [String: Int64] = [:]
             for reply in replies {

@@ -90,8 +90,9 @@ extension ClusterUserStatus {
         }
     }
 
-    /// Every reaper tick: the `status.ended` commands an outage left unanswered, again; and
-    /// the `status.dropSubscriber` ones (``sendDrops(_:)``).
+    /// Every reaper tick: the `status.ended` commands an outage left unanswered, again; the
+    /// `status.dropSubscriber` ones (``sendDrops(_:)``); and the catch-up reads
+    /// (``resolve(_:attempt:then:)``).
     func retryUnansweredEnds() {
         let commands = unansweredEnds
         unansweredEnds = []
@@ -99,6 +100,9 @@ extension ClusterUserStatus {
         let drops = unansweredDrops
         unansweredDrops = []
         sendDrops(drops)
+        let catchUps = unansweredCatchUps
+        unansweredCatchUps = []
+        for catchUp in catchUps { catchUp() }
     }
 
     /// A session left this node (ended, or resumed on another node): after the user's last

@@ -20,6 +20,8 @@ final class ClusterUserStatus {
     let outbox: Outbox
     let directory: SessionDirectory
     unowned let store: any StoreCaller
+    /// The broker, for its counters (``BrokerMetrics/clusterCatchUpsLost``).
+    unowned let broker: Broker
 
     var customStatusBuckets: [Name: TokenBucket] = [:]
     var queryBuckets: [Name: TokenBucket] = [:]
@@ -44,12 +46,16 @@ final class ClusterUserStatus {
     var unansweredEnds: [StoreCommand] = []
     /// `status.dropSubscriber` commands Redis did not answer, sent again at the next reaper tick.
     var unansweredDrops: [StoreCommand] = []
+    /// Catch-up reads (``resolve(_:attempt:then:)``) Redis did not answer, sent again at the
+    /// next reaper tick.
+    var unansweredCatchUps: [() -> Void] = []
 
     /// The user-status engine of `broker`'s node, on the Redis keys `keys`.
     init(of broker: Broker, keys: ClusterKeys) {
         (configuration, clock, outbox, directory) = (broker.configuration, broker.clock, broker.outbox, broker.directory)
         self.keys = keys
         store = broker
+        self.broker = broker
     }
 
     // MARK: - setCustomStatus

@@ -157,6 +157,9 @@ final class MetricsExposition {
             series.counter("rollcall_cluster_steps_retried_total",
                            "Follow-up steps on another key group's slot (a leave's user indexes, a refence of fence copies) Redis did not answer, sent again at the next reaper tick",
                            total: core.clusterStepsRetried)
+            series.counter("rollcall_cluster_catch_ups_lost_total",
+                           "Catch-ups of other users' records (a login's or a resume's, read per key group) given up after Redis left every attempt unanswered",
+                           total: core.clusterCatchUpsLost)
         }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)

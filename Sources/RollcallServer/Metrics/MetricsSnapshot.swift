@@ -17,6 +17,7 @@ struct MetricsSnapshot {
     var tokenExpiries = 0
     var clusterEndsFinished = 0
     var clusterStepsRetried = 0
+    var clusterCatchUpsLost = 0
     var requests = 0
     var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
@@ -66,6 +67,7 @@ extension MetricsSnapshot {
         tokenExpiries = broker.metrics.tokenExpiries
         clusterEndsFinished = broker.metrics.clusterEndsFinished
         clusterStepsRetried = broker.metrics.clusterUserStepsUnanswered + broker.metrics.clusterRefencesUnanswered
+        clusterCatchUpsLost = broker.metrics.clusterCatchUpsLost
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
