@@ -22,6 +22,10 @@ public final class RedisSubscriber {
     /// first connect and after every reconnect. Messages published while no link was
     /// subscribed are lost: compare state (e.g. `seq`s) here.
     public var onResubscribed: (() -> Void)?
+    /// Called with each channel of the set whose `SUBSCRIBE` Redis confirmed on the current
+    /// link: from here on every message published to it arrives (one published before may
+    /// not have). After a reconnect, once per channel again.
+    public var onSubscribed: ((_ channel: [UInt8]) -> Void)?
     /// The channels subscribed (or to be subscribed once a link is up).
     public private(set) var channels: Set<[UInt8]> = []
     /// The current state.
@@ -174,6 +178,10 @@ extension RedisSubscriber: RedisLinkDelegate {
         let kind = String(decoding: kindBytes, as: UTF8.self)
         if let push = probe.take(kind, on: channel, elements) {
             if push == .subscribed, !reconnector.isReady { established() }
+            return
+        }
+        if kind == "subscribe" {
+            if channels.contains(channel) { onSubscribed?(channel) }
             return
         }
         guard kind == "message", case .bulk(let payload) = elements[2], channels.contains(channel) else { return }

@@ -54,6 +54,13 @@ final class ClusterBed {
     /// Faults: the answer to a store call this returns true for (node index, commands) waits
     /// until ``releaseHeldReplies(node:)``, as when Redis is slow to answer one command.
     var delaysStoreReply: ((Int, [StoreCommand]) -> Bool)?
+    /// Faults: Redis' confirmations of a node's subscriptions (`storeListening`) wait while
+    /// this returns true for the node index, until ``releaseHeldListening(node:)`` (or are
+    /// dropped with `dropsListening`), as when the subscriber link lags the command link.
+    var delaysListening: ((Int) -> Bool)?
+    /// Drop the confirmations ``delaysListening`` holds instead of keeping them.
+    var dropsListening = false
+    private var delayedListening: [Int: [InboundEvent]] = [:]
     private var delayedTickets: [Int: Set<StoreTicket>] = [:]
     private var delayedReplies: [Int: [InboundEvent]] = [:]
     /// Called with each store call a node makes, before its link sends it (the loop is not
@@ -131,6 +138,11 @@ final class ClusterBed {
         guard !stopped.contains(index) else { return }
         if case .storeMessage(_, let payload) = event, delaysStoreMessage?(index, payload) == true {
             delayedMessages[index, default: []].append(event)
+            return
+        }
+        if case .storeListening = event, delaysListening?(index) == true {
+            if !dropsListening { delayedListening[index, default: []].append(event) }
+            heldListenings[index, default: 0] += 1
             return
         }
         if case .storeReplied(let ticket, _) = event, delayedTickets[index]?.remove(ticket) != nil {
@@ -225,6 +237,18 @@ final class ClusterBed {
         delaysStoreMessage = delays
     }
 
+    /// How many subscription confirmations ``delaysListening`` held back (or dropped) for `node`.
+    private(set) var heldListenings: [Int: Int] = [:]
+
+    /// Hands node `node` the subscription confirmations ``delaysListening`` held back, in order.
+    func releaseHeldListening(node: Int) {
+        let waiting = delayedListening.removeValue(forKey: node) ?? []
+        let delays = delaysListening
+        delaysListening = nil
+        for event in waiting { feed(node, event) }
+        delaysListening = delays
+    }
+
     /// Hands node `node` the store answers ``delaysStoreReply`` held back, in order.
     func releaseHeldReplies(node: Int) {
         for event in delayedReplies.removeValue(forKey: node) ?? [] { feed(node, event) }
@@ -290,13 +314,19 @@ final class ClusterBed {
     /// Sends one request and waits for its reply.
     @discardableResult
     func request(_ client: Client, _ op: String, _ arguments: [String: JSON] = [:]) throws -> JSON {
+        let id = send(client, op, arguments)
+        try pump(until: { client.replies[id] != nil || client.closedWith != nil }, what: "the reply to \(op)")
+        return client.replies[id] ?? .null
+    }
+
+    /// Sends one request without waiting; returns its id (its reply lands in `client.replies`).
+    func send(_ client: Client, _ op: String, _ arguments: [String: JSON] = [:]) -> Int {
         client.nextId += 1
         let id = client.nextId
         var members: [(key: String, value: JSON)] = [("id", .int(id)), ("op", .string(op))]
         for key in arguments.keys.sorted() { members.append((key, arguments[key]!)) }
         feed(client.node, .received(client.connection, JSON.object(JSONObject(members)).encoded()))
-        try pump(until: { client.replies[id] != nil || client.closedWith != nil }, what: "the reply to \(op)")
-        return client.replies[id] ?? .null
+        return id
     }
 
     /// Ends a client's connection: with a close frame, or dropped (the session is held).

@@ -52,6 +52,6 @@ struct ClusterDisconnectUserTests {
         #expect(try bed.redis.command(["ZCARD", "cap:{0}us:3:bob"]) == ":1", "bob has one session in Redis: \(second.sessionId)")
         try bed.pump(until: {
             watcher.events.contains { $0.string("type") == "leave" && $0.string("publisher") == "bob" }
-        }, what: "the old session left room")
+        }, what: "the old session left room; watcher got \(watcher.events.map(\.compactString)); first got \(first.events.map(\.compactString))")
     }
 }

@@ -128,7 +128,8 @@ struct ClusterSentinelTests {
                 "pub/sub links: \(nodeSubscribers(port: redis.master.port) ?? -1) on the demoted master, \(nodeSubscribers(port: redis.replica.port) ?? -1) on the new one")
 
         // Nothing was lost: a state change is heard across nodes, and both members are listed.
-        #expect(eventually(timeout: 10) { (try? alice.channelOp("setState", "lobby", ["state": ["round": "final"]]).ok) == true })
+        #expect(eventually(timeout: 10) { (try? alice.channelOp("setState", "lobby", ["state": ["round": "final"]]).ok) == true },
+                "\(cluster.describeNodes())\nsentinel: \(redis.sentinels[0].log.suffix(3000))")
         // Bob hears it as alice's stateChanged or, when his node resynced after moving its
         // pub/sub link to the new master (PROTOCOL §9), in a fresh snapshot.
         #expect(throws: Never.self) {

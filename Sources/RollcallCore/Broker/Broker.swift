@@ -112,6 +112,8 @@ public final class Broker {
             sessions.storeMessageArrived(channel: channel, payload: payload)
         case .storeResubscribed:
             sessions.storeResubscribed()
+        case .storeListening(let channels):
+            sessions.storeListening(channels)
         case .keySet(let source, let set):
             authenticator.useKeySet(set, from: source)
         case .storeLost:
@@ -431,4 +433,7 @@ package struct BrokerMetrics: Sendable {
     /// Cluster mode: `presence.refence` calls (a hold's or an orphaning's fence copies, docs/cluster.md
     /// step 1) that Redis did not answer, each sent again at the next reaper tick.
     package var clusterRefencesUnanswered = 0
+    /// Cluster mode: catch-ups of other users' records (a login's or a resume's, read per key
+    /// group) given up after Redis left every attempt unanswered: the session got none.
+    package var clusterCatchUpsLost = 0
 }

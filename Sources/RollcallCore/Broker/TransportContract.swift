@@ -49,6 +49,11 @@ public enum InboundEvent: Sendable {
     /// Cluster mode: the pub/sub link came back after a loss and every channel is heard again;
     /// events published meanwhile may be missing.
     case storeResubscribed
+    /// Cluster mode: Redis confirmed the subscription of these pub/sub channels (of
+    /// ``Action/listen(_:)``): every message published to them from here on arrives. A first
+    /// join of a channel on this node waits for it, so that no event after the join's
+    /// snapshot is missed (docs/cluster.md, "Hearing a channel before joining it").
+    case storeListening([[UInt8]])
     /// Cluster mode: Redis lost the cluster's data (restarted empty): every session closes
     /// with 1012, without events about the lost members (PROTOCOL §9).
     case storeLost

@@ -49,6 +49,8 @@ package protocol SessionEngine: AnyObject {
     func storeMessageArrived(channel: [UInt8], payload: [UInt8])
     /// The store's pub/sub link came back: channels are resynced.
     func storeResubscribed()
+    /// The store confirmed the subscription of these pub/sub channels.
+    func storeListening(_ channels: [[UInt8]])
     /// The store lost the cluster's data: every session here ends without a word.
     func storeLostData()
     /// The other nodes declared this node dead: its sessions are theirs to resume.

@@ -87,6 +87,7 @@ package final class LocalSessions: SessionEngine {
     package func fireDueTimers() {}
     package func storeMessageArrived(channel: [UInt8], payload: [UInt8]) {}
     package func storeResubscribed() {}
+    package func storeListening(_ channels: [[UInt8]]) {}
     package func storeLostData() {}
     package func nodeFenced() {}
     package func shutDown() {}

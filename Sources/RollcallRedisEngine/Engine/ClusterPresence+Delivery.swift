@@ -20,6 +20,54 @@ extension ClusterPresence {
         guard let channel = local[key], channel.members.isEmpty else { return }
         local[key] = nil
         store.unlisten(keys.channel(key).events)
+        hearingDeadlines.cancel(key)
+        for step in channel.untilHeard { step() }
+        channel.untilHeard.removeAll()
+    }
+
+    // MARK: - Hearing a channel before reading it
+
+    /// How long a step waits for the channel's subscription before it goes on regardless (ms):
+    /// the pub/sub link may be down, and then its return resyncs every channel.
+    static let hearingWaitMs: Timestamp = 1000
+
+    /// Runs `step` (a first join's script, a snapshot read) once Redis confirmed this node's
+    /// subscription of `key`'s events, at once when it already did (or the channel is not
+    /// local). A step that ran before would read a `seq` whose next events may be published
+    /// before the subscription is in place: they never arrive, and the local sessions' roster
+    /// stays stale until another event shows the gap (docs/cluster.md, "Hearing a channel
+    /// before joining it"). Waits at most ``hearingWaitMs``.
+    func whenHeard(_ key: ChannelKey, _ step: @escaping () -> Void) {
+        guard let channel = local[key], !channel.isHeard else { return step() }
+        channel.untilHeard.append(step)
+        if channel.untilHeard.count == 1 { hearingDeadlines.schedule(key, at: clock.monotonic + Self.hearingWaitMs) }
+    }
+
+    /// Redis confirmed this node's subscription of `channels`: their waiting steps go on.
+    func heard(_ channels: [[UInt8]]) {
+        for name in channels {
+            guard let key = keys.channel(fromEvents: name), let channel = local[key] else { continue }
+            channel.isHeard = true
+            runStepsUntilHeard(of: key, channel)
+        }
+    }
+
+    /// The steps that waited ``hearingWaitMs`` for their channel's subscription go on, and
+    /// later ones do not wait: the pub/sub link is down or slow, and when it is back it
+    /// resubscribes every channel and compares their `seq`s (``resyncEverything()``).
+    func fireDueHearingDeadlines() {
+        for key in hearingDeadlines.popDue(now: clock.monotonic) {
+            guard let channel = local[key] else { continue }
+            channel.isHeard = true
+            runStepsUntilHeard(of: key, channel)
+        }
+    }
+
+    private func runStepsUntilHeard(of key: ChannelKey, _ channel: LocalChannel) {
+        hearingDeadlines.cancel(key)
+        let steps = channel.untilHeard
+        channel.untilHeard.removeAll()
+        for step in steps { step() }
     }
 
     /// Takes a session out of the local view of a channel.
@@ -211,6 +259,11 @@ extension ClusterPresence {
             finished?()
             return
         }
+        whenHeard(key) { [self] in readSnapshot(of: key, for: sessions, then: finished) }
+    }
+
+    /// ``requestSnapshot(of:for:then:)`` once the channel is heard.
+    private func readSnapshot(of key: ChannelKey, for sessions: [Session], then finished: (() -> Void)?) {
         let channelKeys = keys.channel(key)
         let reading = local[key]
         let sent = reading?.roster
@@ -347,11 +400,12 @@ extension ClusterPresence {
 
     /// Every reaper tick: the flushes overdue by a heartbeat, whichever node scheduled them (it
     /// may have died before its timer fired), at most 100 per group's bucket (`P{<g>}due`) per
-    /// tick, every group asked in one call (one script per group). The flush script sends the
-    /// `interval` event once, whoever runs it.
-    func flushOverdue(ifFailed failed: @escaping () -> Void = {}) {
+    /// tick, one script per group of `groups` (the reaper's slice of this tick: every group
+    /// within ``ClusterSessions/reapRoundSeconds``). The flush script sends the `interval`
+    /// event once, whoever runs it.
+    func flushOverdue(groups: [Int], ifFailed failed: @escaping () -> Void = {}) {
         let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds
-        callEveryGroup({ PresenceScripts.overdueFlushes(set: keys.dueFlushes(group: $0), slackMs: slackMs, limit: 100) }) { [self] result in
+        call(groups: groups, { PresenceScripts.overdueFlushes(set: keys.dueFlushes(group: $0), slackMs: slackMs, limit: 100) }) { [self] result in
             guard case .success(let replies) = result else { return failed() }
             flush(replies.flatMap { ClusterKeys.channels(fromIds: $0) })
         }

@@ -40,6 +40,9 @@ final class ClusterPresence {
 
     /// Snapshots to read again, once the store answers (a session waiting for one).
     var snapshotRetries = TimerQueue<SnapshotRetry>()
+    /// Channels whose steps wait for their subscription (``whenHeard(_:_:)``), by when they
+    /// stop waiting.
+    var hearingDeadlines = TimerQueue<ChannelKey>()
     /// Resumed sessions whose snapshots are still being read, by session number: the
     /// messages Redis kept for them, then the live ones that came meanwhile. They go out
     /// once the snapshots are sent (PROTOCOL §5: kept messages "right after the snapshots").
@@ -97,7 +100,8 @@ final class ClusterPresence {
         }
         if waitsForSnapshot { channel.waiting += 1 }
         let guess = channel.members[session.number]?.storedState
-        attemptJoin(request, session: session, expecting: guess, attempt: 1, checked: false, deadline: requestDeadline()) { [self] outcome in
+        let deadline = requestDeadline()
+        whenHeard(key) { [self] in attemptJoin(request, session: session, expecting: guess, attempt: 1, checked: false, deadline: deadline) { [self] outcome in
             switch outcome {
             case .failure(let error):
                 if waitsForSnapshot { channel.waiting -= 1 }
@@ -132,7 +136,7 @@ final class ClusterPresence {
                     snapshotRetries.schedule(SnapshotRetry(channel: key, session: session.number), at: clock.monotonic)
                 }
             }
-        }
+        } }
     }
 
     /// One attempt at the join script, expecting the user's stored state to be `current` (the

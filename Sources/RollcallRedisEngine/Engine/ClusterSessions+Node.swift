@@ -7,7 +7,8 @@ extension ClusterSessions {
     // MARK: - Timers
 
     var nextDeadline: Timestamp? {
-        [presence.flushes.nextDeadline(), presence.expiries.nextDeadline(), presence.snapshotRetries.nextDeadline(), nextReapAt]
+        [presence.flushes.nextDeadline(), presence.expiries.nextDeadline(), presence.snapshotRetries.nextDeadline(),
+         presence.hearingDeadlines.nextDeadline(), nextReapAt]
             .compactMap { $0 }.min()
     }
 
@@ -15,6 +16,7 @@ extension ClusterSessions {
         presence.fireDueFlushes()
         presence.fireDueExpiries()
         presence.fireDueSnapshotRetries()
+        presence.fireDueHearingDeadlines()
         reapIfDue()
     }
 
@@ -42,28 +44,29 @@ extension ClusterSessions {
         keys.groups.count > 1 ? 2 * configuration.cluster.heartbeatSeconds.milliseconds : 0
     }
 
-    /// How long the scanner takes to go over every key group with `session.reapGroup`: one
-    /// second, a slice of the groups per tick (all of them each tick with one group, or with a
-    /// heartbeat of a second or more). A dead node's sessions are orphaned within a round of
-    /// being declared dead and timed out within a round of their hold's end: two seconds at most
-    /// of PROTOCOL §9's five of slack, for 1/10 of the calls per tick at 0.1 s heartbeats.
+    /// How long the scanner takes to go over every key group with `session.reapGroup` and the
+    /// overdue state keys' buckets: one second, a slice of the groups per tick (all of them each
+    /// tick with one group, or with a heartbeat of a second or more). A dead node's sessions are
+    /// orphaned within a round of being declared dead and timed out within a round of their
+    /// hold's end: two seconds at most of PROTOCOL §9's five of slack, for 1/10 of the calls per
+    /// tick at 0.1 s heartbeats.
     static let reapRoundSeconds = 1.0
 
-    /// The key groups of this tick's `session.reapGroup` slice, going on from the last one.
-    private func groupsToReap() -> [Int] {
-        let count = keys.groups.count
-        let ticks = max(1, Int((Self.reapRoundSeconds / configuration.cluster.heartbeatSeconds).rounded(.down)))
-        let size = min(count, (count + ticks - 1) / ticks)
-        let slice = (0..<size).map { (nextGroupToReap + $0) % count }
-        nextGroupToReap = (nextGroupToReap + size) % count
-        return slice
+    /// How long the scanner takes to go over every key group's overdue interval flushes: half
+    /// `nodeTimeoutSeconds`, at most ``reapRoundSeconds`` (every tick when that is no longer
+    /// than a heartbeat), so that an `interval` whose node died still comes within
+    /// `intervalSeconds` + `nodeTimeoutSeconds` (PROTOCOL §9).
+    static func flushRoundSeconds(_ cluster: Configuration.Cluster) -> Double {
+        min(reapRoundSeconds, cluster.nodeTimeoutSeconds / 2)
     }
 
     /// The reaper's tick: `session.declareDead` on the control slot (with the user-status
     /// sweep); then, on the node that scans (every node with one key group; the lease holder
-    /// with more, docs/cluster.md "The scans"), the due buckets of every group
-    /// (``ClusterPresence/expireOverdue()``, ``ClusterPresence/flushOverdue()``) and
-    /// `session.reapGroup` for this tick's slice of the groups (``reapRoundSeconds``);
+    /// with more, docs/cluster.md "The scans"), for this tick's slice of the groups
+    /// (``reapRoundSeconds``; every group for a node just declared dead) the overdue state
+    /// keys (``ClusterPresence/expireOverdue(groups:ifFailed:)``) and `session.reapGroup`, and
+    /// for the flushes' slice (``flushRoundSeconds(_:)``) the overdue interval flushes
+    /// (``ClusterPresence/flushOverdue(groups:ifFailed:)``);
     /// `session.reaped` once every group answered for a node being reaped.
     private func reap() {
         let declare = SessionScripts.declareDead(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
@@ -80,10 +83,11 @@ extension ClusterSessions {
                 return
             }
             if declared.reaping.isEmpty { groupsReapedFor.removeAll() }
-            presence.expireOverdue { [self] in scanFailed = true }
-            presence.flushOverdue { [self] in scanFailed = true }
             // A node just declared dead has its sessions orphaned in every group at once.
-            reapGroups(declared.reaping.isEmpty ? groupsToReap() : Array(keys.groups.all), reaping: declared.reaping, endsDue: declared.endsDue)
+            let slice = declared.reaping.isEmpty ? reapRound.slice() : Array(keys.groups.all)
+            presence.expireOverdue(groups: slice) { [self] in scanFailed = true }
+            presence.flushOverdue(groups: flushRound.slice()) { [self] in scanFailed = true }
+            reapGroups(slice, reaping: declared.reaping, endsDue: declared.endsDue)
         }
     }
 
@@ -163,6 +167,10 @@ extension ClusterSessions {
     func storeResubscribed() {
         presence.resyncEverything()
         userStatus.linkRestored()
+    }
+
+    func storeListening(_ channels: [[UInt8]]) {
+        presence.heard(channels)
     }
 
     /// Redis lost the cluster's data: every session here ends without a word to anyone and

@@ -36,6 +36,11 @@ final class LocalChannel {
     var members: [UInt64: Member] = [:]
     /// The `seq` of the last event this node delivered; nil before the first snapshot.
     var delivered: Int?
+    /// Redis confirmed this node's subscription of the channel's events: every event
+    /// published from then on arrives here (``ClusterPresence/whenHeard(_:_:)``).
+    var isHeard = false
+    /// Steps (a first join's script, a snapshot read) waiting for ``isHeard``.
+    var untilHeard: [() -> Void] = []
     /// Sessions waiting for a snapshot.
     var waiting = 0
     /// Per session whose first join's answer is on its way: the messages that came meanwhile,

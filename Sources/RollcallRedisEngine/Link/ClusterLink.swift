@@ -200,6 +200,7 @@ public final class ClusterLink {
         }
         switch subscriber {
         case .plain(let plain):
+            plain.onSubscribed = { [weak self] channel in self?.deliver?(.storeListening([channel])) }
             plain.onResubscribed = { [weak self] in
                 guard let self else { return }
                 // After the first subscription nothing can have been missed; after a loss, maybe.
@@ -213,6 +214,7 @@ public final class ClusterLink {
                 // first time (just listened to) cannot have.
                 let again = !channels.isDisjoint(with: heardOnce)
                 heardOnce.formUnion(channels)
+                deliver?(.storeListening(Array(channels)))
                 if again { deliver?(.storeResubscribed) }
             }
         }
