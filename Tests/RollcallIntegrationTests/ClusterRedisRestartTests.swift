@@ -84,4 +84,25 @@ struct ClusterDataLossAgainTests {
         let closedAgain = try second.waitForClose(timeout: .seconds(15))
         #expect(closedAgain.reason == "cluster data lost", "a second loss is noticed like the first: \(closedAgain)")
     }
+
+    /// Chaos seed 213898214645513 on a Redis Cluster (session 43): a master lost the data, and
+    /// scripts already on their way wrote keys of the cluster's layout (a token, a session
+    /// record) before any node registered again; the register script called them foreign, so
+    /// no node registered again and a restarted node was refused.
+    @Test("a data loss followed by stale writes of the cluster's own layout: the nodes register again, and a restarted node joins")
+    func staleWritesAfterADataLossAreTheClustersOwn() throws {
+        let cluster = try ClusterProcess()
+        let first = try cluster.session("alice", node: 0)
+        let prefix = cluster.keyPrefix
+        #expect(try RedisWire.command(port: cluster.redisPort, ["FLUSHALL"]) == "+OK")
+        #expect(try RedisWire.command(port: cluster.redisPort, ["SET", prefix + "{0}tok:stale", "0/ghost"]) == "+OK")
+        #expect(try RedisWire.command(port: cluster.redisPort, ["HSET", prefix + "{0}s:ghost", "user", "ghost"]) == ":1")
+        let closed = try first.waitForClose(timeout: .seconds(15))
+        #expect(closed.reason == "cluster data lost", "\(closed)")
+        #expect(cluster.waitUntilFormed(timeout: 10), "every node registered again: \(cluster.describeNodes())")
+        try cluster.restart(node: 2)
+        #expect(cluster.waitUntilFormed(timeout: 10), "the restarted node joined: \(cluster.describeNodes())")
+        let bob = try cluster.session("bob", node: 2)
+        #expect(try bob.join("lobby").ok)
+    }
 }

@@ -81,6 +81,8 @@ public final class ClusterLink {
     private var connectedOnce = false
     /// True from Redis losing the cluster's data until the node is registered again.
     private var rejoining = false
+    /// A registration after ``dataLost()`` is on its way.
+    private var registering = false
 
     /// A link for `configuration.cluster` on `loop`. Throws ``ClusterError`` for a bad `cluster.redis`.
     /// The cluster's epoch when this node joined (`P meta`); a different or missing one
@@ -279,9 +281,13 @@ public final class ClusterLink {
         heartbeat.onBeat = { [weak self] count, epoch, declaredDead in
             guard let self else { return }
             liveNodes = count
-            if epoch != self.epoch {
+            if self.epoch != nil, epoch != self.epoch {
                 heldBack.discard()
                 dataLost()
+            } else if rejoining {
+                // Registering again failed (or another node's registration made the epoch):
+                // tried again at each beat until it succeeds.
+                registerAgain()
             } else if declaredDead {
                 logger.error("cluster: the other nodes declared this node dead (it was silent too long); its sessions were handed over")
                 deliver?(.storeFenced)
@@ -356,6 +362,7 @@ public final class ClusterLink {
     private static let graceScript = LuaScript("cluster.markGrace", parameters: [.key("meta"), .number("silenceMs")], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        if redis.call('HEXISTS', meta, 'epoch') == 0 then return 0 end
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
         if now - last < silenceMs then return 0 end
         redis.call('HSET', meta, 'grace', now)
@@ -383,13 +390,23 @@ public final class ClusterLink {
         deliver?(.storeLost)
         epoch = nil
         rejoining = true
+        registerAgain()
+    }
+
+    /// Registers this node in the cluster Redis has now (after ``dataLost()``); one attempt
+    /// at a time, again at the next beat when it failed.
+    private func registerAgain() {
+        guard !registering else { return }
+        registering = true
         ClusterStartCheck.registerAgain(configuration: configuration, nodeId: nodeId, on: route) { [weak self] result in
             guard let self else { return }
+            registering = false
             switch result {
             case .success(let epoch):
                 self.epoch = epoch
                 rejoining = false
-            case .failure(let error): logger.error("cluster: could not register again", metadata: ["error": "\(error)"])
+            case .failure(let error):
+                logger.error("cluster: could not register again; trying again at the next beat", metadata: ["error": "\(error)"])
             }
         }
     }

@@ -26,9 +26,12 @@ public enum ClusterStartCheck {
           return {'foreign', prefix .. 'meta (format ' .. older .. ', this node writes ' .. format .. ')'}
         end
         if not found then
-          -- After Redis lost the cluster's data, the nodes still running write their heartbeats
-          -- (`nodes`, `node:<id>`) and the reaper `meta` `lastBeat`/`grace` before one of them
-          -- registers again: those keys are the cluster's own. Anything else is foreign.
+          -- After Redis lost the cluster's data, nodes of the cluster may write before one of
+          -- them registers again (a beat or a reaper tick of an older build: `meta`
+          -- `lastBeat`/`grace`, `nodes`, `node:<id>`; scripts that were on their way when the
+          -- data went, on a Redis Cluster where one master lost it: any key of the tagged
+          -- layout, `P{<group>}…`): those keys are the cluster's own, and the registration's
+          -- hand-over holds what sessions they left. Anything else is foreign.
           if redis.call('EXISTS', meta) == 1 then
             for _, field in ipairs(redis.call('HKEYS', meta)) do
               if field ~= 'lastBeat' and field ~= 'grace' then return {'foreign', meta} end
@@ -37,6 +40,7 @@ public enum ClusterStartCheck {
           local nodePrefix = control .. 'node:'
           local function ours(key)
             return key == meta or key == control .. 'nodes' or string.sub(key, 1, #nodePrefix) == nodePrefix
+              or string.match(string.sub(key, #prefix + 1), '^{%d+}') ~= nil
           end
           local cursor = '0'
           repeat

@@ -43,17 +43,22 @@ package final class NodeHeartbeat {
     ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        -- Redis lost the cluster's data (no epoch): the beat writes nothing, so the node is no
+        -- live node (its logins are refused, `fenced`) until it registered again; a beat that
+        -- put it back would let it write keys into an unregistered prefix.
+        local epoch = redis.call('HGET', meta, 'epoch')
+        if not epoch then return {0, false, 0} end
         -- Every node silent for the timeout means Redis was out of reach (or stopped), not that
         -- nodes died: the first beat after such a silence opens a grace window (PROTOCOL §9).
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
         if last > 0 and now - last >= timeoutMs then redis.call('HSET', meta, 'grace', now) end
         redis.call('HSET', meta, 'lastBeat', now)
         if redis.call('EXISTS', deadMark) == 1 then
-          return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), redis.call('HGET', meta, 'epoch') or false, 2}
+          return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, 2}
         end
         local added = redis.call('ZADD', nodes, now, node)
         redis.call('HSET', nodeKey, 'lastHeartbeat', now)
-        return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), redis.call('HGET', meta, 'epoch') or false, added}
+        return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, added}
         """)
 
     /// After the node learned that it was declared dead and fenced itself (its connections

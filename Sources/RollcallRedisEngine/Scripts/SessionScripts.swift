@@ -259,6 +259,8 @@ package enum SessionScripts {
         .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"), .number("release"),
     ], library: library, body: """
         local dead = {}
+        -- Redis lost the cluster's data: nothing to declare or scan until a node registered again.
+        if redis.call('HEXISTS', meta, 'epoch') == 0 then return {dead, {}, 0, 0} end
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
         if last > 0 and now - last >= timeout then redis.call('HSET', meta, 'grace', now) end
         redis.call('HSET', meta, 'lastBeat', now)
