@@ -436,4 +436,7 @@ package struct BrokerMetrics: Sendable {
     /// Cluster mode: catch-ups of other users' records (a login's or a resume's, read per key
     /// group) given up after Redis left every attempt unanswered: the session got none.
     package var clusterCatchUpsLost = 0
+    /// Cluster mode: message events that arrived a second time with the same number and
+    /// publishing session (a publish run on a stale master and again on the new one), dropped.
+    package var clusterRepeatedMessagesDropped = 0
 }

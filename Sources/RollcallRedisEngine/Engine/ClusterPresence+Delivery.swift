@@ -117,6 +117,10 @@ extension ClusterPresence {
     private func deliverMessage(_ bytes: [UInt8], number: Int?, publisher publisherBytes: ArraySlice<UInt8>,
                                 kept keptBytes: ArraySlice<UInt8>, in channel: LocalChannel) {
         let publisher = String(decoding: publisherBytes, as: UTF8.self)
+        if let number, number > 0, channel.isRepeat(number: number, publisher: publisher) {
+            broker.metrics.clusterRepeatedMessagesDropped += 1
+            return
+        }
         // The event names the held sessions Redis kept it for (or counted as dropped): they
         // get it, or its count, at their resume on any node — one that has resumed here
         // since got it with its resume. A session it does not name was live in Redis when

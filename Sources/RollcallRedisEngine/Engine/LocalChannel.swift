@@ -41,6 +41,28 @@ final class LocalChannel {
     var isHeard = false
     /// Steps (a first join's script, a snapshot read) waiting for ``isHeard``.
     var untilHeard: [() -> Void] = []
+    /// The numbers and publishing sessions of the last ``recentMessagesKept`` message events
+    /// delivered here (``isRepeat(number:publisher:)``).
+    private var recentMessages: [(number: Int, publisher: String)] = []
+    private var nextRecentMessage = 0
+    /// How many delivered message events a channel remembers to drop their repeats.
+    static let recentMessagesKept = 64
+
+    /// Whether a message event numbered `number` (`mq`, > 0) from `publisher` was delivered
+    /// here already; else it is remembered. A publish runs twice when its first run is on a
+    /// master that stopped past its failover (its buffered script runs when it wakes, before
+    /// it learns it is no master) and the client's retry runs on the new one: both are
+    /// numbered from the same `mq` (chaos seed 205301057074642 on a Redis Cluster).
+    func isRepeat(number: Int, publisher: String) -> Bool {
+        if recentMessages.contains(where: { $0.number == number && $0.publisher == publisher }) { return true }
+        if recentMessages.count < Self.recentMessagesKept {
+            recentMessages.append((number, publisher))
+        } else {
+            recentMessages[nextRecentMessage] = (number, publisher)
+            nextRecentMessage = (nextRecentMessage + 1) % Self.recentMessagesKept
+        }
+        return false
+    }
     /// Sessions waiting for a snapshot.
     var waiting = 0
     /// Per session whose first join's answer is on its way: the messages that came meanwhile,

@@ -160,6 +160,9 @@ final class MetricsExposition {
             series.counter("rollcall_cluster_catch_ups_lost_total",
                            "Catch-ups of other users' records (a login's or a resume's, read per key group) given up after Redis left every attempt unanswered",
                            total: core.clusterCatchUpsLost)
+            series.counter("rollcall_cluster_repeated_messages_dropped_total",
+                           "Message events heard a second time with the same number and publishing session (a publish run on a stale master and again on the new one), not delivered again",
+                           total: core.clusterRepeatedMessagesDropped)
         }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)

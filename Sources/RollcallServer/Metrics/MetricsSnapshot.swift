@@ -18,6 +18,7 @@ struct MetricsSnapshot {
     var clusterEndsFinished = 0
     var clusterStepsRetried = 0
     var clusterCatchUpsLost = 0
+    var clusterRepeatedMessagesDropped = 0
     var requests = 0
     var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
@@ -68,6 +69,7 @@ extension MetricsSnapshot {
         clusterEndsFinished = broker.metrics.clusterEndsFinished
         clusterStepsRetried = broker.metrics.clusterUserStepsUnanswered + broker.metrics.clusterRefencesUnanswered
         clusterCatchUpsLost = broker.metrics.clusterCatchUpsLost
+        clusterRepeatedMessagesDropped = broker.metrics.clusterRepeatedMessagesDropped
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
