@@ -12,7 +12,7 @@ enum ChaosEvidence {
         local G = P .. '{0}'
         local function lp(s) return #s .. ':' .. s end
         local out = {}
-        table.insert(out, 'uc [' .. table.concat(redis.call('ZRANGE', P .. 'uc:' .. lp(U), 0, -1), ' ') .. ']')
+        table.insert(out, 'uc [' .. table.concat(redis.call('ZRANGE', G .. 'uc:' .. lp(U), 0, -1), ' ') .. ']')
         for _, s in ipairs(redis.call('ZRANGE', G .. 'us:' .. lp(U), 0, -1)) do
           local h = redis.call('HGETALL', G .. 's:' .. s)
           local fields = {}
