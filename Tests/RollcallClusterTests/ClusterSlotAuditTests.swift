@@ -17,11 +17,12 @@ struct ClusterSlotAuditTests {
     // control tag, group 0's (session 43). No script crosses; that is what lets a broker run on
     // Redis Cluster with one group (KeyGroups.init(for:)).
 
-    /// Scripts run by the nodes' timers (reaper, sweeps, flushes): whether this scenario runs
+    /// Scripts run by the nodes' timers (reaper, flushes): whether this scenario runs
     /// them depends on timing, so they are not judged here. (`session.declareDead` runs at
     /// every tick and `session.reaped` after a death: they are judged, and must keep to the
-    /// control slot; `ClusterReaperAcrossGroupsTests` judges `reapGroup` and `handOver`.)
-    static let runByTimers: Set<String> = ["session.reapGroup", "status.sweep", "presence.overdue", "presence.overdueExpiries", "presence.flush"]
+    /// control slot; so is `status.sweep`, one call per key group since session 44;
+    /// `ClusterReaperAcrossGroupsTests` judges `reapGroup` and `handOver`.)
+    static let runByTimers: Set<String> = ["session.reapGroup", "presence.overdue", "presence.overdueExpiries", "presence.flush"]
 
     /// Sends `op`, waits for its reply and expects it ok.
     private func attempt(_ bed: ClusterBed, _ client: ClusterBed.Client, _ op: String, _ arguments: [String: JSON] = [:]) throws -> JSON {

@@ -70,15 +70,17 @@ extension ClusterSessions {
     /// `session.reaped` once every group answered for a node being reaped.
     private func reap() {
         let declare = SessionScripts.declareDead(prefix: keys.prefix, node: nodeId, nodeTimeoutMs: configuration.cluster.nodeTimeoutSeconds.milliseconds,
-                                                 scannerLeaseMs: scannerLeaseMs, releasing: scanFailed)
+                                                 scannerLeaseMs: scannerLeaseMs, releasing: scanFailed,
+                                                 subscriptions: userStatus.sweptSubscriptions)
         scanFailed = false
-        call([declare, userStatus.sweepCommand]) { [self] result in
+        call([declare]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
-            userStatus.sweepAnswered(replies.count > 1 ? replies[1] : .null)
+            let declared = DeclareDeadScriptReply(reply)
+            userStatus.reaperTickAnswered(subscriptions: declared.subscriptions)
             userStatus.retryUnansweredEnds()
             presence.retryUnansweredUserSteps()
-            let declared = DeclareDeadScriptReply(reply)
             guard declared.scans else {
+                userStatus.stopSweeping()
                 groupsReapedFor.removeAll()
                 return
             }
@@ -86,6 +88,10 @@ extension ClusterSessions {
             // A node just declared dead has its sessions orphaned in every group at once.
             let slice = declared.reaping.isEmpty ? reapRound.slice() : Array(keys.groups.all)
             presence.expireOverdue(groups: slice) { [self] in scanFailed = true }
+            presence.call(groups: slice, userStatus.sweepCommand(group:)) { [self] result in
+                guard case .success(let replies) = result else { return scanFailed = true }
+                userStatus.sweepAnswered(groups: slice, replies: replies)
+            }
             presence.flushOverdue(groups: flushRound.slice()) { [self] in scanFailed = true }
             reapGroups(slice, reaping: declared.reaping, endsDue: declared.endsDue)
         }

@@ -136,17 +136,38 @@ extension ClusterUserStatus {
         catchUpVersions.removeAll()
     }
 
-    /// The sweep every reaper tick runs: expired custom statuses are cleared and announced,
-    /// expired subscriptions dropped.
-    var sweepCommand: StoreCommand {
-        UserStatusScripts.sweep(keys: keys, limit: 100)
+    /// The sweep of key group `group` (``UserStatusScripts/sweep``).
+    func sweepCommand(group: Int) -> StoreCommand {
+        UserStatusScripts.sweep(keys: keys, group: group, limit: 100)
     }
 
-    /// The sweep's answer came back: Redis was reachable then (and the custom statuses it
-    /// cleared go to the backend); it counted the cluster's subscriptions.
-    func sweepAnswered(_ reply: StoreReply) {
+    /// The sweeps of `groups` answered (`replies` in their order): the custom statuses they
+    /// cleared go to the subscribers, and each group's count of unexpired subscriptions is kept.
+    func sweepAnswered(groups: [Int], replies: [StoreReply]) {
+        for (group, reply) in zip(groups, replies) {
+            if case .integer(let count) = unwrapped(reply) { subscriptionsByGroup[group] = Int(count) }
+        }
+        sweptGroups.formUnion(groups)
+    }
+
+    /// The cluster's unexpired subscriptions as this node's sweeps counted them, once they
+    /// have covered every key group (nil before: this node does not scan, or only began).
+    var sweptSubscriptions: Int? {
+        sweptGroups.count >= keys.groups.count ? subscriptionsByGroup.values.reduce(0, +) : nil
+    }
+
+    /// This node does not scan (another holds the lease): its counts would go stale, so it
+    /// forgets them and reports none.
+    func stopSweeping() {
+        subscriptionsByGroup.removeAll()
+        sweptGroups.removeAll()
+    }
+
+    /// The reaper's tick was answered: Redis is reachable (a resync looks back to here), and
+    /// the cluster's subscriptions are `subscriptions` (the scanner's count).
+    func reaperTickAnswered(subscriptions: Int) {
         lastSweptAt = clock.now
-        if case .integer(let count) = unwrapped(reply) { subscriptionsInCluster = Int(count) }
+        subscriptionsInCluster = subscriptions
     }
 
     /// The pub/sub link came back after a loss: inbox messages published meanwhile are gone,

@@ -37,10 +37,15 @@ final class ClusterUserStatus {
     /// Session number → the record versions its catch-up brought, per user: the same ones,
     /// brought again by the inbox (published before the session heard it), are not sent twice.
     var catchUpVersions: [UInt64: [String: Int64]] = [:]
-    /// When the last sweep was answered (wall ms): how far back a resync must look.
+    /// When the reaper's last tick was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
-    /// The cluster's user-status subscriptions not expired yet, as of the last sweep (every
-    /// reaper tick): `rollcall_subscriptions` on a cluster node.
+    /// Per key group this node swept, its unexpired subscriptions then.
+    var subscriptionsByGroup: [Int: Int] = [:]
+    /// The key groups this node has swept at least once.
+    var sweptGroups: Set<Int> = []
+    /// The cluster's user-status subscriptions not expired yet, as the scanner's sweeps last
+    /// counted them (every reaper tick, `P{0}meta` `subs`): `rollcall_subscriptions` on a
+    /// cluster node.
     var subscriptionsInCluster = 0
     /// `status.ended` commands Redis did not answer, sent again at the next reaper tick.
     var unansweredEnds: [StoreCommand] = []

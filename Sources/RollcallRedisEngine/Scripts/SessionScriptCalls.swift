@@ -76,9 +76,11 @@ extension SessionScripts {
     /// `session.declareDead`: as node `node`, declares nodes silent for `nodeTimeoutMs` dead
     /// (``ClusterKeys/meta`` declared) and, with `scannerLeaseMs` > 0, takes or keeps the
     /// scanner's lease — or, `releasing`, gives it up (its reads of the groups failed).
-    static func declareDead(prefix: String, node: String, nodeTimeoutMs: Int64, scannerLeaseMs: Int64, releasing: Bool) -> StoreCommand {
+    static func declareDead(prefix: String, node: String, nodeTimeoutMs: Int64, scannerLeaseMs: Int64, releasing: Bool,
+                            subscriptions: Int? = nil) -> StoreCommand {
         declareDead.command(["meta": ClusterKeys.controlTag(prefix: prefix) + "meta", "prefix": prefix, "self": node,
-                             "timeout": nodeTimeoutMs, "leaseMs": scannerLeaseMs, "release": releasing ? 1 : 0])
+                             "timeout": nodeTimeoutMs, "leaseMs": scannerLeaseMs, "release": releasing ? 1 : 0,
+                             "subscriptions": subscriptions ?? -1])
     }
 
     /// `session.reapGroup`: in key group `group` of `keys`, orphans the sessions of `reaping`,

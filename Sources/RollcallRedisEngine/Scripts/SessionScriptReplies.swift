@@ -72,11 +72,14 @@ struct DeclareDeadScriptReply {
     let endsDue: Bool
     /// This node reads the key groups' buckets this tick (it holds the scanner's lease, or there is none).
     let scans: Bool
+    /// The cluster's unexpired subscriptions as the scanner last counted them (`meta` `subs`).
+    let subscriptions: Int
 
     init(_ reply: StoreReply) {
         reaping = (reply[1].elements ?? []).compactMap(\.text)
         endsDue = reply[2].integer == 1
         scans = reply[3].integer == 1
+        subscriptions = Int(reply[4].integer ?? 0)
     }
 }
 

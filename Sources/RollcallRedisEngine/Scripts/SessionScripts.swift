@@ -252,15 +252,17 @@ package enum SessionScripts {
     /// (`P{0}scanner`, `leaseMs` long, kept by its holder at each of its ticks, taken over by
     /// any node once it lapsed or its holder is no live node; with `release` 1 its holder gives
     /// it up, as its reads of the groups failed): only the scanner reads the key groups'
-    /// buckets (docs/cluster.md, "The scans"). Returns the nodes declared dead now, every
-    /// node being reaped, whether unfinished ends are due (1: out of a grace window) and
-    /// whether this node scans (1).
+    /// buckets (docs/cluster.md, "The scans"). `subscriptions` ≥ 0: the cluster's unexpired
+    /// subscriptions as the scanning node's last sweep of every group counted them, kept in
+    /// `meta` (`subs`) for every node's `rollcall_subscriptions`. Returns the nodes declared
+    /// dead now, every node being reaped, whether unfinished ends are due (1: out of a grace
+    /// window), whether this node scans (1) and the kept subscription count.
     static let declareDead = LuaScript("session.declareDead", parameters: [
-        .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"), .number("release"),
+        .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"), .number("release"), .number("subscriptions"),
     ], library: library, body: """
         local dead = {}
         -- Redis lost the cluster's data: nothing to declare or scan until a node registered again.
-        if redis.call('HEXISTS', meta, 'epoch') == 0 then return {dead, {}, 0, 0} end
+        if redis.call('HEXISTS', meta, 'epoch') == 0 then return {dead, {}, 0, 0, 0} end
         local last = tonumber(redis.call('HGET', meta, 'lastBeat') or '0')
         if last > 0 and now - last >= timeout then redis.call('HSET', meta, 'grace', now) end
         redis.call('HSET', meta, 'lastBeat', now)
@@ -292,7 +294,9 @@ package enum SessionScripts {
             redis.call('SET', control .. 'scanner', self, 'PX', leaseMs)
           end
         end
-        return {dead, redis.call('SMEMBERS', control .. 'reaping'), settled and 1 or 0, scans}
+        if subscriptions >= 0 then redis.call('HSET', meta, 'subs', subscriptions) end
+        return {dead, redis.call('SMEMBERS', control .. 'reaping'), settled and 1 or 0, scans,
+                tonumber(redis.call('HGET', meta, 'subs') or '0')}
         """)
 
     /// The reaper's second step, for one key group (its `held` and `ending` buckets, declared):

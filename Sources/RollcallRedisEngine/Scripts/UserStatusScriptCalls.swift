@@ -138,8 +138,11 @@ extension UserStatusScripts {
 
     /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired
     /// subscriptions. Answers ``Changed`` whose result is the cluster's subscription count.
-    static func sweep(keys: ClusterKeys, limit: Int) -> StoreCommand {
-        sweep.command(["prefix": keys.prefix, "groups": keys.groups.count, "hooks": keys.webhookHooks, "limit": limit])
+    static func sweep(keys: ClusterKeys, group: Int, limit: Int) -> StoreCommand {
+        let tag = keys.groupTag(group)
+        return sweep.command(["customExpiries": tag + "csx", "subscriptionExpiries": tag + "subexp", "prefix": keys.prefix,
+                              "groups": keys.groups.count, "hooks": keys.webhookHooks, "webhookStream": keys.webhookStream(group: group),
+                              "limit": limit])
     }
 
     /// A custom status as a script argument: `-` for none, else `=` and the text.

@@ -315,36 +315,33 @@ enum UserStatusScripts {
         return {out, announced}
         """)
 
-    /// Every reaper tick on every node: expired custom statuses are cleared (a change heard by
-    /// subscribers and the user's sessions) and expired subscriptions dropped (silently).
-    /// `limit`: the most of each to handle in each key group. Returns the subscriptions of the
-    /// whole cluster not expired yet (`rollcall_subscriptions`). It reads the `csx` and
-    /// `subexp` buckets of every one of the `groups` key groups: one script over every group
-    /// for now (it declares no key; split per Redis Cluster master in step 5 of
-    /// docs/cluster.md, "Where the build stands").
-    static let sweep = LuaScript("status.sweep", parameters: [.text("prefix"), .number("groups"), .text("hooks"), .number("limit")],
-                                 library: library, body: """
-        local unexpired = 0
-        for group = 0, groups - 1 do
-          local tag = prefix .. '{' .. group .. '}'
-          for _, user in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'csx', '-inf', now, 'LIMIT', 0, limit)) do
-            expireCustom(user)
-          end
-          for _, entry in ipairs(redis.call('ZRANGEBYSCORE', tag .. 'subexp', '-inf', now, 'LIMIT', 0, limit)) do
-            local colon = string.find(entry, ':', 1, true)
-            local count = tonumber(string.sub(entry, 1, colon - 1))
-            local subscriber = string.sub(entry, colon + 1, colon + count)
-            local target = string.sub(entry, colon + count + 1)
-            local expiresAt = tonumber(redis.call('ZSCORE', subxKey(subscriber), target) or '0')
-            if expiresAt > now then
-              redis.call('ZADD', tag .. 'subexp', int(expiresAt), entry)
-            else
-              removeSubscription(subscriber, target)
-            end
-          end
-          unexpired = unexpired + redis.call('ZCOUNT', tag .. 'subexp', '(' .. int(now), '+inf')
+    /// The scanner's sweep of one key group (its slice of the groups each reaper tick, every
+    /// group within a second; with one group, every node at every tick): the group's expired
+    /// custom statuses are cleared (a change heard by subscribers and the user's sessions) and
+    /// its subscribers' expired subscriptions dropped (silently; a target's side in another
+    /// group expires by its own score). `limit`: the most of each to handle. Returns the
+    /// group's subscriptions not expired yet (the node sums them: `rollcall_subscriptions`).
+    /// Every key is the group's (`csx`, `subexp` and the users' keys, in its slot).
+    static let sweep = LuaScript("status.sweep", parameters: [
+        .key("customExpiries"), .key("subscriptionExpiries"), .text("prefix"), .number("groups"), .text("hooks"), .key("webhookStream"),
+        .number("limit"),
+    ], library: library, body: """
+        for _, user in ipairs(redis.call('ZRANGEBYSCORE', customExpiries, '-inf', now, 'LIMIT', 0, limit)) do
+          expireCustom(user)
         end
-        return {unexpired, announced}
+        for _, entry in ipairs(redis.call('ZRANGEBYSCORE', subscriptionExpiries, '-inf', now, 'LIMIT', 0, limit)) do
+          local colon = string.find(entry, ':', 1, true)
+          local count = tonumber(string.sub(entry, 1, colon - 1))
+          local subscriber = string.sub(entry, colon + 1, colon + count)
+          local target = string.sub(entry, colon + count + 1)
+          local expiresAt = tonumber(redis.call('ZSCORE', subxKey(subscriber), target) or '0')
+          if expiresAt > now then
+            redis.call('ZADD', subscriptionExpiries, int(expiresAt), entry)
+          else
+            removeSubscription(subscriber, target)
+          end
+        end
+        return {redis.call('ZCOUNT', subscriptionExpiries, '(' .. int(now), '+inf'), announced}
         """)
 
     static let library = WebhookStreamScripts.writer + SessionScriptKeys.library + """
