@@ -132,11 +132,24 @@ struct ClusterSlotAuditTests {
         _ = try attempt(bed, briefly, "logout")
         let alicesRecord = keys.user(Name(unchecked: "alice")).status
         try bed.pump(until: { (try? bed.redis.command(["HEXISTS", alicesRecord, "le"])) == ":1" }, what: "the end of alice's brief session recorded")
+        func field(_ key: String, _ name: String) -> String {
+            ((try? bed.run([.command(["HGET", key, name].map { Array($0.utf8) })], on: 0))?.first?.text) ?? "?"
+        }
+        // The catch-up lists targets changed strictly later than the end (PROTOCOL §6), in
+        // Redis' milliseconds: bob's change must not fall in the end's millisecond (CI saw
+        // both at 1795862927530).
+        let ended = Int64(field(alicesRecord, "le")) ?? 0
+        try bed.pump(until: {
+            let time = (try? bed.run([.command([Array("TIME".utf8)])], on: 0))?.first?.elements?.compactMap(\.text) ?? []
+            guard time.count == 2, let seconds = Int64(time[0]), let micros = Int64(time[1]) else { return false }
+            return seconds * 1000 + micros / 1000 > ended
+        }, what: "Redis' clock past the end of alice's brief session")
         _ = try attempt(bed, bob, "setCustomStatus", ["customStatus": "busy"])
         let again = try bed.login("alice", on: 1)
+        let targets = { ((try? bed.run([.command(["ZRANGE", keys.user(Name(unchecked: "alice")).group + "subx:5:alice", "0", "-1", "WITHSCORES"].map { Array($0.utf8) })], on: 0))?.first?.elements?.compactMap(\.text)) ?? [] }
         try bed.pump(until: {
             again.events.contains { $0.string("event") == "userStatus" && ($0["statuses"]?.arrayValue ?? []).contains { $0.string("userId") == "bob" } }
-        }, timeout: 30, what: "alice's catch-up with bob's change (catch-ups lost: \(bed.brokers.map(\.metrics.clusterCatchUpsLost)); alice got \(again.events.map(\.compactString)); the first alice closed with \(String(describing: alice.closedWith)))")
+        }, timeout: 30, what: "alice's catch-up with bob's change (catch-ups lost: \(bed.brokers.map(\.metrics.clusterCatchUpsLost)); alice got \(again.events.map(\.compactString)); the first alice closed with \(String(describing: alice.closedWith)); calls given up: \(bed.links.map(\.callsGivenUp)); catch-ups waiting: \(bed.brokers.map { ($0.sessions as? ClusterSessions)?.userStatus.unansweredCatchUps.count ?? -1 }); alice le \(field(alicesRecord, "le")), bob lu \(field(keys.user(Name(unchecked: "bob")).status, "lu")), alice's targets \(targets()))")
         _ = try attempt(bed, alice, "unsubscribeUserStatus", ["userIds": ["bob"]])
         _ = try attempt(bed, alice, "leave", room)
         _ = try attempt(bed, alice, "logout")

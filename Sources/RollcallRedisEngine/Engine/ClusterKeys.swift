@@ -164,6 +164,9 @@ struct ClusterKeys {
     /// `P{0}node:<id>`: a node's incarnation, start and configuration sections.
     func node(_ nodeId: String) -> String { controlTag + "node:" + nodeId }
 
+    /// `P{0}reaping`: the nodes declared dead whose sessions some key group has not orphaned yet.
+    var reaping: String { controlTag + "reaping" }
+
     /// `P{0}dead:<id>`: the mark the reaper leaves on a node it declared dead.
     func deadMark(of nodeId: String) -> String { controlTag + "dead:" + nodeId }
 

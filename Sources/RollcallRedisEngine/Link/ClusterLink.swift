@@ -31,6 +31,9 @@ public final class ClusterLink {
     public private(set) var redisAddressChanges = 0
     /// Times the command link went down (a timeout, a reset, Redis gone).
     public private(set) var commandLinkLosses = 0
+    /// Store calls given up unsent after waiting ``StoreCallGate/maxWaitSeconds`` for room on
+    /// the command link (answered `UNAVAILABLE`).
+    public private(set) var callsGivenUp = 0
     /// The address the command link was last connected to.
     private var lastAddress: RedisHostPort?
     /// On Redis Cluster, the masters of the last slot map.
@@ -443,6 +446,7 @@ public final class ClusterLink {
             case .send(let call):
                 send(call.commands, ticket: call.ticket)
             case .giveUp(let call):
+                callsGivenUp += 1
                 deliver?(.storeReplied(call.ticket, .failure(StoreFailure(busyFor: gate.maxWaitSeconds, waiting: gate.waitingCount))))
             }
         }

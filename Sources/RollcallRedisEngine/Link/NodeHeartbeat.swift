@@ -62,12 +62,17 @@ package final class NodeHeartbeat {
         """)
 
     /// After the node learned that it was declared dead and fenced itself (its connections
-    /// closed, its sessions handed over): it lives again, with no session.
+    /// closed, its sessions handed over): it lives again, with no session — once the reaper has
+    /// orphaned its sessions in every key group (it left `P{0}reaping`). Before, answers
+    /// `reaping` and changes nothing: a session it started once back, in a group not reaped yet,
+    /// would be orphaned with the old ones behind its back. The next beat says "dead" again,
+    /// and the node tries again.
     static let revive = LuaScript("cluster.revive", parameters: [
-        .key("nodes"), .text("node"), .key("nodeKey"), .key("deadMark"),
+        .key("nodes"), .text("node"), .key("nodeKey"), .key("deadMark"), .key("reaping"),
     ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        if redis.call('SISMEMBER', reaping, node) == 1 then return 'reaping' end
         redis.call('DEL', deadMark)
         redis.call('ZADD', nodes, now, node)
         redis.call('HSET', nodeKey, 'lastHeartbeat', now)
@@ -143,8 +148,10 @@ package final class NodeHeartbeat {
     private func revive(on route: StoreRoute) {
         let arguments = Self.revive.arguments([
             "nodes": keys.nodes, "node": nodeId, "nodeKey": keys.node(nodeId), "deadMark": keys.deadMark(of: nodeId),
+            "reaping": keys.reaping,
         ])
-        // Should this fail, the next beat answers "dead" again and the node revives then.
+        // Should this fail (or find the node still being reaped), the next beat answers "dead"
+        // again and the node revives then.
         route.run(Self.revive, arguments: arguments) { _ in }
     }
 }
