@@ -7,8 +7,8 @@ struct ClusterKeys {
     /// `cluster.keyPrefix`.
     let prefix: String
     /// The scripts' `hooks` argument (``WebhookStreamScripts/writer``): `''` with webhooks off,
-    /// else `<kinds> <queueMaxEvents> <stream key>`, kinds being the letters `p`, `c`, `u` of the
-    /// kinds `webhooks.events` selects.
+    /// else `<kinds> <queueMaxEvents>`, kinds being the letters `p`, `c`, `u` of the kinds
+    /// `webhooks.events` selects (each script writes to its owner's group stream).
     let webhookHooks: String
 
     /// How owners' keys are spread over hash tags (1 group on one Redis).
@@ -19,7 +19,7 @@ struct ClusterKeys {
     init(prefix: String, groups: KeyGroups = KeyGroups(count: 1), webhooks: Configuration.Webhooks = Configuration.Webhooks()) {
         self.prefix = prefix
         self.groups = groups
-        webhookHooks = Self.hooks(webhooks, stream: prefix + "{0}wh")
+        webhookHooks = Self.hooks(webhooks)
     }
 
     /// The names `configuration.cluster` uses.
@@ -33,12 +33,12 @@ struct ClusterKeys {
     func groupTag(_ group: Int) -> String { prefix + "{\(group)}" }
 
     /// The `hooks` argument for `webhooks` writing into `stream`.
-    static func hooks(_ webhooks: Configuration.Webhooks, stream: String) -> String {
+    static func hooks(_ webhooks: Configuration.Webhooks) -> String {
         guard webhooks.isEnabled else { return "" }
         let kinds = webhooks.eventKinds
         let letters = (kinds.contains(.presence) ? "p" : "") + (kinds.contains(.channel) ? "c" : "") + (kinds.contains(.userStatus) ? "u" : "")
         guard !letters.isEmpty else { return "" }
-        return "\(letters) \(max(1, webhooks.queueMaxEvents)) \(stream)"
+        return "\(letters) \(max(1, webhooks.queueMaxEvents))"
     }
 
     /// `P{<group>}wh`: group `group`'s stream of webhook events waiting for a 2xx (consumer

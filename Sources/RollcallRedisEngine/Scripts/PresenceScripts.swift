@@ -209,7 +209,7 @@ enum PresenceScripts {
     /// rules of `PresenceEngine+Changes.swift` in Lua.
     static let library = LuaScript.lessBytes + WebhookStreamScripts.writer + """
         -- A channel's webhook events go into its group's stream (declared: `channelStream`).
-        if hookStream ~= '' then hookStream = channelStream end
+        hookStream = channelStream
         local ch = {base = channelBase, id = channelId, events = channelEvents, due = channelDue,
           maxInstant = maxInstantEvents, hysteresis = hysteresis, intervalMs = intervalMs}
         ch.members, ch.st, ch.counts = ch.base .. ':m', ch.base .. ':st', ch.base .. ':n'

@@ -11,16 +11,18 @@ import RollcallCore
 enum WebhookStreamScripts {
     /// The writing half, part of the presence and user-status libraries. The script's `hooks`
     /// argument is `''` (webhooks off on the node that runs it) or
-    /// `<kinds> <queueMaxEvents> <stream key>` (``ClusterKeys/webhookHooks``); `hook(k, b, …)`
-    /// appends one event of a kind the node's `webhooks.events` selects (others are never
-    /// stored), and with `queueMaxEvents` entries already there the oldest one goes (counted in
-    /// `<stream>:dropped`, read by the node that takes events next). A channel script writes
-    /// into its declared group stream instead of the one `hooks` names (``PresenceScripts/library``).
+    /// `<kinds> <queueMaxEvents>` (``ClusterKeys/webhookHooks``); `hook(k, b, …)` appends one
+    /// event of a kind the node's `webhooks.events` selects (others are never stored) to
+    /// `hookStream`, and with `queueMaxEvents` entries already there the oldest one goes (counted
+    /// in `<stream>:dropped`, read by the node that takes events next). Each writer names the
+    /// stream, its owner's group's: a channel script its declared `channelStream`
+    /// (``PresenceScripts/library``), a user-status change the user's (`announce`). *(Session 44:
+    /// `hooks` named a stream too, group 0's, which both writers had come to override.)*
     static let writer = """
         local hookKinds, hookMax, hookStream = '', 0, ''
         if hooks ~= '' then
-          local kinds, max, stream = string.match(hooks, '^(%a*) (%d+) (.+)$')
-          hookKinds, hookMax, hookStream = kinds, tonumber(max), stream
+          local kinds, max = string.match(hooks, '^(%a*) (%d+)$')
+          hookKinds, hookMax = kinds, tonumber(max)
         end
         local function hooksKind(k) return hookKinds ~= '' and string.find(hookKinds, k, 1, true) ~= nil end
         local function hook(k, b, ...)
