@@ -41,9 +41,16 @@ final class LocalChannel {
     var isHeard = false
     /// Steps (a first join's script, a snapshot read) waiting for ``isHeard``.
     var untilHeard: [() -> Void] = []
-    /// The numbers and publishing sessions of the last ``recentMessagesKept`` message events
-    /// delivered here (``isRepeat(number:publisher:)``).
-    private var recentMessages: [(number: Int, publisher: String)] = []
+    /// A delivered message event: its number and publishing session.
+    private struct Delivered: Hashable {
+        let number: Int
+        let publisher: String
+    }
+
+    /// The last ``recentMessagesKept`` message events delivered here, in a ring (oldest at
+    /// `nextRecentMessage` once full), and as a set (``isRepeat(number:publisher:)``).
+    private var recentRing: [Delivered] = []
+    private var recentSet: Set<Delivered> = []
     private var nextRecentMessage = 0
     /// How many delivered message events a channel remembers to drop their repeats.
     static let recentMessagesKept = 64
@@ -54,11 +61,13 @@ final class LocalChannel {
     /// it learns it is no master) and the client's retry runs on the new one: both are
     /// numbered from the same `mq` (chaos seed 205301057074642 on a Redis Cluster).
     func isRepeat(number: Int, publisher: String) -> Bool {
-        if recentMessages.contains(where: { $0.number == number && $0.publisher == publisher }) { return true }
-        if recentMessages.count < Self.recentMessagesKept {
-            recentMessages.append((number, publisher))
+        let message = Delivered(number: number, publisher: publisher)
+        guard recentSet.insert(message).inserted else { return true }
+        if recentRing.count < Self.recentMessagesKept {
+            recentRing.append(message)
         } else {
-            recentMessages[nextRecentMessage] = (number, publisher)
+            recentSet.remove(recentRing[nextRecentMessage])
+            recentRing[nextRecentMessage] = message
             nextRecentMessage = (nextRecentMessage + 1) % Self.recentMessagesKept
         }
         return false
