@@ -404,8 +404,8 @@ extension ClusterPresence {
 
     /// Every reaper tick: the flushes overdue by a heartbeat, whichever node scheduled them (it
     /// may have died before its timer fired), at most 100 per group's bucket (`P{<g>}due`) per
-    /// tick, one script per group of `groups` (the reaper's slice of this tick: every group
-    /// within ``ClusterSessions/reapRoundSeconds``). The flush script sends the `interval`
+    /// tick, one script per group of `groups` (the scanner's slice of this tick: every group
+    /// within ``ClusterSessions/flushRoundSeconds(_:)``). The flush script sends the `interval`
     /// event once, whoever runs it.
     func flushOverdue(groups: [Int], ifFailed failed: @escaping () -> Void = {}) {
         let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds

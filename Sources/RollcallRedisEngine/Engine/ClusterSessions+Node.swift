@@ -216,6 +216,7 @@ extension ClusterSessions {
         presence.flushes = TimerQueue()
         presence.expiries = TimerQueue()
         presence.snapshotRetries = TimerQueue()
+        presence.hearingDeadlines = TimerQueue()
         presence.messagesAfterSnapshots.removeAll()
         presence.local.removeAll()
     }
