@@ -60,11 +60,13 @@ extension ClusterSessions {
         min(reapRoundSeconds, cluster.nodeTimeoutSeconds / 2)
     }
 
-    /// The reaper's tick: `session.declareDead` on the control slot (with the user-status
-    /// sweep); then, on the node that scans (every node with one key group; the lease holder
+    /// The reaper's tick: `session.declareDead` on the control slot (it hands back the
+    /// scanner's count of subscriptions, and takes this node's when it swept every group);
+    /// then, on the node that scans (every node with one key group; the lease holder
     /// with more, docs/cluster.md "The scans"), for this tick's slice of the groups
     /// (``reapRoundSeconds``; every group for a node just declared dead) the overdue state
-    /// keys (``ClusterPresence/expireOverdue(groups:ifFailed:)``) and `session.reapGroup`, and
+    /// keys (``ClusterPresence/expireOverdue(groups:ifFailed:)``), the user-status sweep
+    /// (`status.sweep`) and `session.reapGroup`, and
     /// for the flushes' slice (``flushRoundSeconds(_:)``) the overdue interval flushes
     /// (``ClusterPresence/flushOverdue(groups:ifFailed:)``);
     /// `session.reaped` once every group answered for a node being reaped.
