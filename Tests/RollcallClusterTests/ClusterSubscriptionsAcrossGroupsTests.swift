@@ -19,7 +19,7 @@ struct ClusterSubscriptionsAcrossGroupsTests {
         configuration.cluster.keyGroupCount = KeyGroups.clusterCount
         configuration.userStatus.maxSubscriptionsPerUser = maxSubscriptions
         configuration.userStatus.maxSubscribersPerUser = maxSubscribers
-        return try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix, heartbeatSeconds: 0.5)
+        return try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix, heartbeatSeconds: 0.1)
     }
 
     /// Whether `subscriber` is among `target`'s subscribers in Redis.

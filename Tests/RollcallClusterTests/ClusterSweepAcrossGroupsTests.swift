@@ -13,7 +13,7 @@ struct ClusterSweepAcrossGroupsTests {
     func everyNodeCountsTheClustersSubscriptions() throws {
         var configuration = Configuration()
         configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "sweepg:", heartbeatSeconds: 0.5, slotAudit: true)
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "sweepg:", heartbeatSeconds: 0.1, slotAudit: true)
         let keys = ClusterKeys(prefix: "sweepg:", groups: KeyGroups(count: KeyGroups.clusterCount))
         #expect(keys.userGroup(Name(unchecked: "alice")) != keys.userGroup(Name(unchecked: "bob")))
         let alice = try bed.login("alice", on: 0)
