@@ -55,3 +55,34 @@ struct ClusterDisconnectUserTests {
         }, what: "the old session left room; watcher got \(watcher.events.map(\.compactString)); first got \(first.events.map(\.compactString))")
     }
 }
+
+/// An end of another node's session whose first read Redis did not answer is tried again at
+/// the reaper's next tick (session 44: `endRemotely` gave up on a failed read, though its
+/// comment promised the retry, and the session over the cap stayed in Redis).
+@Suite("Cluster: a remote end whose read failed is retried")
+struct ClusterRemoteEndRetryTests {
+    @Test("a login over maxSessionsPerUser whose read of the oldest session fails still ends that session in Redis")
+    func theCapHoldsAfterAFailedRead() throws {
+        var configuration = Configuration()
+        configuration.limits.maxSessionsPerUser = 1
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "capr:")
+        let first = try bed.login("bob", on: 1)
+        var dropped = 0
+        // The control message to bob's node is lost (it would end the session there), and the
+        // first read of the oldest session too.
+        func names(_ commands: [StoreCommand], _ name: String) -> Bool {
+            commands.contains { if case .command(let words) = $0 { String(decoding: words[0], as: UTF8.self) == name } else { false } }
+        }
+        bed.dropsStoreCall = { node, commands in
+            guard node == 0 else { return false }
+            if names(commands, "PUBLISH") { return true }
+            guard dropped == 0, names(commands, "SMEMBERS") else { return false }
+            dropped += 1
+            return true
+        }
+        _ = try bed.login("bob", on: 0)
+        try bed.pump(until: { (try? bed.redis.command(["EXISTS", "capr:{0}s:\(first.sessionId)"])) == ":0" },
+                     what: "the oldest session ended in Redis after the failed read")
+        #expect(dropped == 1, "the read of the oldest session was dropped once")
+    }
+}

@@ -482,7 +482,14 @@ final class ClusterSessions: SessionEngine {
         let sessionKeys = keys.user(user).session(sessionId)
         call([.command(["HGET", sessionKeys.record, "user"].map(storeArgument)),
               .command(["SMEMBERS", sessionKeys.channels].map(storeArgument))]) { [self] result in
-            guard case .success(let replies) = result, let user = replies.first?.text else {
+            guard case .success(let replies) = result else {
+                // Redis did not answer the read: the whole end is tried again at the next
+                // reaper tick (it was not retried before, and the session stayed in Redis).
+                unfinishedEnds.append { [self] in endRemotely(sessionId, user: user, node: node, loggedOut: loggedOut) }
+                then?()
+                return
+            }
+            guard let user = replies.first?.text else {
                 then?()
                 return
             }
