@@ -230,11 +230,16 @@ final class ClusterBed {
 
     /// Hands node `node` the pub/sub messages ``delaysStoreMessage`` held back, in order.
     func releaseHeldMessages(node: Int) {
-        let waiting = delayedMessages.removeValue(forKey: node) ?? []
-        let delays = delaysStoreMessage
-        delaysStoreMessage = nil
-        for event in waiting { feed(node, event) }
-        delaysStoreMessage = delays
+        feed(node, delayedMessages.removeValue(forKey: node) ?? [], holdingOff: \.delaysStoreMessage)
+    }
+
+    /// Feeds `events` to node `node` in order, with the fault `hook` off meanwhile (so that
+    /// what it held back is not held again).
+    private func feed<Hook>(_ node: Int, _ events: [InboundEvent], holdingOff hook: ReferenceWritableKeyPath<ClusterBed, Hook?>) {
+        let held = self[keyPath: hook]
+        self[keyPath: hook] = nil
+        for event in events { feed(node, event) }
+        self[keyPath: hook] = held
     }
 
     /// How many subscription confirmations ``delaysListening`` held back (or dropped) for `node`.
@@ -242,11 +247,7 @@ final class ClusterBed {
 
     /// Hands node `node` the subscription confirmations ``delaysListening`` held back, in order.
     func releaseHeldListening(node: Int) {
-        let waiting = delayedListening.removeValue(forKey: node) ?? []
-        let delays = delaysListening
-        delaysListening = nil
-        for event in waiting { feed(node, event) }
-        delaysListening = delays
+        feed(node, delayedListening.removeValue(forKey: node) ?? [], holdingOff: \.delaysListening)
     }
 
     /// Hands node `node` the store answers ``delaysStoreReply`` held back, in order.

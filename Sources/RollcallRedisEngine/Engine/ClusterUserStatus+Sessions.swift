@@ -134,6 +134,7 @@ extension ClusterUserStatus {
         pendingCatchUp.removeAll()
         awaitingLoginReply.removeAll()
         catchUpVersions.removeAll()
+        unansweredCatchUps.removeAll()
     }
 
     /// The sweep of key group `group` (``UserStatusScripts/sweep``).
