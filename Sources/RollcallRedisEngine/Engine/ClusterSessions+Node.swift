@@ -105,13 +105,9 @@ extension ClusterSessions {
     /// their hold, while no single script holds Redis for long (issue 29 item 8).
     private func reapGroups(_ groups: [Int], reaping: [String], endsDue: Bool) {
         let nodeTimeoutMs = configuration.cluster.nodeTimeoutSeconds.milliseconds
-        let commands = groups.map {
+        presence.call(groups: groups, { [keys] in
             SessionScripts.reapGroup(keys: keys, group: $0, reaping: reaping, nodeTimeoutMs: nodeTimeoutMs, batch: Self.reapBatch, endsDue: endsDue)
-        }
-        let batches = stride(from: 0, to: commands.count, by: ClusterPresence.groupReadBatch).map {
-            Array(commands[$0..<min($0 + ClusterPresence.groupReadBatch, commands.count)])
-        }
-        gatherEvery(batches.count, { [self] index, answer in call(batches[index], then: answer) }) { [self] result in
+        }) { [self] result in
             guard case .success(let replies) = result else {
                 // Groups skipped: a node being reaped starts its count again.
                 for node in reaping { groupsReapedFor[node] = nil }
@@ -119,7 +115,7 @@ extension ClusterSessions {
                 return
             }
             var full: [Int] = []
-            for (group, reply) in zip(groups, replies.flatMap { $0 }) {
+            for (group, reply) in zip(groups, replies) {
                 let reaped = ReapScriptReply(reply)
                 refenceOrphans(reaped.orphaned)
                 completeEnds(reaped.timedOut)
