@@ -32,7 +32,7 @@ struct ClusterKeys {
     /// `due`, …).
     func groupTag(_ group: Int) -> String { prefix + "{\(group)}" }
 
-    /// The `hooks` argument for `webhooks` writing into `stream`.
+    /// The `hooks` argument for `webhooks` (``webhookHooks``).
     static func hooks(_ webhooks: Configuration.Webhooks) -> String {
         guard webhooks.isEnabled else { return "" }
         let kinds = webhooks.eventKinds

@@ -148,20 +148,18 @@ extension ClusterUserStatus {
         for (group, reply) in zip(groups, replies) {
             if case .integer(let count) = unwrapped(reply) { subscriptionsByGroup[group] = Int(count) }
         }
-        sweptGroups.formUnion(groups)
     }
 
     /// The cluster's unexpired subscriptions as this node's sweeps counted them, once they
-    /// have covered every key group (nil before: this node does not scan, or only began).
+    /// have counted every key group (nil before: this node does not scan, or only began).
     var sweptSubscriptions: Int? {
-        sweptGroups.count >= keys.groups.count ? subscriptionsByGroup.values.reduce(0, +) : nil
+        subscriptionsByGroup.count >= keys.groups.count ? subscriptionsByGroup.values.reduce(0, +) : nil
     }
 
     /// This node does not scan (another holds the lease): its counts would go stale, so it
     /// forgets them and reports none.
     func stopSweeping() {
         subscriptionsByGroup.removeAll()
-        sweptGroups.removeAll()
     }
 
     /// The reaper's tick was answered: Redis is reachable (a resync looks back to here), and

@@ -39,10 +39,8 @@ final class ClusterUserStatus {
     var catchUpVersions: [UInt64: [String: Int64]] = [:]
     /// When the reaper's last tick was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
-    /// Per key group this node swept, its unexpired subscriptions then.
+    /// Per key group this node swept (and counted), its unexpired subscriptions then.
     var subscriptionsByGroup: [Int: Int] = [:]
-    /// The key groups this node has swept at least once.
-    var sweptGroups: Set<Int> = []
     /// The cluster's user-status subscriptions not expired yet, as the scanner's sweeps last
     /// counted them (every reaper tick, `P{0}meta` `subs`): `rollcall_subscriptions` on a
     /// cluster node.

@@ -136,8 +136,9 @@ extension UserStatusScripts {
                                      "hooks": keys.webhookHooks, "webhookStream": keys.user(targets[0]).group + "wh", "since": since], rest: targets.map { Array($0.string.utf8) })
     }
 
-    /// `status.sweep`: clears up to `limit` expired custom statuses and drops expired
-    /// subscriptions. Answers ``Changed`` whose result is the cluster's subscription count.
+    /// `status.sweep` of key group `group`: clears up to `limit` of its expired custom statuses
+    /// and drops its subscribers' expired subscriptions. Answers ``Changed`` whose result is
+    /// the group's count of unexpired subscriptions.
     static func sweep(keys: ClusterKeys, group: Int, limit: Int) -> StoreCommand {
         let tag = keys.groupTag(group)
         return sweep.command(["customExpiries": tag + "csx", "subscriptionExpiries": tag + "subexp", "prefix": keys.prefix,
