@@ -36,9 +36,7 @@ struct ClusterDisconnectUserTests {
 
     @Test("a login over maxSessionsPerUser ends the oldest session on another node in Redis, even if that node never hears of it")
     func theCapHoldsWithoutTheControlMessage() throws {
-        var configuration = Configuration()
-        configuration.limits.maxSessionsPerUser = 1
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "cap:")
+        let bed = try bedWithOneSessionPerUser(prefix: "cap:")
         let watcher = try bed.login("watcher", on: 0)
         let first = try bed.login("bob", on: 1)
         #expect(try bed.request(watcher, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
@@ -63,9 +61,7 @@ struct ClusterDisconnectUserTests {
 struct ClusterRemoteEndRetryTests {
     @Test("a login over maxSessionsPerUser whose read of the oldest session fails still ends that session in Redis")
     func theCapHoldsAfterAFailedRead() throws {
-        var configuration = Configuration()
-        configuration.limits.maxSessionsPerUser = 1
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "capr:")
+        let bed = try bedWithOneSessionPerUser(prefix: "capr:")
         let first = try bed.login("bob", on: 1)
         var dropped = 0
         // The control message to bob's node is lost (it would end the session there), and the
@@ -85,4 +81,11 @@ struct ClusterRemoteEndRetryTests {
                      what: "the oldest session ended in Redis after the failed read")
         #expect(dropped == 1, "the read of the oldest session was dropped once")
     }
+}
+
+/// Two nodes with `maxSessionsPerUser` 1: a second login ends the first session.
+private func bedWithOneSessionPerUser(prefix: String) throws -> ClusterBed {
+    var configuration = Configuration()
+    configuration.limits.maxSessionsPerUser = 1
+    return try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix)
 }
