@@ -187,8 +187,8 @@ final class ChaosCluster: @unchecked Sendable {
         for node in dead { try restartNode(node) }
     }
 
-    /// Every node's gauges and the tail of its stderr (for a report).
-    func describe() -> String { cluster.describeNodes() }
+    /// Every node's gauges and the last `logBytes` of its stderr (for a report).
+    func describe(logBytes: Int) -> String { cluster.describeNodes(logBytes: logBytes) }
 
     /// Kills everything.
     func stop() {

@@ -250,6 +250,10 @@ enum ChaosRun {
             lines += ChaosEvidence.dump(redisPort: cluster.keysRedisPort, keyPrefix: cluster.cluster.keyPrefix,
                                         user: client.userId, channels: channels).split(separator: "\n").map { "  \($0)" }
         }
+        // Each node's gauges and the tail of its log (the running process's: a killed node's
+        // earlier life is gone), for what the clients cannot see: links, failovers, fencing.
+        lines.append("nodes (gauges and the tail of each log):")
+        lines += cluster.describe(logBytes: 8000).split(separator: "\n").map { "  \($0)" }
         return lines.joined(separator: "\n")
     }
 }

@@ -207,14 +207,14 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         }
     }
 
-    /// Every node's id, port, gauges and stderr, for failure messages.
-    func describeNodes() -> String {
+    /// Every node's id, port, gauges and the last `logBytes` of its stderr, for failure messages.
+    func describeNodes(logBytes: Int = 2000) -> String {
         lock.withLock { nodeProcesses }.enumerated().map { index, node in
             let gauges = node.isRunning
                 ? "redis_connected=\((try? node.metric("rollcall_redis_connected")).flatMap { $0 }.map(String.init) ?? "?") "
                     + "cluster_nodes=\((try? node.metric("rollcall_cluster_nodes")).flatMap { $0 }.map(String.init) ?? "?")"
                 : "not running"
-            return "n\(index + 1) :\(node.port) \(gauges) stderr: \(node.stderrText.suffix(2000))"
+            return "n\(index + 1) :\(node.port) \(gauges) stderr: \(node.stderrText.suffix(logBytes))"
         }.joined(separator: "\n")
     }
 
