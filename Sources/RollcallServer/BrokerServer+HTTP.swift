@@ -40,7 +40,7 @@ extension BrokerServer {
         var snapshot = MetricsSnapshot(
             broker: broker, transport: metrics, connections: records.count, accepting: loop.phase == .accepting,
             connectionCap: gate.cap.limit, descriptorsInUse: gate.descriptorsInUse)
-        if let clusterLink = services.clusterLink { snapshot.cluster = (clusterLink.liveNodes, clusterLink.isConnected, clusterLink.redisAddressChanges) }
+        if let clusterLink = services.clusterLink { snapshot.cluster = (clusterLink.liveNodes, clusterLink.isConnected, clusterLink.redisAddressChanges, clusterLink.dataLosses) }
         if let webhookSender = services.webhookSender {
             snapshot.webhooks = WebhookMetrics(counters: webhookSender.counters, waitingEvents: webhookSender.waitingEvents)
         }

@@ -91,7 +91,12 @@ struct ClusterSentinelTests {
     @Test("a manual failover demotes the master while it stays up: the nodes get READONLY, find the new master and go on, nothing lost, no restart")
     func followsADemotion() throws {
         let redis = try SentinelRedis()
-        let cluster = try ClusterProcess(config: ServerAPIRequest.config, nodeCount: 2, redis: redis.master, redisURL: redis.url)
+        // The old master takes writes until the sentinels demote it, up to about a second
+        // after the replica was promoted; they are lost. A loss longer than the node timeout
+        // counts as Redis going back in time and closes every session with 1012
+        // (`ClusterRollbackTests`), so the timeout here is well above that window.
+        let config = BrokerProcess.merge(ServerAPIRequest.config, ["cluster": ["nodeTimeoutSeconds": 5]])
+        let cluster = try ClusterProcess(config: config, nodeCount: 2, redis: redis.master, redisURL: redis.url)
         let pids = (0..<2).map { cluster.node($0).process.pid }
         let alice = try cluster.session("alice", node: 0)
         let bob = try cluster.session("bob", node: 1)

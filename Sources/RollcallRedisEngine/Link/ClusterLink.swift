@@ -29,6 +29,9 @@ public final class ClusterLink {
     /// Times the command link came back at another address than before: a Sentinel failover,
     /// or a host name that now resolves elsewhere (`rollcall_redis_master_changes_total`).
     public private(set) var redisAddressChanges = 0
+    /// Times this node found the cluster's data lost or rolled back and closed every session
+    /// with 1012 (`rollcall_cluster_data_losses_total`).
+    public private(set) var dataLosses = 0
     /// Times the command link went down (a timeout, a reset, Redis gone).
     public private(set) var commandLinkLosses = 0
     /// Store calls given up unsent after waiting ``StoreCallGate/maxWaitSeconds`` for room on
@@ -286,7 +289,7 @@ public final class ClusterLink {
             liveNodes = count
             if self.epoch != nil, epoch != self.epoch {
                 heldBack.discard()
-                dataLost()
+                dataLost(renewedAs: epoch.flatMap { $0.hasPrefix("renewed-") ? $0 : nil })
             } else if rejoining {
                 // Registering again failed (or another node's registration made the epoch):
                 // tried again at each beat until it succeeds.
@@ -386,10 +389,18 @@ public final class ClusterLink {
         }
     }
 
-    /// Redis lost the cluster's data (restarted empty): every local session is closed with
-    /// 1012 and the node registers again in a new, empty cluster (PROTOCOL §9).
-    private func dataLost() {
-        logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
+    /// Redis lost the cluster's data (restarted empty), or went back in time (a beat found
+    /// it and renewed the epoch, `renewed`: ``NodeHeartbeat/beat``): every local session is
+    /// closed with 1012 and the node registers again (PROTOCOL §9). After a renewal the
+    /// registration hands over the sessions Redis still lists for this node.
+    private func dataLost(renewedAs renewed: String? = nil) {
+        dataLosses += 1
+        if let renewed {
+            logger.error("cluster: Redis went back in time (a failover to a replica that lacked this node's last beats, so writes Redis had acknowledged are gone); closing every session with 1012, as after a data loss",
+                         metadata: ["epoch": "\(epoch ?? "none")", "renewed": "\(renewed)"])
+        } else {
+            logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
+        }
         deliver?(.storeLost)
         epoch = nil
         rejoining = true

@@ -95,11 +95,21 @@ public enum ClusterStartCheck {
         ], rest: sections)
     }
 
-    /// After Redis lost the data: registers the node again on a running link.
+    /// After Redis lost the data, or went back in time: registers the node again on a running
+    /// link. The register script hands over group 0's sessions Redis still lists for this node
+    /// (after a rollback: sessions it no longer has); with more than one key group the other
+    /// groups' follow, sent at once behind it, so each reaches its master before any session
+    /// the node starts from now on.
     static func registerAgain(configuration: Configuration, nodeId: String, on route: StoreRoute,
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
         route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
             done(interpret(result, configuration: configuration))
+        }
+        let keys = ClusterKeys(configuration: configuration)
+        for group in keys.groups.all where group != 0 {
+            let script = SessionScripts.handOver
+            route.run(script, arguments: script.arguments(["sessions": keys.nodeSessions(of: nodeId, group: group), "prefix": keys.prefix,
+                                                           "node": nodeId, "groups": keys.groups.count])) { _ in }
         }
     }
 

@@ -31,15 +31,28 @@ package final class NodeHeartbeat {
     /// When (monotonic ms) the latest beat Redis took was sent: the others cannot declare this
     /// node dead before that moment plus the timeout.
     private var lastTakenBeatSentAt: Int64?
+    /// Redis' time of the latest beat it took from this node (``beat``'s `since` follows it).
+    private var latestTakenBeatTime: Int64?
     private var route: StoreRoute?
 
     /// Writes the beat and counts live nodes, in one step with Redis' clock. Answers the
-    /// count, the epoch, and 1 when the beat put the node back among the live nodes, 2 when
+    /// count, the epoch, 1 when the beat put the node back among the live nodes, 2 when
     /// the node is marked dead (`P dead:<id>`, by the reaper that declared it dead): then it
     /// stays out until it has fenced itself and ``revive`` runs, however many of its beats
-    /// arrive late.
+    /// arrive late; and Redis' time.
+    ///
+    /// `since` is the time of the latest beat Redis took from this node less
+    /// `nodeTimeoutSeconds` (0: none yet). When the node's record holds an older beat, Redis
+    /// went back in time: a failover promoted a replica that lacked more than a node timeout
+    /// of writes it had acknowledged (Redis replicates asynchronously). The cluster's state is
+    /// then older than what clients were told, so the beat gives the cluster a new epoch
+    /// (`P meta`, with `renewed`, the time): every node treats that as a data loss (PROTOCOL
+    /// §9: its sessions close with 1012, it registers again, which hands over what its record
+    /// still lists). A node whose lost beats predate a renewal does not renew again. A shorter
+    /// loss (a Sentinel failover loses the writes the old master took until it was demoted,
+    /// about a second) is not told apart from a failover that lost nothing.
     package static let beat = LuaScript("cluster.beat", parameters: [
-        .key("nodes"), .text("node"), .key("nodeKey"), .number("timeoutMs"), .key("meta"), .key("deadMark"),
+        .key("nodes"), .text("node"), .key("nodeKey"), .number("timeoutMs"), .key("meta"), .key("deadMark"), .number("since"),
     ], body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -54,11 +67,16 @@ package final class NodeHeartbeat {
         if last > 0 and now - last >= timeoutMs then redis.call('HSET', meta, 'grace', now) end
         redis.call('HSET', meta, 'lastBeat', now)
         if redis.call('EXISTS', deadMark) == 1 then
-          return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, 2}
+          return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, 2, now}
+        end
+        local stored = tonumber(redis.call('HGET', nodeKey, 'lastHeartbeat') or '0')
+        if since > 0 and stored > 0 and stored < since and tonumber(redis.call('HGET', meta, 'renewed') or '0') < since then
+          epoch = 'renewed-' .. now .. '-' .. node
+          redis.call('HSET', meta, 'epoch', epoch, 'renewed', now)
         end
         local added = redis.call('ZADD', nodes, now, node)
         redis.call('HSET', nodeKey, 'lastHeartbeat', now)
-        return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, added}
+        return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, added, now}
         """)
 
     /// After the node learned that it was declared dead and fenced itself (its connections
@@ -123,7 +141,7 @@ package final class NodeHeartbeat {
         let sentAt = MonotonicClock.now
         let arguments = Self.beat.arguments([
             "nodes": keys.nodes, "node": nodeId, "nodeKey": keys.node(nodeId), "timeoutMs": timeoutMs,
-            "meta": keys.meta, "deadMark": keys.deadMark(of: nodeId),
+            "meta": keys.meta, "deadMark": keys.deadMark(of: nodeId), "since": latestTakenBeatTime.map { max(0, $0 - timeoutMs) } ?? 0,
         ])
         route.run(Self.beat, arguments: arguments) { [weak self] result in
             guard let self else { return }
@@ -135,6 +153,7 @@ package final class NodeHeartbeat {
                   let count = elements.first?.integer else { return }
             answeredError = nil
             lastTakenBeatSentAt = max(lastTakenBeatSentAt ?? sentAt, sentAt)
+            if elements.count > 3, let time = elements[3].integer { latestTakenBeatTime = max(latestTakenBeatTime ?? time, time) }
             let markedDead = elements.count > 2 && elements[2].integer == 2
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1

@@ -151,6 +151,9 @@ final class MetricsExposition {
             series.counter("rollcall_redis_master_changes_total",
                            "Times this node's Redis link came back at another address (a Sentinel failover, or a host name that moved)",
                            total: cluster.redisAddressChanges)
+            series.counter("rollcall_cluster_data_losses_total",
+                           "Times this node found the cluster's data in Redis lost (emptied) or rolled back by a failover, and closed every session with 1012",
+                           total: cluster.dataLosses)
             series.counter("rollcall_cluster_ends_finished_total",
                            "Session ends a node began and did not finish (it died), finished by this node's reaper",
                            total: core.clusterEndsFinished)

@@ -36,7 +36,7 @@ struct MetricsSnapshot {
     var descriptorsInUse = 0
     /// Cluster mode: nodes seen alive (this one included), whether Redis is connected, and how
     /// often its link came back at another address (a failover); nil on one node.
-    var cluster: (nodes: Int, redisConnected: Bool, redisAddressChanges: Int)?
+    var cluster: (nodes: Int, redisConnected: Bool, redisAddressChanges: Int, dataLosses: Int)?
     /// The webhook sender's totals; nil while webhooks are off.
     var webhooks: WebhookMetrics?
     /// True when logins need a token (jwt mode): the refusal counters are shown then.

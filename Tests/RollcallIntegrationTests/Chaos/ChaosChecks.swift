@@ -168,7 +168,11 @@ struct ChaosChecks {
     /// A channel that emptied starts again at `seq` 1: the events are split where that happens,
     /// in the order Redis wrote them (an event's id ends with its stream entry id,
     /// `<ms>-<n>`), and the listing is compared with the last run of the channel; two events
-    /// of one run with one `seq` are a finding, named with both.
+    /// of one run with one `seq` are a finding, named with both. After a data loss some
+    /// client saw (``ChaosCluster/dataLossesSeen``) a `seq` may also go back without reaching 1:
+    /// Redis went back in time (a failover lost acknowledged writes; the nodes noticed and
+    /// closed every session with 1012). The events from there on are a new run that shares the
+    /// older run's events below that `seq`, the history both timelines have.
     func checkWebhooks(_ listings: [[String: Listing]]) -> [ChaosViolation] {
         var seen: Set<String> = []
         var written: [String: [(order: [Int], seq: Int, event: JSON)]] = [:]
@@ -185,8 +189,15 @@ struct ChaosChecks {
             guard let listed = listings.lazy.compactMap({ $0[channel] }).first else { continue }
             var runs: [[Int: JSON]] = [[:]]
             var duplicates: [String] = []
+            var lastSeq = 0
+            let rollbacksPossible = cluster.dataLossesSeen > 0
             for (_, seq, event) in (written[channel] ?? []).sorted(by: { $0.order.lexicographicallyPrecedes($1.order) }) {
-                if seq == 1, !runs[runs.count - 1].isEmpty { runs.append([:]) }
+                if seq == 1, !runs[runs.count - 1].isEmpty {
+                    runs.append([:])
+                } else if rollbacksPossible, seq <= lastSeq {
+                    runs.append(runs[runs.count - 1].filter { $0.key < seq })
+                }
+                lastSeq = seq
                 if let other = runs[runs.count - 1][seq] {
                     duplicates.append("seq \(seq): \(other.compactString) and \(event.compactString)")
                 }

@@ -82,6 +82,9 @@ final class ChaosClient: @unchecked Sendable {
     /// The custom status asked for (nil: none) and whether the broker confirmed it.
     private(set) var customStatus: String?
     private(set) var customStatusConfirmed = true
+    /// ``ChaosCluster/dataLossesSeen`` when this client last looked: a loss since then takes
+    /// its custom status with it, so the client sets it again.
+    private var dataLossesSeen = 0
     private var publishCounter = 0
     /// Rosters of the current connection, one per channel that sent a snapshot on it.
     private(set) var rosters: [String: RollcallClient.Roster] = [:]
@@ -130,6 +133,14 @@ final class ChaosClient: @unchecked Sendable {
     func step(interruptible: Bool = true) {
         guard ensureSession(interruptible: interruptible) else { return }
         catchUp()
+        let losses = cluster.dataLossesSeen
+        if losses != dataLossesSeen {
+            dataLossesSeen = losses
+            if customStatus != nil {
+                log("note: the cluster lost its data; sets its custom status again")
+                customStatusConfirmed = false
+            }
+        }
         if let channel = channels.first(where: { intents[$0].map { !$0.confirmed } ?? false }) {
             reissue(channel, interruptible: interruptible)
             return
@@ -318,6 +329,7 @@ final class ChaosClient: @unchecked Sendable {
         if let connection, let info = connection.closeInfo {
             catchUp()
             log("connection to n\(node + 1) ended: \(info)")
+            if info.isClusterDataLost { cluster.noteDataLoss() }
             self.connection = nil
         }
         rosters = [:]

@@ -35,6 +35,15 @@ final class ChaosCluster: @unchecked Sendable {
     private var redisPaused = false
     private var pausedNodes: Set<Int> = []
     private var deadNodes: Set<Int> = []
+    private var dataLosses = 0
+
+    /// How many times a client was told the cluster lost its data (a close with 1012, PROTOCOL
+    /// §9). The cluster starts empty then, user status included, so every client sets its
+    /// custom status again, including one that had no connection when it happened.
+    var dataLossesSeen: Int { lock.withLock { dataLosses } }
+
+    /// A client's connection ended with "cluster data lost".
+    func noteDataLoss() { lock.withLock { dataLosses += 1 } }
 
     /// Starts Redis (AOF on), the proxies, the receiver and three nodes, and waits until they
     /// formed a cluster.
