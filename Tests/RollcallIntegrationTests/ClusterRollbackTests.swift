@@ -65,6 +65,31 @@ struct ClusterRollbackTests {
         #expect(members == ["carol"], "a login after the rollback sees only who is there: \(members)")
     }
 
+    /// A loss shorter than a node timeout is not noticed as one, and can take a session's
+    /// record with it while its node stays live (chaos seed 98424072667413). Before, nothing
+    /// told the node: every change of the session was answered `UNAVAILABLE` for good.
+    @Test("a session whose record Redis lost while its node stayed live: the change is refused once, then the connection closes with 1001")
+    func aSessionRedisLostEndsOnItsNode() throws {
+        let cluster = try ClusterProcess(nodeCount: 2)
+        let alice = try cluster.session("alice", node: 0)
+        let bob = try cluster.session("bob", node: 0)
+        #expect(try alice.join("lobby").ok)
+        #expect(try bob.join("lobby").ok)
+        let deleted = try RedisWire.command(port: cluster.redisPort, [
+            "EVAL", "local n = 0 for _, key in ipairs(redis.call('KEYS', ARGV[1])) do "
+                + "if redis.call('HGET', key, 'user') == 'alice' then redis.call('DEL', key) n = n + 1 end end return n",
+            "0", cluster.keyPrefix + "{0}s:*",
+        ])
+        #expect(deleted == ":1", "alice's record deleted behind the node's back: \(deleted)")
+
+        let refused = try alice.join("elsewhere")
+        #expect(refused.errorCode == .unavailable, "\(refused)")
+        let closed = try alice.waitForClose(timeout: .seconds(5))
+        #expect(closed.code == 1001 && closed.reason == "session no longer in the cluster", "\(closed)")
+        #expect((try cluster.node(0).metric("rollcall_cluster_sessions_lost_total") ?? 0) == 1)
+        #expect(try bob.join("elsewhere").ok, "bob's session on the same node goes on")
+    }
+
     /// Redis' clock, in milliseconds.
     private func redisTime(_ cluster: ClusterProcess) throws -> Int64 {
         let reply = try RedisWire.command(port: cluster.redisPort, [

@@ -316,7 +316,7 @@ struct ClusterSessionTests {
         let prefix = cluster.keyPrefix
         let stale = NodeHeartbeat.beat.arguments([
             "nodes": prefix + "{0}nodes", "node": "n1", "nodeKey": prefix + "{0}node:n1", "timeoutMs": 1000, "meta": prefix + "{0}meta",
-            "deadMark": prefix + "{0}dead:n1",
+            "deadMark": prefix + "{0}dead:n1", "since": 0,
         ]).map { String(decoding: $0, as: UTF8.self) }
         _ = try RedisWire.command(port: cluster.redisPort, ["EVAL", NodeHeartbeat.beat.source, "0"] + stale)
         #expect(try RedisWire.command(port: cluster.redisPort, ["ZSCORE", prefix + "{0}nodes", "n1"]).hasPrefix("$-1"),

@@ -439,4 +439,7 @@ package struct BrokerMetrics: Sendable {
     /// Cluster mode: message events that arrived a second time with the same number and
     /// publishing session (a publish run on a stale master and again on the new one), dropped.
     package var clusterRepeatedMessagesDropped = 0
+    /// Cluster mode: local sessions whose record Redis no longer gave this node (gone, or
+    /// another node's or none) while the node was live, found after a fenced answer, and ended here.
+    package var clusterSessionsLostByNode = 0
 }

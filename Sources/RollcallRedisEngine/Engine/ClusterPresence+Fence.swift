@@ -27,6 +27,35 @@ extension ClusterPresence {
                                                  sessionChannels: "")
     }
 
+    /// The answer to a change Redis fenced for session `sessionId` of `user` (``fenced(_:)``),
+    /// and a check that the session is still this node's. Most often this node was declared
+    /// dead and its next beat tells it (every session then closes with 1001). But the record
+    /// can also leave this node behind its back while the node stays live — Redis went back in
+    /// time by less than a node timeout, or a hand-over ran late — and then nothing else ever
+    /// tells it: every change of the session would be refused for good (chaos seeds
+    /// 98424072667413 and 195631305256251, docs/testing.md). So the node reads the record, and
+    /// when it is gone or names another node or none, the session ends here without a word to
+    /// Redis (``onSessionNoLongerHere``): the client resumes where the session is, or logs in
+    /// afresh. One read per session at a time.
+    func fencedAnswer(sessionId: String, user: Name) -> BrokerError {
+        if ownershipChecks.insert(sessionId).inserted {
+            let record = keys.user(user).session(sessionId).record
+            store.call([.command(["HGET", record, "node"].map(storeArgument))]) { [self] result in
+                ownershipChecks.remove(sessionId)
+                guard case .success(let replies) = result, let reply = replies.first else { return }
+                let owner: String? = switch reply {
+                case .bulk(let bytes): String(decoding: bytes, as: UTF8.self)
+                case .null: nil
+                default: nodeId
+                }
+                guard owner != nodeId, let session = broker.directory.session(id: sessionId) else { return }
+                broker.metrics.clusterSessionsLostByNode += 1
+                onSessionNoLongerHere?(session, owner)
+            }
+        }
+        return Self.fenced(configuration)
+    }
+
     /// Checks on the user's slot that this node owns `user`'s session `sessionId` (`step`
     /// `.check`, or `.join`: with the user's indexes), after a channel answered `first`.
     /// Fails `fenced` when another node owns it.
@@ -40,7 +69,7 @@ extension ClusterPresence {
             case .success(let reply):
                 switch ScriptOutcome(reply) {
                 case .ok: done(.success(()))
-                case .fenced: done(.failure(Self.fenced(configuration)))
+                case .fenced: done(.failure(fencedAnswer(sessionId: sessionId, user: user)))
                 default: done(.failure(Self.unexpected(reply)))
                 }
             }

@@ -60,7 +60,7 @@ extension ClusterPresence {
                         try changePendingState(of: session, in: key, update, removed, ttlMs: ttlMs)
                     })
                 case .fenced:
-                    done(.failure(Self.fenced(configuration)))
+                    done(.failure(fencedAnswer(sessionId: session.sessionId, user: user)))
                 case .first where !checked && clock.monotonic < deadline:
                     // No fence copy of the session here and its record in another slot: checked
                     // there first, then the change again.

@@ -25,6 +25,11 @@ final class ClusterPresence {
     /// Steps on users' slots that follow a leave (``followLeave(of:session:from:reply:)``) and
     /// that Redis did not answer: sent again at the next reaper tick (they are idempotent).
     var unansweredUserSteps: [StoreCommand] = []
+    /// Sessions whose record this node is reading after a fenced answer (``fencedAnswer(sessionId:user:)``).
+    var ownershipChecks: Set<String> = []
+    /// A local session whose record Redis no longer gives this node (gone: nil, or the node
+    /// named, `""` for none): ``ClusterSessions`` ends it here.
+    var onSessionNoLongerHere: ((Session, String?) -> Void)?
     /// Channels with sessions of this node.
     var local: [ChannelKey: LocalChannel] = [:]
     /// Interval flushes this node runs (it deferred a change there).
@@ -218,7 +223,7 @@ final class ClusterPresence {
                     }
                 case .first where !checked:
                     done(.failure(Self.deadlinePassed(configuration)))
-                case .fenced: done(.failure(Self.fenced(configuration)))
+                case .fenced: done(.failure(fencedAnswer(sessionId: session.sessionId, user: user)))
                 default: done(.failure(Self.unexpected(reply)))
                 }
             }
@@ -238,7 +243,7 @@ final class ClusterPresence {
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies) where ScriptOutcome(replies.first ?? .null) == .fenced:
-                done(.failure(Self.fenced(configuration)))
+                done(.failure(fencedAnswer(sessionId: session.sessionId, user: session.userId)))
             case .success(let replies):
                 if session.presence.joined[key] != nil { removeLocally(session, from: key) }
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)

@@ -37,6 +37,18 @@ final class ClusterSessions: SessionEngine {
         reapRound = KeyGroupRound(count: presence.keys.groups.count, roundSeconds: Self.reapRoundSeconds, tickSeconds: cluster.heartbeatSeconds)
         flushRound = KeyGroupRound(count: presence.keys.groups.count, roundSeconds: Self.flushRoundSeconds(cluster),
                                    tickSeconds: cluster.heartbeatSeconds)
+        presence.onSessionNoLongerHere = { [unowned self] session, owner in
+            // As when an `adopted` message says so: this node's copy goes without a word to
+            // Redis, and the client resumes where the session is (or logs in afresh).
+            let connection = session.connection
+            forgetStaleCopy(session)
+            let why = switch owner {
+            case nil: "session no longer in the cluster"
+            case ""?: "session handed over"
+            default: "session resumed on another node"
+            }
+            if let connection { broker.close(connection, .shutdown, reason: why) }
+        }
     }
 
     var nodeId: String { broker.nodeId }

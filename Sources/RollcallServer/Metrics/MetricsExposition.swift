@@ -166,6 +166,9 @@ final class MetricsExposition {
             series.counter("rollcall_cluster_repeated_messages_dropped_total",
                            "Message events heard a second time with the same number and publishing session (a publish run on a stale master and again on the new one), not delivered again",
                            total: core.clusterRepeatedMessagesDropped)
+            series.counter("rollcall_cluster_sessions_lost_total",
+                           "Local sessions whose record in Redis no longer named this node (gone, handed over, or another node's) while it was live, found after a change Redis refused, and closed with 1001",
+                           total: core.clusterSessionsLostByNode)
         }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)

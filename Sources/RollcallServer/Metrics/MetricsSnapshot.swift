@@ -19,6 +19,7 @@ struct MetricsSnapshot {
     var clusterStepsRetried = 0
     var clusterCatchUpsLost = 0
     var clusterRepeatedMessagesDropped = 0
+    var clusterSessionsLostByNode = 0
     var requests = 0
     var apiRequests = 0
     var errors: [ErrorCode: Int] = [:]
@@ -70,6 +71,7 @@ extension MetricsSnapshot {
         clusterStepsRetried = broker.metrics.clusterUserStepsUnanswered + broker.metrics.clusterRefencesUnanswered
         clusterCatchUpsLost = broker.metrics.clusterCatchUpsLost
         clusterRepeatedMessagesDropped = broker.metrics.clusterRepeatedMessagesDropped
+        clusterSessionsLostByNode = broker.metrics.clusterSessionsLostByNode
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
         errors = broker.metrics.errors
