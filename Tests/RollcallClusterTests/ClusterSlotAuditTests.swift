@@ -94,9 +94,11 @@ struct ClusterSlotAuditTests {
     /// `api.groupSessions` per group; `status.subscribe`/`unsubscribe` too: the target's side
     /// written on its own slot.)
     /// (`status.setCustom` left it: the node publishes to the subscribers' inboxes, and the
-    /// script no longer reads whether they have sessions, docs/cluster.md "Delivery".)
+    /// script no longer reads whether they have sessions, docs/cluster.md "Delivery".
+    /// `session.start` left it in session 45: the node passes its liveness in, checked against
+    /// the fence marks of the user's group.)
     static let notSplitYetAcrossUserGroups: Set<String> = [
-        "session.start", "session.end",
+        "session.end",
     ]
 
     @Test("users' scripts with 1024 key groups: those about one user run on its slot, the rest are listed")

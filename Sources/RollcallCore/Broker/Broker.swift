@@ -114,6 +114,8 @@ public final class Broker {
             sessions.storeResubscribed()
         case .storeListening(let channels):
             sessions.storeListening(channels)
+        case .storeBeat(let beat):
+            sessions.storeBeat(beat)
         case .keySet(let source, let set):
             authenticator.useKeySet(set, from: source)
         case .storeLost:

@@ -54,6 +54,8 @@ public enum InboundEvent: Sendable {
     /// join of a channel on this node waits for it, so that no event after the join's
     /// snapshot is missed (docs/cluster.md, "Hearing a channel before joining it").
     case storeListening([[UInt8]])
+    /// Cluster mode: a heartbeat of this node found it live (``StoreBeat``).
+    case storeBeat(StoreBeat)
     /// Cluster mode: Redis lost the cluster's data (restarted empty): every session closes
     /// with 1012, without events about the lost members (PROTOCOL §9).
     case storeLost
@@ -105,4 +107,21 @@ public enum Action: Sendable, Equatable {
     /// (`{"ok":true,"result":…}` or `{"ok":false,"error":…}`). The transport drops it when
     /// the client hung up meanwhile.
     case respond(APIRequestID, status: Int, body: [UInt8])
+}
+
+/// Cluster mode: what a heartbeat of this node saw when it found the node live (PROTOCOL §9).
+/// With more than one key group the scripts of a user's slot cannot read the live nodes
+/// (another slot), so a start and a claim pass this in (docs/cluster.md, "Liveness in the
+/// user's slot").
+public struct StoreBeat: Sendable, Equatable {
+    /// Redis' time of the beat (ms): the node was live then.
+    public let liveAt: Int64
+    /// How long before the beat each live node had last beaten (ms), by node id.
+    public let beatAges: [String: Int64]
+
+    /// A beat at `liveAt` that saw the live nodes' `beatAges`.
+    public init(liveAt: Int64, beatAges: [String: Int64]) {
+        self.liveAt = liveAt
+        self.beatAges = beatAges
+    }
 }

@@ -51,6 +51,8 @@ package protocol SessionEngine: AnyObject {
     func storeResubscribed()
     /// The store confirmed the subscription of these pub/sub channels.
     func storeListening(_ channels: [[UInt8]])
+    /// A heartbeat of this node found it live.
+    func storeBeat(_ beat: StoreBeat)
     /// The store lost the cluster's data: every session here ends without a word.
     func storeLostData()
     /// The other nodes declared this node dead: its sessions are theirs to resume.

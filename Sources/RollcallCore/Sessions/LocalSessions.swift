@@ -88,6 +88,7 @@ package final class LocalSessions: SessionEngine {
     package func storeMessageArrived(channel: [UInt8], payload: [UInt8]) {}
     package func storeResubscribed() {}
     package func storeListening(_ channels: [[UInt8]]) {}
+    package func storeBeat(_ beat: StoreBeat) {}
     package func storeLostData() {}
     package func nodeFenced() {}
     package func shutDown() {}

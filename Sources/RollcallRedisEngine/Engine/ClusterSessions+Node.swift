@@ -103,14 +103,14 @@ extension ClusterSessions {
     /// group means more are due there: its next batch is asked for as soon as this one
     /// answered, not a tick later, so a dead node's 50,000 sessions time out within seconds of
     /// their hold, while no single script holds Redis for long (issue 29 item 8).
-    private func reapGroups(_ groups: [Int], reaping: [String], endsDue: Bool) {
+    private func reapGroups(_ groups: [Int], reaping: [DeclareDeadScriptReply.Reaping], endsDue: Bool) {
         let nodeTimeoutMs = configuration.cluster.nodeTimeoutSeconds.milliseconds
         presence.call(groups: groups, { [keys] in
             SessionScripts.reapGroup(keys: keys, group: $0, reaping: reaping, nodeTimeoutMs: nodeTimeoutMs, batch: Self.reapBatch, endsDue: endsDue)
         }) { [self] result in
             guard case .success(let replies) = result else {
                 // Groups skipped: a node being reaped starts its count again.
-                for node in reaping { groupsReapedFor[node] = nil }
+                for node in reaping { groupsReapedFor[node.node] = nil }
                 scanFailed = true
                 return
             }
@@ -122,7 +122,7 @@ extension ClusterSessions {
                 completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
                 if reaped.timedOut.count >= Self.reapBatch || reaped.leftUnfinished.count >= Self.reapBatch { full.append(group) }
             }
-            countGroupsReaped(groups.count, for: reaping)
+            countGroupsReaped(groups.count, for: reaping.map(\.node))
             if !full.isEmpty { reapGroups(full, reaping: [], endsDue: endsDue) }
         }
     }
@@ -175,6 +175,10 @@ extension ClusterSessions {
 
     func storeListening(_ channels: [[UInt8]]) {
         presence.heard(channels)
+    }
+
+    func storeBeat(_ beat: StoreBeat) {
+        if beat.liveAt >= latestBeat?.liveAt ?? 0 { latestBeat = beat }
     }
 
     /// Redis lost the cluster's data: every session here ends without a word to anyone and

@@ -27,6 +27,9 @@ final class ClusterSessions: SessionEngine {
     /// A read of the key groups' buckets failed this tick: at the next, this node gives the
     /// scanner's lease up (another node that can read them takes it).
     var scanFailed = false
+    /// What this node's latest beat that found it live saw (``StoreBeat``): with more than one
+    /// key group, starts and claims pass it, as `P{0}nodes` is in another slot.
+    var latestBeat: StoreBeat?
 
     init(broker: Broker, presence: ClusterPresence, userStatus: ClusterUserStatus) {
         self.broker = broker
@@ -94,7 +97,8 @@ final class ClusterSessions: SessionEngine {
         let staleMs = (configuration.cluster.heartbeatSeconds * 2.5).milliseconds
         let (tokenHash, newTokenHash) = (Self.tokenHash(oldToken), Self.tokenHash(newToken))
         let claim = SessionScripts.claim(prefix: keys.prefix, tokenHash: tokenHash, user: request.userId, keys: keys.user(request.userId), node: nodeId,
-                                         newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs, groups: keys.groups.count)
+                                         newTokenHash: newTokenHash, staleMs: staleMs, markMs: cancelMarkMs, groups: keys.groups.count,
+                                         beat: latestBeat)
         call([claim]) { [self] result in
             switch result {
             case .failure(let failure):
@@ -206,7 +210,8 @@ final class ClusterSessions: SessionEngine {
                                          id: session.sessionId, user: request.userId,
                                          platform: request.platform.rawValue, node: nodeId,
                                          presenceTimeoutMs: session.presenceTimeoutMs, tokenHash: Self.tokenHash(token),
-                                         maxSessionsPerUser: configuration.limits.maxSessionsPerUser)
+                                         maxSessionsPerUser: configuration.limits.maxSessionsPerUser, groups: keys.groups.count,
+                                         liveAt: latestBeat?.liveAt ?? 0)
         // The user's inbox is heard before the session exists, so no event of it is missed.
         userStatus.hearInbox(of: request.userId)
         call([start,

@@ -305,6 +305,7 @@ public final class ClusterLink {
                 releaseHeldBack()
             }
         }
+        heartbeat.onLive = { [weak self] beat in self?.deliver?(.storeBeat(beat)) }
         heartbeat.start(on: route)
     }
 

@@ -13,6 +13,8 @@ package final class NodeHeartbeat {
     /// Redis has none, i.e. it lost the cluster's data), and whether this node had been
     /// removed from the live nodes (declared dead by the others) since its last beat.
     var onBeat: ((Int, String?, Bool) -> Void)?
+    /// After each beat that found the node live: what it saw, for the core (``StoreBeat``).
+    var onLive: ((StoreBeat) -> Void)?
     /// The error Redis answered the latest beat with (`OOM …`, `NOREPLICAS …`, `READONLY …`),
     /// nil once a beat succeeds again: Redis is reachable but cannot take the node's writes,
     /// so `/readyz` says so (noticed within `heartbeatSeconds`).
@@ -39,7 +41,8 @@ package final class NodeHeartbeat {
     /// count, the epoch, 1 when the beat put the node back among the live nodes, 2 when
     /// the node is marked dead (`P dead:<id>`, by the reaper that declared it dead): then it
     /// stays out until it has fenced itself and ``revive`` runs, however many of its beats
-    /// arrive late; and Redis' time.
+    /// arrive late; Redis' time; and, when the node is live, each live node's id and how
+    /// long ago it beat (ms; ``StoreBeat``).
     ///
     /// `since` is the time of the latest beat Redis took from this node less
     /// `nodeTimeoutSeconds` (0: none yet). When the node's record holds an older beat, Redis
@@ -76,7 +79,12 @@ package final class NodeHeartbeat {
         end
         local added = redis.call('ZADD', nodes, now, node)
         redis.call('HSET', nodeKey, 'lastHeartbeat', now)
-        return {redis.call('ZCOUNT', nodes, now - timeoutMs, '+inf'), epoch, added, now}
+        local live, ages = redis.call('ZRANGEBYSCORE', nodes, now - timeoutMs, '+inf', 'WITHSCORES'), {}
+        for i = 1, #live, 2 do
+          ages[#ages + 1] = live[i]
+          ages[#ages + 1] = now - tonumber(live[i + 1])
+        end
+        return {#live / 2, epoch, added, now, ages}
         """)
 
     /// After the node learned that it was declared dead and fenced itself (its connections
@@ -157,6 +165,13 @@ package final class NodeHeartbeat {
             let markedDead = elements.count > 2 && elements[2].integer == 2
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1
+            if !markedDead, elements.count > 4, let time = elements[3].integer, let pairs = elements[4].elements {
+                var ages: [String: Int64] = [:]
+                for index in stride(from: 0, to: pairs.count - 1, by: 2) {
+                    if let node = pairs[index].text, let age = pairs[index + 1].integer { ages[node] = age }
+                }
+                onLive?(StoreBeat(liveAt: time, beatAges: ages))
+            }
             onBeat?(Int(count), elements.count > 1 ? elements[1].text : nil, readded || markedDead)
             if markedDead { revive(on: route) }
         }

@@ -13,12 +13,14 @@ extension SessionScripts {
 
     /// `session.start`: records session `id` of `user` on `node` (its record `record`,
     /// ``ClusterKeys/SessionKeys/record``), with its presence timeout and resume token hash,
-    /// ending the user's oldest sessions over `maxSessionsPerUser`.
+    /// ending the user's oldest sessions over `maxSessionsPerUser`. `groups`: the key group
+    /// count; `liveAt`: Redis' time of the node's latest beat that found it live (read with
+    /// more than one group, ``StoreBeat``).
     static func start(prefix: String, record: String, id: String, user: Name, platform: String, node: String, presenceTimeoutMs: Int64,
-                      tokenHash: String, maxSessionsPerUser: Int) -> StoreCommand {
+                      tokenHash: String, maxSessionsPerUser: Int, groups: Int, liveAt: Int64) -> StoreCommand {
         start.command([
             "record": record, "prefix": prefix, "id": id, "user": user.string, "platform": platform, "node": node, "timeout": presenceTimeoutMs,
-            "token": tokenHash, "max": maxSessionsPerUser,
+            "token": tokenHash, "max": maxSessionsPerUser, "groups": groups, "liveAt": liveAt,
         ])
     }
 
@@ -39,12 +41,16 @@ extension SessionScripts {
 
     /// `session.claim`: the session of `user` whose resume token hashes to `tokenHash` moves
     /// to `node` (held, or live on a node silent for `staleMs`), with `newTokenHash`; what it
-    /// hands over stays in Redis for `markMs`, should the claim be cancelled.
+    /// hands over stays in Redis for `markMs`, should the claim be cancelled. With more than
+    /// one key group the node's liveness comes from `beat`, its latest beat (none yet: refused
+    /// where the node was ever marked dead, and every owner taken for live).
     static func claim(prefix: String, tokenHash: String, user: Name, keys: ClusterKeys.UserKeys, node: String, newTokenHash: String,
-                      staleMs: Int64, markMs: Int64, groups: Int) -> StoreCommand {
-        claim.command(["tokenKey": keys.token(tokenHash), "newTokenKey": keys.token(newTokenHash), "cancelMark": keys.claimCancel(newTokenHash),
-                       "prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash,
-                       "staleMs": staleMs, "markMs": markMs, "groups": groups])
+                      staleMs: Int64, markMs: Int64, groups: Int, beat: StoreBeat?) -> StoreCommand {
+        let ages = groups <= 1 ? [] : (beat?.beatAges ?? [:]).sorted { $0.key < $1.key }.flatMap { [Array($0.key.utf8), Array(String($0.value).utf8)] }
+        return claim.command(["tokenKey": keys.token(tokenHash), "newTokenKey": keys.token(newTokenHash), "cancelMark": keys.claimCancel(newTokenHash),
+                              "prefix": prefix, "token": tokenHash, "user": user.string, "node": node, "newToken": newTokenHash,
+                              "staleMs": staleMs, "markMs": markMs, "groups": groups, "liveAt": beat?.liveAt ?? 0],
+                             rest: ages)
     }
 
     /// `session.cancelClaim`: the claim `node` made with `newTokenHash` (from `tokenHash`) is
@@ -83,13 +89,15 @@ extension SessionScripts {
                              "subscriptions": subscriptions ?? -1])
     }
 
-    /// `session.reapGroup`: in key group `group` of `keys`, orphans the sessions of `reaping`,
-    /// then ends up to `batch` sessions whose hold ran out and (with `endsDue`) hands out up to
-    /// `batch` ends left unfinished for `nodeTimeoutMs`.
-    static func reapGroup(keys: ClusterKeys, group: Int, reaping: [String], nodeTimeoutMs: Int64, batch: Int, endsDue: Bool) -> StoreCommand {
+    /// `session.reapGroup`: in key group `group` of `keys`, orphans the sessions of `reaping`
+    /// (each node with when it was declared dead, which marks it there with more than one
+    /// group), then ends up to `batch` sessions whose hold ran out and (with `endsDue`) hands
+    /// out up to `batch` ends left unfinished for `nodeTimeoutMs`.
+    static func reapGroup(keys: ClusterKeys, group: Int, reaping: [DeclareDeadScriptReply.Reaping], nodeTimeoutMs: Int64, batch: Int,
+                          endsDue: Bool) -> StoreCommand {
         reapGroup.command(["held": keys.heldSessions(group: group), "ending": keys.endingSessions(group: group), "prefix": keys.prefix,
                            "timeout": nodeTimeoutMs, "limit": batch, "endsDue": endsDue ? 1 : 0, "groups": keys.groups.count],
-                          rest: reaping.map { Array($0.utf8) })
+                          rest: reaping.flatMap { [Array($0.node.utf8), Array(String($0.declaredDeadAt).utf8)] })
     }
 
     /// `session.reaped`: the nodes `reaped` leave `P{0}reaping`, every group having orphaned their sessions.

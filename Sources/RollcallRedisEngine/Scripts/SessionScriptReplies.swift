@@ -66,8 +66,15 @@ struct ClaimScriptReply {
 
 /// `session.declareDead`: `{nodes declared dead now, nodes being reaped, ends due (1/0), scans (1/0)}`.
 struct DeclareDeadScriptReply {
+    /// A node whose sessions the key groups still have to orphan, and when it was declared
+    /// dead (Redis ms, `P{0}deaths`).
+    struct Reaping: Equatable {
+        let node: String
+        let declaredDeadAt: Int64
+    }
+
     /// Every node whose sessions the key groups still have to orphan (`P{0}reaping`).
-    let reaping: [String]
+    let reaping: [Reaping]
     /// Out of a grace window: ends left unfinished are handed out.
     let endsDue: Bool
     /// This node reads the key groups' buckets this tick (it holds the scanner's lease, or there is none).
@@ -76,7 +83,10 @@ struct DeclareDeadScriptReply {
     let subscriptions: Int
 
     init(_ reply: StoreReply) {
-        reaping = (reply[1].elements ?? []).compactMap(\.text)
+        let deaths = (reply[5].elements ?? []).map { $0.integer ?? 0 }
+        reaping = (reply[1].elements ?? []).enumerated().compactMap { index, node in
+            node.text.map { Reaping(node: $0, declaredDeadAt: index < deaths.count ? deaths[index] : 0) }
+        }
         endsDue = reply[2].integer == 1
         scans = reply[3].integer == 1
         subscriptions = Int(reply[4].integer ?? 0)

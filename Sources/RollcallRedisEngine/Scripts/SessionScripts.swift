@@ -13,14 +13,16 @@ import RollcallCore
 package enum SessionScripts {
     /// A new session. Returns `{'ok', over}`, `over` the user's sessions over the limit,
     /// oldest first, each as id and node (`''` while held with no node); or `{'fenced'}` when
-    /// the node is not among the live nodes (declared dead, and not told yet by its heartbeat);
-    /// or `{'cancelled'}` when its node gave up on it before it ran (``cancelStart``).
+    /// the node was declared dead (and not told yet by its heartbeat): with one key group it
+    /// is not among the live nodes, with more the user's group holds a fence mark of it newer
+    /// than `liveAt` (``declaredDeadHere``); or `{'cancelled'}` when its node gave up on it
+    /// before it ran (``cancelStart``).
     static let start = LuaScript("session.start", parameters: [
         .key("record"), .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"),
-        .number("max"),
+        .number("max"), .number("groups"), .number("liveAt"),
     ], library: library, body: """
-        if not isLive(node) then return {'fenced'} end
         local tag = tagOfRecord(record, id)
+        if not isLiveHere(tag, node, liveAt) then return {'fenced'} end
         if redis.call('EXISTS', tag .. 'cancel:s:' .. id) == 1 then return {'cancelled'} end
         redis.call('HSET', record, 'user', user, 'platform', platform, 'node', node, 'started', now,
           'timeout', timeout, 'heldUntil', 0, 'token', token)
@@ -100,11 +102,16 @@ package enum SessionScripts {
     /// it and how many were dropped. The node that claimed tells the previous node (another one)
     /// `adopted <id> <token>` (the hash claimed) once it has the answer. The
     /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
+    ///
+    /// With more than one key group the liveness it reads is passed in: `liveAt` (as for
+    /// ``start``) and, as the rest, the live nodes' beat ages (node, ms) from this node's
+    /// latest beat, for the test of the owner's beat (`staleMs`); with one group both are read
+    /// from `P{0}nodes` in the script.
     static let claim = LuaScript("session.claim", parameters: [
         .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("user"), .text("node"), .text("newToken"), .number("staleMs"), .number("markMs"),
-        .number("groups"),
-    ], library: library, body: """
-        if not isLive(node) then return {'fenced'} end
+        .number("groups"), .number("liveAt"),
+    ], rest: "ages", library: library, body: """
+        if not isLiveHere(string.sub(tokenKey, 1, #tokenKey - #('tok:' .. token)), node, liveAt) then return {'fenced'} end
         if redis.call('EXISTS', cancelMark) == 1 then return {'none'} end
         local entry = redis.call('GET', tokenKey)
         if not entry then return {'none'} end
@@ -112,15 +119,28 @@ package enum SessionScripts {
         local key = tag .. 's:' .. id
         local f = redis.call('HMGET', key, 'user', 'platform', 'node', 'heldUntil', 'timeout', 'handing')
         if not f[1] or f[1] ~= user then return {'none'} end
+        -- How long ago the node `owner` last beat: read here with one key group; with more,
+        -- from the ages this node's latest beat saw (passed in; at most a heartbeat old, so
+        -- a node that just stopped is taken for live a little longer). nil: not a live node.
+        local function beatAge(owner)
+          if groups <= 1 then
+            local beat = redis.call('ZSCORE', control .. 'nodes', owner)
+            return beat and now - tonumber(beat) or nil
+          end
+          for i = ages, #ARGV - 1, 2 do
+            if ARGV[i] == owner then return tonumber(ARGV[i + 1]) end
+          end
+          return nil
+        end
         if tonumber(f[4]) == 0 then
           -- Live on its node: only a node that stopped beating (killed, cut off) gives it up
           -- before it is declared dead, so a client that reconnects at once still resumes.
-          local beat = redis.call('ZSCORE', control .. 'nodes', f[3])
-          if f[3] == node or (beat and now - tonumber(beat) < staleMs) then return {'none'} end
+          local age = beatAge(f[3])
+          if f[3] == node or (age and age < staleMs) then return {'none'} end
         elseif f[6] and f[3] ~= '' and now - tonumber(f[6]) < staleMs then
           -- Its node has not handed over what it heard before the hold: wait while it beats.
-          local beat = redis.call('ZSCORE', control .. 'nodes', f[3])
-          if beat and now - tonumber(beat) < staleMs then return {'wait'} end
+          local age = beatAge(f[3])
+          if age and age < staleMs then return {'wait'} end
         end
         redis.call('DEL', tokenKey)
         redis.call('SET', newTokenKey, entry)
@@ -256,7 +276,8 @@ package enum SessionScripts {
     /// subscriptions as the scanning node's last sweep of every group counted them, kept in
     /// `meta` (`subs`) for every node's `rollcall_subscriptions`. Returns the nodes declared
     /// dead now, every node being reaped, whether unfinished ends are due (1: out of a grace
-    /// window), whether this node scans (1) and the kept subscription count.
+    /// window), whether this node scans (1), the kept subscription count, and when each node
+    /// being reaped was declared dead (`P{0}deaths`, Redis ms; ``reapGroup`` marks it so).
     static let declareDead = LuaScript("session.declareDead", parameters: [
         .key("meta"), .text("prefix"), .text("self"), .number("timeout"), .number("leaseMs"), .number("release"), .number("subscriptions"),
     ], library: library, body: """
@@ -277,6 +298,7 @@ package enum SessionScripts {
               -- nodes before it has learned that its sessions were handed over.
               redis.call('SET', control .. 'dead:' .. node, now, 'PX', math.max(60000, 10 * timeout))
               redis.call('SADD', control .. 'reaping', node)
+              redis.call('HSET', control .. 'deaths', node, now)
               redis.call('DEL', control .. 'node:' .. node)
               dead[#dead + 1] = node
             end
@@ -295,8 +317,10 @@ package enum SessionScripts {
           end
         end
         if subscriptions >= 0 then redis.call('HSET', meta, 'subs', subscriptions) end
-        return {dead, redis.call('SMEMBERS', control .. 'reaping'), settled and 1 or 0, scans,
-                tonumber(redis.call('HGET', meta, 'subs') or '0')}
+        local reaping = redis.call('SMEMBERS', control .. 'reaping')
+        local deaths = {}
+        for i, node in ipairs(reaping) do deaths[i] = tonumber(redis.call('HGET', control .. 'deaths', node) or now) end
+        return {dead, reaping, settled and 1 or 0, scans, tonumber(redis.call('HGET', meta, 'subs') or '0'), deaths}
         """)
 
     /// The reaper's second step, for one key group (its `held` and `ending` buckets, declared):
@@ -308,13 +332,20 @@ package enum SessionScripts {
     /// as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids not left yet,
     /// then the orphaned sessions with their channels (``orphan``'s list, with more than one
     /// group: the node refences them). An unfinished end is due again one timeout later
-    /// (should this node die as well); `status.ended` takes it off the list.
+    /// (should this node die as well); `status.ended` takes it off the list. The rest: each
+    /// node being reaped and when it was declared dead; with more than one key group the
+    /// group keeps that time as the node's fence mark (`P{<g>}fence:<node>`, ten minutes or
+    /// ten node timeouts), written with the orphaning, so that a start or a claim the node
+    /// sends from before its death is refused here (``isLiveHere``).
     static let reapGroup = LuaScript("session.reapGroup", parameters: [
         .key("held"), .key("ending"), .text("prefix"), .number("timeout"), .number("limit"), .number("endsDue"), .number("groups"),
     ], rest: "nodes", library: library, body: """
         local tag = string.sub(held, 1, #held - #'held')
         local orphaned = {}
-        for i = nodes, #ARGV do orphaned = orphan(tag, ARGV[i], orphaned) end
+        for i = nodes, #ARGV - 1, 2 do
+          orphaned = orphan(tag, ARGV[i], orphaned)
+          if groups > 1 then redis.call('SET', tag .. 'fence:' .. ARGV[i], ARGV[i + 1], 'PX', math.max(600000, 10 * timeout)) end
+        end
         local ended = {}
         for _, id in ipairs(redis.call('ZRANGEBYSCORE', held, '-inf', now, 'LIMIT', 0, limit)) do
           local f = redis.call('HMGET', tag .. 's:' .. id, 'user', 'node', 'token')
@@ -344,7 +375,10 @@ package enum SessionScripts {
     /// The reaper's last step, on the control slot: the nodes named (the rest) leave
     /// `P{0}reaping` (declared, `reaping`) once every key group answered ``reapGroup`` for them.
     static let reaped = LuaScript("session.reaped", parameters: [.key("reaping"), .text("prefix")], rest: "nodes", body: """
-        for i = nodes, #ARGV do redis.call('SREM', reaping, ARGV[i]) end
+        for i = nodes, #ARGV do
+          redis.call('SREM', reaping, ARGV[i])
+          redis.call('HDEL', string.sub(reaping, 1, #reaping - #'reaping') .. 'deaths', ARGV[i])
+        end
         return 'ok'
         """)
 
@@ -368,6 +402,17 @@ package enum SessionScripts {
         -- Fencing: a node the others declared dead (taken out of `nodes`) starts and claims
         -- nothing until its heartbeat has told it so and put it back.
         local function isLive(node) return redis.call('ZSCORE', control .. 'nodes', node) ~= false end
+        -- The same test in the slot of a user's key group `tag`: with one group, `isLive`; with
+        -- more (`P{0}nodes` is another slot), no fence mark of the node there newer than
+        -- `liveAt`, Redis' time of the node's latest beat that found it live (the reaper marks
+        -- each group as it orphans a dead node's sessions there, ``reapGroup``: a session
+        -- started before the mark is orphaned with the rest, one after it is refused; a node
+        -- revived after its death beats live later than the mark).
+        local function isLiveHere(tag, node, liveAt)
+          if groups <= 1 then return isLive(node) end
+          local death = redis.call('GET', tag .. 'fence:' .. node)
+          return not death or tonumber(death) < liveAt
+        end
 
         -- A held session keeps its `message` events in `P hm:<id>` (the publish script
         -- appends them); it no longer counts among a channel's live message sessions. Its fence
