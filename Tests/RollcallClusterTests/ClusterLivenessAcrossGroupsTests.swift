@@ -67,3 +67,4 @@ struct ClusterLivenessAcrossGroupsTests {
         #expect(crossing.isEmpty, "session.start keeps to the user's slot: \(crossing.sorted())")
     }
 }
+

@@ -260,8 +260,17 @@ final class ClusterSessions: SessionEngine {
         let cancel = SessionScripts.cancelClaim(prefix: keys.prefix, user: keys.user(user), tokenHash: tokenHash, newTokenHash: newTokenHash,
                                                 node: nodeId, markMs: cancelMarkMs, groups: keys.groups.count)
         call([cancel]) { [self] result in
-            guard case .failure = result else { return }
-            unfinishedEnds.append { [self] in cancelClaim(of: user, tokenHash: tokenHash, newTokenHash: newTokenHash) }
+            switch result {
+            case .failure:
+                unfinishedEnds.append { [self] in cancelClaim(of: user, tokenHash: tokenHash, newTokenHash: newTokenHash) }
+            case .success(let replies):
+                // Held again with no node: with more than one key group its channels' fence
+                // copies still name this node (the claim's refence wrote them) and count it
+                // live for messages, so they are refenced as after an orphaning.
+                let reply = replies.first ?? .null
+                guard refencesChannels, reply[0].text == "held", let sessionId = reply[1].text else { return }
+                refenceOrphans([(sessionId, ClusterKeys.channels(fromIds: reply[2]))])
+            }
         }
     }
 

@@ -183,7 +183,9 @@ package enum SessionScripts {
     /// messages the claim handed over (the hold runs from now, as after a node's death): the
     /// client's retry resumes it, or the reaper times it out. If it has not run yet, a mark
     /// (`P{<g>}cancel:t:<newToken>`, in the user's group, for `markMs`) makes it find nothing when it does. Returns
-    /// `held`, `marked`, or `gone` (the session moved on: ended, or taken over again).
+    /// `{'held', id, channels}` (with more than one key group the node refences the session's
+    /// channels, as the claim's refence made them name it: ``ClusterSessions``), `marked`, or
+    /// `gone` (the session moved on: ended, or taken over again).
     static let cancelClaim = LuaScript("session.cancelClaim", parameters: [
         .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
         .number("groups"),
@@ -201,12 +203,14 @@ package enum SessionScripts {
         redis.call('DEL', newTokenKey)
         redis.call('SET', tokenKey, entry)
         redis.call('HSET', key, 'token', token)
+        local channels = {}
         if holder == node then
           local deadline = now + tonumber(redis.call('HGET', key, 'timeout') or '0')
           redis.call('HSET', key, 'node', '', 'heldUntil', deadline)
           redis.call('ZADD', tag .. 'held', deadline, id)
           redis.call('SREM', tag .. 'ns:' .. node, id)
           markHeld(id, tag, '')
+          if groups > 1 then channels = redis.call('SMEMBERS', tag .. 'sc:' .. id) end
         end
         -- The messages the claim handed over come first, before any kept since.
         local handed = redis.call('LRANGE', control .. 'hmc:' .. id, 0, -1)
@@ -218,7 +222,7 @@ package enum SessionScripts {
           for _, message in ipairs(redis.call('LRANGE', control .. 'hm:' .. id, 0, -1)) do bytes = bytes + #message end
           redis.call('SET', control .. 'hmb:' .. id, bytes)
         end
-        return 'held'
+        return {'held', id, channels}
         """)
 
     /// A `session.start` this node gave up on (its answer was lost or late), made void, sent
