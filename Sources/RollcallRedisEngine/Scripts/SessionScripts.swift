@@ -330,7 +330,8 @@ package enum SessionScripts {
     /// The reaper's second step, for one key group (its `held` and `ending` buckets, declared):
     /// the sessions the nodes being reaped (the rest: ``declareDead``'s list) had in this group
     /// (`P{<g>}ns:<node>`) become held from now, with no node; then held sessions with no node
-    /// whose hold ended time out, and, when `endsDue` is 1, the ends some node began and did not
+    /// whose hold ended time out (and those of a node whose hold ended more than `timeout`
+    /// ago, which their node did not end), and, when `endsDue` is 1, the ends some node began and did not
     /// finish within the `timeout` (it died between `session.end` and `status.ended`) are handed
     /// out, up to `limit` of each kind. Returns the ended sessions and the unfinished ends, each
     /// as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids not left yet,
@@ -355,7 +356,11 @@ package enum SessionScripts {
           local f = redis.call('HMGET', tag .. 's:' .. id, 'user', 'node', 'token')
           if not f[1] then
             redis.call('ZREM', held, id)
-          elseif f[2] == '' then
+          elseif f[2] == '' or tonumber(redis.call('ZSCORE', held, id)) <= now - timeout then
+            -- With no node; or a node that should have ended it a node timeout ago and did not:
+            -- it no longer has the session (Redis went back in time under it, or took a claim
+            -- back after its `adopted` went out), or cannot reach Redis (its end, retried, then
+            -- finds it gone and leaves the channels again, which changes nothing).
             forget(tag, id, f[1], f[2], f[3])
             markEnding(tag, id, f[1], 't', 'closed')
             ended[#ended + 1] = {id, f[1], 't', 'closed', redis.call('SMEMBERS', tag .. 'sc:' .. id)}
