@@ -119,5 +119,12 @@ struct ClusterReaperAcrossGroupsTests {
             #expect(try bed.redis.command(["ZRANK", keys.heldSessions(group: group), client.sessionId]).hasPrefix(":"), "\(user) held")
             #expect(try text(bed, "redis.call('HGET', KEYS[1], 'node')", of: record) == "", "\(user) has no node")
         }
+        // Session 45: the channels of the sessions handed over are refenced, those of group 0's
+        // (orphaned by the register script) included: held with no node.
+        let room = keys.channel(ChannelKey(type: .message, name: Name(unchecked: "room"))).base
+        for client in clients.prefix(4) {
+            #expect(try bed.redis.command(["HGET", room + ":o", client.sessionId]) == "$0", "room's copy of \(client.sessionId) names no node")
+            #expect(try bed.redis.command(["SISMEMBER", room + ":hm", client.sessionId]) == ":1", "\(client.sessionId) held for room's messages")
+        }
     }
 }

@@ -68,7 +68,7 @@ public enum ClusterStartCheck {
         -- counting as live message recipients and keep their messages until resumed. Here
         -- those of group 0 (the control slot's); the node hands over the other groups' after
         -- (`session.handOver`, one call per group).
-        orphan(control, node, {})
+        local orphaned = orphan(control, node, {})
         redis.call('DEL', control .. 'dead:' .. node)
         local key = control .. 'node:' .. node
         redis.call('DEL', key)
@@ -79,7 +79,7 @@ public enum ClusterStartCheck {
         -- silence is measured from here and opens a grace window like any other (a node
         -- registered but not yet beating would otherwise be declared dead when Redis is back).
         redis.call('HSET', meta, 'lastBeat', now)
-        return {'ok', redis.call('HGET', meta, 'epoch')}
+        return {'ok', redis.call('HGET', meta, 'epoch'), orphaned}
         """)
 
     /// The register script's arguments for this node.
@@ -102,15 +102,36 @@ public enum ClusterStartCheck {
     /// the node starts from now on.
     static func registerAgain(configuration: Configuration, nodeId: String, on route: StoreRoute,
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
+        let keys = ClusterKeys(configuration: configuration)
         route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+            if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[2], keys: keys, on: route) { _ in } }
             done(interpret(result, configuration: configuration))
         }
-        let keys = ClusterKeys(configuration: configuration)
         for group in keys.groups.all where group != 0 {
             let script = SessionScripts.handOver
             route.run(script, arguments: script.arguments(["sessions": keys.nodeSessions(of: nodeId, group: group), "prefix": keys.prefix,
-                                                           "node": nodeId, "groups": keys.groups.count])) { _ in }
+                                                           "node": nodeId, "groups": keys.groups.count])) { result in
+                if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[1], keys: keys, on: route) { _ in } }
+            }
         }
+    }
+
+    /// Sends `presence.refence` (held, no node) for each channel of each session in `orphaned`
+    /// (``ReapScriptReply/orphanedSessions(_:)``'s list; empty with one key group, where the
+    /// orphaning script refenced them itself); `answered` runs once per refence. Returns how
+    /// many it sent.
+    private static func refenceOrphans(_ orphaned: StoreReply, keys: ClusterKeys, on route: StoreRoute,
+                                       answered: @escaping (Result<RedisReply, RedisError>) -> Void) -> Int {
+        var sent = 0
+        for orphan in ReapScriptReply.orphanedSessions(orphaned) {
+            for channel in orphan.channels {
+                sent += 1
+                let refence = PresenceScripts.refence
+                route.run(refence, arguments: refence.arguments(["channelBase": keys.channel(channel).base, "session": orphan.sessionId,
+                                                                 "owner": "", "held": true]), completion: answered)
+            }
+        }
+        return sent
     }
 
     /// Runs the checks; throws ``ClusterError`` naming `cluster.keyPrefix`, the differing
@@ -146,15 +167,19 @@ public enum ClusterStartCheck {
             throw ClusterError(.unreachable, "cluster.redis: no answer from \(target) within \(timeout) s (cluster.nodeTimeoutSeconds)\(why)")
         }
         let epoch = try interpret(outcome, configuration: configuration).get()
-        try handOverEarlierRun(configuration: configuration, nodeId: nodeId, on: route, loop: loop, tick: tick, until: Date().addingTimeInterval(timeout))
+        let registered = (try? outcome.get()).map { StoreReply($0)[2] } ?? .null
+        try handOverEarlierRun(configuration: configuration, nodeId: nodeId, registered: registered, on: route, loop: loop, tick: tick,
+                               until: Date().addingTimeInterval(timeout))
         return epoch
     }
 
     /// With more than one key group, the sessions an earlier run with this id left in groups
-    /// other than 0 (the register script orphaned group 0's) become held with no node: one
-    /// `session.handOver` per group, all answered before the node serves.
-    private static func handOverEarlierRun(configuration: Configuration, nodeId: String, on route: StoreRoute, loop: EventLoop,
-                                           tick: LoopTimer, until deadline: Date) throws(ClusterError) {
+    /// other than 0 (the register script orphaned group 0's, `registered`) become held with no
+    /// node: one `session.handOver` per group, then `presence.refence` of each orphaned
+    /// session's channels (their fence copies named this node, and counted it live for
+    /// messages), all answered before the node serves.
+    private static func handOverEarlierRun(configuration: Configuration, nodeId: String, registered: StoreReply, on route: StoreRoute,
+                                           loop: EventLoop, tick: LoopTimer, until deadline: Date) throws(ClusterError) {
         let keys = ClusterKeys(configuration: configuration)
         var unanswered = keys.groups.count - 1, failure: RedisError?
         for group in keys.groups.all where group != 0 {
@@ -162,8 +187,19 @@ public enum ClusterStartCheck {
             route.run(script, arguments: script.arguments(["sessions": keys.nodeSessions(of: nodeId, group: group), "prefix": keys.prefix,
                                                            "node": nodeId, "groups": keys.groups.count])) { result in
                 unanswered -= 1
-                if case .failure(let error) = result { failure = error }
+                switch result {
+                case .failure(let error): failure = error
+                case .success(let reply):
+                    unanswered += refenceOrphans(StoreReply(reply)[1], keys: keys, on: route) { result in
+                        unanswered -= 1
+                        if case .failure(let error) = result { failure = error }
+                    }
+                }
             }
+        }
+        unanswered += refenceOrphans(registered, keys: keys, on: route) { result in
+            unanswered -= 1
+            if case .failure(let error) = result { failure = error }
         }
         while unanswered > 0, Date() < deadline {
             tick.schedule(after: 0.01)
