@@ -26,16 +26,20 @@ public final class RedisClusterNodes: @unchecked Sendable {
     }
 
     /// Starts `masters` × (1 + `replicasPerMaster`) nodes (with TLS listeners when `tls` is
-    /// given), creates the cluster and waits until it is healthy.
+    /// given), creates the cluster and waits until it is healthy. With `writesNeedAReplica`
+    /// a master takes writes only while a replica acknowledged it within the last second
+    /// (`min-replicas-to-write 1`, `min-replicas-max-lag 1`: docs/cluster.md's recipe), so a
+    /// failover cannot lose more than about a second of acknowledged writes, and a master
+    /// stopped past its failover refuses writes when it wakes instead of taking them.
     public init(masters: Int = 3, replicasPerMaster: Int = 1, tls: RedisServer.TLS? = nil, nodeTimeoutMilliseconds: Int = 1000,
-                startTimeout: TimeInterval = 60) throws {
+                writesNeedAReplica: Bool = false, startTimeout: TimeInterval = 60) throws {
         self.nodeTimeoutMilliseconds = nodeTimeoutMilliseconds
         let arguments = [
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", String(nodeTimeoutMilliseconds),
             // A replica may always take over, however long since it heard from its master.
             "--cluster-replica-validity-factor", "0",
-        ]
+        ] + (writesNeedAReplica ? ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"] : [])
         // The bus port on a free port of its own (by default it is the port + 10000, which
         // does not exist for a free port above 55535).
         nodes = try (0..<(masters * (1 + replicasPerMaster))).map { _ in
