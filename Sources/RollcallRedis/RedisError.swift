@@ -60,8 +60,10 @@ extension RedisError {
     /// The error prefixes with which Redis says "not now" rather than "no" (PROTOCOL §9, "Which
     /// Redis"): out of memory, a script or module running too long, loading its data, a replica
     /// that does not take writes, a master with no reachable master or replicas, a slot moving,
-    /// a cluster that is down. A request that met one is answered `UNAVAILABLE`, never `INTERNAL`.
-    public static let notNowPrefixes = ["OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN"]
+    /// a cluster that is down, and (beyond PROTOCOL's list, session 45) a master refusing writes
+    /// for want of replicas that keep up (`min-replicas-to-write`: `NOREPLICAS`, also when a
+    /// script's write met it). A request that met one is answered `UNAVAILABLE`, never `INTERNAL`.
+    public static let notNowPrefixes = ["OOM", "BUSY", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"]
 
     /// True for an error reply whose first word is one of ``notNowPrefixes``.
     public var isNotNow: Bool {

@@ -324,6 +324,10 @@ struct ClusterPresenceTests {
         let refusing = get(1, "/readyz")?.bodyText ?? ""
         #expect(refusing.hasPrefix("cluster: Redis answers errors (NOREPLICAS"), "\(refusing)")
         #expect((0..<3).allSatisfy { get($0, "/livez")?.status == 200 })
+        // A request meanwhile is answered "not now" (session 45: NOREPLICAS from inside a script
+        // was answered INTERNAL, chaos on a Redis Cluster with min-replicas-to-write).
+        let refused = try cluster.connect(node: 2).login(userId: "refused")
+        #expect(refused.errorCode == .unavailable && refused.retryAfterMs != nil, "\(refused)")
         #expect(try RedisWire.command(port: cluster.redisPort, ["CONFIG", "SET", "min-replicas-to-write", "0"]) == "+OK")
         #expect(eventually(timeout: 10) { (0..<3).allSatisfy { ready($0) == 200 } }, "\((0..<3).map(ready))")
     }

@@ -71,11 +71,12 @@ struct RedisLinkLifecycleTests {
 /// Which error replies mean "not now" (PROTOCOL §9: answered `UNAVAILABLE`, never `INTERNAL`).
 @Suite("RedisError not now")
 struct RedisErrorNotNowTests {
-    @Test func theSevenNotNowRepliesAndNothingElse() {
+    @Test func theNotNowRepliesAndNothingElse() {
         for line in ["OOM command not allowed when used memory > 'maxmemory'.", "BUSY Redis is busy running a script.",
                      "LOADING Redis is loading the dataset in memory", "READONLY You can't write against a read only replica.",
                      "MASTERDOWN Link with MASTER is down", "TRYAGAIN Multiple keys request during rehashing of slot",
-                     "CLUSTERDOWN The cluster is down"] {
+                     "CLUSTERDOWN The cluster is down",
+                     "NOREPLICAS Not enough good replicas to write. script: 1d61ffba51ebbb794b2e306d6f56233dae38ebfb, on @user_script:115."] {
             #expect(RedisError(.errorReply, line).isNotNow, "\(line)")
         }
         for line in ["NOSCRIPT No matching script.", "WRONGTYPE Operation against a key holding the wrong kind of value",
