@@ -186,13 +186,24 @@ extension ClusterPresence {
             channel.keep(event)
             return
         }
-        guard event.seq > delivered else { return }
+        guard event.seq > delivered else {
+            // The `seq` this node delivered last, with other bytes: Redis went back in time
+            // (a failover lost the event it delivered, too short a loss for the epoch to be
+            // renewed) and the new timeline used the number again. The rosters here followed
+            // the lost event: every session gets a fresh snapshot (chaos seed 22843738030636).
+            if event.seq == delivered, let last = channel.lastEventBytes, last != event.bytes {
+                broker.metrics.clusterEventsRewritten += 1
+                resync(key)
+            }
+            return
+        }
         guard event.seq == delivered + 1 else {
             channel.keep(event)
             resync(key)
             return
         }
         channel.delivered = event.seq
+        channel.lastEventBytes = event.bytes
         channel.remember(event)
         // A loop over concrete types: the core's generic `broadcast(_:to:)` is not specialized
         // across the module boundary and looked up metadata at run time for every event.
@@ -235,7 +246,10 @@ extension ClusterPresence {
         var frames = [PresenceEvents.snapshot(
             channel: key, encodedMembers: array.bytes, nextPage: nextPage, occupancy: total + (insert == nil ? 0 : 1),
             mode: PresenceMode(rawValue: mode ?? "") ?? .announce, seq: seq, timestamp: clock.now)]
-        if channel.delivered == nil { channel.delivered = seq }
+        if channel.delivered == nil {
+            channel.delivered = seq
+            channel.lastEventBytes = nil
+        }
         channel.members[viewer.number]?.baseline = seq
         if let delivered = channel.delivered, seq < delivered {
             let missed = channel.recent.filter { $0.seq > seq && $0.seq <= delivered }
@@ -326,6 +340,7 @@ extension ClusterPresence {
     func resync(_ key: ChannelKey) {
         guard let channel = local[key] else { return }
         channel.delivered = nil
+        channel.lastEventBytes = nil
         let sessions = channel.members.values.filter { $0.flags.presence && $0.baseline != nil }.map(\.session)
         for session in sessions {
             channel.members[session.number]?.baseline = nil

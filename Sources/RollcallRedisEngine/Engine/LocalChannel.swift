@@ -36,6 +36,9 @@ final class LocalChannel {
     var members: [UInt64: Member] = [:]
     /// The `seq` of the last event this node delivered; nil before the first snapshot.
     var delivered: Int?
+    /// The bytes of the event numbered ``delivered``, when an event (not a snapshot) set it:
+    /// the same number with other bytes means Redis went back in time and used it again.
+    var lastEventBytes: [UInt8]?
     /// Redis confirmed this node's subscription of the channel's events: every event
     /// published from then on arrives here (``ClusterPresence/whenHeard(_:_:)``).
     var isHeard = false

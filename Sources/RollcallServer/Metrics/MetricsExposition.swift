@@ -169,6 +169,9 @@ final class MetricsExposition {
             series.counter("rollcall_cluster_sessions_lost_total",
                            "Local sessions whose record in Redis no longer named this node (gone, handed over, or another node's) while it was live, found after a change Redis refused, and closed with 1001",
                            total: core.clusterSessionsLostByNode)
+            series.counter("rollcall_cluster_events_rewritten_total",
+                           "Presence events that came with the seq this node had delivered last but other bytes (Redis went back in time and used the number again); the channel was resynced with fresh snapshots",
+                           total: core.clusterEventsRewritten)
         }
         series.gauge("rollcall_storage_healthy", "1 while durable writes succeed, 0 while they fail", s.storage.isHealthy ? 1 : 0)
         series.counter("rollcall_storage_write_failures_total", "Durable-store commits that failed", total: s.storage.writeFailures)
