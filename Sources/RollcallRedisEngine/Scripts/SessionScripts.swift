@@ -15,7 +15,7 @@ package enum SessionScripts {
     /// oldest first, each as id and node (`''` while held with no node); or `{'fenced'}` when
     /// the node was declared dead (and not told yet by its heartbeat): with one key group it
     /// is not among the live nodes, with more the user's group holds a fence mark of it newer
-    /// than `liveAt` (``declaredDeadHere``); or `{'cancelled'}` when its node gave up on it
+    /// than `liveAt` (`isLiveHere`); or `{'cancelled'}` when its node gave up on it
     /// before it ran (``cancelStart``).
     static let start = LuaScript("session.start", parameters: [
         .key("record"), .text("prefix"), .text("id"), .text("user"), .text("platform"), .text("node"), .text("timeout"), .text("token"),
@@ -121,12 +121,14 @@ package enum SessionScripts {
         if not f[1] or f[1] ~= user then return {'none'} end
         -- How long ago the node `owner` last beat: read here with one key group; with more,
         -- from the ages this node's latest beat saw (passed in; at most a heartbeat old, so
-        -- a node that just stopped is taken for live a little longer). nil: not a live node.
+        -- a node that just stopped is taken for live a little longer; before this node's
+        -- first live beat, every owner is). nil: not a live node.
         local function beatAge(owner)
           if groups <= 1 then
             local beat = redis.call('ZSCORE', control .. 'nodes', owner)
             return beat and now - tonumber(beat) or nil
           end
+          if liveAt == 0 then return 0 end
           for i = ages, #ARGV - 1, 2 do
             if ARGV[i] == owner then return tonumber(ARGV[i + 1]) end
           end
