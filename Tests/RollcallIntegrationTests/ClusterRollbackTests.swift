@@ -65,6 +65,35 @@ struct ClusterRollbackTests {
         #expect(members == ["carol"], "a login after the rollback sees only who is there: \(members)")
     }
 
+    /// The other side of the threshold: Redis back on a snapshot a few milliseconds old (as a
+    /// failover loses the last writes it had not replicated) is no rollback to act on. Nobody
+    /// is closed, no node counts a loss, and the sessions go on.
+    @Test("Redis back on a snapshot taken just before it stopped: no session closes, nothing is counted")
+    func aShortLossIsNoRollback() throws {
+        let cluster = try ClusterProcess(config: ServerAPIRequest.config)
+        let prefix = cluster.keyPrefix
+        let alice = try cluster.session("alice", node: 0)
+        #expect(try alice.join("lobby").ok)
+        #expect(try RedisWire.command(port: cluster.redisPort, ["SAVE"]) == "+OK")
+        _ = try? RedisWire.command(port: cluster.redisPort, ["SHUTDOWN", "NOSAVE"])
+        try cluster.redis.startAgainAfterShutdown()
+        let restartedAt = try redisTime(cluster)
+        // Every node beats for two node timeouts after the restart: a rollback would have been
+        // noticed by then.
+        let beatOn = eventually(timeout: 15) {
+            (1...3).allSatisfy { node in
+                let text = try? RedisWire.bulk(port: cluster.redisPort, ["HGET", prefix + "{0}node:n\(node)", "lastHeartbeat"])
+                return (text.flatMap { Int64($0) } ?? 0) > restartedAt + 2000
+            }
+        }
+        #expect(beatOn, "\(cluster.describeNodes())")
+        #expect(alice.closeInfo == nil, "alice's session goes on: \(String(describing: alice.closeInfo))")
+        for node in 0..<3 {
+            #expect((try cluster.node(node).metric("rollcall_cluster_data_losses_total") ?? -1) == 0, "n\(node + 1) counted no loss")
+        }
+        #expect(try alice.join("elsewhere").ok)
+    }
+
     /// A loss shorter than a node timeout is not noticed as one, and can take a session's
     /// record with it while its node stays live (chaos seed 98424072667413). Before, nothing
     /// told the node: every change of the session was answered `UNAVAILABLE` for good.
