@@ -20,6 +20,7 @@ extension ClusterUserStatus {
     /// first when the script named the targets, ``resolve(_:then:)``).
     func sessionStarted(_ session: Session, reply: StoreReply) {
         hearInbox(of: session.userId)
+        noteOwnRecord(in: reply, for: session)
         let catchUp = UserStatusScripts.CatchUp(unwrapped(reply))
         // Read here (one group): known before the login reply; else when the reads answer.
         let readHere = if case .records = catchUp { true } else { false }
@@ -35,6 +36,18 @@ extension ClusterUserStatus {
                 outbox.send(bytes, to: session)
             }
         }
+    }
+
+    /// The version of the user's own record that the login or resume of `session` wrote (its
+    /// script's answer, `reply`) counts as seen by the session: an older one the user's inbox
+    /// brings afterwards is not sent to it. The inbox is heard before the session starts, so an
+    /// older change another node published late (the `offline` of the user's previous session,
+    /// published after Redis answered its end) could reach the new session and tell it that its
+    /// own user is offline (`ClusterUserStatusTests`' catch-up test, session 45).
+    private func noteOwnRecord(in reply: StoreReply, for session: Session) {
+        let own = UserStatusScripts.Changed(reply).announced.compactMap(\.record).filter { $0.user == session.userId.string }
+        guard let version = own.map(\.version).max() else { return }
+        noteCatchUp([session.userId.string: version], for: session)
     }
 
     /// After the login reply was queued: the catch-up event of a new login, if it is known
@@ -56,6 +69,7 @@ extension ClusterUserStatus {
                                                 customStatus: custom, ttlMs: ttlMs, windowMs: window)
         store.call([command]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
+            noteOwnRecord(in: reply, for: session)
             resolve(UserStatusScripts.CatchUp(unwrapped(reply))) { [self] records, versions in
                 guard !records.isEmpty, session.connection != nil else { return }
                 noteCatchUp(versions, for: session)

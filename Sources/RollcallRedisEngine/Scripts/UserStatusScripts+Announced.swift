@@ -12,6 +12,14 @@ extension UserStatusScripts {
         /// user's key group): whose inboxes hear the change.
         let recipients: [Name]
 
+        /// The record's user and version, from ``payload`` (nil for one that is no record).
+        var record: (user: String, version: Int64)? {
+            guard payload.first == UInt8(ascii: "U") else { return nil }
+            let fields = payload.dropFirst().split(separator: UInt8(ascii: "\n"), maxSplits: 3, omittingEmptySubsequences: false)
+            guard fields.count >= 3, let version = Int64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+            return (String(decoding: fields[2], as: UTF8.self), version)
+        }
+
         /// Reads one change of a script's answer; nil for anything else.
         init?(_ reply: StoreReply) {
             guard let elements = reply.elements, elements.count >= 2, let payload = elements[0].bytes else { return nil }
