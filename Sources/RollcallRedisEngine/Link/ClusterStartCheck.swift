@@ -108,9 +108,7 @@ public enum ClusterStartCheck {
             done(interpret(result, configuration: configuration))
         }
         for group in keys.groups.all where group != 0 {
-            let script = SessionScripts.handOver
-            route.run(script, arguments: script.arguments(["sessions": keys.nodeSessions(of: nodeId, group: group), "prefix": keys.prefix,
-                                                           "node": nodeId, "groups": keys.groups.count])) { result in
+            route.run(SessionScripts.handOver(keys: keys, group: group, node: nodeId), of: SessionScripts.handOver) { result in
                 if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[1], keys: keys, on: route) { _ in } }
             }
         }
@@ -126,9 +124,8 @@ public enum ClusterStartCheck {
         for orphan in ReapScriptReply.orphanedSessions(orphaned) {
             for channel in orphan.channels {
                 sent += 1
-                let refence = PresenceScripts.refence
-                route.run(refence, arguments: refence.arguments(["channelBase": keys.channel(channel).base, "session": orphan.sessionId,
-                                                                 "owner": "", "held": true]), completion: answered)
+                route.run(PresenceScripts.refence(channelBase: keys.channel(channel).base, session: orphan.sessionId, owner: "", held: true),
+                          of: PresenceScripts.refence, completion: answered)
             }
         }
         return sent
@@ -183,9 +180,7 @@ public enum ClusterStartCheck {
         let keys = ClusterKeys(configuration: configuration)
         var unanswered = keys.groups.count - 1, failure: RedisError?
         for group in keys.groups.all where group != 0 {
-            let script = SessionScripts.handOver
-            route.run(script, arguments: script.arguments(["sessions": keys.nodeSessions(of: nodeId, group: group), "prefix": keys.prefix,
-                                                           "node": nodeId, "groups": keys.groups.count])) { result in
+            route.run(SessionScripts.handOver(keys: keys, group: group, node: nodeId), of: SessionScripts.handOver) { result in
                 unanswered -= 1
                 switch result {
                 case .failure(let error): failure = error

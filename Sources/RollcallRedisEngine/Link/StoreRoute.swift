@@ -61,6 +61,12 @@ enum StoreRoute {
         send(.script(script.store, arguments: arguments), as: { _ in script.redis }, completion: completion)
     }
 
+    /// Runs `command`, a call of `script` as its Swift call builder made it, routed as a store
+    /// call's script (the link's own loops reuse the engine's builders this way).
+    func run(_ command: StoreCommand, of script: LuaScript, completion: @escaping RedisConnection.Completion) {
+        send(command, as: { _ in script.redis }, completion: completion)
+    }
+
     /// Sends one plain command, routed as a store call's.
     func send(_ words: [[UInt8]], completion: @escaping RedisConnection.Completion) {
         send(.command(words), as: { RedisScript($0.source) }, completion: completion)
