@@ -242,8 +242,7 @@ extension ClusterSessions {
         case .adopted:
             // Resumed on another node: this node's copy goes without a word (a connection it
             // still had — this node had stopped beating for a while — closes with 1001).
-            forgetStaleCopy(session)
-            if let connection { broker.close(connection, .shutdown, reason: "session resumed on another node") }
+            dropStaleCopy(session, reason: "session resumed on another node")
         case .end(_, let code, let reason) where code == .disconnectedByServer:
             // The server API's disconnectUser: as logout, with the reason in the close frame.
             broker.disconnect(session, reason: reason ?? DisconnectUserRequest.defaultReason)
@@ -251,6 +250,14 @@ extension ClusterSessions {
             broker.end(session, .closed)
             if let connection { broker.close(connection, code, reason: "too many sessions for this user") }
         }
+    }
+
+    /// Forgets this node's copy of a session that is no longer its own (``forgetStaleCopy(_:)``)
+    /// and closes its connection, if it still has one, with 1001 and `reason`.
+    func dropStaleCopy(_ session: Session, reason: String) {
+        let connection = session.connection
+        forgetStaleCopy(session)
+        if let connection { broker.close(connection, .shutdown, reason: reason) }
     }
 
     /// Forgets this node's copy of a session another node has taken over, without a word to

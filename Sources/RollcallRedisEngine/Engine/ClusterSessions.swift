@@ -41,16 +41,14 @@ final class ClusterSessions: SessionEngine {
         flushRound = KeyGroupRound(count: presence.keys.groups.count, roundSeconds: Self.flushRoundSeconds(cluster),
                                    tickSeconds: cluster.heartbeatSeconds)
         presence.onSessionNoLongerHere = { [unowned self] session, owner in
-            // As when an `adopted` message says so: this node's copy goes without a word to
-            // Redis, and the client resumes where the session is (or logs in afresh).
-            let connection = session.connection
-            forgetStaleCopy(session)
-            let why = switch owner {
+            // As when an `adopted` message says so: the client resumes where the session is
+            // (or logs in afresh).
+            let reason = switch owner {
             case nil: "session no longer in the cluster"
             case ""?: "session handed over"
             default: "session resumed on another node"
             }
-            if let connection { broker.close(connection, .shutdown, reason: why) }
+            dropStaleCopy(session, reason: reason)
         }
     }
 
