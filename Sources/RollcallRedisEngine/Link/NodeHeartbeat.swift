@@ -161,11 +161,12 @@ package final class NodeHeartbeat {
                   let count = elements.first?.integer else { return }
             answeredError = nil
             lastTakenBeatSentAt = max(lastTakenBeatSentAt ?? sentAt, sentAt)
-            if elements.count > 3, let time = elements[3].integer { latestTakenBeatTime = max(latestTakenBeatTime ?? time, time) }
+            let time = elements.count > 3 ? elements[3].integer : nil
+            if let time { latestTakenBeatTime = max(latestTakenBeatTime ?? time, time) }
             let markedDead = elements.count > 2 && elements[2].integer == 2
             let readded = elements.count > 2 && elements[2].integer == 1 && beats > 0
             beats += 1
-            if !markedDead, elements.count > 4, let time = elements[3].integer, let pairs = elements[4].elements {
+            if !markedDead, let time, elements.count > 4, let pairs = elements[4].elements {
                 var ages: [String: Int64] = [:]
                 for index in stride(from: 0, to: pairs.count - 1, by: 2) {
                     if let node = pairs[index].text, let age = pairs[index + 1].integer { ages[node] = age }
