@@ -354,11 +354,13 @@ package enum SessionScripts {
           if groups > 1 then redis.call('SET', tag .. 'fence:' .. ARGV[i], ARGV[i + 1], 'PX', math.max(600000, 10 * timeout)) end
         end
         local ended = {}
-        for _, id in ipairs(redis.call('ZRANGEBYSCORE', held, '-inf', now, 'LIMIT', 0, limit)) do
+        local due = redis.call('ZRANGEBYSCORE', held, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+        for i = 1, #due, 2 do
+          local id, deadline = due[i], tonumber(due[i + 1])
           local f = redis.call('HMGET', tag .. 's:' .. id, 'user', 'node', 'token')
           if not f[1] then
             redis.call('ZREM', held, id)
-          elseif f[2] == '' or tonumber(redis.call('ZSCORE', held, id)) <= now - timeout then
+          elseif f[2] == '' or deadline <= now - timeout then
             -- With no node; or a node that should have ended it a node timeout ago and did not:
             -- it no longer has the session (Redis went back in time under it, or took a claim
             -- back after its `adopted` went out), or cannot reach Redis (its end, retried, then
