@@ -17,7 +17,6 @@ struct ClusterRollbackTests {
     func aRollbackIsTreatedAsADataLoss() throws {
         // A presence timeout of 2 s: the lost state's sessions, handed over, time out soon.
         let cluster = try ClusterProcess(config: BrokerProcess.merge(ServerAPIRequest.config, ["presence": ["timeoutSeconds": 2]]))
-        let prefix = cluster.keyPrefix
         let alice = try cluster.session("alice", node: 0)
         #expect(try alice.join("lobby", state: ["mood": "snapshot"]).ok)
         #expect(try RedisWire.command(port: cluster.redisPort, ["SAVE"]) == "+OK")
@@ -28,13 +27,7 @@ struct ClusterRollbackTests {
         let bob = try cluster.session("bob", node: 1)
         #expect(try bob.join("lobby").ok)
         #expect(try alice.channelOp("setState", "lobby", ["state": stateJSON(["mood": "lost"])]).ok)
-        let beatenTwice = eventually(timeout: 10) {
-            (1...3).allSatisfy { node in
-                let text = try? RedisWire.bulk(port: cluster.redisPort, ["HGET", prefix + "{0}node:n\(node)", "lastHeartbeat"])
-                return (text.flatMap { Int64($0) } ?? 0) > savedAt + 1500
-            }
-        }
-        #expect(beatenTwice)
+        #expect(everyNodeBeat(after: savedAt + 1500, in: cluster, timeout: 10))
 
         _ = try? RedisWire.command(port: cluster.redisPort, ["SHUTDOWN", "NOSAVE"])
         try cluster.redis.startAgainAfterShutdown()
@@ -71,7 +64,6 @@ struct ClusterRollbackTests {
     @Test("Redis back on a snapshot taken just before it stopped: no session closes, nothing is counted")
     func aShortLossIsNoRollback() throws {
         let cluster = try ClusterProcess(config: ServerAPIRequest.config)
-        let prefix = cluster.keyPrefix
         let alice = try cluster.session("alice", node: 0)
         #expect(try alice.join("lobby").ok)
         #expect(try RedisWire.command(port: cluster.redisPort, ["SAVE"]) == "+OK")
@@ -80,13 +72,7 @@ struct ClusterRollbackTests {
         let restartedAt = try redisTime(cluster)
         // Every node beats for two node timeouts after the restart: a rollback would have been
         // noticed by then.
-        let beatOn = eventually(timeout: 15) {
-            (1...3).allSatisfy { node in
-                let text = try? RedisWire.bulk(port: cluster.redisPort, ["HGET", prefix + "{0}node:n\(node)", "lastHeartbeat"])
-                return (text.flatMap { Int64($0) } ?? 0) > restartedAt + 2000
-            }
-        }
-        #expect(beatOn, "\(cluster.describeNodes())")
+        #expect(everyNodeBeat(after: restartedAt + 2000, in: cluster, timeout: 15), "\(cluster.describeNodes())")
         #expect(alice.closeInfo == nil, "alice's session goes on: \(String(describing: alice.closeInfo))")
         for node in 0..<3 {
             #expect((try cluster.node(node).metric("rollcall_cluster_data_losses_total") ?? -1) == 0, "n\(node + 1) counted no loss")
@@ -117,6 +103,16 @@ struct ClusterRollbackTests {
         #expect(closed.code == 1001 && closed.reason == "session no longer in the cluster", "\(closed)")
         #expect((try cluster.node(0).metric("rollcall_cluster_sessions_lost_total") ?? 0) == 1)
         #expect(try bob.join("elsewhere").ok, "bob's session on the same node goes on")
+    }
+
+    /// Waits until Redis holds a beat later than `time` (Redis ms) of each of the three nodes.
+    private func everyNodeBeat(after time: Int64, in cluster: ClusterProcess, timeout: TimeInterval) -> Bool {
+        eventually(timeout: timeout) {
+            (1...3).allSatisfy { node in
+                let text = try? RedisWire.bulk(port: cluster.redisPort, ["HGET", cluster.keyPrefix + "{0}node:n\(node)", "lastHeartbeat"])
+                return (text.flatMap { Int64($0) } ?? 0) > time
+            }
+        }
     }
 
     /// Redis' clock, in milliseconds.
