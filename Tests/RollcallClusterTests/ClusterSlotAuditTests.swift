@@ -17,13 +17,6 @@ struct ClusterSlotAuditTests {
     // control tag, group 0's (session 43). No script crosses; that is what lets a broker run on
     // Redis Cluster with one group (KeyGroups.init(for:)).
 
-    /// Scripts run by the nodes' timers (reaper, flushes): whether this scenario runs
-    /// them depends on timing, so they are not judged here. (`session.declareDead` runs at
-    /// every tick and `session.reaped` after a death: they are judged, and must keep to the
-    /// control slot; so is `status.sweep`, one call per key group since session 44;
-    /// `ClusterReaperAcrossGroupsTests` judges `reapGroup` and `handOver`.)
-    static let runByTimers: Set<String> = ["session.reapGroup", "presence.overdue", "presence.overdueExpiries", "presence.flush"]
-
     /// Sends `op`, waits for its reply and expects it ok.
     private func attempt(_ bed: ClusterBed, _ client: ClusterBed.Client, _ op: String, _ arguments: [String: JSON] = [:]) throws -> JSON {
         let reply = try bed.request(client, op, arguments)
@@ -86,20 +79,17 @@ struct ClusterSlotAuditTests {
     }
 
     /// The scripts that still cross slots when users' keys are spread over Redis Cluster's 1024
-    /// key groups, in ``usersAcrossKeyGroups()`` (no hold or resume: their channel keys are
-    /// built for one group until step 2). Each crosses because of other owners' keys:
-    /// `P nodes`/`P hm:` (`session.*`). (`presence.join`, `leave`, `setState` left it: fence
-    /// copies in the channel's slot, the user's side in `presence.userSide`, docs/cluster.md
-    /// step 1; `api.info` left it in session 43: the nodes on the control slot, then
-    /// `api.groupSessions` per group; `status.subscribe`/`unsubscribe` too: the target's side
-    /// written on its own slot.)
-    /// (`status.setCustom` left it: the node publishes to the subscribers' inboxes, and the
-    /// script no longer reads whether they have sessions, docs/cluster.md "Delivery".
-    /// `session.start` left it in session 45: the node passes its liveness in, checked against
-    /// the fence marks of the user's group.)
-    static let notSplitYetAcrossUserGroups: Set<String> = [
-        "session.end",
-    ]
+    /// key groups, in ``usersAcrossKeyGroups()``: none since session 46. How each left the
+    /// list: `presence.join`, `leave`, `setState` (session 43: fence copies in the channel's
+    /// slot, the user's side in `presence.userSide`, docs/cluster.md step 1); `api.info`
+    /// (session 43: the nodes on the control slot, then `api.groupSessions` per group);
+    /// `status.subscribe`/`unsubscribe` (the target's side written on its own slot);
+    /// `status.setCustom` (the node publishes to the subscribers' inboxes, docs/cluster.md
+    /// "Delivery"); `session.start` (session 45: the node passes its liveness in, checked
+    /// against the fence marks of the user's group); `session.end` (session 46: the messages
+    /// kept for a held session moved into its channels, `ClusterKeptMessagesTests` runs a hold
+    /// and a resume under the audit).
+    static let notSplitYetAcrossUserGroups: Set<String> = []
 
     @Test("users' scripts with 1024 key groups: those about one user run on its slot, the rest are listed")
     func usersAcrossKeyGroups() throws {
@@ -164,7 +154,8 @@ struct ClusterSlotAuditTests {
         let alicesStream = keys.user(Name(unchecked: "alice")).group + "wh"
         #expect(try bed.redis.command(["XLEN", alicesStream]) != ":0", "\(alicesStream)")
         #expect(try bed.redis.command(["XLEN", keys.webhookStream(group: 0)]) == ":0")
-        let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript).subtracting(Self.runByTimers)
+        // The timers' scripts are judged too: with 1024 groups none may cross either (session 46).
+        let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript)
         let expected = Self.notSplitYetAcrossUserGroups
         #expect(crossing == expected,
                 "crossing but not listed: \(crossing.subtracting(expected).sorted()); listed but not crossing: \(expected.subtracting(crossing).sorted())")
@@ -201,7 +192,6 @@ struct ClusterSlotAuditTests {
                                     "presence.overdue", "presence.overdueExpiries", "api.channels"]
         let crossing = try bed.crossSlotScripts(among: LuaScriptTests.everyEngineScript)
         #expect(crossing.isDisjoint(with: oneSlot), "\(crossing.intersection(oneSlot).sorted())")
-        let listed = Self.notSplitYetAcrossUserGroups.union(Self.runByTimers)
-        #expect(crossing.isSubset(of: listed), "\(crossing.subtracting(listed).sorted())")
+        #expect(crossing.isEmpty, "\(crossing.sorted())")
     }
 }

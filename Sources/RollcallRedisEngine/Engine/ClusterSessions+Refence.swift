@@ -9,11 +9,12 @@ extension ClusterSessions {
     /// Whether the node refences channels itself (more than one key group).
     var refencesChannels: Bool { keys.groups.count > 1 }
 
-    /// `presence.refence` of `sessionId` in each of `channels`: `owner` (`''`: none), held or live.
+    /// `presence.refence` of `sessionId` in each of `channels`: `owner` (`''`: none), held or
+    /// live; `kept`: what happens to the messages each channel kept for it.
     func refence(_ sessionId: String, in channels: [ChannelKey], owner: String, held: Bool,
-                 then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+                 kept: PresenceScripts.KeptMessagesStep = .leave, then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
         guard !channels.isEmpty else { return done(.success([])) }
-        call(channels.map { PresenceScripts.refence(channelBase: keys.channel($0).base, session: sessionId, owner: owner, held: held) },
+        call(channels.map { PresenceScripts.refence(channelBase: keys.channel($0).base, session: sessionId, owner: owner, held: held, kept: kept) },
              then: done)
     }
 
@@ -21,13 +22,13 @@ extension ClusterSessions {
     /// answers (each counted: ``BrokerMetrics/clusterRefencesUnanswered``); the script is
     /// idempotent. `then` runs once it was answered.
     func refenceUntilAnswered(_ sessionId: String, in channels: [ChannelKey], owner: String, held: Bool,
-                              then: (() -> Void)? = nil) {
-        refence(sessionId, in: channels, owner: owner, held: held) { [self] result in
+                              kept: PresenceScripts.KeptMessagesStep = .leave, then: (() -> Void)? = nil) {
+        refence(sessionId, in: channels, owner: owner, held: held, kept: kept) { [self] result in
             switch result {
             case .success: then?()
             case .failure:
                 broker.metrics.clusterRefencesUnanswered += 1
-                unfinishedEnds.append { [self] in refenceUntilAnswered(sessionId, in: channels, owner: owner, held: held, then: then) }
+                unfinishedEnds.append { [self] in refenceUntilAnswered(sessionId, in: channels, owner: owner, held: held, kept: kept, then: then) }
             }
         }
     }

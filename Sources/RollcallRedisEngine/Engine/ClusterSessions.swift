@@ -114,7 +114,8 @@ final class ClusterSessions: SessionEngine {
                 }
                 // The channels are in other slots: their fence copies name this node before the
                 // resume is answered, so no earlier owner acts there after it (docs/cluster.md step 1).
-                refence(sessionId, in: reply.channels.map(\.0), owner: nodeId, held: false) { [self] refenced in
+                refence(sessionId, in: reply.channels.map(\.0), owner: nodeId, held: false,
+                        kept: .take(claim: newTokenHash, markMs: cancelMarkMs)) { [self] refenced in
                     switch refenced {
                     case .failure(let failure):
                         cancelClaim(of: request.userId, tokenHash: tokenHash, newTokenHash: newTokenHash)
@@ -164,7 +165,7 @@ final class ClusterSessions: SessionEngine {
             return
         }
         let timeoutMs = requestedTimeoutMs ?? (reply.presenceTimeoutMs ?? configuration.presence.timeoutSeconds.milliseconds)
-        let kept = (events: reply.keptEvents, dropped: reply.dropped)
+        let kept = reply.kept.delivered(within: configuration.limits.heldMessageBytes)
         if let local = broker.directory.session(id: sessionId), local.isHeld {
             if reply.previousNode == nodeId {
                 presence.messagesSeenBeforeResume(local, reply.messageNumbers)
@@ -267,7 +268,8 @@ final class ClusterSessions: SessionEngine {
                 // live for messages, so they are refenced as after an orphaning.
                 let reply = replies.first ?? .null
                 guard refencesChannels, reply[0].text == "held", let sessionId = reply[1].text else { return }
-                refenceOrphans([(sessionId, ClusterKeys.channels(fromIds: reply[2]))])
+                refenceUntilAnswered(sessionId, in: ClusterKeys.channels(fromIds: reply[2]), owner: "", held: true,
+                                     kept: .restore(claim: newTokenHash))
             }
         }
     }
@@ -277,7 +279,7 @@ final class ClusterSessions: SessionEngine {
     /// follows, `offline` after the last session); if not, it will refuse.
     func cancelStart(_ sessionId: String, user: Name) {
         let cancel = SessionScripts.cancelStart(prefix: keys.prefix, session: keys.user(user).session(sessionId), node: nodeId,
-                                                markMs: cancelMarkMs)
+                                                markMs: cancelMarkMs, groups: keys.groups.count)
         call([cancel]) { [self] result in
             switch result {
             case .failure:

@@ -30,23 +30,30 @@ extension PresenceScripts {
     /// A session's fence copy in one channel it joined, after a claim, a hold or an orphaning
     /// changed who owns it: `owner` (`''`: held with no node) becomes the copy, and `held` (1:
     /// held, 0: live) its place among the channel's live message sessions (`:hm`, `ml`), as
-    /// the session scripts' `markHeld`/`markLive` do on one group. Returns `{'notin'}` (it left
-    /// the channel meanwhile: nothing to fence), or `{'ok', flags, message number}`: its join
-    /// flags and the channel's `mq`, what a claim answers. Idempotent.
+    /// the session scripts' `markHeld`/`markLive` do on one group. A claim's refence (`claim`:
+    /// its new token's hash) also takes the messages the channel kept for the session
+    /// (``KeptMessageScripts``, kept `markMs` in case the claim is made void); the refence
+    /// after a void claim (`restore`: that claim's hash) puts them back. Returns `{'notin'}`
+    /// (it left the channel meanwhile: nothing to fence), or `{'ok', flags, message number,
+    /// kept entries, dropped}`: its join flags and the channel's `mq`, what a claim answers.
+    /// Idempotent, but for the take, which a claim sends once.
     static let refence = LuaScript("presence.refence", parameters: [
-        .key("channelBase"), .text("session"), .text("owner"), .number("held"),
-    ], body: """
+        .key("channelBase"), .text("session"), .text("owner"), .number("held"), .text("claim"), .text("restore"), .number("markMs"),
+    ], library: KeptMessageScripts.library, body: """
         local flags = redis.call('HGET', channelBase .. ':s', session)
         if not flags then return {'notin'} end
         redis.call('HSET', channelBase .. ':o', session, owner)
+        local entries, dropped = {}, 0
         if string.find(flags, 'm', 1, true) then
           if held == 1 then
             if redis.call('SADD', channelBase .. ':hm', session) == 1 then redis.call('HINCRBY', channelBase, 'ml', -1) end
           elseif redis.call('SREM', channelBase .. ':hm', session) == 1 then
             redis.call('HINCRBY', channelBase, 'ml', 1)
           end
+          if restore ~= '' then restoreKept(channelBase, session, restore) end
+          if claim ~= '' then entries, dropped = takeKept(channelBase, session, claim, markMs) end
         end
-        return {'ok', flags, tonumber(redis.call('HGET', channelBase, 'mq') or '0')}
+        return {'ok', flags, tonumber(redis.call('HGET', channelBase, 'mq') or '0'), entries, dropped}
         """)
 
     /// What `presence.userSide` does (``userSide``).
@@ -69,9 +76,27 @@ extension PresenceScripts {
                           "sessionChannels": indexes.sessionChannels, "userChannels": indexes.userChannels, "channelId": channelId])
     }
 
+    /// What a `presence.refence` does with the messages the channel kept for the session.
+    enum KeptMessagesStep {
+        /// Nothing.
+        case leave
+        /// A claim (its new token's hash) takes them, kept `markMs` for a cancel.
+        case take(claim: String, markMs: Int64)
+        /// The claim (its new token's hash) was made void: what it took goes back.
+        case restore(claim: String)
+    }
+
     /// `presence.refence`: `session`'s fence copy in the channel whose hash is `channelBase`
-    /// becomes `owner` (`''`: none), held or live.
-    static func refence(channelBase: String, session: String, owner: String, held: Bool) -> StoreCommand {
-        refence.command(["channelBase": channelBase, "session": session, "owner": owner, "held": held])
+    /// becomes `owner` (`''`: none), held or live; `kept` says what happens to the messages the
+    /// channel kept for it.
+    static func refence(channelBase: String, session: String, owner: String, held: Bool, kept: KeptMessagesStep = .leave) -> StoreCommand {
+        var (claim, restore, markMs) = ("", "", Int64(0))
+        switch kept {
+        case .leave: break
+        case .take(let hash, let ms): (claim, markMs) = (hash, ms)
+        case .restore(let hash): restore = hash
+        }
+        return refence.command(["channelBase": channelBase, "session": session, "owner": owner, "held": held,
+                                "claim": claim, "restore": restore, "markMs": markMs])
     }
 }

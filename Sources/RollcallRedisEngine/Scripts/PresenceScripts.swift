@@ -96,8 +96,9 @@ enum PresenceScripts {
         -- A later join of the session here is a first join again.
         redis.call('HDEL', ch.owners, session)
         -- A held session was already out of the live count.
-        if countsForMessages(flags) and redis.call('SREM', ch.base .. ':hm', session) == 0 then
-          redis.call('HINCRBY', ch.base, 'ml', -1)
+        if countsForMessages(flags) then
+          if redis.call('SREM', ch.base .. ':hm', session) == 0 then redis.call('HINCRBY', ch.base, 'ml', -1) end
+          forgetKept(ch.base, session)
         end
         if sessionChannels ~= '' then redis.call('SREM', sessionChannels, ch.id) end
         -- The third element: 1 when the user left the channel (its `uc:` entry goes), for the
@@ -176,21 +177,21 @@ enum PresenceScripts {
           if redis.call('HLEN', tokens) >= 4096 then redis.call('DEL', tokens) end
           redis.call('HSET', tokens, session, token)
         end
-        -- Held sessions keep it for their resume, up to heldMessageBytes each (PROTOCOL §5).
-        -- The event names them (`kept`; those it did not fit too, their resume counts it), so
-        -- that a node where one of them has resumed by the time the event arrives does not
-        -- deliver it again, and the node that held one keeps only what Redis did not.
-        local kept = {}
-        \(ClusterKeys.luaControlTag)
+        -- Held sessions keep it for their resume, here in the channel, up to heldMessageBytes
+        -- each (PROTOCOL §5; ``KeptMessageScripts``: the resume applies the limit across
+        -- channels). The event names them (`kept`; those it did not fit too, their resume
+        -- counts it), so that a node where one of them has resumed by the time the event
+        -- arrives does not deliver it again, and the node that held one keeps only what Redis
+        -- did not.
+        local kept, head = {}, nil
         for _, held in ipairs(redis.call('SMEMBERS', ch.base .. ':hm')) do
           if held ~= session then
-            local used = tonumber(redis.call('GET', control .. 'hmb:' .. held) or '0')
-            if used + #payload <= heldLimit then
-              redis.call('RPUSH', control .. 'hm:' .. held, payload)
-              redis.call('INCRBY', control .. 'hmb:' .. held, #payload)
-            else
-              redis.call('INCR', control .. 'hmd:' .. held)
+            if not head then
+              -- Redis' time and the key group's order (`P{g}kq`, in the slot of the group's
+              -- `due` bucket): how the resume orders messages kept in several channels.
+              head = now .. ' ' .. redis.call('INCR', string.sub(ch.due, 1, #ch.due - #'due') .. 'kq') .. '\\n'
             end
+            keepMessage(ch.base, held, head, payload, heldLimit)
             kept[#kept + 1] = held
           end
         end
@@ -207,7 +208,7 @@ enum PresenceScripts {
     /// What every presence script runs after its parameters (the channel's first: the
     /// ``Channel`` arguments): the channel's keys, Redis' time, and the announce/interval
     /// rules of `PresenceEngine+Changes.swift` in Lua.
-    static let library = LuaScript.lessBytes + WebhookStreamScripts.writer + """
+    static let library = LuaScript.lessBytes + WebhookStreamScripts.writer + KeptMessageScripts.library + """
         -- A channel's webhook events go into its group's stream (declared: `channelStream`).
         hookStream = channelStream
         local ch = {base = channelBase, id = channelId, events = channelEvents, due = channelDue,

@@ -63,10 +63,11 @@ extension SessionScripts {
     }
 
     /// `session.cancelStart`: the `session.start` of session `session` on `node` is void —
-    /// the session ended if it ran, refused for `markMs` if it runs later.
-    static func cancelStart(prefix: String, session: ClusterKeys.SessionKeys, node: String, markMs: Int64) -> StoreCommand {
+    /// the session ended if it ran, refused for `markMs` if it runs later. `groups`: the key
+    /// group count.
+    static func cancelStart(prefix: String, session: ClusterKeys.SessionKeys, node: String, markMs: Int64, groups: Int) -> StoreCommand {
         cancelStart.command(["record": session.record, "held": session.heldSessions, "ending": session.endingSessions, "prefix": prefix,
-                             "id": session.id, "node": node, "markMs": markMs])
+                             "id": session.id, "node": node, "markMs": markMs, "groups": groups])
     }
 
     /// `session.end`: session `session` (owned by `node`) ends for good, `kind` for its channels;

@@ -4,8 +4,9 @@ import RollcallCore
 /// positions of each script's array reply are named here and nowhere else.
 
 /// `session.claim` (a resume by token, on any node): `{outcome, session id, platform, node,
-/// presence timeout ms, channel ids, their join flags, kept message events, messages dropped,
-/// each channel's last message number}`.
+/// presence timeout ms, channel ids, their join flags, the message events its node heard
+/// before the hold, how many of those were dropped, each channel's last message number, each
+/// channel's kept entries, each channel's dropped count}`.
 /// Anything but `ok` with a session id: nothing to resume.
 struct ClaimScriptReply {
     /// `ok`, `none` (nothing to resume: read as ``ScriptOutcome/unexpected``) or `fenced`.
@@ -25,10 +26,10 @@ struct ClaimScriptReply {
     /// Per channel, the number of its last message when the claim ran (`mq`): the session got
     /// every one up to it on its old node or among ``keptEvents``, so it gets only later ones.
     var messageNumbers: [ChannelKey: Int]
-    /// `message` events kept for it in Redis while it was held, oldest first.
-    let keptEvents: [[UInt8]]
-    /// How many did not fit.
-    let dropped: Int
+    /// `message` events kept for it in Redis while it was held: what its node heard before
+    /// the hold, and what each channel kept (with more than one key group each channel's
+    /// refence answers its share: ``refenced(_:)``).
+    var kept = KeptMessages()
 
     init(_ reply: StoreReply) {
         outcome = ScriptOutcome(reply)
@@ -48,18 +49,25 @@ struct ClaimScriptReply {
             numbers[key] = Int(number)
         }
         messageNumbers = numbers
-        keptEvents = (reply[7].elements ?? []).compactMap(\.bytes)
-        dropped = Int(reply[8].integer ?? 0)
+        kept.heard = (reply[7].elements ?? []).compactMap(\.bytes)
+        kept.heardDropped = Int(reply[8].integer ?? 0)
+        for ((key, _), (entries, dropped)) in zip(channels, zip(reply[10].elements ?? [], reply[11].elements ?? [])) {
+            kept.channels[key] = KeptMessages.ChannelShare(entries: (entries.elements ?? []).compactMap(\.bytes),
+                                                           dropped: Int(dropped.integer ?? 0))
+        }
     }
 
-    /// The channels' join flags and message numbers as their `presence.refence` answered
-    /// (`replies`, one per channel of ``channels``, in order; with more than one key group the
-    /// claim reads none): a channel the session left meanwhile (`notin`) shows no flags.
+    /// The channels' join flags, message numbers and kept messages as their
+    /// `presence.refence` answered (`replies`, one per channel of ``channels``, in order; with
+    /// more than one key group the claim reads none): a channel the session left meanwhile
+    /// (`notin`) shows no flags.
     mutating func refenced(_ replies: [StoreReply]) {
         for (index, reply) in zip(channels.indices, replies) {
             let text = reply.outcome == "ok" ? reply[1].text ?? "--" : "--"
             channels[index].1 = JoinFlags(presence: text.contains("p"), messages: text.contains("m"))
             messageNumbers[channels[index].0] = Int(reply[2].integer ?? 0)
+            kept.channels[channels[index].0] = KeptMessages.ChannelShare(entries: (reply[3].elements ?? []).compactMap(\.bytes),
+                                                                         dropped: Int(reply[4].integer ?? 0))
         }
     }
 }

@@ -62,34 +62,34 @@ package enum SessionScripts {
 
     /// The node that holds session `id` hands over the messages it kept for it after its
     /// connection dropped and before its hold ran in Redis (the `rest`, oldest first; `dropped`
-    /// did not fit there): they go ahead of those Redis kept since, up to `limit` bytes in all
-    /// (the oldest stay, the rest are counted as dropped). Returns `ok`, `live` (it was resumed
-    /// on this node meanwhile: the node delivers them itself) or `gone` (ended, or on another
-    /// node). Either way a resume no longer waits for it.
+    /// did not fit there), up to `limit` bytes (the oldest stay, the rest are counted as
+    /// dropped), into the session's own `P{<g>}hm:<id>` (its user's slot): a resume delivers
+    /// them ahead of what its channels kept since (``KeptMessageScripts``). Returns `ok`,
+    /// `live` (it was resumed on this node meanwhile: the node delivers them itself) or `gone`
+    /// (ended, or on another node). Either way a resume no longer waits for it. Sent again
+    /// after it ran (its answer lost), it finds the hand-over done and changes nothing.
     static let keepHeard = LuaScript("session.keepHeard", parameters: [
         .key("record"), .text("prefix"), .text("id"), .text("node"), .number("limit"), .number("dropped"),
     ], rest: "heard", library: library, body: """
-        local key = record
+        local key, tag = record, tagOfRecord(record, id)
         if redis.call('HGET', key, 'node') ~= node then return 'gone' end
-        redis.call('HDEL', key, 'handing')
-        if tonumber(redis.call('HGET', key, 'heldUntil') or '0') == 0 then return 'live' end
-        if heard > #ARGV and dropped == 0 then return 'ok' end
-        local list = control .. 'hm:' .. id
-        local later = redis.call('LRANGE', list, 0, -1)
+        if tonumber(redis.call('HGET', key, 'heldUntil') or '0') == 0 then
+          redis.call('HDEL', key, 'handing')
+          return 'live'
+        end
+        if redis.call('HDEL', key, 'handing') == 0 then return 'ok' end
+        local list, bytes, lost = tag .. 'hm:' .. id, 0, dropped
         redis.call('DEL', list)
-        local bytes, lost = 0, dropped
-        local function keep(message)
-          if bytes + #message <= limit then
-            redis.call('RPUSH', list, message)
-            bytes = bytes + #message
+        for i = heard, #ARGV do
+          if bytes + #ARGV[i] <= limit then
+            redis.call('RPUSH', list, ARGV[i])
+            bytes = bytes + #ARGV[i]
           else
             lost = lost + 1
           end
         end
-        for i = heard, #ARGV do keep(ARGV[i]) end
-        for _, message in ipairs(later) do keep(message) end
-        redis.call('SET', control .. 'hmb:' .. id, bytes)
-        if lost > 0 then redis.call('INCRBY', control .. 'hmd:' .. id, lost) end
+        redis.call('DEL', tag .. 'hmd:' .. id)
+        if lost > 0 then redis.call('SET', tag .. 'hmd:' .. id, lost) end
         return 'ok'
         """)
 
@@ -98,10 +98,13 @@ package enum SessionScripts {
     /// this claim before it ran: ``cancelClaim``), `fenced` (as `session.start`), `wait` (the
     /// node that holds it, alive, has not handed over what it heard before the hold yet:
     /// ``hold``; asked again shortly, it changed nothing), or `ok`, id,
-    /// platform, previous node, timeout ms, channel ids, their join flags, the messages kept for
-    /// it and how many were dropped. The node that claimed tells the previous node (another one)
-    /// `adopted <id> <token>` (the hash claimed) once it has the answer. The
-    /// messages handed over stay in `P hmc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
+    /// platform, previous node, timeout ms, channel ids, their join flags, the messages its
+    /// node heard before the hold and how many of those were dropped, each channel's message
+    /// number, and what each channel kept for it (entries, dropped: ``KeptMessageScripts``;
+    /// with more than one key group each channel's refence answers it instead). The node that
+    /// claimed tells the previous node (another one) `adopted <id> <token>` (the hash claimed)
+    /// once it has the answer. The messages handed over stay in `P{<g>}hmc:<id>` and each
+    /// channel's `:kc:<id>` for `markMs`, for a ``cancelClaim`` to put back.
     ///
     /// With more than one key group the liveness it reads is passed in: `liveAt` (as for
     /// ``start``) and, as the rest, the live nodes' beat ages (node, ms) from this node's
@@ -155,28 +158,30 @@ package enum SessionScripts {
         redis.call('SADD', tag .. 'ns:' .. node, id)
         markLive(id, tag, node)
         local channels = redis.call('SMEMBERS', tag .. 'sc:' .. id)
-        local flags, numbers = {}, {}
+        local flags, numbers, keptHere, droppedHere = {}, {}, {}, {}
         -- With more than one key group the channels are in other slots: the node sends each
-        -- one `presence.refence`, which answers these (`--` and 0 here).
+        -- one `presence.refence`, which answers these (`--`, 0 and nothing here).
         for i, channel in ipairs(channels) do
-          flags[i], numbers[i] = '--', 0
+          flags[i], numbers[i], keptHere[i], droppedHere[i] = '--', 0, {}, 0
           if groups <= 1 then
-            flags[i] = redis.call('HGET', channelBaseOf(channel) .. ':s', id) or '--'
-            numbers[i] = tonumber(redis.call('HGET', channelBaseOf(channel), 'mq') or '0')
+            local base = channelBaseOf(channel)
+            flags[i] = redis.call('HGET', base .. ':s', id) or '--'
+            numbers[i] = tonumber(redis.call('HGET', base, 'mq') or '0')
+            if string.find(flags[i], 'm', 1, true) then keptHere[i], droppedHere[i] = takeKept(base, id, newToken, markMs) end
           end
         end
-        local messages = redis.call('LRANGE', control .. 'hm:' .. id, 0, -1)
-        local dropped = tonumber(redis.call('GET', control .. 'hmd:' .. id) or '0')
+        local messages = redis.call('LRANGE', tag .. 'hm:' .. id, 0, -1)
+        local dropped = tonumber(redis.call('GET', tag .. 'hmd:' .. id) or '0')
         -- Handed over, and kept a while in case this claim's answer is lost (`cancelClaim`).
-        -- (`P hmc:<id>`: how many were dropped, then the messages.)
-        local handed = control .. 'hmc:' .. id
-        redis.call('DEL', handed, control .. 'hmb:' .. id, control .. 'hmd:' .. id)
-        if #messages > 0 then redis.call('RENAME', control .. 'hm:' .. id, handed) end
+        -- (`P{<g>}hmc:<id>`: how many were dropped, then the messages.)
+        local handed = tag .. 'hmc:' .. id
+        redis.call('DEL', handed, tag .. 'hmd:' .. id)
+        if #messages > 0 then redis.call('RENAME', tag .. 'hm:' .. id, handed) end
         if #messages > 0 or dropped > 0 then
           redis.call('LPUSH', handed, dropped)
           redis.call('PEXPIRE', handed, markMs)
         end
-        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped, numbers}
+        return {'ok', id, f[2], f[3], tonumber(f[5]), channels, flags, messages, dropped, numbers, keptHere, droppedHere}
         """)
 
     /// A claim this node gave up on (its answer was lost or late: the client was answered
@@ -186,13 +191,16 @@ package enum SessionScripts {
     /// client's retry resumes it, or the reaper times it out. If it has not run yet, a mark
     /// (`P{<g>}cancel:t:<newToken>`, in the user's group, for `markMs`) makes it find nothing when it does. Returns
     /// `{'held', id, channels}` (with more than one key group the node refences the session's
-    /// channels, as the claim's refence made them name it: ``ClusterSessions``), `marked`, or
-    /// `gone` (the session moved on: ended, or taken over again).
+    /// channels, as the claim's refence made them name it, and puts back what each channel's
+    /// refence took: ``ClusterSessions``), `marked`, or `gone` (the session moved on: ended,
+    /// or taken over again).
     static let cancelClaim = LuaScript("session.cancelClaim", parameters: [
         .key("tokenKey"), .key("newTokenKey"), .key("cancelMark"), .text("prefix"), .text("token"), .text("newToken"), .text("node"), .number("markMs"),
         .number("groups"),
     ], library: library, body: """
-        if redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return 'gone' end
+        -- Redis lost the cluster's data (read with one key group; with more, `meta` is in
+        -- another slot, and what a wiped Redis gets is a mark that expires).
+        if groups <= 1 and redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return 'gone' end
         local entry = redis.call('GET', newTokenKey)
         if not entry then
           redis.call('SET', cancelMark, '1', 'PX', markMs)
@@ -212,17 +220,20 @@ package enum SessionScripts {
           redis.call('ZADD', tag .. 'held', deadline, id)
           redis.call('SREM', tag .. 'ns:' .. node, id)
           markHeld(id, tag, '')
-          if groups > 1 then channels = redis.call('SMEMBERS', tag .. 'sc:' .. id) end
         end
-        -- The messages the claim handed over come first, before any kept since.
-        local handed = redis.call('LRANGE', control .. 'hmc:' .. id, 0, -1)
-        redis.call('DEL', control .. 'hmc:' .. id)
+        -- The messages the claim handed over come first, before any kept since: its node's
+        -- here, each channel's by `restoreKept` (in this script with one key group; with
+        -- more, the node's refence of each channel).
+        if groups > 1 then
+          channels = redis.call('SMEMBERS', tag .. 'sc:' .. id)
+        else
+          for _, channel in ipairs(redis.call('SMEMBERS', tag .. 'sc:' .. id)) do restoreKept(channelBaseOf(channel), id, newToken) end
+        end
+        local handed = redis.call('LRANGE', tag .. 'hmc:' .. id, 0, -1)
+        redis.call('DEL', tag .. 'hmc:' .. id)
         if #handed > 0 then
-          for i = #handed, 2, -1 do redis.call('LPUSH', control .. 'hm:' .. id, handed[i]) end
-          redis.call('INCRBY', control .. 'hmd:' .. id, tonumber(handed[1]))
-          local bytes = 0
-          for _, message in ipairs(redis.call('LRANGE', control .. 'hm:' .. id, 0, -1)) do bytes = bytes + #message end
-          redis.call('SET', control .. 'hmb:' .. id, bytes)
+          for i = #handed, 2, -1 do redis.call('LPUSH', tag .. 'hm:' .. id, handed[i]) end
+          redis.call('INCRBY', tag .. 'hmd:' .. id, tonumber(handed[1]))
         end
         return {'held', id, channels}
         """)
@@ -232,9 +243,9 @@ package enum SessionScripts {
     /// the node then sends `status.ended`; it joined no channel); if not, a mark
     /// (`P cancel:s:<id>`, for `markMs`) makes it refuse when it runs (`{'marked'}`).
     static let cancelStart = LuaScript("session.cancelStart", parameters: [
-        .key("record"), .key("held"), .key("ending"), .text("prefix"), .text("id"), .text("node"), .number("markMs"),
+        .key("record"), .key("held"), .key("ending"), .text("prefix"), .text("id"), .text("node"), .number("markMs"), .number("groups"),
     ], library: library, body: """
-        if redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return {'gone'} end
+        if groups <= 1 and redis.call('HEXISTS', control .. 'meta', 'epoch') == 0 then return {'gone'} end
         local tag = tagOfRecord(record, id)
         local f = redis.call('HMGET', record, 'user', 'node', 'token')
         if not f[1] then
@@ -407,7 +418,7 @@ package enum SessionScripts {
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
     /// `markLive`, `forget`, `orphan`, and ``SessionScriptKeys``'; every script has a `prefix`
     /// parameter); the start check (`ClusterStartCheck`) uses them too.
-    package static let library = KeyGroups.luaChannelBaseOfOneGroup + SessionScriptKeys.library + """
+    package static let library = KeyGroups.luaChannelBaseOfOneGroup + SessionScriptKeys.library + KeptMessageScripts.library + """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -427,8 +438,8 @@ package enum SessionScripts {
           return not death or tonumber(death) < liveAt
         end
 
-        -- A held session keeps its `message` events in `P hm:<id>` (the publish script
-        -- appends them); it no longer counts among a channel's live message sessions. Its fence
+        -- A held session's `message` events are kept by each channel (``KeptMessageScripts``;
+        -- the publish script appends them); it no longer counts among a channel's live message sessions. Its fence
         -- copy in each channel becomes `owner` (nil: unchanged). In this script with one key
         -- group (the channels share the session's slot); with more, the node sends each
         -- channel `presence.refence` after the answer (docs/cluster.md, step 1).
@@ -454,7 +465,8 @@ package enum SessionScripts {
         local function markLive(id, tag, owner) refenceChannels(id, tag, owner, false) end
 
         local function forget(tag, id, user, node, token)
-          redis.call('DEL', control .. 'hm:' .. id, control .. 'hmb:' .. id, control .. 'hmd:' .. id, control .. 'hmc:' .. id)
+          -- What each channel kept for it goes with the leave of each channel that follows.
+          redis.call('DEL', tag .. 'hm:' .. id, tag .. 'hmd:' .. id, tag .. 'hmc:' .. id)
           redis.call('DEL', tag .. 's:' .. id)
           redis.call('ZREM', userSessions(tag, user), id)
           redis.call('DEL', tag .. 'tok:' .. token)
