@@ -6,8 +6,8 @@
 ///   sentinels name (``RedisSentinelSet``), found again after every loss;
 /// - `redis+cluster://[user:password@]host:port[,host:port…]` or `rediss+cluster://…` (TLS to
 ///   every node): a Redis Cluster (``RedisClusterSeeds``), spoken by ``RedisClusterClient``
-///   (one ``RedisConnection`` per master). The broker does not serve it yet: its engine does
-///   not shard its keys.
+///   (one ``RedisConnection`` per master); the broker spreads its keys over 1024 key groups
+///   there (docs/cluster.md, "Key groups and buckets").
 public enum RedisTarget: Equatable, CustomStringConvertible {
     /// One Redis server.
     case server(RedisEndpoint)

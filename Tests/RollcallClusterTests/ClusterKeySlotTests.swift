@@ -39,8 +39,13 @@ import Testing
         var configuration = Configuration()
         configuration.cluster.redis = "redis://127.0.0.1:6379"
         #expect(KeyGroups(for: configuration).count == 1)
-        // One group on Redis Cluster too, until no script crosses groups (KeyGroups.init(for:)).
+        // 1024 on Redis Cluster, over TLS too: no script crosses groups (KeyGroups.init(for:)).
         configuration.cluster.redis = "redis+cluster://127.0.0.1:7000,127.0.0.1:7001"
+        #expect(KeyGroups(for: configuration).count == KeyGroups.clusterCount)
+        #expect(KeyGroups(for: configuration).format == "rollcall-4/g1024")
+        configuration.cluster.redis = "rediss+cluster://127.0.0.1:7000"
+        #expect(KeyGroups(for: configuration).count == KeyGroups.clusterCount)
+        configuration.cluster.redis = "redis+sentinel://127.0.0.1:26379/main"
         #expect(KeyGroups(for: configuration).count == 1)
         configuration.cluster.keyGroupCount = 7
         #expect(KeyGroups(for: configuration).format == "rollcall-4/g7")

@@ -6,13 +6,14 @@ import Testing
 
 /// PROTOCOL §9 on a Redis Cluster (issue 30 item 5): three nodes on a Redis Cluster of their own
 /// (3 masters with a replica each, `cluster-node-timeout` 1 s), clients joined to two channels
-/// across the nodes. With one key group every key of the cluster is in the slot of `<prefix>{0}`;
-/// the master serving it is killed (-9). Its replica is promoted and, with no node restarted,
+/// across the nodes. The keys spread over the masters in 1024 key groups; the master serving
+/// the control slot `<prefix>{0}` (the cluster's `meta`, the nodes' beats, group 0's owners)
+/// is killed (-9): the one whose loss every node feels. Its replica is promoted and, with no node restarted,
 /// every node serves again within a bound derived from the timeouts: `/readyz` 200 on each, a
 /// new join on one node seen by the members on the others. No client saw a presence event twice
 /// or out of order (`Roster` over each transcript: `seq` never goes back; a resync's snapshot
 /// may skip ahead), and every roster ends equal to the channel's members.
-@Suite("Cluster on a Redis Cluster: the keys' master fails over", .serialized)
+@Suite("Cluster on a Redis Cluster: the control slot's master fails over", .serialized)
 struct ClusterRedisClusterFailoverTests {
     /// `cluster-node-timeout` of the test's Redis Cluster.
     static let clusterNodeTimeout = 1.0

@@ -105,7 +105,7 @@ extension ClusterUserStatus {
     }
 
     /// Every reaper tick: the `status.ended` commands an outage left unanswered, again; the
-    /// `status.dropSubscriber` ones (``sendDrops(_:)``); and the catch-up reads
+    /// `status.dropSubscriber` ones (``sendDrops(_:then:)``); and the catch-up reads
     /// (``resolve(_:attempt:then:)``).
     func retryUnansweredEnds() {
         let commands = unansweredEnds

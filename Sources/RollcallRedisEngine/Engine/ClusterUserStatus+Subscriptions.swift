@@ -57,22 +57,27 @@ extension ClusterUserStatus {
     }
 
     /// `me` no longer subscribes to `targets`: it leaves the subscribers of those in other key
-    /// groups than its own (its own group's script did the rest).
-    func dropSubscriber(_ me: Name, from targets: [Name]) {
+    /// groups than its own (its own group's script did the rest). `then` runs once Redis
+    /// answered (or the drops were queued to be sent again): an unsubscribe answers then, so
+    /// the client's next step (another user's subscribe to a full target) finds the room.
+    func dropSubscriber(_ me: Name, from targets: [Name], then: (() -> Void)? = nil) {
         let mine = keys.userGroup(me)
         let others = targets.filter { keys.userGroup($0) != mine }
-        guard !others.isEmpty else { return }
         sendDrops(UsersByGroup(others, groupOf: keys.userGroup).groups.map {
             UserStatusScripts.dropSubscriber(keys: keys, subscriber: me, targets: $0.users)
-        })
+        }, then: then)
     }
 
     /// Runs `status.dropSubscriber` commands; those Redis did not answer are sent again at the
-    /// next reaper tick (the script is idempotent).
-    func sendDrops(_ commands: [StoreCommand]) {
-        guard !commands.isEmpty else { return }
+    /// next reaper tick (the script is idempotent). `then` runs after the answer.
+    func sendDrops(_ commands: [StoreCommand], then: (() -> Void)? = nil) {
+        guard !commands.isEmpty else {
+            then?()
+            return
+        }
         store.call(commands) { [self] result in
             if case .failure = result { unansweredDrops += commands }
+            then?()
         }
     }
 }

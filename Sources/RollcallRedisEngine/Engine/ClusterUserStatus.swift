@@ -149,10 +149,12 @@ final class ClusterUserStatus {
         let command = UserStatusScripts.unsubscribe(keys: keys, subscriber: me, all: batch.isEmpty, targets: batch.valid)
         callScript(command, failed: { done(.failure($0)) }) { [self] reply in
             var removed = UserStatusScripts.removedTargets(reply)
-            dropSubscriber(me, from: removed)
             if batch.isEmpty { removed.sort() }
             if !removed.isEmpty { tell(me, StatusEvents.subscriptions(added: [], removed: removed), except: session.sessionId) }
-            done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
+            // Answered once the targets of other key groups dropped `me` too.
+            dropSubscriber(me, from: removed) {
+                done(.success(ClusterPresence.Answer(result: .object(["failed": .array(batch.failed)]))))
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import RollcallCore
+import RollcallRedis
 
 /// How the Redis engine spreads the keys of its owners (channels, users) over hash tags
 /// (docs/cluster.md, "Key groups"). Every key of one owner carries its group's tag
@@ -11,8 +12,7 @@ import RollcallCore
 /// On one Redis (or Sentinel) there is one group: every index is one key, as on a single
 /// server it costs nothing to keep them together. Redis Cluster is built for
 /// ``clusterCount`` groups: enough that masters share them evenly (about ±5 % with 3 masters),
-/// few enough that a reader asks each group in one batch; a broker runs with one there too
-/// until the scripts are split (``init(for:)``).
+/// few enough that a reader asks each group in one batch (``init(for:)``).
 package struct KeyGroups: Equatable, Sendable {
     /// How many groups (at least 1).
     package let count: Int
@@ -25,13 +25,19 @@ package struct KeyGroups: Equatable, Sendable {
         self.count = max(1, count)
     }
 
-    /// The groups `configuration.cluster` runs with: `keyGroupCount` when set (tests), else 1 —
-    /// on Redis Cluster too, until no script crosses two groups' slots (the slot audit's
-    /// 1024-group list is empty: docs/cluster.md, "Where the build stands"); one group puts
-    /// every key in one slot, so a broker on Redis Cluster is served by one master (and fails
-    /// over to its replica) and its ceiling does not grow with the masters yet.
+    /// The groups `configuration.cluster` runs with: `keyGroupCount` when set (tests), else
+    /// what the kind of Redis needs: ``clusterCount`` on Redis Cluster (`redis+cluster://`,
+    /// `rediss+cluster://`), where no script crosses two groups' slots since session 46 (the
+    /// slot audit's 1024-group list is empty: docs/cluster.md, "Where the build stands"), so
+    /// the keys spread over every master; 1 on one Redis or Sentinel.
     package init(for configuration: Configuration) {
-        self.init(count: configuration.cluster.keyGroupCount ?? 1)
+        if let count = configuration.cluster.keyGroupCount {
+            self.init(count: count)
+        } else if let url = configuration.cluster.redis, case .cluster? = try? RedisTarget(parsing: url) {
+            self.init(count: Self.clusterCount)
+        } else {
+            self.init(count: 1)
+        }
     }
 
     /// The group of an owner's id (FNV-1a of its bytes): 0 when there is one group.

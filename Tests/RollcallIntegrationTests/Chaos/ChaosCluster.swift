@@ -88,10 +88,18 @@ final class ChaosCluster: @unchecked Sendable {
     /// Redis Cluster master serving the slot of the keys' group (``ClusterProcess/redisPort``).
     var keysRedisPort: Int { cluster.redisPort }
 
-    /// The Redis Cluster node serving the cluster's keys now.
-    private func keysMaster() throws -> RedisServer {
+    /// The Redis a Redis fault aims at: the redis-server, or the Redis Cluster master at place
+    /// `fault.master` among the masters' ports in order now (the control slot's without one).
+    private func master(for fault: Fault) throws -> RedisServer {
         guard let redisCluster else { return cluster.redis }
-        let port = try redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")
+        let port: Int
+        if let index = fault.master {
+            let ports = try redisCluster.masterPorts()
+            guard !ports.isEmpty else { throw HarnessError("the Redis Cluster has no master with slots") }
+            port = ports[index % ports.count]
+        } else {
+            port = try redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")
+        }
         guard let node = redisCluster.node(port: port) else { throw HarnessError("no Redis Cluster node on port \(port)") }
         return node
     }
@@ -124,14 +132,14 @@ final class ChaosCluster: @unchecked Sendable {
             _ = try? RedisWire.command(port: cluster.redisPort, ["SHUTDOWN"], timeout: 5)
             _ = eventually(timeout: 10) { cluster.redis.pid == nil }
         case .pauseRedis:
-            let master = try keysMaster()
+            let master = try master(for: fault)
             master.suspend()
             lock.withLock {
                 redisPaused = true
                 downMaster = master
             }
         case .failoverRedis:
-            let master = try keysMaster()
+            let master = try master(for: fault)
             master.kill()
             lock.withLock { downMaster = master }
         }

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) import RollcallClient
 import RollcallProtocol
+import RollcallRedisEngine
 import RollcallTestSupport
 
 /// What a chaos run is asked to do.
@@ -248,6 +249,7 @@ enum ChaosRun {
             lines += shown.map { "  \($0.text)" }
             lines.append("in Redis for \(client.userId) (white-box):")
             lines += ChaosEvidence.dump(redisPort: cluster.keysRedisPort, keyPrefix: cluster.cluster.keyPrefix,
+                                        groups: KeyGroups(count: cluster.redisCluster == nil ? 1 : KeyGroups.clusterCount),
                                         user: client.userId, channels: channels).split(separator: "\n").map { "  \($0)" }
         }
         // Each node's gauges and the tail of its log (the running process's: a killed node's

@@ -13,10 +13,10 @@ enum FaultKind: String, CaseIterable, Sendable {
     case freezeLink = "freeze-link"
     /// Redis `SHUTDOWN` (the append-only file kept), started again after the fault's duration.
     case restartRedis = "restart-redis"
-    /// SIGSTOP of Redis, then SIGCONT (on a Redis Cluster: of the master serving the cluster's
-    /// keys; stopped past `cluster-node-timeout`, its replica takes over).
+    /// SIGSTOP of Redis, then SIGCONT (on a Redis Cluster: of one master, drawn by the seed;
+    /// stopped past `cluster-node-timeout`, its replica takes over).
     case pauseRedis = "pause-redis"
-    /// Redis Cluster only: `kill -9` of the master serving the cluster's keys (its replica is
+    /// Redis Cluster only: `kill -9` of one master, drawn by the seed (its replica is
     /// promoted), started again after the fault's duration (it comes back as a replica).
     case failoverRedis = "failover-redis"
 
@@ -55,11 +55,15 @@ struct Fault: CustomStringConvertible, Sendable {
     let kind: FaultKind
     /// The node (0-based) for node faults; nil for Redis faults.
     let node: Int?
+    /// On a Redis Cluster, for Redis faults: which master, as a place in the masters' ports
+    /// in order when the fault starts (the key groups spread over all of them; the first
+    /// ones' slots include the control slot `{0}` or not, as the cluster laid them out).
+    var master: Int? = nil
     let start: Double
     let duration: Double
 
     var description: String {
-        let target = node.map { "n\($0 + 1)" } ?? "redis"
+        let target = node.map { "n\($0 + 1)" } ?? master.map { "redis master \($0 + 1)" } ?? "redis"
         return String(format: "%6.2fs %@ %@ for %.2fs", start, kind.rawValue, target, duration)
     }
 }
@@ -96,7 +100,11 @@ struct ChaosSchedule: CustomStringConvertible, Sendable {
             }
             guard time + duration < length - 0.5 else { break }
             let node = kind.targetsNode ? Int(random.next() % UInt64(nodeCount)) : nil
-            faults.append(Fault(kind: kind, node: node, start: time, duration: duration))
+            var fault = Fault(kind: kind, node: node, start: time, duration: duration)
+            // Drawn only on a Redis Cluster (the kinds have failovers), so one redis-server's
+            // schedules stay as they were for every seed.
+            if !kind.targetsNode, kinds.contains(.failoverRedis) { fault.master = Int(random.next() % 3) }
+            faults.append(fault)
             time += duration + uniform(0.4, 1.5)
         }
         self.faults = faults

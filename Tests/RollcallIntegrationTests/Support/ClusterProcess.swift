@@ -119,8 +119,9 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
     func nodeURL(_ index: Int) -> String { node(index).url(path: "/v1") }
 
     /// The Redis port (for `redis-cli -p`, or ``RedisWire``): the redis-server's, or on a Redis
-    /// Cluster the port of the master that serves the cluster's keys now (with one key group
-    /// every key is in the slot of `<prefix>{0}`; 0 when no node of it answers).
+    /// Cluster the port of the master that serves the control slot now (`<prefix>{0}`: the
+    /// cluster's `meta`, `nodes` and group 0's keys; the other key groups spread over every
+    /// master; 0 when no node of it answers).
     var redisPort: Int {
         switch store {
         case .server(let server): server.port
@@ -170,12 +171,26 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         return values.isEmpty ? nil : values.reduce(0, +)
     }
 
-    /// How many sessions Redis holds (`ZCARD <prefix>held`): white-box, for waiting until the
-    /// cluster has declared a killed node dead and turned its sessions into holds (the
-    /// `rollcall_cluster_nodes` gauge can drop a moment earlier).
+    /// How many sessions Redis holds (`ZCARD <prefix>{<g>}held`, summed over the key groups):
+    /// white-box, for waiting until the cluster has declared a killed node dead and turned its
+    /// sessions into holds (the `rollcall_cluster_nodes` gauge can drop a moment earlier). On
+    /// a Redis Cluster (1024 groups) each master sums its `held` buckets, found with `KEYS`.
     func heldSessionsInRedis() -> Int? {
-        guard let reply = try? RedisWire.command(port: redisPort, ["ZCARD", keyPrefix + "{0}held"]), reply.hasPrefix(":") else { return nil }
-        return Int(reply.dropFirst())
+        switch store {
+        case .server:
+            guard let reply = try? RedisWire.command(port: redisPort, ["ZCARD", keyPrefix + "{0}held"]), reply.hasPrefix(":") else { return nil }
+            return Int(reply.dropFirst())
+        case .redisCluster(let nodes):
+            guard let masters = try? nodes.masterPorts() else { return nil }
+            let sum = "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + redis.call('ZCARD', k) end return n"
+            var total = 0
+            for port in masters {
+                guard let reply = try? RedisWire.command(port: port, ["EVAL", sum, "0", keyPrefix + "{*}held"]), reply.hasPrefix(":"),
+                      let held = Int(reply.dropFirst()) else { return nil }
+                total += held
+            }
+            return total
+        }
     }
 
     /// Sends `signal` to node `index`; for SIGKILL and SIGTERM waits (up to 10 s) for the exit.
