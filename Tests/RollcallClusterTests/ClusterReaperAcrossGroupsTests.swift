@@ -103,6 +103,64 @@ struct ClusterReaperAcrossGroupsTests {
         #expect(oneSlot.isEmpty, "\(oneSlot.sorted())")
     }
 
+    @Test("a dead node stays among the nodes being reaped until the channels of its orphaned sessions are refenced, refences lost included")
+    func aDeadNodeIsReapedOnlyOnceItsOrphansAreRefenced() throws {
+        let (bed, keys, clients) = try bedWithSessionsOnNodeTwo(prefix: "reaprf:")
+        let room = keys.channel(ChannelKey(type: .message, name: Name(unchecked: "room"))).base
+        let member = clients[0].sessionId
+        let log = keys.refenceLog(of: "n3", group: group(of: Self.users[0], keys))
+        #expect(try text(bed, "redis.call('HGET', KEYS[1], '\(member)')", of: room + ":o") == "n3")
+        // Every refence is lost (never reaches Redis) while the scanner reaps the dead node.
+        var refencesLost = 0, reapsSinceLoss = 0
+        bed.dropsStoreCall = { _, commands in
+            guard commands.contains(where: { if case .script(let script, _) = $0 { script.name == "presence.refence" } else { false } }) else {
+                return false
+            }
+            refencesLost += 1
+            return true
+        }
+        bed.beforeStoreCall = { _, commands in
+            for case .script(let script, _) in commands where script.name == "session.reapGroup" && refencesLost > 0 { reapsSinceLoss += 1 }
+        }
+        bed.stop(node: 2)
+        // Orphaned (held, no node) and logged; the refences sent again at each round, and lost.
+        try bed.pump(until: { reapsSinceLoss >= 3 * KeyGroups.clusterCount }, timeout: 10, what: "three rounds of reapGroup after a lost refence")
+        #expect(try bed.redis.command(["SISMEMBER", log, member]) == ":1", "logged in \(log)")
+        #expect(try bed.redis.command(["SISMEMBER", keys.controlTag + "reaping", "n3"]) == ":1", "still being reaped")
+        #expect(try text(bed, "redis.call('HGET', KEYS[1], '\(member)')", of: room + ":o") == "n3", "the copy names the dead node")
+        // The refences get through: the copies say held with no node, the logs empty, the node reaped.
+        bed.dropsStoreCall = nil
+        try bed.pump(until: {
+            (try? bed.redis.command(["SISMEMBER", keys.controlTag + "reaping", "n3"])) == ":0"
+        }, timeout: 10, what: "n3 reaped")
+        #expect(try bed.redis.command(["EXISTS", log]) == ":0")
+        let copy = try text(bed, "redis.call('HGET', KEYS[1], '\(member)')", of: room + ":o")
+        #expect(copy == "" || copy == "none", "held with no node (or timed out and left since): \(copy)")
+    }
+
+    @Test("an orphan's refence that comes late changes no copy that names another node: a claim elsewhere came first")
+    func aLateOrphanRefenceLeavesAClaimAlone() throws {
+        var configuration = Configuration()
+        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "reaplate:", heartbeatSeconds: 0.1)
+        let keys = ClusterKeys(prefix: "reaplate:", groups: KeyGroups(count: KeyGroups.clusterCount))
+        let alice = try bed.login("alice", on: 0)
+        #expect(try bed.request(alice, "join", ["channel": "room", "messages": true])["ok"]?.boolValue == true)
+        let room = keys.channel(ChannelKey(type: .message, name: Name(unchecked: "room"))).base
+        func refence(from node: String) throws -> String {
+            let command = PresenceScripts.refence(channelBase: room, session: alice.sessionId, owner: "", held: true, from: node)
+            return try bed.run([command], on: 1).first?[0].text ?? "?"
+        }
+        // As if n2 had been declared dead and this were its orphans' refence, sent late: the
+        // copy names n1, which has the session now.
+        #expect(try refence(from: "n2") == "moved")
+        #expect(try text(bed, "redis.call('HGET', KEYS[1], '\(alice.sessionId)')", of: room + ":o") == "n1")
+        #expect(try text(bed, "tostring(redis.call('SISMEMBER', KEYS[1], '\(alice.sessionId)'))", of: room + ":hm") == "0", "still live for messages")
+        // From the node the copy names, it applies.
+        #expect(try refence(from: "n1") == "ok")
+        #expect(try text(bed, "redis.call('HGET', KEYS[1], '\(alice.sessionId)')", of: room + ":o") == "")
+    }
+
     @Test("a node that starts again with the id of an earlier run hands over that run's sessions in every key group")
     func anEarlierRunsSessionsAreHeldInEveryGroup() throws {
         let (bed, keys, clients) = try bedWithSessionsOnNodeTwo(prefix: "regg:")

@@ -53,7 +53,7 @@ import Testing
             PresenceScripts.join, PresenceScripts.leave, PresenceScripts.setState, PresenceScripts.flush, PresenceScripts.publish,
             PresenceScripts.onlineUsers, PresenceScripts.readExpiries, PresenceScripts.snapshot, PresenceScripts.overdueExpiries,
             PresenceScripts.overdueFlushes, SessionScripts.start, SessionScripts.hold, SessionScripts.keepHeard, SessionScripts.claim, SessionScripts.cancelClaim,
-            SessionScripts.cancelStart, SessionScripts.end, SessionScripts.declareDead, SessionScripts.reapGroup, SessionScripts.reaped, SessionScripts.handOver, UserStatusScripts.started, UserStatusScripts.resumed,
+            SessionScripts.cancelStart, SessionScripts.end, SessionScripts.declareDead, SessionScripts.reapGroup, SessionScripts.refenced, SessionScripts.reaped, SessionScripts.handOver, UserStatusScripts.started, UserStatusScripts.resumed,
             UserStatusScripts.ended, UserStatusScripts.setCustomStatus, UserStatusScripts.records, UserStatusScripts.subscribe,
             UserStatusScripts.unsubscribe, UserStatusScripts.subscriptions, UserStatusScripts.resync, UserStatusScripts.sweep,
             UserStatusScripts.changedSince, UserStatusScripts.admit, UserStatusScripts.subscribeAdmitted, UserStatusScripts.dropSubscriber,

@@ -78,6 +78,10 @@ extension ClusterKeys {
     /// `P{<group>}ns:<node>`: the sessions of group `group` that `node` has (bare ids).
     func nodeSessions(of node: String, group: Int) -> String { groupTag(group) + "ns:" + node }
 
+    /// `P{<group>}rf:<node>`: the sessions of the dead `node` the reaper orphaned in group
+    /// `group` whose channels the scanner has not refenced yet (more than one key group).
+    func refenceLog(of node: String, group: Int) -> String { groupTag(group) + "rf:" + node }
+
     /// `P{<group>}ending`: group `group`'s session ends begun and not finished, by start.
     func endingSessions(group: Int) -> String { groupTag(group) + "ending" }
 

@@ -115,26 +115,34 @@ extension ClusterSessions {
                 return
             }
             var full: [Int] = []
+            var refencing: Set<String> = []
             for (group, reply) in zip(groups, replies) {
                 let reaped = ReapScriptReply(reply)
-                refenceOrphans(reaped.orphaned)
+                refenceReaped(reaped.orphaned, group: group)
+                refencing.formUnion(reaped.orphaned.map(\.node))
                 completeEnds(reaped.timedOut)
                 completeEnds(reaped.leftUnfinished, leftUnfinishedByTheirNode: true)
                 if reaped.timedOut.count >= Self.reapBatch || reaped.leftUnfinished.count >= Self.reapBatch { full.append(group) }
             }
-            countGroupsReaped(groups.count, for: reaping.map(\.node))
+            countGroupsReaped(groups.count, for: reaping.map(\.node), stillRefencing: refencing)
             if !full.isEmpty { reapGroups(full, reaping: [], endsDue: endsDue) }
         }
     }
 
     /// `count` more key groups orphaned the sessions of each of `reaping`: a node every group
-    /// has orphaned leaves `P{0}reaping` (`session.reaped`). A node no longer listed is
-    /// forgotten (another scanner finished it).
-    private func countGroupsReaped(_ count: Int, for reaping: [String]) {
+    /// has orphaned, with no session whose channels are still to be refenced, leaves
+    /// `P{0}reaping` (`session.reaped`). A node with some (`stillRefencing`) starts its count
+    /// again: the refences are confirmed in Redis, and a later round finds its logs empty. A
+    /// node no longer listed is forgotten (another scanner finished it).
+    private func countGroupsReaped(_ count: Int, for reaping: [String], stillRefencing: Set<String>) {
         guard !reaping.isEmpty else { return }
         groupsReapedFor = groupsReapedFor.filter { reaping.contains($0.key) }
         var done: [String] = []
         for node in reaping {
+            if stillRefencing.contains(node) {
+                groupsReapedFor[node] = nil
+                continue
+            }
             let reaped = groupsReapedFor[node, default: 0] + count
             if reaped >= keys.groups.count { done.append(node) } else { groupsReapedFor[node] = reaped }
         }
@@ -202,7 +210,7 @@ extension ClusterSessions {
         // more than one group), best effort: the process is exiting.
         presence.callEveryGroup({ [keys, nodeId] in SessionScripts.handOver(keys: keys, group: $0, node: nodeId) }) { [self] result in
             guard case .success(let replies) = result else { return }
-            for reply in replies { refenceOrphans(ReapScriptReply.orphanedSessions(reply[1])) }
+            for reply in replies { refenceHandedOver(ReapScriptReply.orphanedSessions(reply[1])) }
         }
         call([.command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { _ in }
     }

@@ -11,31 +11,48 @@ extension ClusterSessions {
 
     /// `presence.refence` of `sessionId` in each of `channels`: `owner` (`''`: none), held or
     /// live; `kept`: what happens to the messages each channel kept for it.
-    func refence(_ sessionId: String, in channels: [ChannelKey], owner: String, held: Bool,
+    /// `from`: the node the copies must still name (else the channel is left as it is: a claim
+    /// elsewhere came first); `''` for a claim's, which takes the session whoever had it.
+    func refence(_ sessionId: String, in channels: [ChannelKey], owner: String, held: Bool, from: String,
                  kept: PresenceScripts.KeptMessagesStep = .leave, then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
         guard !channels.isEmpty else { return done(.success([])) }
-        call(channels.map { PresenceScripts.refence(channelBase: keys.channel($0).base, session: sessionId, owner: owner, held: held, kept: kept) },
-             then: done)
+        call(channels.map {
+            PresenceScripts.refence(channelBase: keys.channel($0).base, session: sessionId, owner: owner, held: held, from: from, kept: kept)
+        }, then: done)
     }
 
     /// As ``refence(_:in:owner:held:then:)``, sent again at each reaper tick until Redis
     /// answers (each counted: ``BrokerMetrics/clusterRefencesUnanswered``); the script is
     /// idempotent. `then` runs once it was answered.
-    func refenceUntilAnswered(_ sessionId: String, in channels: [ChannelKey], owner: String, held: Bool,
+    func refenceUntilAnswered(_ sessionId: String, in channels: [ChannelKey], owner: String, held: Bool, from: String,
                               kept: PresenceScripts.KeptMessagesStep = .leave, then: (() -> Void)? = nil) {
-        refence(sessionId, in: channels, owner: owner, held: held, kept: kept) { [self] result in
+        refence(sessionId, in: channels, owner: owner, held: held, from: from, kept: kept) { [self] result in
             switch result {
             case .success: then?()
             case .failure:
                 broker.metrics.clusterRefencesUnanswered += 1
-                unfinishedEnds.append { [self] in refenceUntilAnswered(sessionId, in: channels, owner: owner, held: held, kept: kept, then: then) }
+                unfinishedEnds.append { [self] in
+                    refenceUntilAnswered(sessionId, in: channels, owner: owner, held: held, from: from, kept: kept, then: then)
+                }
             }
         }
     }
 
-    /// Sessions an orphaning made held with no node (the reaper's, or this node's hand-over):
-    /// their fence copies become `''`.
-    func refenceOrphans(_ orphaned: [(sessionId: String, channels: [ChannelKey])]) {
-        for session in orphaned { refenceUntilAnswered(session.sessionId, in: session.channels, owner: "", held: true) }
+    /// Sessions this node's hand-over made held with no node: their fence copies become `''`.
+    func refenceHandedOver(_ orphaned: [ReapScriptReply.Orphan]) {
+        for session in orphaned { refenceUntilAnswered(session.sessionId, in: session.channels, owner: "", held: true, from: nodeId) }
+    }
+
+    /// Sessions the reaper orphaned in key group `group` (``ReapScriptReply/orphaned``): their
+    /// fence copies become `''` where they still name the dead node, then Redis' log of them is
+    /// told (`session.refenced`). Not sent again on failure: the log answers them at the next
+    /// `session.reapGroup`, which the scanner runs for every group while a node is being reaped.
+    func refenceReaped(_ orphaned: [ReapScriptReply.Orphan], group: Int) {
+        for session in orphaned {
+            refence(session.sessionId, in: session.channels, owner: "", held: true, from: session.node) { [self] result in
+                guard case .success = result else { return broker.metrics.clusterRefencesUnanswered += 1 }
+                call([SessionScripts.refenced(keys: keys, group: group, node: session.node, sessionIds: [session.sessionId])]) { _ in }
+            }
+        }
     }
 }

@@ -114,7 +114,7 @@ final class ClusterSessions: SessionEngine {
                 }
                 // The channels are in other slots: their fence copies name this node before the
                 // resume is answered, so no earlier owner acts there after it (docs/cluster.md step 1).
-                refence(sessionId, in: reply.channels.map(\.0), owner: nodeId, held: false,
+                refence(sessionId, in: reply.channels.map(\.0), owner: nodeId, held: false, from: "",
                         kept: .take(claim: newTokenHash, markMs: cancelMarkMs)) { [self] refenced in
                     switch refenced {
                     case .failure(let failure):
@@ -268,7 +268,7 @@ final class ClusterSessions: SessionEngine {
                 // live for messages, so they are refenced as after an orphaning.
                 let reply = replies.first ?? .null
                 guard refencesChannels, reply[0].text == "held", let sessionId = reply[1].text else { return }
-                refenceUntilAnswered(sessionId, in: ClusterKeys.channels(fromIds: reply[2]), owner: "", held: true,
+                refenceUntilAnswered(sessionId, in: ClusterKeys.channels(fromIds: reply[2]), owner: "", held: true, from: nodeId,
                                      kept: .restore(claim: newTokenHash))
             }
         }
@@ -399,7 +399,8 @@ final class ClusterSessions: SessionEngine {
                 guard replies.first?.text == "ok" else { return }
                 guard refencesChannels else { return tell(node: nodeId, .held(sessionId: session.sessionId)) }
                 // The channels in other slots count the session among their held ones first.
-                refenceUntilAnswered(session.sessionId, in: Array(session.presence.joined.keys), owner: nodeId, held: true) { [self] in
+                refenceUntilAnswered(session.sessionId, in: Array(session.presence.joined.keys), owner: nodeId, held: true,
+                                     from: nodeId) { [self] in
                     tell(node: nodeId, .held(sessionId: session.sessionId))
                 }
             case .failure:

@@ -68,7 +68,7 @@ public enum ClusterStartCheck {
         -- counting as live message recipients and keep their messages until resumed. Here
         -- those of group 0 (the control slot's); the node hands over the other groups' after
         -- (`session.handOver`, one call per group).
-        local orphaned = orphan(control, node, {})
+        local orphaned = orphan(control, node, {}, nil)
         redis.call('DEL', control .. 'dead:' .. node)
         local key = control .. 'node:' .. node
         redis.call('DEL', key)
@@ -104,12 +104,12 @@ public enum ClusterStartCheck {
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
         let keys = ClusterKeys(configuration: configuration)
         route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
-            if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[2], keys: keys, on: route) { _ in } }
+            if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[2], keys: keys, nodeId: nodeId, on: route) { _ in } }
             done(interpret(result, configuration: configuration))
         }
         for group in keys.groups.all where group != 0 {
             route.run(SessionScripts.handOver(keys: keys, group: group, node: nodeId), of: SessionScripts.handOver) { result in
-                if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[1], keys: keys, on: route) { _ in } }
+                if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[1], keys: keys, nodeId: nodeId, on: route) { _ in } }
             }
         }
     }
@@ -118,13 +118,14 @@ public enum ClusterStartCheck {
     /// (``ReapScriptReply/orphanedSessions(_:)``'s list; empty with one key group, where the
     /// orphaning script refenced them itself); `answered` runs once per refence. Returns how
     /// many it sent.
-    private static func refenceOrphans(_ orphaned: StoreReply, keys: ClusterKeys, on route: StoreRoute,
+    private static func refenceOrphans(_ orphaned: StoreReply, keys: ClusterKeys, nodeId: String, on route: StoreRoute,
                                        answered: @escaping (Result<RedisReply, RedisError>) -> Void) -> Int {
         var sent = 0
         for orphan in ReapScriptReply.orphanedSessions(orphaned) {
             for channel in orphan.channels {
                 sent += 1
-                route.run(PresenceScripts.refence(channelBase: keys.channel(channel).base, session: orphan.sessionId, owner: "", held: true),
+                route.run(PresenceScripts.refence(channelBase: keys.channel(channel).base, session: orphan.sessionId, owner: "", held: true,
+                                                  from: nodeId),
                           of: PresenceScripts.refence, completion: answered)
             }
         }
@@ -185,14 +186,14 @@ public enum ClusterStartCheck {
                 switch result {
                 case .failure(let error): failure = error
                 case .success(let reply):
-                    unanswered += refenceOrphans(StoreReply(reply)[1], keys: keys, on: route) { result in
+                    unanswered += refenceOrphans(StoreReply(reply)[1], keys: keys, nodeId: nodeId, on: route) { result in
                         unanswered -= 1
                         if case .failure(let error) = result { failure = error }
                     }
                 }
             }
         }
-        unanswered += refenceOrphans(registered, keys: keys, on: route) { result in
+        unanswered += refenceOrphans(registered, keys: keys, nodeId: nodeId, on: route) { result in
             unanswered -= 1
             if case .failure(let error) = result { failure = error }
         }

@@ -36,12 +36,18 @@ extension PresenceScripts {
     /// after a void claim (`restore`: that claim's hash) puts them back. Returns `{'notin'}`
     /// (it left the channel meanwhile: nothing to fence), or `{'ok', flags, message number,
     /// kept entries, dropped}`: its join flags and the channel's `mq`, what a claim answers.
+    /// With `from` set (every refence but a claim's) it changes nothing where the copy names
+    /// another node than `from` and `owner` (`{'moved'}`): a claim elsewhere came first, and
+    /// this refence, late or sent again, must not take the session back from its new node.
     /// Idempotent, but for the take, which a claim sends once.
     static let refence = LuaScript("presence.refence", parameters: [
         .key("channelBase"), .text("session"), .text("owner"), .number("held"), .text("claim"), .text("restore"), .number("markMs"),
+        .text("from"),
     ], library: KeptMessageScripts.library, body: """
         local flags = redis.call('HGET', channelBase .. ':s', session)
         if not flags then return {'notin'} end
+        local copy = redis.call('HGET', channelBase .. ':o', session)
+        if from ~= '' and copy and copy ~= from and copy ~= owner then return {'moved'} end
         redis.call('HSET', channelBase .. ':o', session, owner)
         local entries, dropped = {}, 0
         if string.find(flags, 'm', 1, true) then
@@ -87,9 +93,10 @@ extension PresenceScripts {
     }
 
     /// `presence.refence`: `session`'s fence copy in the channel whose hash is `channelBase`
-    /// becomes `owner` (`''`: none), held or live; `kept` says what happens to the messages the
-    /// channel kept for it.
-    static func refence(channelBase: String, session: String, owner: String, held: Bool, kept: KeptMessagesStep = .leave) -> StoreCommand {
+    /// becomes `owner` (`''`: none), held or live, unless it names another node than `from`
+    /// (`''`: any; a claim's); `kept` says what happens to the messages the channel kept for it.
+    static func refence(channelBase: String, session: String, owner: String, held: Bool, from: String,
+                        kept: KeptMessagesStep = .leave) -> StoreCommand {
         var (claim, restore, markMs) = ("", "", Int64(0))
         switch kept {
         case .leave: break
@@ -97,6 +104,6 @@ extension PresenceScripts {
         case .restore(let hash): restore = hash
         }
         return refence.command(["channelBase": channelBase, "session": session, "owner": owner, "held": held,
-                                "claim": claim, "restore": restore, "markMs": markMs])
+                                "claim": claim, "restore": restore, "markMs": markMs, "from": from])
     }
 }

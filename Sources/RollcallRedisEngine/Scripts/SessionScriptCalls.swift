@@ -101,6 +101,12 @@ extension SessionScripts {
                           rest: reaping.flatMap { [Array($0.node.utf8), Array(String($0.declaredDeadAt).utf8)] })
     }
 
+    /// `session.refenced`: the channels of `sessionIds`, sessions of the dead `node` orphaned in
+    /// key group `group`, are refenced: they leave the group's log of `node`.
+    static func refenced(keys: ClusterKeys, group: Int, node: String, sessionIds: [String]) -> StoreCommand {
+        refenced.command(["log": keys.refenceLog(of: node, group: group)], rest: sessionIds.map { Array($0.utf8) })
+    }
+
     /// `session.reaped`: the nodes `reaped` leave `P{0}reaping`, every group having orphaned their sessions.
     static func reaped(prefix: String, nodes reaped: [String]) -> StoreCommand {
         self.reaped.command(["reaping": ClusterKeys.controlTag(prefix: prefix) + "reaping", "prefix": prefix],

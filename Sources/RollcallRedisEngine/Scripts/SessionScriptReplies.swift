@@ -130,8 +130,9 @@ struct ReapScriptReply {
     /// Ends their node began and did not finish (it died in between).
     let leftUnfinished: [End]
     /// With more than one key group: the sessions of the nodes declared dead, now held with no
-    /// node, and their channels, to refence (``orphanedSessions(_:)``).
-    let orphaned: [(sessionId: String, channels: [ChannelKey])]
+    /// node, and their channels, to refence, each with the dead node (``orphanedSessions(_:)``;
+    /// logged in Redis until ``SessionScripts/refenced`` confirms them).
+    let orphaned: [Orphan]
 
     init(_ reply: StoreReply) {
         timedOut = (reply[0].elements ?? []).compactMap(End.init)
@@ -139,11 +140,21 @@ struct ReapScriptReply {
         orphaned = Self.orphanedSessions(reply[2])
     }
 
-    /// `orphan`'s list (`{entry <g>/<id>, channel ids}` per session) as ids and channels.
-    static func orphanedSessions(_ reply: StoreReply) -> [(sessionId: String, channels: [ChannelKey])] {
+    /// A session an orphaning made held with no node, whose channels are to be refenced.
+    struct Orphan {
+        let sessionId: String
+        let channels: [ChannelKey]
+        /// The node it was taken from (`''` when the answer does not say: a hand-over's, of the
+        /// node itself).
+        let node: String
+    }
+
+    /// `orphan`'s list (`{entry <g>/<id>, channel ids[, node]}` per session).
+    static func orphanedSessions(_ reply: StoreReply) -> [Orphan] {
         (reply.elements ?? []).compactMap { entry in
             guard let text = entry[0].text, let slash = text.firstIndex(of: "/") else { return nil }
-            return (String(text[text.index(after: slash)...]), ClusterKeys.channels(fromIds: entry[1]))
+            return Orphan(sessionId: String(text[text.index(after: slash)...]), channels: ClusterKeys.channels(fromIds: entry[1]),
+                          node: entry[2].text ?? "")
         }
     }
 }

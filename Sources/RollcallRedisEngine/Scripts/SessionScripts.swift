@@ -348,8 +348,9 @@ package enum SessionScripts {
     /// finish within the `timeout` (it died between `session.end` and `status.ended`) are handed
     /// out, up to `limit` of each kind. Returns the ended sessions and the unfinished ends, each
     /// as id, user, kind (`l`/`t`), how (`logout`/`closed`) and the channel ids not left yet,
-    /// then the orphaned sessions with their channels (``orphan``'s list, with more than one
-    /// group: the node refences them). An unfinished end is due again one timeout later
+    /// then, with more than one group, the orphaned sessions whose channels the node must
+    /// refence, with their channels and the dead node (`P{<g>}rf:<node>`, this call's and any
+    /// earlier call's not confirmed yet by ``refenced``). An unfinished end is due again one timeout later
     /// (should this node die as well); `status.ended` takes it off the list. The rest: each
     /// node being reaped and when it was declared dead; with more than one key group the
     /// group keeps that time as the node's fence mark (`P{<g>}fence:<node>`, ten minutes or
@@ -361,8 +362,26 @@ package enum SessionScripts {
         local tag = string.sub(held, 1, #held - #'held')
         local orphaned = {}
         for i = nodes, #ARGV - 1, 2 do
-          orphaned = orphan(tag, ARGV[i], orphaned)
-          if groups > 1 then redis.call('SET', tag .. 'fence:' .. ARGV[i], ARGV[i + 1], 'PX', math.max(600000, 10 * timeout)) end
+          local node = ARGV[i]
+          if groups <= 1 then
+            orphan(tag, node, {}, nil)
+          else
+            -- The orphaned sessions whose channels are not refenced yet are logged
+            -- (`P{<g>}rf:<node>`) and answered at every call until the scanner's refence ran
+            -- (`session.refenced` takes them off): a scanner that dies in between leaves them
+            -- to the next, and the node stays in `P{0}reaping` until the log is empty.
+            local log = tag .. 'rf:' .. node
+            orphan(tag, node, {}, log)
+            redis.call('SET', tag .. 'fence:' .. node, ARGV[i + 1], 'PX', math.max(600000, 10 * timeout))
+            for _, id in ipairs(redis.call('SMEMBERS', log)) do
+              -- Claimed or ended since: that refenced its channels, or leaves them.
+              if redis.call('HGET', tag .. 's:' .. id, 'node') == '' then
+                orphaned[#orphaned + 1] = {entryOf(tag, id), redis.call('SMEMBERS', tag .. 'sc:' .. id), node}
+              else
+                redis.call('SREM', log, id)
+              end
+            end
+          end
         end
         local ended = {}
         local due = redis.call('ZRANGEBYSCORE', held, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
@@ -396,6 +415,13 @@ package enum SessionScripts {
         return {ended, unfinished, orphaned}
         """)
 
+    /// The scanner refenced the channels of the sessions named (the rest) that ``reapGroup``
+    /// logged in `log` (`P{<g>}rf:<node>`): they leave the log.
+    static let refenced = LuaScript("session.refenced", parameters: [.key("log")], rest: "ids", body: """
+        for i = ids, #ARGV do redis.call('SREM', log, ARGV[i]) end
+        return 'ok'
+        """)
+
     /// The reaper's last step, on the control slot: the nodes named (the rest) leave
     /// `P{0}reaping` (declared, `reaping`) once every key group answered ``reapGroup`` for them.
     static let reaped = LuaScript("session.reaped", parameters: [.key("reaping"), .text("prefix")], rest: "nodes", body: """
@@ -412,7 +438,7 @@ package enum SessionScripts {
     /// (``orphan``'s list: the channels to refence with more than one group).
     static let handOver = LuaScript("session.handOver", parameters: [.key("sessions"), .text("prefix"), .text("node"), .number("groups")],
                                     library: library, body: """
-        return {'ok', orphan(string.sub(sessions, 1, #sessions - #('ns:' .. node)), node, {})}
+        return {'ok', orphan(string.sub(sessions, 1, #sessions - #('ns:' .. node)), node, {}, nil)}
         """)
 
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
@@ -485,14 +511,19 @@ package enum SessionScripts {
         -- The sessions of `node` in the key group of `tag` (`P{<g>}ns:<node>`) become held with
         -- no node: a live one from now, a held one keeps its deadline; their fence copies
         -- become `''`. With more than one key group, each session is added to `out` as
-        -- {entry, its channels}: the node refences them.
-        local function orphan(tag, node, out)
+        -- {entry, its channels}: the node refences them; or, given a `log` key, its id is
+        -- added to that set instead (the reaper's, ``reapGroup``).
+        local function orphan(tag, node, out, log)
           for _, id in ipairs(redis.call('SMEMBERS', tag .. 'ns:' .. node)) do
             local key = tag .. 's:' .. id
             local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
             if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
             markHeld(id, tag, '')
-            if groups > 1 then out[#out + 1] = {entryOf(tag, id), redis.call('SMEMBERS', tag .. 'sc:' .. id)} end
+            if log then
+              redis.call('SADD', log, id)
+            elseif groups > 1 then
+              out[#out + 1] = {entryOf(tag, id), redis.call('SMEMBERS', tag .. 'sc:' .. id)}
+            end
             redis.call('HSET', key, 'node', '', 'heldUntil', held)
             redis.call('ZADD', tag .. 'held', held, id)
           end
