@@ -29,6 +29,21 @@ struct ClusterKeptMessagesTests {
         return names
     }
 
+    /// A bed of two nodes laid out as on Redis Cluster (1024 key groups), with two channels of
+    /// other groups than alice's.
+    private func bedOf1024Groups(prefix: String, slotAudit: Bool = false) throws -> (bed: ClusterBed, keys: ClusterKeys, rooms: [String]) {
+        var configuration = Configuration()
+        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix, heartbeatSeconds: 0.1, slotAudit: slotAudit)
+        let keys = ClusterKeys(prefix: prefix, groups: KeyGroups(count: KeyGroups.clusterCount))
+        return (bed, keys, channelsInOtherGroups(keys, than: "alice"))
+    }
+
+    /// The base key of channel `name`.
+    private func base(_ keys: ClusterKeys, _ name: String) -> String {
+        keys.channel(ChannelKey(type: .message, name: Name(unchecked: name))).base
+    }
+
     private func messages(_ client: ClusterBed.Client) -> [String] {
         client.events.filter { $0.string("event") == "message" }.compactMap { $0["message"]?.stringValue }
     }
@@ -55,19 +70,14 @@ struct ClusterKeptMessagesTests {
 
     @Test("with 1024 key groups a publish keeps the message in its channel's slot, and the resume gets both channels' messages in publish order")
     func keptPerChannelInPublishOrder() throws {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "keptg:", heartbeatSeconds: 0.1, slotAudit: true)
-        let keys = ClusterKeys(prefix: "keptg:", groups: KeyGroups(count: KeyGroups.clusterCount))
-        let rooms = channelsInOtherGroups(keys, than: "alice")
+        let (bed, keys, rooms) = try bedOf1024Groups(prefix: "keptg:", slotAudit: true)
         let (alice, bob) = try heldAlice(bed, in: rooms)
         let sent = ["a1", "b1", "a2", "b2", "a3"]
         for (index, text) in sent.enumerated() {
             _ = try attempt(bed, bob, "publish", ["channel": .string(rooms[index % 2]), "message": .string(text)])
         }
         for room in rooms {
-            let base = keys.channel(ChannelKey(type: .message, name: Name(unchecked: room))).base
-            #expect(try bed.redis.command(["EXISTS", base + ":k:" + alice.sessionId]) == ":1", "kept in \(room)'s own slot")
+            #expect(try bed.redis.command(["EXISTS", base(keys, room) + ":k:" + alice.sessionId]) == ":1", "kept in \(room)'s own slot")
         }
         let (back, dropped) = try resume(bed, alice, on: 1)
         try bed.pump(until: { messages(back).count >= sent.count }, what: "the kept messages")
@@ -108,11 +118,7 @@ struct ClusterKeptMessagesTests {
 
     @Test("with 1024 key groups a claim whose channels' answer was lost is made void, and the retry gets the kept messages once")
     func aVoidClaimPutsTheChannelsMessagesBack() throws {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "keptvoid:", heartbeatSeconds: 0.1)
-        let keys = ClusterKeys(prefix: "keptvoid:", groups: KeyGroups(count: KeyGroups.clusterCount))
-        let rooms = channelsInOtherGroups(keys, than: "alice")
+        let (bed, keys, rooms) = try bedOf1024Groups(prefix: "keptvoid:")
         let (alice, bob) = try heldAlice(bed, in: rooms)
         _ = try attempt(bed, bob, "publish", ["channel": .string(rooms[0]), "message": "one"])
         _ = try attempt(bed, bob, "publish", ["channel": .string(rooms[1]), "message": "two"])
@@ -120,8 +126,8 @@ struct ClusterKeptMessagesTests {
         bed.failFirstCall(running: "presence.refence", on: 1, answerLost: true)
         let first = try bed.request(bed.open(on: 1), "login", ["userId": "alice", "resumeToken": .string(alice.resumeToken)])
         #expect(first["error"]?.string("code") == "UNAVAILABLE", "\(first.compactString)")
-        let base = keys.channel(ChannelKey(type: .message, name: Name(unchecked: rooms[0]))).base
-        try bed.pump(until: { (try? bed.redis.command(["EXISTS", base + ":k:" + alice.sessionId])) == ":1" },
+        let firstRoom = base(keys, rooms[0])
+        try bed.pump(until: { (try? bed.redis.command(["EXISTS", firstRoom + ":k:" + alice.sessionId])) == ":1" },
                      what: "the void claim's take put back")
         let (back, dropped) = try resume(bed, alice, on: 1)
         try bed.pump(until: { messages(back).count >= 2 }, what: "the kept messages")
@@ -131,19 +137,15 @@ struct ClusterKeptMessagesTests {
 
     @Test("a held session's end leaves nothing kept for it in its channels")
     func anEndForgetsWhatChannelsKept() throws {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "keptend:", heartbeatSeconds: 0.1)
-        let keys = ClusterKeys(prefix: "keptend:", groups: KeyGroups(count: KeyGroups.clusterCount))
-        let rooms = channelsInOtherGroups(keys, than: "alice")
+        let (bed, keys, rooms) = try bedOf1024Groups(prefix: "keptend:")
         let (alice, bob) = try heldAlice(bed, in: rooms)
         _ = try attempt(bed, bob, "publish", ["channel": .string(rooms[0]), "message": "one"])
-        let base = keys.channel(ChannelKey(type: .message, name: Name(unchecked: rooms[0]))).base
-        #expect(try bed.redis.command(["EXISTS", base + ":k:" + alice.sessionId]) == ":1")
+        let firstRoom = base(keys, rooms[0])
+        #expect(try bed.redis.command(["EXISTS", firstRoom + ":k:" + alice.sessionId]) == ":1")
         _ = try bed.api("disconnectUser", ["userId": "alice"], on: 1)
         try bed.pump(until: {
-            (try? bed.redis.command(["EXISTS", base + ":k:" + alice.sessionId])) == ":0"
-                && (try? bed.redis.command(["HEXISTS", base + ":kb", alice.sessionId])) == ":0"
+            (try? bed.redis.command(["EXISTS", firstRoom + ":k:" + alice.sessionId])) == ":0"
+                && (try? bed.redis.command(["HEXISTS", firstRoom + ":kb", alice.sessionId])) == ":0"
         }, what: "the kept messages gone with the end")
     }
 }

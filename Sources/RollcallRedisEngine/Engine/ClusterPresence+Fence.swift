@@ -79,23 +79,34 @@ extension ClusterPresence {
     /// After `presence.leave` answered `reply` for `user`'s session `sessionId` in `key`: when
     /// the user's indexes are in another slot, the session's (and, when the user left the
     /// channel, the user's) lose the channel there. Sent until Redis answers (idempotent).
-    func followLeave(of user: Name, session sessionId: String, from key: ChannelKey, reply: StoreReply) {
+    /// `then` runs once Redis answered the first try (or at once when there is nothing to
+    /// send): a client's `leave` answers then, so `getUserChannels` on any node after the
+    /// answer no longer lists the channel.
+    func followLeave(of user: Name, session sessionId: String, from key: ChannelKey, reply: StoreReply, then: (() -> Void)? = nil) {
         let channelKeys = keys.channel(key)
-        guard !userSharesSlot(user, with: channelKeys), ScriptOutcome(reply) == .ok else { return }
+        guard !userSharesSlot(user, with: channelKeys), ScriptOutcome(reply) == .ok else {
+            then?()
+            return
+        }
         let step: PresenceScripts.UserSideStep = reply[2].integer == 1 ? .leaveUser : .leaveSession
         sendUserSteps([PresenceScripts.userSide(step, sessionRecord: keys.user(user).session(sessionId).record, node: "",
-                                                indexes: membershipIndexes(user, session: sessionId, channelKeys), channelId: channelKeys.id)])
+                                                indexes: membershipIndexes(user, session: sessionId, channelKeys), channelId: channelKeys.id)],
+                      then: then)
     }
 
     /// Runs steps on users' slots; those Redis did not answer are counted and sent again at
-    /// the next reaper tick.
-    func sendUserSteps(_ commands: [StoreCommand]) {
-        guard !commands.isEmpty else { return }
+    /// the next reaper tick. `then` runs after the first answer, whatever it was.
+    func sendUserSteps(_ commands: [StoreCommand], then: (() -> Void)? = nil) {
+        guard !commands.isEmpty else {
+            then?()
+            return
+        }
         store.call(commands) { [self] result in
             if case .failure = result {
                 broker.metrics.clusterUserStepsUnanswered += commands.count
                 unansweredUserSteps += commands
             }
+            then?()
         }
     }
 

@@ -247,8 +247,10 @@ final class ClusterPresence {
             case .success(let replies):
                 if session.presence.joined[key] != nil { removeLocally(session, from: key) }
                 scheduleFlush(key, dueAndNow: replies.first?[1] ?? .null)
-                followLeave(of: session.userId, session: session.sessionId, from: key, reply: replies.first ?? .null)
-                done(.success(Answer(result: [:])))
+                // Answered once the user's indexes in another slot follow (getUserChannels).
+                followLeave(of: session.userId, session: session.sessionId, from: key, reply: replies.first ?? .null) {
+                    done(.success(Answer(result: [:])))
+                }
             }
         }
     }
