@@ -161,6 +161,31 @@ struct ClusterReaperAcrossGroupsTests {
         #expect(try text(bed, "redis.call('HGET', KEYS[1], '\(alice.sessionId)')", of: room + ":o") == "")
     }
 
+    @Test("a reapGroup that names a node dead and runs after it revived leaves the sessions it took since alone", arguments: [1, KeyGroups.clusterCount])
+    func aLateReapGroupLeavesARevivedNodesSessionsAlone(groups: Int) throws {
+        var configuration = Configuration()
+        configuration.cluster.keyGroupCount = groups
+        let prefix = "reaplate\(groups):"
+        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix, heartbeatSeconds: 0.1)
+        let keys = ClusterKeys(prefix: prefix, groups: KeyGroups(count: groups))
+        let alice = try bed.login("alice", on: 0)
+        let group = keys.userGroup(Name(unchecked: "alice"))
+        let record = keys.user(Name(unchecked: "alice")).session(alice.sessionId).record
+        let started = Int64(try text(bed, "redis.call('HGET', KEYS[1], 'started')", of: record)) ?? 0
+        func reap(diedAt: Int64) throws {
+            _ = try bed.run([SessionScripts.reapGroup(keys: keys, group: group, reaping: [.init(node: "n1", declaredDeadAt: diedAt)],
+                                                      nodeTimeoutMs: 1000, batch: 200, endsDue: false)], on: 1)
+        }
+        // Declared dead before alice's session started: the node took it after it revived.
+        try reap(diedAt: started - 1)
+        #expect(try text(bed, "redis.call('HGET', KEYS[1], 'node')", of: record) == "n1", "left alone")
+        #expect(try bed.redis.command(["SISMEMBER", keys.nodeSessions(of: "n1", group: group), alice.sessionId]) == ":1")
+        // Declared dead after it started: orphaned.
+        try reap(diedAt: started + 1)
+        #expect(try text(bed, "redis.call('HGET', KEYS[1], 'node')", of: record) == "", "orphaned")
+        #expect(try bed.redis.command(["SISMEMBER", keys.nodeSessions(of: "n1", group: group), alice.sessionId]) == ":0")
+    }
+
     @Test("a node that starts again with the id of an earlier run hands over that run's sessions in every key group")
     func anEarlierRunsSessionsAreHeldInEveryGroup() throws {
         let (bed, keys, clients) = try bedWithSessionsOnNodeTwo(prefix: "regg:")

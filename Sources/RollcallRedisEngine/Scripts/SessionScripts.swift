@@ -149,7 +149,7 @@ package enum SessionScripts {
         end
         redis.call('DEL', tokenKey)
         redis.call('SET', newTokenKey, entry)
-        redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken)
+        redis.call('HSET', key, 'node', node, 'heldUntil', 0, 'token', newToken, 'since', now)
         redis.call('HDEL', key, 'handing')
         redis.call('ZREM', tag .. 'held', id)
         if f[3] ~= '' then
@@ -363,15 +363,16 @@ package enum SessionScripts {
         local orphaned = {}
         for i = nodes, #ARGV - 1, 2 do
           local node = ARGV[i]
+          local diedAt = tonumber(ARGV[i + 1])
           if groups <= 1 then
-            orphan(tag, node, {}, nil)
+            orphan(tag, node, {}, nil, diedAt)
           else
             -- The orphaned sessions whose channels are not refenced yet are logged
             -- (`P{<g>}rf:<node>`) and answered at every call until the scanner's refence ran
             -- (`session.refenced` takes them off): a scanner that dies in between leaves them
             -- to the next, and the node stays in `P{0}reaping` until the log is empty.
             local log = tag .. 'rf:' .. node
-            orphan(tag, node, {}, log)
+            orphan(tag, node, {}, log, diedAt)
             redis.call('SET', tag .. 'fence:' .. node, ARGV[i + 1], 'PX', math.max(600000, 10 * timeout))
             for _, id in ipairs(redis.call('SMEMBERS', log)) do
               -- Claimed or ended since: that refenced its channels, or leaves them.
@@ -513,21 +514,32 @@ package enum SessionScripts {
         -- become `''`. With more than one key group, each session is added to `out` as
         -- {entry, its channels}: the node refences them; or, given a `log` key, its id is
         -- added to that set instead (the reaper's, ``reapGroup``).
-        local function orphan(tag, node, out, log)
+        local function orphan(tag, node, out, log, diedAt)
           for _, id in ipairs(redis.call('SMEMBERS', tag .. 'ns:' .. node)) do
             local key = tag .. 's:' .. id
-            local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
-            if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
-            markHeld(id, tag, '')
-            if log then
-              redis.call('SADD', log, id)
-            elseif groups > 1 then
-              out[#out + 1] = {entryOf(tag, id), redis.call('SMEMBERS', tag .. 'sc:' .. id)}
+            -- When the node took it (`since`: a claim; else its start). A reaper's call that
+            -- names a node dead at `diedAt` leaves the sessions it took after that alone: it
+            -- revived since, and this call was sent before it left `P{0}reaping` (a
+            -- `reapGroup` in flight to another master than the control slot's; chaos seed
+            -- 180312804218481 saw a session claimed on the revived node orphaned behind its
+            -- back, then timed out).
+            local took = tonumber(redis.call('HGET', key, 'since') or redis.call('HGET', key, 'started') or '0')
+            if redis.call('EXISTS', key) == 0 then
+              redis.call('SREM', tag .. 'ns:' .. node, id)
+            elseif not diedAt or took <= diedAt then
+              local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
+              if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
+              markHeld(id, tag, '')
+              if log then
+                redis.call('SADD', log, id)
+              elseif groups > 1 then
+                out[#out + 1] = {entryOf(tag, id), redis.call('SMEMBERS', tag .. 'sc:' .. id)}
+              end
+              redis.call('HSET', key, 'node', '', 'heldUntil', held)
+              redis.call('ZADD', tag .. 'held', held, id)
+              redis.call('SREM', tag .. 'ns:' .. node, id)
             end
-            redis.call('HSET', key, 'node', '', 'heldUntil', held)
-            redis.call('ZADD', tag .. 'held', held, id)
           end
-          redis.call('DEL', tag .. 'ns:' .. node)
           return out
         end
 
