@@ -235,6 +235,7 @@ public final class RedisClusterClient {
             guard connections[address] === connection else { return }
             if !state.isConnected { requestRefresh() }
         }
+        connection.waitsForReplicas = true
         connections[address] = connection
         connection.start()
         return connection

@@ -59,16 +59,21 @@ struct ClaimScriptReply {
 
     /// The channels' join flags, message numbers and kept messages as their
     /// `presence.refence` answered (`replies`, one per channel of ``channels``, in order; with
-    /// more than one key group the claim reads none): a channel the session left meanwhile
-    /// (`notin`) shows no flags.
+    /// more than one key group the claim reads none). A channel the session left (`notin`)
+    /// is no channel of it: its leave ran in the channel's slot, and the step that takes it
+    /// off the session's channels in the user's slot had not landed when the claim read them
+    /// (it follows the leave's answer, and is sent again until Redis answers; chaos seed
+    /// 207061897078743 resumed a session into a channel its client had left).
     mutating func refenced(_ replies: [StoreReply]) {
-        for (index, reply) in zip(channels.indices, replies) {
-            let text = reply.outcome == "ok" ? reply[1].text ?? "--" : "--"
-            channels[index].1 = JoinFlags(presence: text.contains("p"), messages: text.contains("m"))
-            messageNumbers[channels[index].0] = Int(reply[2].integer ?? 0)
-            kept.channels[channels[index].0] = KeptMessages.ChannelShare(entries: (reply[3].elements ?? []).compactMap(\.bytes),
-                                                                         dropped: Int(reply[4].integer ?? 0))
+        var still: [(ChannelKey, JoinFlags)] = []
+        for ((key, _), reply) in zip(channels, replies) where reply.outcome == "ok" {
+            let text = reply[1].text ?? "--"
+            still.append((key, JoinFlags(presence: text.contains("p"), messages: text.contains("m"))))
+            messageNumbers[key] = Int(reply[2].integer ?? 0)
+            kept.channels[key] = KeptMessages.ChannelShare(entries: (reply[3].elements ?? []).compactMap(\.bytes),
+                                                           dropped: Int(reply[4].integer ?? 0))
         }
+        channels = still
     }
 }
 
