@@ -43,9 +43,10 @@ public final class RedisConnection {
     }
 
     /// Whether writes wait for a replica (Redis Cluster masters, ``RedisClusterClient``): at each
-    /// connect, and after a write no replica acknowledged, the connection asks `ROLE`, and
-    /// ``replicaAcks`` becomes 1 while the master has a connected replica (a master with none
-    /// cannot fail over to one, so nothing is lost by not waiting), else 0.
+    /// connect, after a write no replica acknowledged, and at most once a second as writes
+    /// come while it lists none, the connection asks `ROLE`; ``replicaAcks`` becomes 1 while
+    /// the master lists a synced replica (a master with none cannot fail over to one, so
+    /// nothing is lost by not waiting), else 0.
     public var waitsForReplicas = false
 
     /// How many replicas must acknowledge a write before its completion runs (see
