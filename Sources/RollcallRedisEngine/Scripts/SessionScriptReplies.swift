@@ -24,7 +24,7 @@ struct ClaimScriptReply {
     /// The channels it is in, with the flags it joined them with.
     var channels: [(ChannelKey, JoinFlags)]
     /// Per channel, the number of its last message when the claim ran (`mq`): the session got
-    /// every one up to it on its old node or among ``keptEvents``, so it gets only later ones.
+    /// every one up to it on its old node or among ``kept``, so it gets only later ones.
     var messageNumbers: [ChannelKey: Int]
     /// `message` events kept for it in Redis while it was held: what its node heard before
     /// the hold, and what each channel kept (with more than one key group each channel's
