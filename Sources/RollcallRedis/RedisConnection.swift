@@ -45,10 +45,8 @@ public final class RedisConnection {
     /// Whether writes wait for a replica (Redis Cluster masters, ``RedisClusterClient``): at each
     /// connect, after a write no replica acknowledged, and at most once a second as writes
     /// come while it lists none, the connection asks `ROLE`; ``replicaAcks`` becomes 1 while
-    /// the master lists a replica, else 0 (a master with none cannot fail over to one, so
-    /// nothing is lost by not waiting). A replica still loading the master's data counts: a
-    /// failover to it would lose what it lacks, so writes are refused until it caught up, as
-    /// `min-replicas-to-write 1` refuses them.
+    /// the master lists a synced replica (a master with none cannot fail over to one, so
+    /// nothing is lost by not waiting), else 0.
     public var waitsForReplicas = false
 
     /// How many replicas must acknowledge a write before its completion runs (see
@@ -248,14 +246,19 @@ public final class RedisConnection {
         if waitsForReplicas, replicaAcks == 0, writes, now - askedForReplicasAt >= 1 { askForReplicas() }
     }
 
-    /// `ROLE`: ``replicaAcks`` is 1 while the master lists a replica.
+    /// `ROLE`: ``replicaAcks`` is 1 while the master lists a replica that has synced (its
+    /// offset is past 0; one still loading the master's data would refuse every batch).
     private func askForReplicas() {
         guard waitsForReplicas, let link else { return }
         askedForReplicasAt = loop.now
         enqueue([Array("ROLE".utf8)]) { [weak self] result in
             guard let self, link === self.link, case .success(let reply) = result, reply.elements?.first?.text == "master" else { return }
             let replicas = (reply.elements?.count ?? 0) > 2 ? reply.elements?[2].elements ?? [] : []
-            replicaAcks = replicas.isEmpty ? 0 : 1
+            let synced = replicas.contains { replica in
+                let offset = replica.elements.flatMap { $0.count > 2 ? $0[2] : nil }
+                return (offset?.integer ?? offset?.text.flatMap { Int64($0) } ?? 0) > 0
+            }
+            replicaAcks = synced ? 1 : 0
         }
     }
 
