@@ -235,7 +235,6 @@ public final class RedisClusterClient {
             guard connections[address] === connection else { return }
             if !state.isConnected { requestRefresh() }
         }
-        connection.waitsForReplicas = true
         connections[address] = connection
         connection.start()
         return connection

@@ -38,33 +38,7 @@ public final class RedisConnection {
     private struct Pending {
         let deadline: Double
         let completion: Completion
-        /// The replica acknowledgement its answer waits for (``replicaAcks``); nil: none.
-        var ackBatch: Int? = nil
     }
-
-    /// Whether writes wait for a replica (Redis Cluster masters, ``RedisClusterClient``): at each
-    /// connect, after a write no replica acknowledged, and at most once a second as writes
-    /// come while it lists none, the connection asks `ROLE`; ``replicaAcks`` becomes 1 while
-    /// the master lists a synced replica (a master with none cannot fail over to one, so
-    /// nothing is lost by not waiting), else 0.
-    public var waitsForReplicas = false
-
-    /// How many replicas must acknowledge a write before its completion runs (see
-    /// ``waitsForReplicas``; 0: nothing waits). The commands sent in one loop turn
-    /// from the first script on (`EVALSHA`, `EVAL`) form a batch; at the next turn a `WAIT
-    /// <replicaAcks> <ms>` follows them, and their completions run when it answers: as Redis
-    /// answered them when enough replicas have the writes, else failed with
-    /// ``RedisError/Code/notReplicated`` (the writes ran, and a failover may lose them). So a
-    /// failover never loses a write a client was told about (docs/cluster.md, "Redis
-    /// Cluster": chaos seeds 200351790382279 and 191174456264498 lost acknowledged writes of
-    /// one master, leaving the other masters' keys naming what was gone).
-    public private(set) var replicaAcks = 0
-    /// The batch that commands join now (its `WAIT` not sent yet); nil: none open.
-    private var openBatch: Int?
-    private var nextBatch = 1
-    /// Answers held for their batch's `WAIT`, by batch, in answer order.
-    private var held: [Int: [(Completion, Result<RedisReply, RedisError>)]] = [:]
-    private var ackTimer: LoopTimer!
 
     private let loop: EventLoop
     /// Where each link connects; shared with the subscriber that probes through this connection.
@@ -92,7 +66,6 @@ public final class RedisConnection {
         self.timings = timings
         reconnector = RedisReconnector(loop: loop, timings: timings)
         watchdog = LoopTimer(loop: loop) { [unowned self] in self.watchdogFired() }
-        ackTimer = LoopTimer(loop: loop) { [unowned self] in self.closeBatch() }
         reconnector.bringUp = { [unowned self] in connect() }
         reconnector.notify = { [unowned self] state in onStateChange?(state) }
         reconnector.failed = { [unowned self] error in onLinkFailure?(error) }
@@ -184,8 +157,6 @@ public final class RedisConnection {
         if endpoint.database != 0 {
             handshake(["SELECT", String(endpoint.database)], on: link, step: "SELECT \(endpoint.database)")
         }
-        replicaAcks = 0
-        askForReplicas()
         if locator.checksRole {
             enqueue([Array("ROLE".utf8)]) { [unowned self] result in
                 // An ACL user without ROLE (NOPERM) cannot tell: a READONLY reply still will.
@@ -232,67 +203,8 @@ public final class RedisConnection {
             return
         }
         let now = loop.now
-        let writes = arguments.first.map(Self.writes) ?? false
-        if replicaAcks > 0, openBatch == nil, writes {
-            openBatch = nextBatch
-            nextBatch += 1
-            ackTimer.schedule(after: 0)
-        }
-        pending.append(Pending(deadline: now + timings.timeoutSeconds, completion: completion, ackBatch: openBatch))
+        pending.append(Pending(deadline: now + timings.timeoutSeconds, completion: completion))
         if pending.count == 1 { watchdog.schedule(after: timings.timeoutSeconds) }
-        // A master with no replica yet (a promoted one, before its old master rejoined) may
-        // have one now: asked again, at most once a second — after this command's entry, so
-        // that answers keep the order of the wire.
-        if waitsForReplicas, replicaAcks == 0, writes, now - askedForReplicasAt >= 1 { askForReplicas() }
-    }
-
-    /// `ROLE`: ``replicaAcks`` is 1 while the master lists a replica that has synced (its
-    /// offset is past 0; one still loading the master's data would refuse every batch).
-    private func askForReplicas() {
-        guard waitsForReplicas, let link else { return }
-        askedForReplicasAt = loop.now
-        enqueue([Array("ROLE".utf8)]) { [weak self] result in
-            guard let self, link === self.link, case .success(let reply) = result, reply.elements?.first?.text == "master" else { return }
-            let replicas = (reply.elements?.count ?? 0) > 2 ? reply.elements?[2].elements ?? [] : []
-            let synced = replicas.contains { replica in
-                let offset = replica.elements.flatMap { $0.count > 2 ? $0[2] : nil }
-                return (offset?.integer ?? offset?.text.flatMap { Int64($0) } ?? 0) > 0
-            }
-            replicaAcks = synced ? 1 : 0
-        }
-    }
-
-    /// When ``askForReplicas()`` last asked (loop time).
-    private var askedForReplicasAt = -Double.infinity
-
-    /// How long a batch's `WAIT` waits for a replica: on one host a replica acknowledges in
-    /// well under a millisecond, and a replica that is syncing or gone must not hold up every
-    /// batch (reads too) for long: its writes are answered `REDIS_NOT_REPLICATED` at once
-    /// instead, and a client retries after `retryAfterMs`.
-    static let replicaWaitMs = 100
-
-    /// Whether a command may write (the engine writes through scripts only).
-    private static func writes(_ verb: [UInt8]) -> Bool {
-        verb.elementsEqual("EVALSHA".utf8) || verb.elementsEqual("EVAL".utf8)
-    }
-
-    /// The open batch's `WAIT`, after the commands of the turn that opened it.
-    private func closeBatch() {
-        guard let batch = openBatch else { return }
-        openBatch = nil
-        if held[batch] == nil { held[batch] = [] }
-        let acks = replicaAcks
-        let waitMs = Self.replicaWaitMs
-        enqueue(["WAIT", String(acks), String(waitMs)].map { Array($0.utf8) }) { [weak self] result in
-            guard let self else { return }
-            let answers = held.removeValue(forKey: batch) ?? []
-            let acknowledged: Int64 = (try? result.get())?.integer ?? 0
-            if acknowledged < acks { askForReplicas() }
-            let refusal = RedisError(.notReplicated, "no replica of \(whereabouts) acknowledged the write within \(waitMs) ms (WAIT \(acks))")
-            for (completion, answer) in answers {
-                if case .success = answer, acknowledged < acks { completion(.failure(refusal)) } else { completion(answer) }
-            }
-        }
     }
 
     private func watchdogFired() {
@@ -320,12 +232,7 @@ public final class RedisConnection {
         link.delegate = nil
         link.close()
         watchdog.cancel()
-        ackTimer.cancel()
-        openBatch = nil
-        // Answers held for a `WAIT` that will not come fail with the link: not acknowledged.
-        var orphans = Deque(held.keys.sorted().flatMap { held[$0] ?? [] }.map { Pending(deadline: 0, completion: $0.0) })
-        held.removeAll()
-        orphans.append(contentsOf: pending)
+        let orphans = pending
         pending.removeAll()
         return orphans
     }
@@ -336,17 +243,6 @@ extension RedisConnection: RedisLinkDelegate {
         guard link === self.link else { return }
         guard let oldest = pending.popFirst() else {
             drop(RedisError(.protocolViolation, "a reply for no command"))
-            return
-        }
-        if let batch = oldest.ackBatch, held[batch] != nil || openBatch == batch {
-            // Its batch's `WAIT` decides (``replicaAcks``).
-            let answer: Result<RedisReply, RedisError>
-            if case .error(let line) = reply { answer = .failure(RedisError(.errorReply, line)) } else { answer = .success(reply) }
-            held[batch, default: []].append((oldest.completion, answer))
-            if case .error(let line) = reply, locator.checksRole, line.hasPrefix("READONLY") {
-                locator.masterRefused()
-                drop(RedisError(.notMaster, "\(whereabouts) answered READONLY: it is no longer the master"))
-            }
             return
         }
         if case .error(let line) = reply {

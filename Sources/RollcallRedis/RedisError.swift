@@ -54,10 +54,6 @@ public enum RedisErrorCode: String, StableErrorCode {
     case crossSlot = "REDIS_CROSS_SLOT"
     /// Redis Cluster: a command was given no key to route it by.
     case noKey = "REDIS_NO_KEY"
-    /// A write ran on a master that has replicas, and no replica acknowledged it in time
-    /// (`WAIT`, ``RedisConnection/replicaAcks``): a failover may yet lose it, so it is no
-    /// answer to give a client. It did reach Redis.
-    case notReplicated = "REDIS_NOT_REPLICATED"
 }
 
 extension RedisError {

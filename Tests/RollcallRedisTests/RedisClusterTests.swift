@@ -59,41 +59,6 @@ struct RedisClusterTests {
         return outcome!
     }
 
-    @Test("a script's write on a master with a replica is answered once the replica acknowledged it (WAIT); with the replica stopped, REDIS_NOT_REPLICATED, though the write ran")
-    func writesWaitForAReplica() throws {
-        let cluster = try #require(SharedRedisCluster.current)
-        try EventLoop.withTestLoop { loop in
-            let client = try readyClient(cluster, on: loop)
-            defer { client.close() }
-            let key = "{acks}counter"
-            let master = try cluster.masterPort(servingKey: key)
-            let connection = try #require(client.connection(toMaster: RedisHostPort(host: "127.0.0.1", port: master)))
-            let role = try cluster.command(port: master, ["ROLE"]).split(separator: "\n").map(String.init)
-            let replica = try #require(role.count >= 4 ? Int(role[3]).flatMap(cluster.node(port:)) : nil, "ROLE: \(role)")
-            let script = ["EVAL", "return redis.call('INCR', KEYS[1])", "1", key]
-            // Writes go unacknowledged until `ROLE` lists a synced replica (asked at connect,
-            // then at most once a second while none was listed).
-            var writes: Int64 = 0
-            let deadline = Date(timeIntervalSinceNow: patience)
-            while connection.replicaAcks == 0, Date() < deadline {
-                writes = try call(client, script, keys: [key], on: loop).get().integer ?? 0
-                _ = loop.run(until: { false }, timeout: 0.2)
-            }
-            #expect(connection.replicaAcks == 1, "ROLE lists the master's replica")
-            #expect(try call(client, script, keys: [key], on: loop).get() == .integer(writes + 1), "acknowledged, answered")
-            replica.suspend()
-            let refused = try call(client, script, keys: [key], on: loop)
-            replica.resume()
-            guard case .failure(let error) = refused else {
-                Issue.record("answered \(refused) with the replica stopped")
-                return
-            }
-            #expect(error.code == .notReplicated, "\(error)")
-            #expect(try cluster.command(port: master, ["GET", key]) == String(writes + 2), "the write ran on the master")
-            try cluster.waitUntilHealthy()
-        }
-    }
-
     @Test("keys of 300 hash tags land on all three masters and read back; EVALSHA and SPUBLISH are routed by key; keys of two slots are refused")
     func routesBySlot() throws {
         let cluster = try #require(SharedRedisCluster.current)
