@@ -5,7 +5,8 @@ import Foundation
 /// waits that end early once the churn is told to stop.
 final class ChaosClock: @unchecked Sendable {
     private let cond = NSCondition()
-    private let started = Date()
+    /// When the clock was made (the report prints it, to line the timeline up with the nodes' logs).
+    let started = Date()
     private var stopping = false
 
     /// Seconds since the clock was made.

@@ -13,6 +13,8 @@ import Foundation
 ///   masters with a replica each; the default faults are then those it can take,
 ///   `FaultKind.kinds(for:)`).
 /// - `CHAOS_REPORT`: a file the reports and the summary are appended to.
+/// - `CHAOS_LOG_DIR`: a folder a failing run writes each node's whole log to (read by the
+///   report itself, `ChaosRun`).
 struct ChaosEnvironment {
     let seconds: Double
     let seed: UInt64?

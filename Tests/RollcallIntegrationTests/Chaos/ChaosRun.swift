@@ -89,6 +89,7 @@ enum ChaosRun {
 
         let log = ChaosRunLog()
         let mark: @Sendable (String) -> Void = { text in log.mark("\(clock.stamp()) \(text)") }
+        mark("clock started at \(ISO8601DateFormatter().string(from: clock.started)) (the nodes' logs are in UTC)")
         let group = DispatchGroup()
         for client in clients {
             group.enter()
@@ -256,6 +257,14 @@ enum ChaosRun {
         // earlier life is gone), for what the clients cannot see: links, failovers, fencing.
         lines.append("nodes (gauges and the tail of each log):")
         lines += cluster.describe(logBytes: 8000).split(separator: "\n").map { "  \($0)" }
+        // CHAOS_LOG_DIR: every node's whole log, for what the tails leave out.
+        if let folder = ProcessInfo.processInfo.environment["CHAOS_LOG_DIR"], !folder.isEmpty {
+            for (index, text) in cluster.cluster.nodeLogs().enumerated() {
+                let path = "\(folder)/chaos-\(seed)-n\(index + 1).log"
+                try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                if FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) { lines.append("  n\(index + 1)'s whole log: \(path)") }
+            }
+        }
         return lines.joined(separator: "\n")
     }
 }

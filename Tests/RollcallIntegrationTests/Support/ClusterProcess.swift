@@ -233,6 +233,11 @@ final class ClusterProcess: BrokerUnderTest, @unchecked Sendable {
         }.joined(separator: "\n")
     }
 
+    /// Each node's whole stderr (the running process's), in node order.
+    func nodeLogs() -> [String] {
+        lock.withLock { nodeProcesses }.map(\.stderrText)
+    }
+
     /// Kills the proxy, every node and its own redis-server (idempotent; also run when the
     /// value goes away). A Redis Cluster keeps running: its owner stops it.
     func stopAll() {
