@@ -366,16 +366,41 @@ final class ClusterPresence {
 
     /// `getUserChannels`: the channels the user is a member of, on any node.
     /// Only the channels `grant` lets the session read are listed and counted (1.1).
+    ///
+    /// With more than one key group the user's list (`uc:`) is kept by a step on the user's
+    /// slot that follows the channel's own change: a channel it still names is listed only
+    /// while the user is a member there (`ZSCORE` on the channel's `:m`, in its slot), so no
+    /// reader sees a channel after the `leave` or `timeout` event that took the user out of it.
     func getUserChannels(_ request: GetUserChannelsRequest, allowing grant: Grant, then done: @escaping Completion) {
-        store.call([.command([Array("ZRANGE"), Array(keys.user(request.userId).channels.utf8), Array("0".utf8), Array("-1".utf8)])]) { result in
+        store.call([.command([Array("ZRANGE".utf8), Array(keys.user(request.userId).channels.utf8), Array("0".utf8), Array("-1".utf8)])]) { [self] result in
             switch result {
             case .failure(let failure): done(.failure(failure.brokerError))
             case .success(let replies):
-                let channels = ClusterKeys.channels(fromIds: replies.first)
-                    .filter { grant.allows(channel: $0.name) }.sorted()
-                done(.success(Answer(result: .object([
-                    "totalChannel": .int(channels.count), "channels": .array(channels.map(\.json)),
-                ]))))
+                let listed = ClusterKeys.channels(fromIds: replies.first).filter { grant.allows(channel: $0.name) }.sorted()
+                confirmMembership(of: request.userId, in: listed) { confirmed in
+                    done(confirmed.map { channels in
+                        Answer(result: .object(["totalChannel": .int(channels.count), "channels": .array(channels.map(\.json))]))
+                    })
+                }
+            }
+        }
+    }
+
+    /// The channels of `listed` whose member set (`:m`) has `user` now; all of them when every
+    /// channel shares the user's slot (one key group: the list and the members change together).
+    private func confirmMembership(of user: Name, in listed: [ChannelKey],
+                                   then done: @escaping (Result<[ChannelKey], BrokerError>) -> Void) {
+        let elsewhere = listed.filter { !userSharesSlot(user, with: keys.channel($0)) }
+        guard !elsewhere.isEmpty else { return done(.success(listed)) }
+        let commands = elsewhere.map { key in
+            StoreCommand.command([Array("ZSCORE".utf8), Array((keys.channel(key).base + ":m").utf8), Array(user.string.utf8)])
+        }
+        store.call(commands) { result in
+            switch result {
+            case .failure(let failure): done(.failure(failure.brokerError))
+            case .success(let replies):
+                let gone = Set(zip(elsewhere, replies).filter { $0.1 == .null }.map(\.0))
+                done(.success(listed.filter { !gone.contains($0) }))
             }
         }
     }
