@@ -18,7 +18,10 @@ for (const backend of REDIS_BACKENDS) describe(`cluster on ${backend.name}: resu
 
   before(async () => {
     redis = await backend.start();
-    const cluster = { redis: redis.url, keyPrefix: "js:", heartbeatSeconds: 0.2, nodeTimeoutSeconds: 1 };
+    // Heartbeats of 1 s: a claim gives up a session whose node has not beaten for 2.5 heartbeats,
+    // so the kill -9 test's first resume (a few ms after the kill) comes well before that even on
+    // a loaded machine; at 0.2 s it came after it once and resumed at the first try (session 47).
+    const cluster = { redis: redis.url, keyPrefix: "js:", heartbeatSeconds: 1, nodeTimeoutSeconds: 3 };
     for (let index = 0; index < 2; index++) nodes.push(await Broker.start({ cluster }));
   });
   after(async () => {
