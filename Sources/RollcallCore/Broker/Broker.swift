@@ -444,6 +444,10 @@ package struct BrokerMetrics: Sendable {
     /// Cluster mode: local sessions whose record Redis no longer gave this node (gone, or
     /// another node's or none) while the node was live, found after a fenced answer, and ended here.
     package var clusterSessionsLostByNode = 0
+    /// Sessions this node had whose record Redis no longer had (at a refused change, or after a
+    /// fence once the node was back; a failover may have lost it): their channels left with
+    /// `timeout` (``ClusterSessions/endLostRecord(_:)``).
+    package var clusterLostRecordsEnded = 0
     /// Cluster mode: presence events that came with the `seq` this node delivered last but
     /// other bytes (Redis went back in time and used the number again); each channel resynced.
     package var clusterEventsRewritten = 0

@@ -64,9 +64,10 @@ extension ClusterSessions {
     /// scanner's count of subscriptions, and takes this node's when it swept every group);
     /// then, on the node that scans (every node with one key group; the lease holder
     /// with more, docs/cluster.md "The scans"), for this tick's slice of the groups
-    /// (``reapRoundSeconds``; every group for a node just declared dead) the overdue state
-    /// keys (``ClusterPresence/expireOverdue(groups:ifFailed:)``), the user-status sweep
-    /// (`status.sweep`) and `session.reapGroup`, and
+    /// (``reapRoundSeconds``) the overdue state keys
+    /// (``ClusterPresence/expireOverdue(groups:ifFailed:)``), the user-status sweep
+    /// (`status.sweep`) and `session.reapGroup` (every group while a node is being reaped; one
+    /// pass on the link at a time), and
     /// for the flushes' slice (``flushRoundSeconds(_:)``) the overdue interval flushes
     /// (``ClusterPresence/flushOverdue(groups:ifFailed:)``);
     /// `session.reaped` once every group answered for a node being reaped.
@@ -87,15 +88,22 @@ extension ClusterSessions {
                 return
             }
             if declared.reaping.isEmpty { groupsReapedFor.removeAll() }
-            // A node just declared dead has its sessions orphaned in every group at once.
-            let slice = declared.reaping.isEmpty ? reapRound.slice() : Array(keys.groups.all)
+            let slice = reapRound.slice()
             presence.expireOverdue(groups: slice) { [self] in scanFailed = true }
             presence.call(groups: slice, userStatus.sweepCommand(group:)) { [self] result in
                 guard case .success(let replies) = result else { return scanFailed = true }
                 userStatus.sweepAnswered(groups: slice, replies: replies)
             }
             presence.flushOverdue(groups: flushRound.slice()) { [self] in scanFailed = true }
-            reapGroups(slice, reaping: declared.reaping, endsDue: declared.endsDue)
+            // One pass of `session.reapGroup` on the link at a time: a pass of every group
+            // (a node just declared dead has its sessions orphaned in every group at once) that
+            // takes longer than a heartbeat is not doubled by the next tick. Passes piled up
+            // behind each other at 0.2 s heartbeats on a loaded machine, filled the link's
+            // gate, had their own calls given up there (so the reaping never completed and
+            // started over), and held every request of the node's clients behind them past
+            // their timeout (chaos on Redis Cluster, session 47).
+            guard !reapPassInFlight else { return }
+            reapGroups(declared.reaping.isEmpty ? slice : Array(keys.groups.all), reaping: declared.reaping, endsDue: declared.endsDue)
         }
     }
 
@@ -105,9 +113,11 @@ extension ClusterSessions {
     /// their hold, while no single script holds Redis for long (issue 29 item 8).
     private func reapGroups(_ groups: [Int], reaping: [DeclareDeadScriptReply.Reaping], endsDue: Bool) {
         let nodeTimeoutMs = configuration.cluster.nodeTimeoutSeconds.milliseconds
+        reapPassInFlight = true
         presence.call(groups: groups, { [keys] in
             SessionScripts.reapGroup(keys: keys, group: $0, reaping: reaping, nodeTimeoutMs: nodeTimeoutMs, batch: Self.reapBatch, endsDue: endsDue)
         }) { [self] result in
+            reapPassInFlight = false
             guard case .success(let replies) = result else {
                 // Groups skipped: a node being reaped starts its count again.
                 for node in reaping { groupsReapedFor[node.node] = nil }
@@ -187,6 +197,40 @@ extension ClusterSessions {
 
     func storeBeat(_ beat: StoreBeat) {
         if beat.liveAt >= latestBeat?.liveAt ?? 0 { latestBeat = beat }
+        guard awaitsRevival else { return }
+        awaitsRevival = false
+        endSessionsLostAtFence()
+    }
+
+    /// Back among the live nodes after a fence: the sessions it dropped then whose record is no
+    /// longer in Redis at all leave the channels this node knew them in (`timeout`), and their
+    /// user's status follows. The reaper hands over only what the user's slot lists
+    /// (`P{<g>}ns:<node>`): a record that slot lost (its master failed over to a replica that
+    /// lacked the writes) left the session a member of channels in other slots for good, seen
+    /// online by everyone (chaos on Redis Cluster, session 47). A record that is there was
+    /// handed over (resumable, or timed out by the reaper), and is left alone.
+    private func endSessionsLostAtFence() {
+        let dropped = droppedAtFence
+        droppedAtFence = []
+        guard !dropped.isEmpty else { return }
+        let checks = dropped.map { StoreCommand.command(["EXISTS", keys.user($0.user).session($0.sessionId).record].map(storeArgument)) }
+        call(checks) { [self] result in
+            guard case .success(let replies) = result else {
+                // Redis out of reach: asked again at the next revival's first beat.
+                droppedAtFence += dropped
+                return
+            }
+            for (session, reply) in zip(dropped, replies) where reply.integer == 0 { endLostRecord(session) }
+        }
+    }
+
+    /// A session whose record Redis no longer has leaves the channels this node knew it in
+    /// (`timeout`), then its user's status follows (``finishEnd``): what a failover that lost
+    /// the record would otherwise leave a member for good. Counted in
+    /// `rollcall_cluster_lost_records_ended_total`.
+    func endLostRecord(_ session: DroppedSession) {
+        broker.metrics.clusterLostRecordsEnded += 1
+        finishEnd(sessionId: session.sessionId, user: session.user, channels: session.channels, kind: .timeout, loggedOut: false)
     }
 
     /// Redis lost the cluster's data: every session here ends without a word to anyone and
@@ -200,7 +244,8 @@ extension ClusterSessions {
     /// The other nodes declared this node dead: its sessions belong to no node now, resumable
     /// anywhere; each connection here closes with 1001 so its client resumes.
     func nodeFenced() {
-        dropEverySession(closingWith: .shutdown, reason: "node fenced")
+        awaitsRevival = true
+        droppedAtFence += dropEverySession(closingWith: .shutdown, reason: "node fenced")
     }
 
     /// SIGTERM: every session of this node becomes held with no node, resumable anywhere
@@ -215,10 +260,14 @@ extension ClusterSessions {
         call([.command(["ZREM", keys.nodes, nodeId].map(storeArgument))]) { _ in }
     }
 
-    /// Forgets every local session without touching Redis, and closes its connection.
-    private func dropEverySession(closingWith code: CloseCode, reason: String) {
+    /// Forgets every local session without touching Redis, and closes its connection; returns
+    /// each with the channels it was in here.
+    @discardableResult
+    private func dropEverySession(closingWith code: CloseCode, reason: String) -> [DroppedSession] {
+        var dropped: [DroppedSession] = []
         for session in broker.directory.all {
-            _ = presence.forgetLocally(session)
+            let channels = presence.forgetLocally(session)
+            dropped.append(DroppedSession(sessionId: session.sessionId, user: session.userId, channels: channels))
             broker.forget(session)
             if let connection = session.connection { broker.close(connection, code, reason: reason) }
         }
@@ -229,6 +278,7 @@ extension ClusterSessions {
         presence.hearingDeadlines = TimerQueue()
         presence.messagesAfterSnapshots.removeAll()
         presence.local.removeAll()
+        return dropped
     }
 
     /// A message on this node's control channel (``ControlMessage``).

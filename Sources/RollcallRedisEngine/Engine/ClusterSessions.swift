@@ -27,9 +27,28 @@ final class ClusterSessions: SessionEngine {
     /// A read of the key groups' buckets failed this tick: at the next, this node gives the
     /// scanner's lease up (another node that can read them takes it).
     var scanFailed = false
+    /// A pass of `session.reapGroup` is on the link (at most one at a time: ``reap()``).
+    var reapPassInFlight = false
     /// What this node's latest beat that found it live saw (``StoreBeat``): with more than one
     /// key group, starts and claims pass it, as `P{0}nodes` is in another slot.
     var latestBeat: StoreBeat?
+    /// The other nodes declared this node dead and it fenced itself (``nodeFenced()``); until a
+    /// beat finds it live again (``storeBeat(_:)``: `cluster.revive` ran, once the reaper had
+    /// orphaned its old sessions in every key group) it refuses logins. A session started
+    /// meanwhile was closed again at the next beat that still said "dead", so its client saw a
+    /// login answered and its next request cut off, over and over while a master refused the
+    /// reaper's writes (chaos on Redis Cluster, session 47).
+    var awaitsRevival = false
+    /// The sessions the fences since the last live beat dropped (``nodeFenced()``), checked
+    /// once the node is back (``endSessionsLostAtFence()``).
+    var droppedAtFence: [DroppedSession] = []
+
+    /// A session this node forgot without a word to Redis, with the channels it was in here.
+    struct DroppedSession {
+        let sessionId: String
+        let user: Name
+        let channels: [ChannelKey]
+    }
 
     init(broker: Broker, presence: ClusterPresence, userStatus: ClusterUserStatus) {
         self.broker = broker
@@ -48,7 +67,11 @@ final class ClusterSessions: SessionEngine {
             case ""?: "session handed over"
             default: "session resumed on another node"
             }
+            let lost = DroppedSession(sessionId: session.sessionId, user: session.userId, channels: Array(session.presence.joined.keys))
             dropStaleCopy(session, reason: reason)
+            // No record at all: ended elsewhere (its channels left there), or lost by a
+            // failover (left nowhere); leaving again is idempotent (`notin`).
+            if owner == nil { endLostRecord(lost) }
         }
     }
 
@@ -85,6 +108,7 @@ final class ClusterSessions: SessionEngine {
     /// Redis (closing the user's oldest sessions over the limit, on whichever node).
     func login(_ request: LoginRequest, grant: Grant, on connection: ConnectionID,
                then done: @escaping (Result<JSON, BrokerError>, Session?) -> Void) {
+        guard !awaitsRevival else { return done(.failure(fencedError), nil) }
         let requestedTimeoutMs = request.presenceTimeoutSeconds.map(Broker.presenceTimeoutMs)
         let newToken = ResumeToken(using: &broker.random)
         guard let resumeText = request.resumeToken, let oldToken = ResumeToken(resumeText) else {
@@ -457,12 +481,13 @@ final class ClusterSessions: SessionEngine {
                 recorded?()
                 return
             }
-            // A retry that finds the record gone: the first try ran but its answer was lost (Redis
-            // stopped, then ran the queued script), so the channels were never left. Leaving is
-            // per session and idempotent (`notin`), so leave them now. `moved`: taken over
-            // elsewhere, its memberships live on.
+            // The record gone: a retry whose first try ran with its answer lost (Redis stopped,
+            // then ran the queued script), or a record the user's slot lost (its master failed
+            // over to a replica that lacked it; session 47) — either way the channels were never
+            // left. Leaving is per session and idempotent (`notin`: an end that ran elsewhere
+            // left them), so leave them now. `moved`: taken over elsewhere, its memberships live on.
             let outcome = replies.first?.text
-            guard outcome == "ok" || (retried && outcome == "gone") else {
+            guard outcome == "ok" || outcome == "gone" else {
                 if retried {
                     userStatus.sendEnds([userStatus.endedCommand(user: user, sessionId: sessionId, loggedOut: loggedOut)],
                                         then: recorded)

@@ -49,6 +49,11 @@ public final class ClusterLink {
     private var gate: StoreCallGate
     private var giveUpTimer: LoopTimer!
     private var admitting = false
+    /// When a slow store call was last logged (monotonic ms), and how many since went unlogged (``noteIfSlow``).
+    private var lastSlowCallLogged: Int64 = -1_000_000
+    private var slowCallsUnlogged = 0
+    /// A beat said this node was declared dead, and none since found it live.
+    private var fencedUntilLive = false
 
     let configuration: Configuration
     let logger: Logger
@@ -295,7 +300,12 @@ public final class ClusterLink {
                 // tried again at each beat until it succeeds.
                 registerAgain()
             } else if declaredDead {
-                logger.error("cluster: the other nodes declared this node dead (it was silent too long); its sessions were handed over")
+                // Each beat until the revival says "dead" again and fences what may have
+                // slipped in meanwhile (a login answered as the first one came); logged once.
+                if !fencedUntilLive {
+                    logger.error("cluster: the other nodes declared this node dead (it was silent too long); its sessions were handed over; it refuses logins until it is back among the live nodes")
+                }
+                fencedUntilLive = true
                 deliver?(.storeFenced)
                 let dropped = heldBack.discard()
                 if dropped > 0 { logger.warning("cluster: \(dropped) pub/sub message(s) held back while this node may have been dead were dropped: its sessions were handed over (held ones keep their messages in Redis)") }
@@ -305,7 +315,12 @@ public final class ClusterLink {
                 releaseHeldBack()
             }
         }
-        heartbeat.onLive = { [weak self] beat in self?.deliver?(.storeBeat(beat)) }
+        heartbeat.onLive = { [weak self] beat in
+            guard let self else { return }
+            if fencedUntilLive { logger.notice("cluster: this node is back among the live nodes") }
+            fencedUntilLive = false
+            deliver?(.storeBeat(beat))
+        }
         heartbeat.start(on: route)
     }
 
@@ -475,12 +490,14 @@ public final class ClusterLink {
         var replies = [StoreReply?](repeating: nil, count: list.count)
         var remaining = list.count
         var failed = false
+        let sentAt = MonotonicClock.now
         for (index, command) in list.enumerated() {
             let completion: RedisConnection.Completion = { [weak self] result in
                 guard let self else { return }
                 gate.answered()
                 defer { if gate.waitingCount > 0 { admit() } }
                 guard !failed else { return }
+                noteIfSlow(command, sentAt: sentAt, result: result)
                 switch result {
                 case .success(let reply):
                     replies[index] = StoreReply(reply)
@@ -514,6 +531,39 @@ public final class ClusterLink {
             route.send(command, as: redisScript, completion: completion)
         }
     }
+
+    /// Logs a command Redis took longer than ``slowCallMs`` to answer (or to fail), at most
+    /// once a second: what a request waited on when a client saw it time out (a master that
+    /// stalls, a link the watchdog takes down). The rest of such a second is counted in the next line.
+    private func noteIfSlow(_ command: StoreCommand, sentAt: Int64, result: Result<RedisReply, RedisError>) {
+        let now = MonotonicClock.now
+        let waited = now - sentAt
+        guard waited >= Self.slowCallMs else { return }
+        guard now - lastSlowCallLogged >= 1000 else {
+            slowCallsUnlogged += 1
+            return
+        }
+        lastSlowCallLogged = now
+        let what: String
+        switch command {
+        case .script(let script, let arguments):
+            what = script.name + " " + (arguments.first.map { String(decoding: $0, as: UTF8.self) } ?? "")
+        case .command(let words):
+            what = words.prefix(2).map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
+        }
+        let outcome: String
+        switch result {
+        case .success: outcome = "answered"
+        case .failure(let error): outcome = "\(error.code.rawValue): \(error.message)"
+        }
+        logger.warning("cluster: a store call waited long for Redis", metadata: [
+            "call": "\(what)", "waitedMs": "\(waited)", "outcome": "\(outcome)", "alsoSlowSinceLastLine": "\(slowCallsUnlogged)",
+        ])
+        slowCallsUnlogged = 0
+    }
+
+    /// A store command answered later than this (ms) is logged (``noteIfSlow``).
+    static let slowCallMs: Int64 = 1000
 
     /// The script with its SHA-1, made once per script (the connection loads it on each new
     /// link before its first `EVALSHA`: ``RedisConnection/load(_:)``).

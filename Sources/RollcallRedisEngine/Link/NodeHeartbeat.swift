@@ -186,7 +186,11 @@ package final class NodeHeartbeat {
             "reaping": keys.reaping,
         ])
         // Should this fail (or find the node still being reaped), the next beat answers "dead"
-        // again and the node revives then.
-        route.run(Self.revive, arguments: arguments) { _ in }
+        // again and the node revives then. Revived, it beats at once: the node refuses logins
+        // until a beat finds it live (``ClusterLink``), so it does not wait a heartbeat more.
+        route.run(Self.revive, arguments: arguments) { [weak self] result in
+            guard case .success(let reply) = result, reply.text == "ok" else { return }
+            self?.beatNow()
+        }
     }
 }

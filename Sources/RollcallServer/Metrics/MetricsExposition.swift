@@ -169,6 +169,9 @@ final class MetricsExposition {
             series.counter("rollcall_cluster_sessions_lost_total",
                            "Local sessions whose record in Redis no longer named this node (gone, handed over, or another node's) while it was live, found after a change Redis refused, and closed with 1001",
                            total: core.clusterSessionsLostByNode)
+            series.counter("rollcall_cluster_lost_records_ended_total",
+                           "Sessions this node had whose record Redis no longer had (found at a refused change, or after a fence once the node was back; a failover may have lost it), taken out of the channels this node knew them in with timeout (idempotent)",
+                           total: core.clusterLostRecordsEnded)
             series.counter("rollcall_cluster_events_rewritten_total",
                            "Presence events that came with the seq this node had delivered last but other bytes (Redis went back in time and used the number again); the channel was resynced with fresh snapshots",
                            total: core.clusterEventsRewritten)

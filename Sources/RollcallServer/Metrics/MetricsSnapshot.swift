@@ -20,6 +20,7 @@ struct MetricsSnapshot {
     var clusterCatchUpsLost = 0
     var clusterRepeatedMessagesDropped = 0
     var clusterSessionsLostByNode = 0
+    var clusterLostRecordsEnded = 0
     var clusterEventsRewritten = 0
     var requests = 0
     var apiRequests = 0
@@ -73,6 +74,7 @@ extension MetricsSnapshot {
         clusterCatchUpsLost = broker.metrics.clusterCatchUpsLost
         clusterRepeatedMessagesDropped = broker.metrics.clusterRepeatedMessagesDropped
         clusterSessionsLostByNode = broker.metrics.clusterSessionsLostByNode
+        clusterLostRecordsEnded = broker.metrics.clusterLostRecordsEnded
         clusterEventsRewritten = broker.metrics.clusterEventsRewritten
         requests = broker.metrics.requests
         apiRequests = broker.metrics.apiRequests
