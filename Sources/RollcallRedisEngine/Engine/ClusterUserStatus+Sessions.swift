@@ -25,7 +25,7 @@ extension ClusterUserStatus {
         // Read here (one group): known before the login reply; else when the reads answer.
         let readHere = if case .records = catchUp { true } else { false }
         if !readHere { awaitingLoginReply.insert(session.number) }
-        resolve(catchUp) { [self] records, versions in
+        resolveCatchUp(catchUp, for: session) { [self] records, versions in
             noteCatchUp(versions, for: session)
             let waiting = awaitingLoginReply.remove(session.number) != nil || readHere
             guard !records.isEmpty else { return }
@@ -70,7 +70,7 @@ extension ClusterUserStatus {
         store.call([command]) { [self] result in
             guard case .success(let replies) = result, let reply = replies.first else { return }
             noteOwnRecord(in: reply, for: session)
-            resolve(UserStatusScripts.CatchUp(unwrapped(reply))) { [self] records, versions in
+            resolveCatchUp(UserStatusScripts.CatchUp(unwrapped(reply)), for: session) { [self] records, versions in
                 guard !records.isEmpty, session.connection != nil else { return }
                 noteCatchUp(versions, for: session)
                 outbox.send(StatusEvents.userStatus(records), to: session)
@@ -148,6 +148,7 @@ extension ClusterUserStatus {
         pendingCatchUp.removeAll()
         awaitingLoginReply.removeAll()
         catchUpVersions.removeAll()
+        heardWhileCatchingUp.removeAll()
         unansweredCatchUps.removeAll()
     }
 
@@ -290,7 +291,10 @@ extension ClusterUserStatus {
         outbox.fanOut {
             for session in directory.sessions(of: user) where session.sessionId != except {
                 // A session whose catch-up brought this version already has it.
-                if let recordUser, caughtUp(session, with: recordUser, at: recordVersion) { continue }
+                if let recordUser {
+                    if caughtUp(session, with: recordUser, at: recordVersion) { continue }
+                    noteHeardWhileCatchingUp(session, user: recordUser, version: recordVersion)
+                }
                 outbox.send(bytes, to: session)
             }
         }

@@ -37,6 +37,9 @@ final class ClusterUserStatus {
     /// Session number → the record versions its catch-up brought, per user: the same ones,
     /// brought again by the inbox (published before the session heard it), are not sent twice.
     var catchUpVersions: [UInt64: [String: Int64]] = [:]
+    /// Session number → while its catch-up reads are out, the record versions its user's inbox
+    /// delivered to it meanwhile, per user (``resolveCatchUp(_:for:then:)``).
+    var heardWhileCatchingUp: [UInt64: [String: Int64]] = [:]
     /// When the reaper's last tick was answered (wall ms): how far back a resync must look.
     var lastSweptAt: Timestamp?
     /// Per key group this node swept (and counted), its unexpired subscriptions then.
