@@ -19,9 +19,7 @@ struct ClusterCatchUpRaceTests {
 
     @Test("a catch-up read before a change and answered after the inbox delivered it is not sent: the client keeps the newer record")
     func aLateCatchUpDoesNotPutAnOlderRecordBack() throws {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "catch:", heartbeatSeconds: 0.1)
+        let (bed, _) = try ClusterBed.withClusterKeyGroups(nodes: 2, prefix: "catch:")
         let alice = try bed.login("alice", on: 0)
         #expect(try bed.request(alice, "subscribeUserStatus", ["userIds": ["bob"]])["ok"]?.boolValue == true)
         bed.disconnect(alice, abnormally: false)

@@ -25,11 +25,9 @@ struct ClusterLostRecordTests {
     }
 
     private func scene(prefix: String, heartbeatSeconds: Double = 0.1) throws -> Scene {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        configuration.presence.timeoutSeconds = 60
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: prefix, heartbeatSeconds: heartbeatSeconds)
-        let keys = ClusterKeys(prefix: prefix, groups: KeyGroups(count: KeyGroups.clusterCount))
+        let (bed, keys) = try ClusterBed.withClusterKeyGroups(nodes: 2, prefix: prefix, heartbeatSeconds: heartbeatSeconds) {
+            $0.presence.timeoutSeconds = 60
+        }
         let userGroup = keys.userGroup(Name(unchecked: "alice"))
         #expect(userGroup != 0, "alice's slot is not the control slot")
         let room = (0..<1000).map { "room\($0)" }.first {

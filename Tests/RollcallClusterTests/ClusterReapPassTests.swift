@@ -13,10 +13,7 @@ import Testing
 struct ClusterReapPassTests {
     @Test("a reap pass of every group whose answers are held back is not sent again at the next ticks; once answered, the node is reaped")
     func aSlowPassIsNotDoubled() throws {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 2, configuration: configuration, prefix: "pass:", heartbeatSeconds: 0.1)
-        let keys = ClusterKeys(prefix: "pass:", groups: KeyGroups(count: KeyGroups.clusterCount))
+        let (bed, keys) = try ClusterBed.withClusterKeyGroups(nodes: 2, prefix: "pass:")
         // The `session.reapGroup` scripts that name the dead node (a pass for it), counted per
         // node; their answers are held back until `holding` is off.
         let gone = Array("gone-node".utf8)

@@ -12,10 +12,7 @@ import Testing
 struct ClusterUserChannelsAcrossGroupsTests {
     @Test("a channel whose members no longer have the user is not listed, though the user's list still names it")
     func listsOnlyChannelsWithTheUserAMember() throws {
-        var configuration = Configuration()
-        configuration.cluster.keyGroupCount = KeyGroups.clusterCount
-        let bed = try ClusterBed(nodes: 1, configuration: configuration, prefix: "ucg:", heartbeatSeconds: 0.1)
-        let keys = ClusterKeys(prefix: "ucg:", groups: KeyGroups(count: KeyGroups.clusterCount))
+        let (bed, keys) = try ClusterBed.withClusterKeyGroups(nodes: 1, prefix: "ucg:")
         let userGroup = keys.userGroup(Name(unchecked: "alice"))
         let rooms = (0..<1000).map { "room\($0)" }.filter {
             keys.channel(ChannelKey(type: .message, name: Name(unchecked: $0))).groupNumber != userGroup

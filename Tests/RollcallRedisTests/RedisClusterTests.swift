@@ -242,6 +242,42 @@ struct RedisClusterTests {
             try cluster.waitUntilHealthy(timeout: 30)
         }
     }
+
+    @Test("a master killed and started again empty on its port after its replica was promoted gets no command from a client whose map had not caught up: its slots answer UNAVAILABLE until a refresh names the promoted replica, which serves what was written")
+    func aRestartedFormerMasterIsNotTrustedBeforeARefresh() throws {
+        let cluster = try #require(SharedRedisCluster.current)
+        try EventLoop.withTestLoop { loop in
+            let client = try readyClient(cluster, on: loop)
+            defer { client.close() }
+            let key = "rc:{restarted}:k", slot = RedisClusterSlot.of(key)
+            #expect(try call(client, ["SET", key, "kept"], keys: [key], on: loop).get() == .status("OK"))
+            let victim = try #require(client.map?.master(of: slot))
+            #expect(try cluster.command(port: victim.port, ["WAIT", "1", "2000"]) == "1")
+            // The client's loop does not turn from here until the old master is back: its map
+            // still names the old master, as a node's did whose refresh lagged the failover.
+            let killedNode = try #require(cluster.node(port: victim.port))
+            killedNode.kill()
+            let promotedBy = Date().addingTimeInterval(20)
+            while ((try? cluster.masterPorts()) ?? [victim.port]).contains(victim.port), Date() < promotedBy { usleep(50_000) }
+            try #require(!((try? cluster.masterPorts()) ?? [victim.port]).contains(victim.port), "the replica was not promoted")
+            try killedNode.restart()
+
+            var answers: [String] = []
+            let deadline = Date().addingTimeInterval(20)
+            while answers.last != "kept", Date() < deadline {
+                switch try call(client, ["GET", key], keys: [key], on: loop) {
+                case .success(let reply): answers.append(reply.text ?? "\(reply)")
+                case .failure(let error):
+                    #expect([.unavailable, .connectionLost, .timeout].contains(error.code), "\(error)")
+                    let until = Date().addingTimeInterval(0.02)
+                    loop.run(until: { Date() >= until }, timeout: 1)
+                }
+            }
+            #expect(answers == ["kept"], "what the slot answered (the restarted empty node must answer nothing): \(answers)")
+            #expect(client.map?.master(of: slot) != victim)
+            try cluster.waitUntilHealthy(timeout: 30)
+        }
+    }
 }
 
 /// Starts one ``RedisClusterNodes`` for the suite it marks and stops it after the suite's last
