@@ -42,10 +42,9 @@ public final class RedisClusterClient {
     /// Called after each map refresh that changed the map (and after a `MOVED` changed it).
     public var onMapChange: ((RedisClusterSlotMap) -> Void)?
 
-    /// True when the map covers every slot and every master's connection is up, none of them
-    /// waiting for a refresh to confirm it after its link dropped.
+    /// True when the map covers every slot and every master's connection is up.
     public var isReady: Bool {
-        guard let map, map.coversEverySlot, suspects.isEmpty else { return false }
+        guard let map, map.coversEverySlot else { return false }
         return map.masters.allSatisfy { connections[$0]?.state.isConnected == true }
     }
 
@@ -68,18 +67,6 @@ public final class RedisClusterClient {
     private var refreshing = false
     private let order = RedisClusterReplyOrder()
     private var isClosed = false
-    /// Bumped as each refresh of the map starts.
-    private var refreshGeneration = 0
-    /// Masters whose link dropped (or came back after dropping), with the refresh generation
-    /// then: nothing is routed to one until a refresh started since, asked of other masters,
-    /// names it again. A master killed and started again on its port after its replica was
-    /// promoted comes back still sure it serves its slots (empty, without persistence), until
-    /// the cluster tells it otherwise: a node whose map had not caught up with the failover
-    /// reconnected to it and ran its heartbeat there, found no cluster epoch, and closed every
-    /// session as after a total data loss (chaos seed 194770976911513, session 47).
-    private var suspects: [RedisHostPort: Int] = [:]
-    /// Masters whose link has been up once (a first connect raises no suspicion).
-    private var everConnected: Set<RedisHostPort> = []
 
     /// How a routed command is sent on the connection it goes to (`asking`: preceded by `ASKING`).
     private typealias Perform = (_ connection: RedisConnection, _ asking: Bool, _ completion: @escaping Completion) -> Void
@@ -176,11 +163,6 @@ public final class RedisClusterClient {
             order.settle(ticket, .failure(unavailable(map == nil ? "no slot map yet" : "slot \(slot) has no master")))
             return
         }
-        guard suspects[master] == nil else {
-            requestRefresh()
-            order.settle(ticket, .failure(unavailable("the link to \(master) dropped; its slots wait for the map to name it again")))
-            return
-        }
         dispatch(perform, slot: slot, ticket: ticket, to: master, asking: false, redirectsLeft: 1)
     }
 
@@ -251,11 +233,7 @@ public final class RedisClusterClient {
                                          clientName: clientName, tls: tls)
         connection.onStateChange = { [unowned self, unowned connection] state in
             guard connections[address] === connection else { return }
-            if !state.isConnected || !everConnected.insert(address).inserted {
-                // Down, or back after being down: routed again once a later refresh names it.
-                suspects[address] = refreshGeneration
-                requestRefresh()
-            }
+            if !state.isConnected { requestRefresh() }
         }
         connections[address] = connection
         connection.start()
@@ -279,19 +257,15 @@ public final class RedisClusterClient {
     private func refreshNow() {
         guard !isClosed, !refreshing else { return }
         refreshing = true
-        refreshGeneration += 1
-        let generation = refreshGeneration
-        // A suspect is not asked: back on its port after a failover, it still names itself.
         let asked = (map?.masters ?? []).compactMap { address in
-            suspects[address] == nil ? connections[address].flatMap { $0.state.isConnected ? (address, $0) : nil } : nil
+            connections[address].flatMap { $0.state.isConnected ? (address, $0) : nil }
         }
-        source.fetch(preferring: asked, askingLast: Set(suspects.keys)) { [weak self] result in
+        source.fetch(preferring: asked) { [weak self] result in
             guard let self, !isClosed else { return }
             refreshing = false
             switch result {
             case .success(let fresh):
                 lastRefreshError = nil
-                suspects = suspects.filter { $0.value >= generation }
                 apply(fresh)
                 if isReady { refreshBackoff.reset() } else { requestRefresh() }
             case .failure(let error):
@@ -307,8 +281,6 @@ public final class RedisClusterClient {
         for master in fresh.masters { _ = connection(to: master) }
         for (address, connection) in connections where !fresh.masters.contains(address) {
             connections[address] = nil
-            suspects[address] = nil
-            everConnected.remove(address)
             connection.close()
         }
         if changed { onMapChange?(fresh) }

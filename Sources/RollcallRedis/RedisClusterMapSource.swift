@@ -34,18 +34,13 @@ final class RedisClusterMapSource {
         deadline = LoopTimer(loop: loop) { [unowned self] in onDeadline?() }
     }
 
-    /// Fetches the map, asking `masters` (connected, as `(address, connection)`) before the
-    /// seeds, and the seeds at `askingLast` (masters whose link dropped) after the others.
-    func fetch(preferring masters: [(RedisHostPort, RedisConnection)], askingLast: Set<RedisHostPort> = [],
-               completion: @escaping Completion) {
+    /// Fetches the map, asking `masters` (connected, as `(address, connection)`) before the seeds.
+    func fetch(preferring masters: [(RedisHostPort, RedisConnection)], completion: @escaping Completion) {
         endStep()
         var steps: [Step] = masters.map { .master($0.0, $0.1) }
-        var last: [Step] = []
         for offset in 0..<seeds.seeds.count {
-            let index = (firstSeed + offset) % seeds.seeds.count
-            if askingLast.contains(seeds.seeds[index]) { last.append(.seed(index)) } else { steps.append(.seed(index)) }
+            steps.append(.seed((firstSeed + offset) % seeds.seeds.count))
         }
-        steps += last
         next(steps[...], failures: [], completion: completion)
     }
 

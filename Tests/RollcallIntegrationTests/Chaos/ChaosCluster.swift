@@ -181,8 +181,10 @@ final class ChaosCluster: @unchecked Sendable {
     /// masters kept). A deployment runs its masters with `appendonly yes`.
     private func startDownMasterAgain() throws {
         guard let master = lock.withLock({ downMaster }), let redisCluster else { return }
-        let port = master.port
-        _ = eventually(timeout: 15) { !((try? redisCluster.masterPorts()) ?? [port]).contains(port) }
+        // Not before a replica serves its slots: `masterPorts()` leaves out a master as soon as
+        // one node suspects it (`fail?`), and one started again then kept its slots, empty
+        // (session 47: the "cluster data lost" and lost custom statuses of some seeds).
+        _ = redisCluster.waitUntilPromoted(replacing: master.port, masters: 3, timeout: 15)
         try master.restart(timeout: 20)
         lock.withLock { downMaster = nil }
         try waitUntilRedisClusterHealthy()
