@@ -70,6 +70,10 @@ struct ClusterStatusFanOutTests {
         func record(_ version: Int, _ custom: String) -> [UInt8] {
             Array("U\n\(version)\nbob\nonline\n\(1000 + version)\n1000\n\(1000 + version)\nweb\n=\(custom)".utf8)
         }
+        // Once the node hears the inbox (its subscription confirmed; a publish before that
+        // reached nobody, and the next, older one was then the first it saw: CI, session 47).
+        // The probe's kind is none the inbox knows: it is dropped.
+        try bed.pump(until: { (try? bed.redis.command(["PUBLISH", inbox, "probe"])) == ":1" }, what: "the watcher's inbox heard")
         // As two nodes' publishes of bob's changes 5 and 4 arriving newest first, then 5 again.
         for (version, custom) in [(5, "five"), (4, "four"), (5, "five again"), (6, "six")] {
             _ = try bed.run([.command([storeArgument("PUBLISH"), Array(inbox.utf8), record(version, custom)])], on: 0)
