@@ -49,9 +49,8 @@ public final class ClusterLink {
     private var gate: StoreCallGate
     private var giveUpTimer: LoopTimer!
     private var admitting = false
-    /// When a slow store call was last logged (monotonic ms), and how many since went unlogged (``noteIfSlow``).
-    private var lastSlowCallLogged: Int64 = -1_000_000
-    private var slowCallsUnlogged = 0
+    /// Slow store calls are logged once a second at most (``noteIfSlow``).
+    private var slowCallLog = RateLimitedLog(intervalMs: 1000)
     /// A beat said this node was declared dead, and none since found it live.
     private var fencedUntilLive = false
 
@@ -538,12 +537,7 @@ public final class ClusterLink {
     private func noteIfSlow(_ command: StoreCommand, sentAt: Int64, result: Result<RedisReply, RedisError>) {
         let now = MonotonicClock.now
         let waited = now - sentAt
-        guard waited >= Self.slowCallMs else { return }
-        guard now - lastSlowCallLogged >= 1000 else {
-            slowCallsUnlogged += 1
-            return
-        }
-        lastSlowCallLogged = now
+        guard waited >= Self.slowCallMs, let unlogged = slowCallLog.allow(now: now) else { return }
         let what: String
         switch command {
         case .script(let script, let arguments):
@@ -557,9 +551,8 @@ public final class ClusterLink {
         case .failure(let error): outcome = "\(error.code.rawValue): \(error.message)"
         }
         logger.warning("cluster: a store call waited long for Redis", metadata: [
-            "call": "\(what)", "waitedMs": "\(waited)", "outcome": "\(outcome)", "alsoSlowSinceLastLine": "\(slowCallsUnlogged)",
+            "call": "\(what)", "waitedMs": "\(waited)", "outcome": "\(outcome)", "alsoSlowSinceLastLine": "\(unlogged)",
         ])
-        slowCallsUnlogged = 0
     }
 
     /// A store command answered later than this (ms) is logged (``noteIfSlow``).
