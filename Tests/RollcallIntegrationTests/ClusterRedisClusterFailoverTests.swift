@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) import RollcallClient
 import RollcallProtocol
+import RollcallRedisEngine
 import RollcallTestSupport
 import Testing
 
@@ -8,7 +9,9 @@ import Testing
 /// (3 masters with a replica each, `cluster-node-timeout` 1 s), clients joined to two channels
 /// across the nodes. The keys spread over the masters in 1024 key groups; the master serving
 /// the control slot `<prefix>{0}` (the cluster's `meta`, the nodes' beats, group 0's owners)
-/// is killed (-9): the one whose loss every node feels. Its replica is promoted and, with no node restarted,
+/// is killed (-9): the one whose loss every node feels. Meanwhile a channel in one of its key
+/// groups answers only `UNAVAILABLE` (one on another master only while the cluster says
+/// `CLUSTERDOWN`). Its replica is promoted and, with no node restarted,
 /// every node serves again within a bound derived from the timeouts: `/readyz` 200 on each, a
 /// new join on one node seen by the members on the others. No client saw a presence event twice
 /// or out of order (`Roster` over each transcript: `seq` never goes back; a resync's snapshot
@@ -47,6 +50,13 @@ struct ClusterRedisClusterFailoverTests {
         }
 
         let keysMaster = try redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")
+        // A channel whose key group the killed master serves too: its requests need that
+        // master, whatever the nodes' beats do meanwhile (the others' keys stay served).
+        let groups = KeyGroups(count: KeyGroups.clusterCount)
+        let probe = try #require((0..<200).map { "probe\($0)" }.first { name in
+            (try? redisCluster.masterPort(servingKey: cluster.keyPrefix + "{\(groups.group(of: "c:" + name))}")) == keysMaster
+        }, "a channel in one of the killed master's key groups")
+        #expect(try clients[0].join(probe).ok)
         // The replica has every write so far (else the failover is a data loss: 1012 everywhere).
         #expect(try RedisWire.command(port: keysMaster, ["WAIT", "1", "2000"]) == ":1", "the replica acknowledged the writes")
         let killedAt = Date()
@@ -54,20 +64,21 @@ struct ClusterRedisClusterFailoverTests {
 
         // Until every node is on the promoted replica, what needs Redis answers UNAVAILABLE
         // with retryAfterMs (or succeeds, before a node noticed), never anything else.
-        var unavailable = 0
+        var unavailable: [String: Int] = [:]
         var otherFailures: [String] = []
         var round = 0
         var promoted = false
         let servingAgain = eventually(timeout: Self.servesAgainWithin) {
             round += 1
-            if round % 5 == 0, let reply = try? clients[0].channelOp("setState", "lobby", ["state": ["round": .string("\(round)")]]), !reply.ok {
-                if reply.errorCode == .unavailable, (reply.retryAfterMs ?? 0) > 0 { unavailable += 1 } else { otherFailures.append("\(reply)") }
+            let channel = round % 5 == 0 ? "lobby" : probe
+            if round % 2 == 0 || channel == "lobby", let reply = try? clients[0].channelOp("setState", channel, ["state": ["round": .string("\(round)")]]), !reply.ok {
+                if reply.errorCode == .unavailable, (reply.retryAfterMs ?? 0) > 0 { unavailable[channel, default: 0] += 1 } else { otherFailures.append("\(channel): \(reply)") }
             }
             promoted = promoted || ((try? redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")).map { $0 != keysMaster } ?? false)
             return promoted && (0..<3).allSatisfy { (try? RawHTTP.get(port: cluster.node($0).port, path: "/readyz").status) == 200 }
         }
         #expect(servingAgain, "within \(Self.servesAgainWithin) s: promoted \(promoted), \(cluster.describeNodes())")
-        #expect(unavailable > 0, "a request made while the keys had no master answers UNAVAILABLE")
+        #expect(unavailable[probe, default: 0] > 0, "a request made while \(probe)'s keys had no master answers UNAVAILABLE: \(unavailable)")
         #expect(otherFailures.isEmpty, "only UNAVAILABLE while the keys have no master: \(otherFailures)")
 
         // A new join on n3 reaches the members on n1 and n2: its join event, or a snapshot that
