@@ -51,6 +51,13 @@ public final class ClusterLink {
     private var admitting = false
     /// Slow store calls are logged once a second at most (``noteIfSlow``).
     private var slowCallLog = RateLimitedLog(intervalMs: 1000)
+    /// "Not now" answers (`NOREPLICAS`, `READONLY`, `OOM`…) and refused commands, logged at
+    /// most once a second each: while a master refuses writes every call fails, the reaper's
+    /// passes among them (hundreds a second), and a line per failure flooded stderr until
+    /// the node blocked writing it (stop 48: a short Redis Cluster chaos schedule in CI, whose
+    /// requests then went unanswered).
+    private var notNowLog = RateLimitedLog(intervalMs: 1000)
+    private var refusedLog = RateLimitedLog(intervalMs: 1000)
     /// A beat said this node was declared dead, and none since found it live.
     private var fencedUntilLive = false
 
@@ -503,7 +510,9 @@ public final class ClusterLink {
                 case .failure(let error) where error.isNotNow:
                     // Redis says "not now" (OOM, BUSY, LOADING, READONLY…): the request is
                     // answered UNAVAILABLE with a retry hint, never INTERNAL (PROTOCOL §9).
-                    logger.warning("cluster: Redis is not taking commands now", metadata: ["error": "\(error.message)"])
+                    if let suppressed = notNowLog.allow(now: MonotonicClock.now) {
+                        logger.warning("cluster: Redis is not taking commands now", metadata: ["error": "\(error.message)", "similarSuppressed": "\(suppressed)"])
+                    }
                     failed = true
                     deliver?(.storeReplied(ticket, .failure(StoreFailure(notNow: error))))
                     return
@@ -514,7 +523,9 @@ public final class ClusterLink {
                     deliver?(.storeReplied(ticket, .failure(StoreFailure(.internal, "the cluster store cannot route this call (\(error.code.rawValue))"))))
                     return
                 case .failure(let error) where error.code == .errorReply:
-                    logger.error("cluster: Redis refused a command", metadata: ["error": "\(error.message)"])
+                    if let suppressed = refusedLog.allow(now: MonotonicClock.now) {
+                        logger.error("cluster: Redis refused a command", metadata: ["error": "\(error.message)", "similarSuppressed": "\(suppressed)"])
+                    }
                     replies[index] = .error(error.message)
                 case .failure(let error):
                     failed = true
