@@ -66,6 +66,8 @@ final class ClusterBed {
     /// Called with each store call a node makes, before its link sends it (the loop is not
     /// running then: a blocking command to Redis from here runs before the call does).
     var beforeStoreCall: ((Int, [StoreCommand]) -> Void)?
+    /// Called with the lane of each store call a node makes (``StoreCallPriority``).
+    var storeCallPriority: ((Int, [StoreCommand], StoreCallPriority) -> Void)?
     /// Called with each store call a node made and what came back for it (node index,
     /// commands, result), before the node handles the answer.
     var afterStoreReply: ((Int, [StoreCommand], Result<[StoreReply], StoreFailure>) -> Void)?
@@ -183,10 +185,11 @@ final class ClusterBed {
         case .close(let connection, let code, _):
             clients[connection]?.closedWith = code
             feed(index, .ended(connection, .closeFrame))
-        case .store(let ticket, let commands) where dropsStoreCall?(index, commands) == true:
+        case .store(let ticket, let commands, _) where dropsStoreCall?(index, commands) == true:
             feed(index, .storeReplied(ticket, .failure(StoreFailure(.unavailable, "link dropped by the test", retryAfterMs: 100))))
-        case .store(let ticket, let commands):
+        case .store(let ticket, let commands, let priority):
             beforeStoreCall?(index, commands)
+            storeCallPriority?(index, commands, priority)
             if afterStoreReply != nil { watchedCalls[index, default: [:]][ticket] = commands }
             if losesStoreReply?(index, commands) == true { lostReplies[index, default: []].insert(ticket) }
             if delaysStoreReply?(index, commands) == true { delayedTickets[index, default: []].insert(ticket) }
@@ -220,7 +223,7 @@ final class ClusterBed {
     func run(_ commands: [StoreCommand], on node: Int) throws -> [StoreReply] {
         let ticket = StoreTicket(nextDirectTicket)
         nextDirectTicket -= 1
-        links[node].perform(.store(ticket, commands))
+        links[node].perform(.store(ticket, commands, .request))
         try pump(until: { directAnswers[ticket] != nil }, what: "Redis' answer to \(commands.count) commands")
         switch directAnswers.removeValue(forKey: ticket)! {
         case .success(let replies): return replies

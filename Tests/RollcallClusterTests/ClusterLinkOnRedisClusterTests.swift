@@ -61,7 +61,7 @@ struct ClusterLinkOnRedisClusterTests {
     /// Runs `commands` as one store call through the link and waits for its outcome.
     private func call(_ link: ClusterLink, _ recorder: Recorder, _ commands: [StoreCommand], on loop: EventLoop) throws -> Result<[StoreReply], StoreFailure> {
         let ticket = recorder.ticket()
-        link.perform(.store(ticket, commands))
+        link.perform(.store(ticket, commands, .request))
         try #require(loop.run(until: { recorder.replies[ticket] != nil }, timeout: Self.patience), "no answer to \(ticket)")
         return recorder.replies.removeValue(forKey: ticket)!
     }

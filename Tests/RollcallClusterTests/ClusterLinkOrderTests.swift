@@ -19,7 +19,7 @@ struct ClusterLinkOrderTests {
         }
         func run(_ ticket: UInt64, _ commands: [StoreCommand]) throws -> [StoreReply] {
             let key = StoreTicket(ticket)
-            link.perform(.store(key, commands))
+            link.perform(.store(key, commands, .request))
             try bed.pump(until: { replies[key] != nil }, what: "the replies of call \(ticket)")
             return try replies[key]!.get()
         }

@@ -24,6 +24,9 @@ struct ClusterReapPassTests {
         var holding = true
         bed.beforeStoreCall = { index, commands in reapGroupCalls[index] += passScripts(commands) }
         bed.delaysStoreReply = { _, commands in holding && passScripts(commands) > 0 }
+        // The pass is upkeep: it waits in the link's background lane, behind clients' requests.
+        var passLanes: Set<String> = []
+        bed.storeCallPriority = { _, commands, priority in if passScripts(commands) > 0 { passLanes.insert("\(priority)") } }
         // A node the others declared dead, to be reaped in every group.
         let script = "\"local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) "
             + "redis.call('HSET', ARGV[2], ARGV[3], now) return redis.call('SADD', ARGV[1], ARGV[3])\""
@@ -33,6 +36,7 @@ struct ClusterReapPassTests {
         // Ten more ticks with that pass unanswered: nothing more is sent.
         try? bed.pump(until: { false }, timeout: 1, what: "ten ticks")
         #expect(reapGroupCalls.max() == pass, "reapGroup calls per node while the pass was unanswered: \(reapGroupCalls)")
+        #expect(passLanes == ["background"])
         holding = false
         bed.delaysStoreReply = nil
         for node in 0..<2 { bed.releaseHeldReplies(node: node) }

@@ -78,7 +78,7 @@ struct ClusterUnavailableLoginTests {
         // same link, as when it waited in a paused Redis. Its answer goes to a ticket nobody
         // waits for.
         let claim = try #require(late)
-        bed.links[1].perform(.store(StoreTicket(UInt64.max), claim))
+        bed.links[1].perform(.store(StoreTicket(UInt64.max), claim, .request))
         // The retry's own claim runs after it, on the same link.
         try expectRetryResumes(bed, alice, prefix: prefix)
     }
@@ -126,7 +126,7 @@ struct ClusterUnavailableLoginTests {
         #expect(first["error"]?.string("code") == "UNAVAILABLE", "\(first.compactString)")
         // As above: the cancel went out with the answer, the late start runs after it.
         let start = try #require(late)
-        bed.links[0].perform(.store(StoreTicket(UInt64.max), start))
+        bed.links[0].perform(.store(StoreTicket(UInt64.max), start, .request))
         // The next login's calls run after it, on the same link.
         let watcher = try bed.login("watcher", on: 0)
         #expect(try bed.redis.command(["ZCARD", prefix + "{0}us:5:alice"]) == ":0", "no session of alice")

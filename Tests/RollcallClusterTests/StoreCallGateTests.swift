@@ -61,4 +61,39 @@ struct StoreCallGateTests {
         #expect(tickets(all(&gate, now: 0.6)) == ["send 3"])
         #expect(gate.drain().isEmpty)
     }
+
+    @Test("a request queued behind upkeep goes first; upkeep is sent only while no request waits")
+    func requestsBeforeUpkeep() {
+        var gate = StoreCallGate(maxCommandsInFlight: 2, maxWaitSeconds: 1)
+        for ticket in 1...3 { gate.enqueue(StoreTicket(UInt64(ticket)), one, priority: .background, now: 0) }
+        #expect(tickets(all(&gate, now: 0)) == ["send 1", "send 2"])
+        gate.enqueue(StoreTicket(10), one, now: 0.1)
+        gate.enqueue(StoreTicket(11), one, now: 0.1)
+        gate.answered()
+        // Room for one: the first request, not upkeep 3 that waited longer.
+        #expect(tickets(all(&gate, now: 0.2)) == ["send 10"])
+        gate.answered()
+        #expect(tickets(all(&gate, now: 0.3)) == ["send 11"])
+        gate.answered()
+        // No request waits: upkeep goes again.
+        #expect(tickets(all(&gate, now: 0.4)) == ["send 3"])
+        #expect(gate.waitingCount == 0)
+    }
+
+    @Test("upkeep that waited maxWaitSeconds behind requests is given up like a request; the lanes keep their order")
+    func upkeepGivenUpToo() {
+        var gate = StoreCallGate(maxCommandsInFlight: 1, maxWaitSeconds: 0.5)
+        gate.enqueue(StoreTicket(1), one, now: 0)
+        gate.enqueue(StoreTicket(2), one, priority: .background, now: 0)
+        gate.enqueue(StoreTicket(3), one, priority: .background, now: 0.2)
+        gate.enqueue(StoreTicket(4), one, now: 0.3)
+        #expect(tickets(all(&gate, now: 0)) == ["send 1"])
+        #expect(gate.nextGiveUp == 0.5)
+        #expect(tickets(all(&gate, now: 0.5)) == ["giveUp 2"])
+        #expect(gate.nextGiveUp == 0.7)
+        gate.answered()
+        #expect(tickets(all(&gate, now: 0.6)) == ["send 4"])
+        #expect(tickets(all(&gate, now: 0.75)) == ["giveUp 3"])
+        #expect(gate.drain().isEmpty)
+    }
 }

@@ -93,8 +93,9 @@ public enum Action: Sendable, Equatable {
     /// session; the transport's later `.ended` for it is ignored.
     case close(ConnectionID, CloseCode, reason: String)
     /// Cluster mode: run these commands on the store in order and feed the replies back as
-    /// ``InboundEvent/storeReplied(_:_:)`` with the same ticket.
-    case store(StoreTicket, [StoreCommand])
+    /// ``InboundEvent/storeReplied(_:_:)`` with the same ticket; a busy link sends the
+    /// waiting requests before the waiting upkeep (``StoreCallPriority``).
+    case store(StoreTicket, [StoreCommand], StoreCallPriority)
     /// Cluster mode: start hearing a pub/sub channel (``InboundEvent/storeMessage(channel:payload:)``).
     case listen([UInt8])
     /// Cluster mode: stop hearing a pub/sub channel.

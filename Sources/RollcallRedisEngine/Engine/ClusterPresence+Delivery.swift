@@ -424,7 +424,7 @@ extension ClusterPresence {
     /// event once, whoever runs it.
     func flushOverdue(groups: [Int], ifFailed failed: @escaping () -> Void = {}) {
         let slackMs = max(configuration.cluster.heartbeatSeconds, configuration.presence.intervalSeconds / 2).milliseconds
-        call(groups: groups, { PresenceScripts.overdueFlushes(set: keys.dueFlushes(group: $0), slackMs: slackMs, limit: 100) }) { [self] result in
+        call(groups: groups, priority: .background, { PresenceScripts.overdueFlushes(set: keys.dueFlushes(group: $0), slackMs: slackMs, limit: 100) }) { [self] result in
             guard case .success(let replies) = result else { return failed() }
             flush(replies.flatMap { ClusterKeys.channels(fromIds: $0) })
         }

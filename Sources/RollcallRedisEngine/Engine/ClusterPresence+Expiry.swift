@@ -75,7 +75,7 @@ extension ClusterPresence {
     /// (`P{<g>}due:ttl`) per tick, one script per group of `groups` (the reaper's slice of this
     /// tick: every group within ``ClusterSessions/reapRoundSeconds``).
     func expireOverdue(groups: [Int], ifFailed failed: @escaping () -> Void = {}) {
-        call(groups: groups, { PresenceScripts.overdueExpiries(set: keys.dueExpiries(group: $0), limit: 100) }) { [self] result in
+        call(groups: groups, priority: .background, { PresenceScripts.overdueExpiries(set: keys.dueExpiries(group: $0), limit: 100) }) { [self] result in
             guard case .success(let replies) = result else { return failed() }
             for entry in replies.flatMap({ $0.elements ?? [] }) {
                 guard let bytes = entry.bytes, let newline = bytes.firstIndex(of: UInt8(ascii: "\n")),

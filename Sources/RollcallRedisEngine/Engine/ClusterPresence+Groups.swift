@@ -17,13 +17,16 @@ extension ClusterPresence {
     }
 
     /// Runs `command(group)` for each of `groups`, in calls of ``groupReadBatch``; `done` gets
-    /// the replies in the order of `groups`, or the first failure.
-    func call(groups: [Int], _ command: (Int) -> StoreCommand, then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+    /// the replies in the order of `groups`, or the first failure. `priority`: ``StoreCallPriority/background``
+    /// for the node's upkeep (the reaper's and the scanner's passes), so that requests waiting
+    /// on the link go first.
+    func call(groups: [Int], priority: StoreCallPriority = .request, _ command: (Int) -> StoreCommand,
+              then done: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
         let commands = groups.map(command)
         let batches = stride(from: 0, to: commands.count, by: Self.groupReadBatch).map {
             Array(commands[$0..<min($0 + Self.groupReadBatch, commands.count)])
         }
-        gatherEvery(batches.count, { index, answer in store.call(batches[index], then: answer) }) { result in
+        gatherEvery(batches.count, { index, answer in store.call(batches[index], priority: priority, then: answer) }) { result in
             done(result.map { $0.flatMap { $0 } })
         }
     }

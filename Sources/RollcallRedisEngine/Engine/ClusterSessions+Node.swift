@@ -90,7 +90,7 @@ extension ClusterSessions {
             if declared.reaping.isEmpty { groupsReapedFor.removeAll() }
             let slice = reapRound.slice()
             presence.expireOverdue(groups: slice) { [self] in scanFailed = true }
-            presence.call(groups: slice, userStatus.sweepCommand(group:)) { [self] result in
+            presence.call(groups: slice, priority: .background, userStatus.sweepCommand(group:)) { [self] result in
                 guard case .success(let replies) = result else { return scanFailed = true }
                 userStatus.sweepAnswered(groups: slice, replies: replies)
             }
@@ -102,7 +102,8 @@ extension ClusterSessions {
             // gate, had their own calls given up there (so the reaping never completed and
             // started over), and held every request of the node's clients behind them past
             // their timeout (chaos on Redis Cluster, session 47).
-            guard !reapPassInFlight else { return }
+            // After a failed pass, the next waits a reap round (a master refusing writes).
+            guard !reapPassInFlight, broker.clock.monotonic >= reapPassNotBefore else { return }
             reapGroups(declared.reaping.isEmpty ? slice : Array(keys.groups.all), reaping: declared.reaping, endsDue: declared.endsDue)
         }
     }
@@ -114,13 +115,14 @@ extension ClusterSessions {
     private func reapGroups(_ groups: [Int], reaping: [DeclareDeadScriptReply.Reaping], endsDue: Bool) {
         let nodeTimeoutMs = configuration.cluster.nodeTimeoutSeconds.milliseconds
         reapPassInFlight = true
-        presence.call(groups: groups, { [keys] in
+        presence.call(groups: groups, priority: .background, { [keys] in
             SessionScripts.reapGroup(keys: keys, group: $0, reaping: reaping, nodeTimeoutMs: nodeTimeoutMs, batch: Self.reapBatch, endsDue: endsDue)
         }) { [self] result in
             reapPassInFlight = false
             guard case .success(let replies) = result else {
-                // Groups skipped: a node being reaped starts its count again.
+                // Groups skipped: a node being reaped starts its count again, a round from now.
                 for node in reaping { groupsReapedFor[node.node] = nil }
+                reapPassNotBefore = broker.clock.monotonic + Self.reapRoundSeconds.milliseconds
                 scanFailed = true
                 return
             }

@@ -29,6 +29,10 @@ final class ClusterSessions: SessionEngine {
     var scanFailed = false
     /// A pass of `session.reapGroup` is on the link (at most one at a time: ``reap()``).
     var reapPassInFlight = false
+    /// After a reap pass failed, none is sent before this (monotonic ms): a master that refuses
+    /// writes fails every pass, and a pass of every group at every tick loaded the link and
+    /// Redis for nothing.
+    var reapPassNotBefore: Timestamp = 0
     /// What this node's latest beat that found it live saw (``StoreBeat``): with more than one
     /// key group, starts and claims pass it, as `P{0}nodes` is in another slot.
     var latestBeat: StoreBeat?

@@ -374,8 +374,8 @@ public final class ClusterLink {
     /// Carries out one of the core's cluster actions; other actions are not this link's.
     public func perform(_ action: Action) {
         switch action {
-        case .store(let ticket, let list):
-            run(list, ticket: ticket)
+        case .store(let ticket, let list, let priority):
+            run(list, ticket: ticket, priority: priority)
         case .listen(let channel):
             subscriber.subscribe(channel)
         case .unlisten(let channel):
@@ -456,14 +456,14 @@ public final class ClusterLink {
         route.close()
     }
 
-    /// Queues a store call behind the ones already waiting (``StoreCallGate``) and sends what
-    /// the command link has room for.
-    private func run(_ list: [StoreCommand], ticket: StoreTicket) {
+    /// Queues a store call behind the ones already waiting in its lane (``StoreCallGate``) and
+    /// sends what the command link has room for.
+    private func run(_ list: [StoreCommand], ticket: StoreTicket, priority: StoreCallPriority) {
         guard !list.isEmpty else {
             deliver?(.storeReplied(ticket, .success([])))
             return
         }
-        gate.enqueue(ticket, list, now: Self.clockSeconds)
+        gate.enqueue(ticket, list, priority: priority, now: Self.clockSeconds)
         admit()
     }
 

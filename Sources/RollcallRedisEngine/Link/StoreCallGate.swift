@@ -2,11 +2,18 @@ import RollcallCore
 
 /// Admission control for one node's store calls on its command link (issue 29, the join
 /// burst): at most ``maxCommandsInFlight`` commands are on the link at once; the rest wait in
-/// the node, in order, and one that waited ``maxWaitSeconds`` without being sent is given up
-/// (answered `UNAVAILABLE`, having changed nothing). So a burst of requests never queues
-/// thousands of commands ahead of the node's heartbeat, and never keeps a command on the link
-/// long enough for the Redis client's watchdog to take a healthy link down. Pure: the caller
-/// passes the time and does the sending.
+/// the node, and one that waited ``maxWaitSeconds`` without being sent is given up (answered
+/// `UNAVAILABLE`, having changed nothing). So a burst of requests never queues thousands of
+/// commands ahead of the node's heartbeat, and never keeps a command on the link long enough
+/// for the Redis client's watchdog to take a healthy link down.
+///
+/// Two lanes (``StoreCallPriority``): a call made for a client's request goes before every
+/// waiting background call (the reaper's, the scanner's passes over every key group), and a
+/// background call is sent only while no request waits. Before (one lane, in order), a request
+/// queued behind a pass of 1024 `session.reapGroup` scripts, sent again at every tick while a
+/// master refused them, waited past the client's timeout (chaos on Redis Cluster in CI, stops
+/// 47 and 48). Each lane keeps its own order. Pure: the caller passes the time and does the
+/// sending.
 struct StoreCallGate {
     /// One store call waiting for room on the link.
     struct Call {
@@ -16,7 +23,7 @@ struct StoreCallGate {
         let queuedAt: Double
     }
 
-    /// What to do with the call at the head of the queue.
+    /// What to do with the call at the head of a lane.
     enum Decision {
         /// Send it now (its commands count as in flight from here).
         case send(Call)
@@ -30,8 +37,8 @@ struct StoreCallGate {
     let maxWaitSeconds: Double
     /// Commands sent and not yet answered.
     private(set) var commandsInFlight = 0
-    private var waiting: [Call] = []
-    private var head = 0
+    private var requests = Lane()
+    private var background = Lane()
 
     init(maxCommandsInFlight: Int, maxWaitSeconds: Double) {
         self.maxCommandsInFlight = max(1, maxCommandsInFlight)
@@ -39,29 +46,35 @@ struct StoreCallGate {
     }
 
     /// Calls waiting in the node.
-    var waitingCount: Int { waiting.count - head }
+    var waitingCount: Int { requests.count + background.count }
 
     /// When the oldest waiting call is given up, nil when none waits.
-    var nextGiveUp: Double? { head < waiting.count ? waiting[head].queuedAt + maxWaitSeconds : nil }
+    var nextGiveUp: Double? {
+        [requests.first, background.first].compactMap { $0.map { $0.queuedAt + maxWaitSeconds } }.min()
+    }
 
-    /// Queues `commands` for `ticket` (the link then asks ``next(now:)``).
-    mutating func enqueue(_ ticket: StoreTicket, _ commands: [StoreCommand], now: Double) {
-        waiting.append(Call(ticket: ticket, commands: commands, queuedAt: now))
+    /// Queues `commands` for `ticket` at the end of its lane (the link then asks ``next(now:)``).
+    mutating func enqueue(_ ticket: StoreTicket, _ commands: [StoreCommand], priority: StoreCallPriority = .request, now: Double) {
+        let call = Call(ticket: ticket, commands: commands, queuedAt: now)
+        switch priority {
+        case .request: requests.append(call)
+        case .background: background.append(call)
+        }
     }
 
     /// The next thing to do at `now`, nil while the head must wait for room (or none waits).
-    /// Calls are sent in the order they were queued; one given up never runs in Redis.
+    /// A call that waited too long is given up first (either lane); then the head of the
+    /// request lane is sent when there is room, and the background lane's only when no request
+    /// waits. One given up never runs in Redis.
     mutating func next(now: Double) -> Decision? {
-        guard head < waiting.count else { return nil }
-        let call = waiting[head]
-        if now - call.queuedAt >= maxWaitSeconds {
-            pop()
-            return .giveUp(call)
+        if let call = requests.first, now - call.queuedAt >= maxWaitSeconds { return .giveUp(requests.pop()) }
+        if let call = background.first, now - call.queuedAt >= maxWaitSeconds { return .giveUp(background.pop()) }
+        if let call = requests.first {
+            guard hasRoom(for: call) else { return nil }
+            return send(requests.pop())
         }
-        guard commandsInFlight == 0 || commandsInFlight + call.commands.count <= maxCommandsInFlight else { return nil }
-        pop()
-        commandsInFlight += call.commands.count
-        return .send(call)
+        guard let call = background.first, hasRoom(for: call) else { return nil }
+        return send(background.pop())
     }
 
     /// One command sent through ``next(now:)`` was answered (or failed).
@@ -69,22 +82,48 @@ struct StoreCallGate {
         commandsInFlight = max(0, commandsInFlight - 1)
     }
 
-    /// Empties the queue (the link closes); returns what waited.
+    /// Empties both lanes (the link closes); returns what waited, requests first.
     mutating func drain() -> [Call] {
-        let left = Array(waiting[head...])
-        waiting.removeAll()
-        head = 0
-        return left
+        requests.drain() + background.drain()
     }
 
-    private mutating func pop() {
-        head += 1
-        if head == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
+    private func hasRoom(for call: Call) -> Bool {
+        commandsInFlight == 0 || commandsInFlight + call.commands.count <= maxCommandsInFlight
+    }
+
+    private mutating func send(_ call: Call) -> Decision {
+        commandsInFlight += call.commands.count
+        return .send(call)
+    }
+
+    /// Calls in the order they were queued, taken from the front without moving the rest.
+    private struct Lane {
+        private var waiting: [Call] = []
+        private var head = 0
+
+        var count: Int { waiting.count - head }
+        var first: Call? { head < waiting.count ? waiting[head] : nil }
+
+        mutating func append(_ call: Call) { waiting.append(call) }
+
+        mutating func pop() -> Call {
+            let call = waiting[head]
+            head += 1
+            if head == waiting.count {
+                waiting.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1024, head * 2 >= waiting.count {
+                waiting.removeFirst(head)
+                head = 0
+            }
+            return call
+        }
+
+        mutating func drain() -> [Call] {
+            let left = Array(waiting[head...])
+            waiting.removeAll()
             head = 0
-        } else if head >= 1024, head * 2 >= waiting.count {
-            waiting.removeFirst(head)
-            head = 0
+            return left
         }
     }
 }

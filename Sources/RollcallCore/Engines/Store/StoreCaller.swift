@@ -2,11 +2,19 @@
 /// ``Action/store(_:_:)`` and keeps `then` until the matching ``InboundEvent/storeReplied(_:_:)``.
 package protocol StoreCaller: AnyObject {
     /// Runs `commands` on the store; `then` gets one reply per command, or the failure.
-    func call(_ commands: [StoreCommand], then: @escaping (Result<[StoreReply], StoreFailure>) -> Void)
+    /// `priority`: whether a client waits on it or it is the node's upkeep.
+    func call(_ commands: [StoreCommand], priority: StoreCallPriority, then: @escaping (Result<[StoreReply], StoreFailure>) -> Void)
     /// Starts hearing a pub/sub channel.
     func listen(_ channel: String)
     /// Stops hearing a pub/sub channel.
     func unlisten(_ channel: String)
+}
+
+extension StoreCaller {
+    /// Runs `commands` for a request (``StoreCallPriority/request``).
+    package func call(_ commands: [StoreCommand], then: @escaping (Result<[StoreReply], StoreFailure>) -> Void) {
+        call(commands, priority: .request, then: then)
+    }
 }
 
 extension StoreReply {

@@ -85,4 +85,14 @@ public struct StoreTicket: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "t\(rawValue)" }
 }
 
+/// Which of the link's two lanes a store call waits in when the link is busy
+/// (`StoreCallGate`): a client's request goes before the node's own upkeep.
+public enum StoreCallPriority: Sendable, Equatable {
+    /// Made for a request a client or the server API is waiting on (the default).
+    case request
+    /// The node's upkeep: the reaper's and the scanner's passes over the key groups, which
+    /// are made again at the next tick when they fail.
+    case background
+}
+
 import RollcallProtocol
