@@ -58,7 +58,7 @@ import Testing
             UserStatusScripts.unsubscribe, UserStatusScripts.subscriptions, UserStatusScripts.resync, UserStatusScripts.sweep,
             UserStatusScripts.changedSince, UserStatusScripts.admit, UserStatusScripts.subscribeAdmitted, UserStatusScripts.dropSubscriber,
             ServerAPIScripts.channels, ServerAPIScripts.info, ServerAPIScripts.groupSessions, ServerAPIScripts.sessionsOfUser, ClusterStartCheck.register,
-            NodeHeartbeat.beat, NodeHeartbeat.revive, WebhookStreamScripts.take, WebhookStreamScripts.settle, WebhookStreamScripts.touch,
+            NodeHeartbeat.beat, NodeHeartbeat.revive, GroupBeat.script, GroupBeat.renew, WebhookStreamScripts.take, WebhookStreamScripts.settle, WebhookStreamScripts.touch,
             PresenceScripts.userSide, PresenceScripts.refence,
         ]
 

@@ -17,7 +17,8 @@ struct ClusterRollbackTests {
     func aRollbackIsTreatedAsADataLoss() throws {
         // A presence timeout of 2 s: the lost state's sessions, handed over, time out soon.
         let cluster = try ClusterProcess(config: BrokerProcess.merge(ServerAPIRequest.config, ["presence": ["timeoutSeconds": 2]]))
-        let alice = try cluster.session("alice", node: 0)
+        let alice = try cluster.connect(node: 0)
+        let aliceToken = try #require(try alice.login(userId: "alice")["resumeToken"]?.stringValue)
         #expect(try alice.join("lobby", state: ["mood": "snapshot"]).ok)
         #expect(try RedisWire.command(port: cluster.redisPort, ["SAVE"]) == "+OK")
         let savedAt = try redisTime(cluster)
@@ -50,6 +51,13 @@ struct ClusterRollbackTests {
             return !listed.contains("lobby")
         }
         #expect(emptied, "the lobby of the lost state emptied; listed: \(listed); \(cluster.describeNodes(logBytes: 4000))")
+
+        // PROTOCOL §9: after a loss old tokens no longer resume. alice's session is in the
+        // snapshot Redis went back to; resumed, it would bring back what the loss left of it.
+        let back = try cluster.connect(node: 2)
+        let resumed = try back.login(userId: "alice", resumeToken: aliceToken)
+        #expect(resumed.ok && resumed["resumed"]?.boolValue == false, "alice's old token after the rollback: \(resumed)")
+        back.close()
 
         let carol = try cluster.session("carol", node: 0)
         #expect(try carol.join("lobby").ok)

@@ -76,6 +76,10 @@ public final class ClusterLink {
         if case .connection(let connection) = route { connection } else { nil }
     }
     let heartbeat: NodeHeartbeat
+    /// Beats into each master's share of the key groups, to notice one master's loss (``GroupBeat``).
+    private let groupBeat: GroupBeat
+    /// A renewal of the epoch for a group's loss is on its way (``groupLost(_:stored:)``).
+    private var renewingForGroup = false
     /// The channels subscribed at least once on Redis Cluster: a (re)subscription that names
     /// one of them follows a loss (a failover, a slot move, a reconnect).
     private var heardOnce: Set<[UInt8]> = []
@@ -130,6 +134,8 @@ public final class ClusterLink {
             subscriber = .plain(RedisSubscriber(loop: loop, publisher: connection, probeChannelPrefix: probes, timings: timings))
         }
         heartbeat = NodeHeartbeat(configuration: configuration, nodeId: nodeId, loop: loop)
+        groupBeat = GroupBeat(keys: ClusterKeys(configuration: configuration), nodeId: nodeId,
+                              timeoutMs: Int64((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()))
         giveUpTimer = LoopTimer(loop: loop) { [unowned self] in admit() }
     }
 
@@ -319,6 +325,9 @@ public final class ClusterLink {
                 // Only a beat sent since the node woke says it is alive: the answer to one sent
                 // before it stopped may wait in the socket, and says nothing about now.
                 releaseHeldBack()
+                groupBeat.beat(groupBeat.groups(on: clusterClient?.map), on: route) { [weak self] group, stored in
+                    self?.groupLost(group, stored: stored)
+                }
             }
         }
         heartbeat.onLive = { [weak self] beat in
@@ -411,8 +420,28 @@ public final class ClusterLink {
         }
     }
 
+    /// A group beat found that the master of key group `group` lost this node's earlier beats
+    /// there (``GroupBeat``): that master lost more than a node timeout of acknowledged writes.
+    /// The node renews the cluster's epoch (unless another node did first) and beats at once:
+    /// the beat finds the new epoch, and every node, this one too, handles the loss
+    /// (``dataLost(renewedAs:)``).
+    private func groupLost(_ group: Int, stored: Int64) {
+        guard !renewingForGroup, let epoch else { return }
+        renewingForGroup = true
+        logger.error("cluster: Redis lost the writes of a key group (its master failed over to a replica that lacked more than nodeTimeoutSeconds of them, or restarted empty); renewing the cluster's epoch: every session closes with 1012, as after a data loss",
+                     metadata: ["group": "\(group)", "lastBeatThere": "\(stored)"])
+        let arguments = GroupBeat.renew.arguments(["meta": ClusterKeys(prefix: configuration.cluster.keyPrefix).meta, "expected": epoch,
+                                                  "node": nodeId])
+        route.run(GroupBeat.renew, arguments: arguments) { [weak self] _ in
+            guard let self else { return }
+            renewingForGroup = false
+            heartbeat.beatNow()
+        }
+    }
+
     /// Redis lost the cluster's data (restarted empty), or went back in time (a beat found
-    /// it and renewed the epoch, `renewed`: ``NodeHeartbeat/beat``): every local session is
+    /// it and renewed the epoch, `renewed`: ``NodeHeartbeat/beat``; or a group beat found one
+    /// master's share gone and renewed it: ``groupLost(_:stored:)``): every local session is
     /// closed with 1012 and the node registers again (PROTOCOL §9). After a renewal the
     /// registration hands over the sessions Redis still lists for this node.
     private func dataLost(renewedAs renewed: String? = nil) {
@@ -424,6 +453,7 @@ public final class ClusterLink {
             logger.error("cluster: Redis lost the cluster's data; closing every session with 1012", metadata: ["epoch": "\(epoch ?? "none")"])
         }
         deliver?(.storeLost)
+        groupBeat.forget()
         epoch = nil
         rejoining = true
         registerAgain()

@@ -17,6 +17,7 @@ public enum ClusterStartCheck {
     /// run's sessions are held exactly as when a node is declared dead.
     static let register = LuaScript("cluster.register", parameters: [
         .key("meta"), .text("prefix"), .text("format"), .text("epoch"), .text("node"), .number("timeoutMs"), .number("groups"),
+        .number("afterLoss"),
     ], rest: "sectionsFrom", library: SessionScripts.library, body: """
         local found = redis.call('HGET', meta, 'format')
         -- Nodes of an earlier key layout kept the cluster's keys with no tag (`P meta`); on
@@ -68,7 +69,8 @@ public enum ClusterStartCheck {
         -- counting as live message recipients and keep their messages until resumed. Here
         -- those of group 0 (the control slot's); the node hands over the other groups' after
         -- (`session.handOver`, one call per group).
-        local orphaned = orphan(control, node, {}, nil)
+        -- Registering again after a loss (`afterLoss` 1): their tokens go too (``orphan``).
+        local orphaned = orphan(control, node, {}, nil, nil, afterLoss == 1)
         redis.call('DEL', control .. 'dead:' .. node)
         local key = control .. 'node:' .. node
         redis.call('DEL', key)
@@ -82,8 +84,9 @@ public enum ClusterStartCheck {
         return {'ok', redis.call('HGET', meta, 'epoch'), orphaned}
         """)
 
-    /// The register script's arguments for this node.
-    static func arguments(configuration: Configuration, nodeId: String) -> [[UInt8]] {
+    /// The register script's arguments for this node; `afterLoss`: registering again after
+    /// Redis lost data or went back in time (``registerAgain``).
+    static func arguments(configuration: Configuration, nodeId: String, afterLoss: Bool = false) -> [[UInt8]] {
         let sections = Configuration.sharedClusterSections.flatMap { name in
             [Array(name.utf8), Array((configuration.canonicalSection(name) ?? "").utf8)]
         }
@@ -91,7 +94,7 @@ public enum ClusterStartCheck {
             "meta": ClusterKeys.controlTag(prefix: configuration.cluster.keyPrefix) + "meta",
             "prefix": configuration.cluster.keyPrefix, "format": KeyGroups(for: configuration).format, "epoch": UUID().uuidString.lowercased(), "node": nodeId,
             "timeoutMs": Int((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()),
-            "groups": KeyGroups(for: configuration).count,
+            "groups": KeyGroups(for: configuration).count, "afterLoss": afterLoss ? 1 : 0,
         ], rest: sections)
     }
 
@@ -99,16 +102,18 @@ public enum ClusterStartCheck {
     /// link. The register script hands over group 0's sessions Redis still lists for this node
     /// (after a rollback: sessions it no longer has); with more than one key group the other
     /// groups' follow, sent at once behind it, so each reaches its master before any session
-    /// the node starts from now on.
+    /// the node starts from now on. Held, they time out; their resume tokens are forgotten
+    /// (PROTOCOL §9: after a loss old tokens no longer resume, so no client resumes into what
+    /// is left of a partly lost state).
     static func registerAgain(configuration: Configuration, nodeId: String, on route: StoreRoute,
                               then done: @escaping (Result<String, ClusterError>) -> Void) {
         let keys = ClusterKeys(configuration: configuration)
-        route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId)) { result in
+        route.run(register, arguments: arguments(configuration: configuration, nodeId: nodeId, afterLoss: true)) { result in
             if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[2], keys: keys, nodeId: nodeId, on: route) { _ in } }
             done(interpret(result, configuration: configuration))
         }
         for group in keys.groups.all where group != 0 {
-            route.run(SessionScripts.handOver(keys: keys, group: group, node: nodeId), of: SessionScripts.handOver) { result in
+            route.run(SessionScripts.handOver(keys: keys, group: group, node: nodeId, forgettingTokens: true), of: SessionScripts.handOver) { result in
                 if case .success(let reply) = result { _ = refenceOrphans(StoreReply(reply)[1], keys: keys, nodeId: nodeId, on: route) { _ in } }
             }
         }

@@ -114,8 +114,8 @@ extension SessionScripts {
     }
 
     /// `session.handOver`: every session of `node` in key group `group` becomes held with no node.
-    static func handOver(keys: ClusterKeys, group: Int, node: String) -> StoreCommand {
+    static func handOver(keys: ClusterKeys, group: Int, node: String, forgettingTokens: Bool = false) -> StoreCommand {
         handOver.command(["sessions": keys.nodeSessions(of: node, group: group), "prefix": keys.prefix, "node": node,
-                           "groups": keys.groups.count])
+                           "groups": keys.groups.count, "forgetTokens": forgettingTokens ? 1 : 0])
     }
 }

@@ -436,10 +436,13 @@ package enum SessionScripts {
     /// SIGTERM, or a node that starts with the id of an earlier run: the sessions of `node` in
     /// one key group (`sessions`, its `P{<g>}ns:<node>`, declared) become held with no node,
     /// resumable anywhere. A node calls it once per group. Returns `{'ok', orphaned}`
-    /// (``orphan``'s list: the channels to refence with more than one group).
-    static let handOver = LuaScript("session.handOver", parameters: [.key("sessions"), .text("prefix"), .text("node"), .number("groups")],
+    /// (``orphan``'s list: the channels to refence with more than one group). `forgetTokens` 1:
+    /// a registration after Redis lost data or went back in time: held, they time out, and
+    /// their tokens no longer resume.
+    static let handOver = LuaScript("session.handOver", parameters: [.key("sessions"), .text("prefix"), .text("node"), .number("groups"),
+                                                                     .number("forgetTokens")],
                                     library: library, body: """
-        return {'ok', orphan(string.sub(sessions, 1, #sessions - #('ns:' .. node)), node, {}, nil)}
+        return {'ok', orphan(string.sub(sessions, 1, #sessions - #('ns:' .. node)), node, {}, nil, nil, forgetTokens == 1)}
         """)
 
     /// The helpers every session script runs after its parameters (`now`, `markHeld`,
@@ -514,7 +517,11 @@ package enum SessionScripts {
         -- become `''`. With more than one key group, each session is added to `out` as
         -- {entry, its channels}: the node refences them; or, given a `log` key, its id is
         -- added to that set instead (the reaper's, ``reapGroup``).
-        local function orphan(tag, node, out, log, diedAt)
+        -- `forgetTokens`: after Redis lost data or went back in time (a registration again),
+        -- the sessions' resume tokens go too: what Redis still has of them is a part of what
+        -- their clients were told, so a resume would bring back a half state (channels of a
+        -- lost key group no longer listing the member); their clients log in again (PROTOCOL §9).
+        local function orphan(tag, node, out, log, diedAt, forgetTokens)
           for _, id in ipairs(redis.call('SMEMBERS', tag .. 'ns:' .. node)) do
             local key = tag .. 's:' .. id
             -- When the node took it (`since`: a claim; else its start). A reaper's call that
@@ -530,6 +537,11 @@ package enum SessionScripts {
               local held = tonumber(redis.call('HGET', key, 'heldUntil') or '0')
               if held == 0 then held = now + tonumber(redis.call('HGET', key, 'timeout') or '0') end
               markHeld(id, tag, '')
+              if forgetTokens then
+                -- The record keeps its `token` field (its end deletes `tok:<token>`, gone here).
+                local token = redis.call('HGET', key, 'token')
+                if token then redis.call('DEL', tag .. 'tok:' .. token) end
+              end
               if log then
                 redis.call('SADD', log, id)
               elseif groups > 1 then
