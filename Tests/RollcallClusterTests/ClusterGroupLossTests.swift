@@ -30,8 +30,9 @@ struct ClusterGroupLossTests {
         let alice = try bed.member(kept, on: 0)
         let bob = try bed.member("bob", on: 1)
         try bed.pump(until: { (try? groupBeats(bed, keys)) == ":2" }, what: "both nodes' group beats")
-        // A few more beats, so that each node has one Redis took to compare with.
-        try? bed.pump(until: { false }, timeout: 0.5, what: "more beats")
+        // Beats over more than a node timeout (1 s here), so that each node has a beat Redis
+        // took a node timeout after its first there to compare with.
+        try? bed.pump(until: { false }, timeout: 1.5, what: "more beats")
         #expect(alice.closedWith == nil && bob.closedWith == nil)
 
         let script = "\"local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "

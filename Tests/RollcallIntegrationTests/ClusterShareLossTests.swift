@@ -27,15 +27,18 @@ struct ClusterShareLossTests {
         let control = try redisCluster.masterPort(servingKey: cluster.keyPrefix + "{0}")
         let victim = try #require(try redisCluster.masterPorts().first { $0 != control }, "a master other than the control slot's")
         // The group the nodes beat in on that master (the lowest it serves), once every node
-        // beat there twice: each has a beat Redis took to compare with.
+        // beat there for more than a node timeout (1 s): each then compares its beats there
+        // with what Redis holds.
         let group = try #require((1..<KeyGroups.clusterCount).first { (try? redisCluster.masterPort(servingKey: cluster.keyPrefix + "{\($0)}")) == victim })
         let beats = "local t = {} for _, k in ipairs(redis.call('KEYS', ARGV[1])) do t[#t + 1] = redis.call('GET', k) end return table.concat(t, ',')"
         let pattern = cluster.keyPrefix + "{\(group)}gb:*"
         var seen: [String] = []
+        var firstSeen: Date?
         #expect(eventually(timeout: 10) {
             guard let now = try? redisCluster.command(port: victim, ["EVAL", beats, "0", pattern]), now.split(separator: ",").count == 3 else { return false }
             if seen.last != now { seen.append(now) }
-            return seen.count >= 3
+            if firstSeen == nil { firstSeen = Date() }
+            return seen.count >= 3 && Date().timeIntervalSince(firstSeen!) >= 1.5
         }, "every node beat in group \(group) on :\(victim): \(seen) \((try? redisCluster.command(port: victim, ["EVAL", beats, "0", pattern])) ?? "")")
 
         try #require(redisCluster.node(port: victim)).restart()
@@ -56,8 +59,12 @@ struct ClusterShareLossTests {
             return carol != nil
         }, "a login after the loss: \(cluster.describeNodes())")
         #expect(try #require(carol).join("lobby").ok)
+        // alice and bob may still be listed: when the lobby's group was on another master,
+        // their sessions there are held until the presence timeout (docs/protocol.md 49).
         let dave = try cluster.session("dave", node: 0)
-        let joined = try dave.join("lobby")
-        #expect(joined["occupancy"]?.numberValue?.intValue == 2, "\(joined)")
+        #expect(try dave.join("lobby").ok)
+        let online = try dave.channelOp("getOnlineUsers", "lobby")
+        let users = Set((online["users"]?.arrayValue ?? []).compactMap { $0["userId"]?.stringValue })
+        #expect(users.isSuperset(of: ["carol", "dave"]), "\(online)")
     }
 }

@@ -21,9 +21,9 @@ final class GroupBeat {
     private let keys: ClusterKeys
     private let nodeId: String
     private let timeoutMs: Int64
-    /// Redis' time of this node's latest group beat each group took, and when (monotonic ms) it
-    /// was sent.
-    private var taken: [Int: (redisTime: Int64, sentAt: Int64)] = [:]
+    /// Redis' time of this node's first and latest group beat each group took, and when
+    /// (monotonic ms) the latest was sent.
+    private var taken: [Int: (first: Int64, latest: Int64, sentAt: Int64)] = [:]
     private var inFlight = 0
     /// The slot of each group's tag, computed once.
     private lazy var slots: [Int] = keys.groups.all.map { RedisClusterSlot.of(keys.groupTag($0)) }
@@ -74,6 +74,16 @@ final class GroupBeat {
         return chosen.values.sorted()
     }
 
+    /// What a beat compares with (0: nothing): the latest beat Redis took there less a node
+    /// timeout, once the node's beats there span a node timeout (a first beat a failover lost
+    /// within its usual lag is no loss to act on), and unless the latest is older than half the
+    /// key's life (it may have expired while the node was paused).
+    private func comparand(after beats: (first: Int64, latest: Int64, sentAt: Int64), now: Int64) -> Int64 {
+        let since = beats.latest - timeoutMs
+        guard since >= beats.first, now - beats.sentAt < keyLifetimeMs / 2 else { return 0 }
+        return max(1, since)
+    }
+
     /// Forgets every earlier beat (the node registered again: nothing to compare with).
     func forget() { taken.removeAll() }
 
@@ -83,8 +93,7 @@ final class GroupBeat {
         guard inFlight == 0 else { return }
         let now = MonotonicClock.now
         for group in groups {
-            let earlier = taken[group]
-            let since = earlier.flatMap { now - $0.sentAt < keyLifetimeMs / 2 ? max(1, $0.redisTime - timeoutMs) : nil } ?? 0
+            let since = taken[group].map { comparand(after: $0, now: now) } ?? 0
             let arguments = Self.script.arguments(["mark": keys.groupTag(group) + "gb:" + nodeId, "since": since, "lifetimeMs": keyLifetimeMs])
             inFlight += 1
             route.run(Self.script, arguments: arguments) { [weak self] result in
@@ -94,7 +103,7 @@ final class GroupBeat {
                       let time = elements[1].integer else { return }
                 switch elements[0].text {
                 case "ok":
-                    taken[group] = (max(taken[group]?.redisTime ?? time, time), now)
+                    taken[group] = (taken[group]?.first ?? time, max(taken[group]?.latest ?? time, time), now)
                 case "lost":
                     taken[group] = nil
                     lost(group, elements.count > 2 ? elements[2].integer ?? 0 : 0)
