@@ -41,7 +41,7 @@ public enum InboundEvent: Sendable {
     case tick
     /// SIGTERM/SIGINT: end every session (`offline`), then the transport closes with 1001.
     case shutdown
-    /// Cluster mode: the replies to the commands of ``Action/store(_:_:)`` (one per command,
+    /// Cluster mode: the replies to the commands of ``Action/store(_:_:_:)`` (one per command,
     /// in order), or why none came.
     case storeReplied(StoreTicket, Result<[StoreReply], StoreFailure>)
     /// Cluster mode: a message on a pub/sub channel the core asked to hear (``Action/listen(_:)``).

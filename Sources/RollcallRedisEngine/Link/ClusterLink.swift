@@ -53,9 +53,8 @@ public final class ClusterLink {
     private var slowCallLog = RateLimitedLog(intervalMs: 1000)
     /// "Not now" answers (`NOREPLICAS`, `READONLY`, `OOM`…) and refused commands, logged at
     /// most once a second each: while a master refuses writes every call fails, the reaper's
-    /// passes among them (hundreds a second), and a line per failure flooded stderr until
-    /// the node blocked writing it (stop 48: a short Redis Cluster chaos schedule in CI, whose
-    /// requests then went unanswered).
+    /// passes among them (hundreds a second), and a line per failure filled the log (stop 48:
+    /// the node logs of a failed short Redis Cluster chaos schedule in CI showed nothing else).
     private var notNowLog = RateLimitedLog(intervalMs: 1000)
     private var refusedLog = RateLimitedLog(intervalMs: 1000)
     /// A beat said this node was declared dead, and none since found it live.
@@ -443,7 +442,8 @@ public final class ClusterLink {
     /// it and renewed the epoch, `renewed`: ``NodeHeartbeat/beat``; or a group beat found one
     /// master's share gone and renewed it: ``groupLost(_:stored:)``): every local session is
     /// closed with 1012 and the node registers again (PROTOCOL §9). After a renewal the
-    /// registration hands over the sessions Redis still lists for this node.
+    /// registration hands over the sessions Redis still lists for this node, their resume
+    /// tokens forgotten.
     private func dataLost(renewedAs renewed: String? = nil) {
         dataLosses += 1
         if let renewed {

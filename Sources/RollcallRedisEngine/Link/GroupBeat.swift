@@ -105,7 +105,8 @@ final class GroupBeat {
                 case "ok":
                     taken[group] = (taken[group]?.first ?? time, max(taken[group]?.latest ?? time, time), now)
                 case "lost":
-                    taken[group] = nil
+                    // Kept: until the node registered again (``forget()``), each beat here finds
+                    // the loss again, so a renewal that failed is tried again.
                     lost(group, elements.count > 2 ? elements[2].integer ?? 0 : 0)
                 default:
                     break

@@ -1,5 +1,5 @@
 /// How a cluster engine asks the store for something: ``Broker`` appends an
-/// ``Action/store(_:_:)`` and keeps `then` until the matching ``InboundEvent/storeReplied(_:_:)``.
+/// ``Action/store(_:_:_:)`` and keeps `then` until the matching ``InboundEvent/storeReplied(_:_:)``.
 package protocol StoreCaller: AnyObject {
     /// Runs `commands` on the store; `then` gets one reply per command, or the failure.
     /// `priority`: whether a client waits on it or it is the node's upkeep.

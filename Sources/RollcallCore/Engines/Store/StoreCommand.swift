@@ -1,5 +1,5 @@
 /// One command for the cluster's shared store (Redis, PROTOCOL §9), as the core asks for it.
-/// The core never talks to Redis: it returns ``Action/store(_:_:)`` with these, the transport
+/// The core never talks to Redis: it returns ``Action/store(_:_:_:)`` with these, the transport
 /// runs them on its Redis connection and hands the replies back as
 /// ``InboundEvent/storeReplied(_:_:)`` — a continuation.
 public enum StoreCommand: Sendable, Equatable {
