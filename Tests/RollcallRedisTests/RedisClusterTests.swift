@@ -59,6 +59,15 @@ struct RedisClusterTests {
         return outcome!
     }
 
+    /// Sets `key` to "kept" and waits until a replica acknowledged the write (so a failover of
+    /// its master keeps it); returns that master.
+    private func writeKept(_ key: String, via client: RedisClusterClient, cluster: RedisClusterNodes, on loop: EventLoop) throws -> RedisHostPort {
+        #expect(try call(client, ["SET", key, "kept"], keys: [key], on: loop).get() == .status("OK"))
+        let master = try #require(client.map?.master(of: RedisClusterSlot.of(key)))
+        #expect(try cluster.command(port: master.port, ["WAIT", "1", "2000"]) == "1")
+        return master
+    }
+
     @Test("keys of 300 hash tags land on all three masters and read back; EVALSHA and SPUBLISH are routed by key; keys of two slots are refused")
     func routesBySlot() throws {
         let cluster = try #require(SharedRedisCluster.current)
@@ -193,8 +202,8 @@ struct RedisClusterTests {
             let client = try readyClient(cluster, on: loop)
             defer { client.close() }
             let key = "rc:{failover}:k", slot = RedisClusterSlot.of(key)
-            #expect(try call(client, ["SET", key, "kept"], keys: [key], on: loop).get() == .status("OK"))
-            let victim = try #require(client.map?.master(of: slot))
+            // The write reached the replica before the kill (the replica is promoted with it).
+            let victim = try writeKept(key, via: client, cluster: cluster, on: loop)
             let channels = (0..<24).map { "rc:{c:\($0)}:events" }
             let onVictim = channels.filter { client.map?.master(of: RedisClusterSlot.of($0)) == victim }
             try #require(!onVictim.isEmpty && onVictim.count < channels.count)
@@ -203,8 +212,6 @@ struct RedisClusterTests {
             try #require(loop.run(until: { shards.subscriber.isUp && channels.allSatisfy { shards.resubscribed[$0] == 1 } }, timeout: patience),
                          "never subscribed: \(shards.resubscribed)")
             try publish("before", on: channels, to: shards, via: client, on: loop)
-            // The write reached the replica before the kill (the replica is promoted with it).
-            #expect(try cluster.command(port: victim.port, ["WAIT", "1", "2000"]) == "1")
             let killedNode = try #require(cluster.node(port: victim.port))
             let started = Date()
             killedNode.kill()
@@ -250,9 +257,7 @@ struct RedisClusterTests {
             let client = try readyClient(cluster, on: loop)
             defer { client.close() }
             let key = "rc:{restarted}:k", slot = RedisClusterSlot.of(key)
-            #expect(try call(client, ["SET", key, "kept"], keys: [key], on: loop).get() == .status("OK"))
-            let victim = try #require(client.map?.master(of: slot))
-            #expect(try cluster.command(port: victim.port, ["WAIT", "1", "2000"]) == "1")
+            let victim = try writeKept(key, via: client, cluster: cluster, on: loop)
             // The client's loop does not turn from here until the old master is back: its map
             // still names the old master, as a node's did whose refresh lagged the failover.
             let killedNode = try #require(cluster.node(port: victim.port))

@@ -133,8 +133,7 @@ public final class ClusterLink {
             subscriber = .plain(RedisSubscriber(loop: loop, publisher: connection, probeChannelPrefix: probes, timings: timings))
         }
         heartbeat = NodeHeartbeat(configuration: configuration, nodeId: nodeId, loop: loop)
-        groupBeat = GroupBeat(keys: ClusterKeys(configuration: configuration), nodeId: nodeId,
-                              timeoutMs: Int64((configuration.cluster.nodeTimeoutSeconds * 1000).rounded()))
+        groupBeat = GroupBeat(configuration: configuration, nodeId: nodeId)
         giveUpTimer = LoopTimer(loop: loop) { [unowned self] in admit() }
     }
 
@@ -429,9 +428,7 @@ public final class ClusterLink {
         renewingForGroup = true
         logger.error("cluster: Redis lost the writes of a key group (its master failed over to a replica that lacked more than nodeTimeoutSeconds of them, or restarted empty); renewing the cluster's epoch: every session closes with 1012, as after a data loss",
                      metadata: ["group": "\(group)", "lastBeatThere": "\(stored)"])
-        let arguments = GroupBeat.renew.arguments(["meta": ClusterKeys(prefix: configuration.cluster.keyPrefix).meta, "expected": epoch,
-                                                  "node": nodeId])
-        route.run(GroupBeat.renew, arguments: arguments) { [weak self] _ in
+        groupBeat.renewEpoch(from: epoch, on: route) { [weak self] in
             guard let self else { return }
             renewingForGroup = false
             heartbeat.beatNow()

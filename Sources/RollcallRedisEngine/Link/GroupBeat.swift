@@ -32,10 +32,10 @@ final class GroupBeat {
     /// last beat there is older than half of that does not compare (its key may have expired).
     var keyLifetimeMs: Int64 { max(60_000, 10 * timeoutMs) }
 
-    init(keys: ClusterKeys, nodeId: String, timeoutMs: Int64) {
-        self.keys = keys
+    init(configuration: Configuration, nodeId: String) {
+        keys = ClusterKeys(configuration: configuration)
         self.nodeId = nodeId
-        self.timeoutMs = timeoutMs
+        timeoutMs = configuration.cluster.nodeTimeoutSeconds.milliseconds
     }
 
     /// Writes the node's beat into `mark` and answers `{'ok', now}`, or `{'lost', now, stored}`
@@ -53,13 +53,20 @@ final class GroupBeat {
 
     /// Takes the cluster's epoch from `expected` to a renewed one (`renewed-<now>-<node>`),
     /// unless another node did first: 1 when this call renewed it.
-    static let renew = LuaScript("cluster.renewEpoch", parameters: [.key("meta"), .text("expected"), .text("node")], body: """
+    static let renew = LuaScript("cluster.renewEpoch", parameters: [.key("meta"), .text("expected"), .text("node")],
+                                 library: NodeHeartbeat.luaRenewEpoch, body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         if redis.call('HGET', meta, 'epoch') ~= expected then return 0 end
-        redis.call('HSET', meta, 'epoch', 'renewed-' .. now .. '-' .. node, 'renewed', now)
+        renewEpoch(meta, node, now)
         return 1
         """)
+
+    /// Runs ``renew`` from `epoch` (the one this node knows); `done` runs once Redis answered
+    /// or the call failed.
+    func renewEpoch(from epoch: String, on route: StoreRoute, then done: @escaping () -> Void) {
+        route.run(Self.renew, arguments: Self.renew.arguments(["meta": keys.meta, "expected": epoch, "node": nodeId])) { _ in done() }
+    }
 
     /// The groups to beat in: the lowest group other than 0 of each master on a Redis Cluster
     /// (`map`), group 1 on one Redis with more than one group, none with one group.

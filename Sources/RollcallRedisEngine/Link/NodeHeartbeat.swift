@@ -56,7 +56,7 @@ package final class NodeHeartbeat {
     /// about a second) is not told apart from a failover that lost nothing.
     package static let beat = LuaScript("cluster.beat", parameters: [
         .key("nodes"), .text("node"), .key("nodeKey"), .number("timeoutMs"), .key("meta"), .key("deadMark"), .number("since"),
-    ], body: """
+    ], library: luaRenewEpoch, body: """
         local clock = redis.call('TIME')
         local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
         -- Redis lost the cluster's data (no epoch): the beat writes nothing, so the node is no
@@ -74,8 +74,7 @@ package final class NodeHeartbeat {
         end
         local stored = tonumber(redis.call('HGET', nodeKey, 'lastHeartbeat') or '0')
         if since > 0 and stored > 0 and stored < since and tonumber(redis.call('HGET', meta, 'renewed') or '0') < since then
-          epoch = 'renewed-' .. now .. '-' .. node
-          redis.call('HSET', meta, 'epoch', epoch, 'renewed', now)
+          epoch = renewEpoch(meta, node, now)
         end
         local added = redis.call('ZADD', nodes, now, node)
         redis.call('HSET', nodeKey, 'lastHeartbeat', now)
@@ -86,6 +85,18 @@ package final class NodeHeartbeat {
         end
         return {#live / 2, epoch, added, now, ages}
         """)
+
+    /// Lua: `renewEpoch(meta, node, now)` gives the cluster a new epoch after Redis went back in
+    /// time (`renewed-<now>-<node>`, which ``ClusterLink`` reads as a rollback, and `renewed`
+    /// = `now`) and returns it. The heartbeat's and the group beat's (``GroupBeat/renew``).
+    static let luaRenewEpoch = """
+        local function renewEpoch(meta, node, now)
+          local epoch = 'renewed-' .. now .. '-' .. node
+          redis.call('HSET', meta, 'epoch', epoch, 'renewed', now)
+          return epoch
+        end
+
+        """
 
     /// After the node learned that it was declared dead and fenced itself (its connections
     /// closed, its sessions handed over): it lives again, with no session — once the reaper has

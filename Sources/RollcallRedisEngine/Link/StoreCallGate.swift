@@ -50,7 +50,11 @@ struct StoreCallGate {
 
     /// When the oldest waiting call is given up, nil when none waits.
     var nextGiveUp: Double? {
-        [requests.first, background.first].compactMap { $0.map { $0.queuedAt + maxWaitSeconds } }.min()
+        let oldest: Double? = switch (requests.first?.queuedAt, background.first?.queuedAt) {
+        case (let request?, let upkeep?): min(request, upkeep)
+        case (let one, let other): one ?? other
+        }
+        return oldest.map { $0 + maxWaitSeconds }
     }
 
     /// Queues `commands` for `ticket` at the end of its lane (the link then asks ``next(now:)``).
