@@ -85,15 +85,43 @@ struct StoreCallGateTests {
         var gate = StoreCallGate(maxCommandsInFlight: 1, maxWaitSeconds: 0.5)
         gate.enqueue(StoreTicket(1), one, now: 0)
         gate.enqueue(StoreTicket(2), one, priority: .background, now: 0)
-        gate.enqueue(StoreTicket(3), one, priority: .background, now: 0.2)
+        gate.enqueue(StoreTicket(3), one, priority: .background, now: 0.45)
         gate.enqueue(StoreTicket(4), one, now: 0.3)
         #expect(tickets(all(&gate, now: 0)) == ["send 1"])
         #expect(gate.nextGiveUp == 0.5)
         #expect(tickets(all(&gate, now: 0.5)) == ["giveUp 2"])
-        #expect(gate.nextGiveUp == 0.7)
+        #expect(gate.nextGiveUp == 0.8)
         gate.answered()
+        // Upkeep 3 has waited less than half the give-up time: the request goes.
         #expect(tickets(all(&gate, now: 0.6)) == ["send 4"])
-        #expect(tickets(all(&gate, now: 0.75)) == ["giveUp 3"])
+        #expect(tickets(all(&gate, now: 0.96)) == ["giveUp 3"])
         #expect(gate.drain().isEmpty)
+    }
+
+    @Test("upkeep that waited half of maxWaitSeconds takes turns with requests that never stop coming")
+    func upkeepTakesTurns() {
+        var gate = StoreCallGate(maxCommandsInFlight: 1, maxWaitSeconds: 1)
+        gate.enqueue(StoreTicket(10), one, now: 0)
+        gate.enqueue(StoreTicket(1), one, priority: .background, now: 0)
+        gate.enqueue(StoreTicket(2), one, priority: .background, now: 0)
+        for ticket in 11...13 { gate.enqueue(StoreTicket(UInt64(ticket)), one, now: 0.3) }
+        var sent: [String] = []
+        for now in [0, 0.4, 0.6, 0.65, 0.7, 0.75] {
+            sent += tickets(all(&gate, now: now))
+            gate.answered()
+        }
+        // Requests first until upkeep's head waited 0.5 s; then one each, nothing given up.
+        #expect(sent == ["send 10", "send 11", "send 1", "send 12", "send 2", "send 13"])
+        #expect(gate.waitingCount == 0)
+        // Upkeep sent while no request waits is not upkeep's turn: the next aged upkeep still
+        // goes before a request.
+        gate.enqueue(StoreTicket(3), one, priority: .background, now: 1.8)
+        #expect(tickets(all(&gate, now: 2.0)) == ["send 3"])
+        gate.answered()
+        gate.enqueue(StoreTicket(4), one, priority: .background, now: 2.0)
+        gate.enqueue(StoreTicket(14), one, now: 2.55)
+        #expect(tickets(all(&gate, now: 2.6)) == ["send 4"])
+        gate.answered()
+        #expect(tickets(all(&gate, now: 2.6)) == ["send 14"])
     }
 }

@@ -12,8 +12,11 @@ import RollcallCore
 /// background call is sent only while no request waits. Before (one lane, in order), a request
 /// queued behind a pass of 1024 `session.reapGroup` scripts, sent again at every tick while a
 /// master refused them, waited past the client's timeout (chaos on Redis Cluster in CI, stops
-/// 47 and 48). Each lane keeps its own order. Pure: the caller passes the time and does the
-/// sending.
+/// 47 and 48). Each lane keeps its own order. Upkeep is not starved either: once the head of
+/// the background lane has waited half of ``maxWaitSeconds``, it and the requests take turns
+/// (one each), so on a node whose request lane never empties the overdue-flush scan that
+/// PROTOCOL §9's interval bound relies on still goes out, and requests keep at least every
+/// other send. Pure: the caller passes the time and does the sending.
 struct StoreCallGate {
     /// One store call waiting for room on the link.
     struct Call {
@@ -39,6 +42,8 @@ struct StoreCallGate {
     private(set) var commandsInFlight = 0
     private var requests = Lane()
     private var background = Lane()
+    /// Whether the last call sent was upkeep that went ahead of waiting requests (its turn).
+    private var lastSentWasUpkeepsTurn = false
 
     init(maxCommandsInFlight: Int, maxWaitSeconds: Double) {
         self.maxCommandsInFlight = max(1, maxCommandsInFlight)
@@ -69,16 +74,26 @@ struct StoreCallGate {
     /// The next thing to do at `now`, nil while the head must wait for room (or none waits).
     /// A call that waited too long is given up first (either lane); then the head of the
     /// request lane is sent when there is room, and the background lane's only when no request
-    /// waits. One given up never runs in Redis.
+    /// waits, or when its head waited half of ``maxWaitSeconds`` and the last call sent was a
+    /// request (turns). One given up never runs in Redis.
     mutating func next(now: Double) -> Decision? {
         if let call = requests.first, now - call.queuedAt >= maxWaitSeconds { return .giveUp(requests.pop()) }
         if let call = background.first, now - call.queuedAt >= maxWaitSeconds { return .giveUp(background.pop()) }
-        if let call = requests.first {
+        if let call = requests.first, !isUpkeepsTurn(now: now) {
             guard hasRoom(for: call) else { return nil }
+            lastSentWasUpkeepsTurn = false
             return send(requests.pop())
         }
         guard let call = background.first, hasRoom(for: call) else { return nil }
+        lastSentWasUpkeepsTurn = !requests.isEmpty
         return send(background.pop())
+    }
+
+    /// Upkeep goes before a waiting request: its head waited half the give-up time and the last
+    /// call sent was not upkeep's turn already.
+    private func isUpkeepsTurn(now: Double) -> Bool {
+        guard let upkeep = background.first, !lastSentWasUpkeepsTurn else { return false }
+        return now - upkeep.queuedAt >= maxWaitSeconds / 2
     }
 
     /// One command sent through ``next(now:)`` was answered (or failed).
@@ -106,6 +121,7 @@ struct StoreCallGate {
         private var head = 0
 
         var count: Int { waiting.count - head }
+        var isEmpty: Bool { head == waiting.count }
         var first: Call? { head < waiting.count ? waiting[head] : nil }
 
         mutating func append(_ call: Call) { waiting.append(call) }
