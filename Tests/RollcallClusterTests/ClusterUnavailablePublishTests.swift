@@ -1,6 +1,7 @@
 import Foundation
 @testable import RollcallCore
 import RollcallProtocol
+import RollcallTestSupport
 @testable import RollcallRedisEngine
 import Testing
 
@@ -58,5 +59,39 @@ struct ClusterUnavailablePublishTests {
         bed.releaseHeldMessages(node: 0)
         #expect(try bed.request(back, "ping")["ok"]?.boolValue == true)
         #expect(messages(back) == ["while away"], "once, with the resume: \(messages(back))")
+    }
+
+    @Test("the channel keeps at most 4096 sessions' publish tokens; the newest still makes its retry a no-op")
+    func theTokensAreBounded() throws {
+        let bed = try ClusterBed(nodes: 1, configuration: Configuration(), prefix: "pubtokens:")
+        let alice = try bed.login("alice", on: 0)
+        #expect(try bed.request(alice, "join", ["channel": .string("room")])["ok"]?.boolValue == true)
+        let presence = try #require(bed.brokers[0].engines.presence as? ClusterPresence)
+        let room = ChannelKey(type: .message, name: Name(unchecked: "room"))
+        let channel = presence.channelArguments(room, presence.keys.channel(room), intervalHead: false)
+        func publish(_ session: String, token: String) throws -> Int64? {
+            let command = PresenceScripts.publish(channel, session: session, token: token, requiredMember: nil,
+                                                  event: Array("{}".utf8), prefix: "pubtokens:", heldMessageBytes: 0)
+            let reply = try bed.run([command], on: 0).first ?? .null
+            if case .error(let message) = reply { throw TestSupportError("publish failed: \(message)") }
+            return try bed.run([.command(["HGET", channel.base, "mq"].map { Array($0.utf8) })], on: 0).first?.integer
+        }
+        func tokensKept() throws -> Int64? {
+            try bed.run([.command(["HLEN", channel.base + ":lp"].map { Array($0.utf8) })], on: 0).first?.integer
+        }
+        // Server-side publishes of 4096 sessions, each with its token, in one store call.
+        let commands = (1...4096).map {
+            PresenceScripts.publish(channel, session: "s\($0)", token: "t\($0)", requiredMember: nil,
+                                    event: Array("{}".utf8), prefix: "pubtokens:", heldMessageBytes: 0)
+        }
+        _ = try bed.run(commands, on: 0)
+        #expect(try tokensKept() == 4096)
+        // The same session again with a new token: no growth, the message goes out.
+        #expect(try publish("s1", token: "t1-again") == 4097)
+        #expect(try tokensKept() == 4096)
+        // A 4097th session: the hash starts again with its token alone, and its retry is a no-op.
+        #expect(try publish("s4097", token: "t4097") == 4098)
+        #expect(try tokensKept() == 1)
+        #expect(try publish("s4097", token: "t4097") == 4098, "a retry of the newest publish is not numbered again")
     }
 }

@@ -161,21 +161,27 @@ enum PresenceScripts {
         return {'notdue', dueAndNow()}
         """)
 
+    /// Runs on its own small library (``publishLibrary``): a publish changes no member, so it
+    /// needs none of the presence library's functions, and Redis' clock only for a held member.
     static let publish = LuaScript("presence.publish", parameters: Channel.parameters + [
         .text("session"), .text("token"), .text("user"), .text("requireMember"), .text("payload"), .text("prefix"), .number("heldLimit"),
-    ], library: library, body: """
-        if requireMember == '1' and not redis.call('HGET', ch.st, user) then return {'notmember'} end
+    ], library: publishLibrary, body: """
+        -- A member's publish: the channel has members. The server's: it may be empty.
+        local occupied = requireMember == '1'
+        if occupied and not redis.call('HGET', ch.st, user) then return {'notmember'} end
         local live = tonumber(redis.call('HGET', ch.base, 'ml') or '0')
         if countsForMessages(redis.call('HGET', ch.sessions, session)) then live = live - 1 end
-        local occupied = redis.call('ZCARD', ch.members) > 0
+        if not occupied then occupied = redis.call('EXISTS', ch.members) == 1 end
         -- The session's last publish token here (kept while the channel has members, so that
         -- nobody could receive a message twice): the same token again is a retry of a publish
-        -- that ran, and publishes nothing.
+        -- that ran, and publishes nothing. The hash is bounded: counted only when it grows.
         if token ~= '' and occupied then
           local tokens = ch.base .. ':lp'
           if redis.call('HGET', tokens, session) == token then return {'ok', live} end
-          if redis.call('HLEN', tokens) >= 4096 then redis.call('DEL', tokens) end
-          redis.call('HSET', tokens, session, token)
+          if redis.call('HSET', tokens, session, token) == 1 and redis.call('HLEN', tokens) > 4096 then
+            redis.call('DEL', tokens)
+            redis.call('HSET', tokens, session, token)
+          end
         end
         -- Held sessions keep it for their resume, here in the channel, up to heldMessageBytes
         -- each (PROTOCOL §5; ``KeptMessageScripts``: the resume applies the limit across
@@ -189,6 +195,8 @@ enum PresenceScripts {
             if not head then
               -- Redis' time and the key group's order (`P{g}kq`, in the slot of the group's
               -- `due` bucket): how the resume orders messages kept in several channels.
+              local clock = redis.call('TIME')
+              local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
               head = now .. ' ' .. redis.call('INCR', string.sub(ch.due, 1, #ch.due - #'due') .. 'kq') .. '\\n'
             end
             keepMessage(ch.base, held, head, payload, heldLimit)
@@ -205,7 +213,21 @@ enum PresenceScripts {
         return {'ok', live}
         """)
 
-    /// What every presence script runs after its parameters (the channel's first: the
+    /// What ``publish`` runs after its parameters: the channel's keys it reads, whether a
+    /// session's flags count it for messages, and ``KeptMessageScripts``. Not the presence
+    /// ``library``: defining its functions and reading Redis' clock cost a publish about a
+    /// fifth of its Redis time (BENCHMARKS.md, "Issue 30 item 4, session 49").
+    static let publishLibrary = KeptMessageScripts.library + """
+        local ch = {base = channelBase, events = channelEvents, due = channelDue}
+        ch.members, ch.st, ch.sessions = ch.base .. ':m', ch.base .. ':st', ch.base .. ':s'
+
+        local function countsForMessages(flags)
+          return flags ~= nil and flags ~= false and string.find(flags, 'm', 1, true) ~= nil
+        end
+
+        """
+
+    /// What every other presence script runs after its parameters (the channel's first: the
     /// ``Channel`` arguments): the channel's keys, Redis' time, and the announce/interval
     /// rules of `PresenceEngine+Changes.swift` in Lua.
     static let library = LuaScript.lessBytes + WebhookStreamScripts.writer + KeptMessageScripts.library + """
@@ -233,12 +255,17 @@ enum PresenceScripts {
         local function ttlKey(user) return ch.base .. ':ttl:' .. #user .. ':' .. user end
         local ttlDue = channelDueTTL
 
-        local function earliestTTL(user)
+        local function earliestDeadline(user)
           local earliest = nil
           for _, value in ipairs(redis.call('HVALS', ttlKey(user))) do
             local deadline = tonumber(value)
             if not earliest or deadline < earliest then earliest = deadline end
           end
+          return earliest
+        end
+
+        local function earliestTTL(user)
+          local earliest = earliestDeadline(user)
           if earliest then
             redis.call('ZADD', ttlDue, earliest, ch.id .. '\\n' .. user)
           else
@@ -249,17 +276,22 @@ enum PresenceScripts {
 
         -- TTL operations from argument `first` (the script's rest): a count, then (key, op, value) triples:
         -- `s` sets the key's deadline to now + value ms, `c` clears it, `x` clears an expired one.
+        -- When they changed no deadline (none, or clears of keys that had none: a state change
+        -- without TTLs clears its keys' deadlines), neither did the due entry that every change
+        -- of them (here, or `forgetTTL`) keeps: it is only read.
         local function applyTTL(user, first)
           local count = tonumber(ARGV[first] or '0')
-          if count == 0 then return earliestTTL(user) end
+          local changed = false
           for i = 0, count - 1 do
             local key, op, value = ARGV[first + 1 + 3 * i], ARGV[first + 2 + 3 * i], ARGV[first + 3 + 3 * i]
             if op == 's' then
               redis.call('HSET', ttlKey(user), key, now + tonumber(value))
-            else
-              redis.call('HDEL', ttlKey(user), key)
+              changed = true
+            elseif redis.call('HDEL', ttlKey(user), key) > 0 then
+              changed = true
             end
           end
+          if not changed then return earliestDeadline(user) or 0 end
           return earliestTTL(user)
         end
 

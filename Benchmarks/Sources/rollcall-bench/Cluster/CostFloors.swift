@@ -40,6 +40,14 @@ struct CostFloorRun {
         case publish
         /// One script that does all three: `TIME`, `HGET`, `PUBLISH` (one subscribed node).
         case minimalPresenceScript
+        /// One script of the commands a cluster `publish` cannot do without, given PROTOCOL 1.2's
+        /// guarantees (``OpFloorScripts/publish``), called with as many arguments and bytes as a
+        /// real publish passes.
+        case publishCommands
+        /// The same for `setState` (``OpFloorScripts/setState``).
+        case setStateCommands
+        /// The same for `join` into a 10-member channel (``OpFloorScripts/join``).
+        case joinCommands
 
         /// The name in the tables.
         var label: String {
@@ -48,6 +56,19 @@ struct CostFloorRun {
             case .timeAndRead: "EVALSHA TIME + HGET"
             case .publish: "PUBLISH to 1 subscribed node (node parses, delivers to nobody)"
             case .minimalPresenceScript: "EVALSHA TIME + HGET + PUBLISH (1 subscribed node)"
+            case .publishCommands: "EVALSHA of the commands a publish needs (8, 1 subscribed node)"
+            case .setStateCommands: "EVALSHA of the commands a setState needs (8, 1 subscribed node)"
+            case .joinCommands: "EVALSHA of the commands a join needs (20, 1 subscribed node)"
+            }
+        }
+
+        /// The op whose own floor this is, nil for the floors every op shares.
+        var op: String? {
+            switch self {
+            case .publishCommands: "publish"
+            case .setStateCommands: "setState"
+            case .joinCommands: "join"
+            default: nil
             }
         }
 
@@ -93,6 +114,11 @@ struct CostFloorRun {
         let empty = try load(pipe, "return 1")
         let timeAndRead = try load(pipe, "redis.call('TIME') return redis.call('HGET', KEYS[1], 'seq')")
         let minimal = try load(pipe, "redis.call('TIME') redis.call('HGET', KEYS[1], 'seq') return redis.call('PUBLISH', KEYS[2], ARGV[1])")
+        let opChannel = NodeGroup.keyPrefix + "floor:c"
+        try OpFloorScripts.fill(opChannel, members: 10, pipe)
+        let opScripts: [Kind: String] = [.publishCommands: try load(pipe, OpFloorScripts.publish),
+                                         .setStateCommands: try load(pipe, OpFloorScripts.setState),
+                                         .joinCommands: try load(pipe, OpFloorScripts.join)]
         let idle = IdleRates.measure(group, redis, seconds: 1)
         func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         return try Kind.allCases.map { kind in
@@ -103,6 +129,9 @@ struct CostFloorRun {
             case .publish: command = [bytes("PUBLISH"), bytes(Self.events), payload]
             case .minimalPresenceScript:
                 command = [bytes("EVALSHA"), bytes(minimal), bytes("2"), bytes(hash), bytes(Self.events), payload]
+            case .publishCommands, .setStateCommands, .joinCommands:
+                command = [bytes("EVALSHA"), bytes(opScripts[kind]!), bytes("2"), bytes(opChannel), bytes(Self.events)]
+                    + OpFloorScripts.arguments(for: kind, channel: opChannel, events: Self.events, payload: payload)
             }
             return try run(kind, command, pipe, idle)
         }
