@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where the Redis time of a cluster op's script goes before its body (BENCHMARKS.md, "Issue 30
-item 4, session 49").
+item 4", "Session 49").
 
 Starts its own redis-server (a free loopback port, no persistence) and one `rollcall` node in
 cluster mode, fills one channel with MEMBERS members (presence on), then one more session joins

@@ -216,11 +216,16 @@ enum PresenceScripts {
     /// What ``publish`` runs after its parameters: the channel's keys it reads, whether a
     /// session's flags count it for messages, and ``KeptMessageScripts``. Not the presence
     /// ``library``: defining its functions and reading Redis' clock cost a publish about a
-    /// fifth of its Redis time (BENCHMARKS.md, "Issue 30 item 4, session 49").
+    /// fifth of its Redis time (BENCHMARKS.md, "Issue 30 item 4", "Session 49").
     static let publishLibrary = KeptMessageScripts.library + """
         local ch = {base = channelBase, events = channelEvents, due = channelDue}
         ch.members, ch.st, ch.sessions = ch.base .. ':m', ch.base .. ':st', ch.base .. ':s'
 
+        """ + countsForMessages
+
+    /// `countsForMessages(flags)`: whether a session's join flags count it among the channel's
+    /// live message sessions (`ml`).
+    static let countsForMessages = """
         local function countsForMessages(flags)
           return flags ~= nil and flags ~= false and string.find(flags, 'm', 1, true) ~= nil
         end
@@ -321,10 +326,7 @@ enum PresenceScripts {
           return redis.call('HGET', record, 'node') == node and 'ok' or 'fenced'
         end
 
-        local function countsForMessages(flags)
-          return flags ~= nil and flags ~= false and string.find(flags, 'm', 1, true) ~= nil
-        end
-
+        """ + countsForMessages + """
         local function dueAndNow()
           return {tonumber(redis.call('HGET', ch.base, 'due') or '0'), now}
         end
