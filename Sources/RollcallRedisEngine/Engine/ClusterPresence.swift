@@ -106,7 +106,8 @@ final class ClusterPresence {
         if waitsForSnapshot { channel.waiting += 1 }
         let guess = channel.members[session.number]?.storedState
         let deadline = requestDeadline()
-        whenHeard(key) { [self] in attemptJoin(request, session: session, expecting: guess, attempt: 1, checked: false, deadline: deadline) { [self] outcome in
+        whenHeard(key) { [self] in firstAttemptJoin(request, session: session, alreadyJoined: alreadyJoined, expecting: guess,
+                                                    deadline: deadline) { [self] outcome in
             switch outcome {
             case .failure(let error):
                 if waitsForSnapshot { channel.waiting -= 1 }
@@ -142,6 +143,31 @@ final class ClusterPresence {
                 }
             }
         } }
+    }
+
+    /// The join's first attempt. A session's first join of a channel whose key group is not its
+    /// user's runs the user's step first (``checkOwner(_:session:channelKeys:step:then:)``:
+    /// the fence check on the record and the user's indexes), then the join `checked`: two
+    /// scripts. Sent straight to the channel, the join would answer `first` (no fence copy
+    /// there, the record in another slot), then come back after the same step: three scripts
+    /// and three round trips for most first joins on Redis Cluster (BENCHMARKS.md, "On a Redis
+    /// Cluster with 1024 key groups": 2.82 scripts per join). A session that joined before
+    /// has its copy there: the join goes straight to the channel.
+    private func firstAttemptJoin(_ request: JoinRequest, session: Session, alreadyJoined: Bool, expecting current: [UInt8]?,
+                                  deadline: Timestamp,
+                                  then done: @escaping (Result<(JoinScriptReply, LocalChannel.Roster?), BrokerError>) -> Void) {
+        let channelKeys = keys.channel(request.channel)
+        guard !alreadyJoined, !userSharesSlot(session.userId, with: channelKeys) else {
+            attemptJoin(request, session: session, expecting: current, attempt: 1, checked: false, deadline: deadline, then: done)
+            return
+        }
+        checkOwner(session.userId, session: session.sessionId, channelKeys: channelKeys, step: .join) { [self] checkedOwner in
+            switch checkedOwner {
+            case .failure(let error): done(.failure(error))
+            case .success:
+                attemptJoin(request, session: session, expecting: current, attempt: 1, checked: true, deadline: deadline, then: done)
+            }
+        }
     }
 
     /// One attempt at the join script, expecting the user's stored state to be `current` (the
