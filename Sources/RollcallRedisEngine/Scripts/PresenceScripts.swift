@@ -63,9 +63,14 @@ enum PresenceScripts {
           memberChanged('stateChanged', user, enc, true, current, headChanged)
         end
         local earliest = applyTTL(user, ttlFrom)
-        local reply = {'ok', redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce',
-          tonumber(redis.call('HGET', ch.base, 'seq') or '0'), dueAndNow(), {}, earliest,
-          tonumber(redis.call('HGET', ch.base, 'mq') or '0')}
+        local occupancy, mode, seq
+        if announced then
+          occupancy, mode, seq = announced.occupancy, 'announce', announced.seq
+        else
+          occupancy, mode = redis.call('ZCARD', ch.members), redis.call('HGET', ch.base, 'mode') or 'announce'
+          seq = tonumber(redis.call('HGET', ch.base, 'seq') or '0')
+        end
+        local reply = {'ok', occupancy, mode, seq, dueAndNow(), {}, earliest, tonumber(redis.call('HGET', ch.base, 'mq') or '0')}
         if limit > 0 then
           -- The node's roster of this `seq` and version still holds (1), or the node has a read
           -- in flight that brings the current one (2): the joiner's own entry alone.
@@ -327,7 +332,15 @@ enum PresenceScripts {
         end
 
         """ + countsForMessages + """
+        -- What ``memberChanged`` left in the channel's hash when it announced the change: its
+        -- occupancy and `seq`, mode announce; nil when it did not (no change, or deferred to an
+        -- interval). A reply built after it reads none of them again, nor `due`: an announce-
+        -- mode channel has no flush due (`deferChange` sets it in interval mode only, and the
+        -- flush that ends interval mode deletes it).
+        local announced = nil
+
         local function dueAndNow()
+          if announced then return {0, now} end
           return {tonumber(redis.call('HGET', ch.base, 'due') or '0'), now}
         end
 
@@ -472,6 +485,7 @@ enum PresenceScripts {
                 redis.call('ZREM', ch.listed, user)
               end
               publishPresence(seq, user, head .. footer(occupancy, 'announce', seq))
+              announced = {occupancy = occupancy, seq = seq}
             end
           else
             deferChange(user, enc, wasPresent, before, removal)
