@@ -161,11 +161,19 @@ final class ClusterPresence {
             attemptJoin(request, session: session, expecting: current, attempt: 1, checked: false, deadline: deadline, then: done)
             return
         }
-        checkOwner(session.userId, session: session.sessionId, channelKeys: channelKeys, step: .join) { [self] checkedOwner in
+        attemptJoinAfterUserStep(request, session: session, expecting: current, attempt: 1, deadline: deadline, then: done)
+    }
+
+    /// The user's step of a first join across key groups (the fence check on the session's
+    /// record and the user's indexes, on the user's slot), then the join, `checked`.
+    private func attemptJoinAfterUserStep(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int,
+                                          deadline: Timestamp,
+                                          then done: @escaping (Result<(JoinScriptReply, LocalChannel.Roster?), BrokerError>) -> Void) {
+        checkOwner(session.userId, session: session.sessionId, channelKeys: keys.channel(request.channel), step: .join) { [self] checkedOwner in
             switch checkedOwner {
             case .failure(let error): done(.failure(error))
             case .success:
-                attemptJoin(request, session: session, expecting: current, attempt: 1, checked: true, deadline: deadline, then: done)
+                attemptJoin(request, session: session, expecting: current, attempt: attempt, checked: true, deadline: deadline, then: done)
             }
         }
     }
@@ -237,16 +245,10 @@ final class ClusterPresence {
                 case .retry where attempt < Self.maxAttempts:
                     done(.failure(Self.deadlinePassed(configuration)))
                 case .first where !checked && clock.monotonic < deadline:
-                    // The session's first join here, its record in another slot: the fence check
-                    // and the user's indexes there first, then the channel's step again.
-                    checkOwner(user, session: session.sessionId, channelKeys: channelKeys, step: .join) { [self] checkedOwner in
-                        switch checkedOwner {
-                        case .failure(let error): done(.failure(error))
-                        case .success:
-                            attemptJoin(request, session: session, expecting: current, attempt: attempt, checked: true,
-                                        deadline: deadline, then: done)
-                        }
-                    }
+                    // No fence copy here after all (the node took the session for joined), its
+                    // record in another slot: the user's step, then the channel's again.
+                    attemptJoinAfterUserStep(request, session: session, expecting: current, attempt: attempt, deadline: deadline,
+                                             then: done)
                 case .first where !checked:
                     done(.failure(Self.deadlinePassed(configuration)))
                 case .fenced: done(.failure(fencedAnswer(sessionId: session.sessionId, user: user)))
