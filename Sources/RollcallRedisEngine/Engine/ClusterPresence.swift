@@ -161,15 +161,16 @@ final class ClusterPresence {
             attemptJoin(request, session: session, expecting: current, attempt: 1, checked: false, deadline: deadline, then: done)
             return
         }
-        attemptJoinAfterUserStep(request, session: session, expecting: current, attempt: 1, deadline: deadline, then: done)
+        attemptJoinAfterUserStep(request, session: session, channelKeys: channelKeys, expecting: current, attempt: 1,
+                                 deadline: deadline, then: done)
     }
 
     /// The user's step of a first join across key groups (the fence check on the session's
     /// record and the user's indexes, on the user's slot), then the join, `checked`.
-    private func attemptJoinAfterUserStep(_ request: JoinRequest, session: Session, expecting current: [UInt8]?, attempt: Int,
-                                          deadline: Timestamp,
+    private func attemptJoinAfterUserStep(_ request: JoinRequest, session: Session, channelKeys: ClusterKeys.ChannelKeys,
+                                          expecting current: [UInt8]?, attempt: Int, deadline: Timestamp,
                                           then done: @escaping (Result<(JoinScriptReply, LocalChannel.Roster?), BrokerError>) -> Void) {
-        checkOwner(session.userId, session: session.sessionId, channelKeys: keys.channel(request.channel), step: .join) { [self] checkedOwner in
+        checkOwner(session.userId, session: session.sessionId, channelKeys: channelKeys, step: .join) { [self] checkedOwner in
             switch checkedOwner {
             case .failure(let error): done(.failure(error))
             case .success:
@@ -247,8 +248,8 @@ final class ClusterPresence {
                 case .first where !checked && clock.monotonic < deadline:
                     // No fence copy here after all (the node took the session for joined), its
                     // record in another slot: the user's step, then the channel's again.
-                    attemptJoinAfterUserStep(request, session: session, expecting: current, attempt: attempt, deadline: deadline,
-                                             then: done)
+                    attemptJoinAfterUserStep(request, session: session, channelKeys: channelKeys, expecting: current,
+                                             attempt: attempt, deadline: deadline, then: done)
                 case .first where !checked:
                     done(.failure(Self.deadlinePassed(configuration)))
                 case .fenced: done(.failure(fencedAnswer(sessionId: session.sessionId, user: user)))
